@@ -1,0 +1,59 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/protocol"
+)
+
+// handlerFunc handles one request. It runs on the connection's read
+// goroutine and must complete x exactly once, now or later.
+type handlerFunc func(c *conn, x *exchange)
+
+type handler struct {
+	versions protocol.VersionRange
+	fn       handlerFunc
+}
+
+// handlerTable maps API keys to their handler and served versions: the one
+// source of truth from which ApiVersions is answered.
+type handlerTable map[int16]handler
+
+// newHandlerTable registers every API the broker serves, each with the version
+// range Apache Kafka 4.x serves (protocol.KafkaVersions) capped to what the
+// handler implements.
+func newHandlerTable() handlerTable {
+	t := handlerTable{}
+	reg := func(key kmsg.Key, maxImpl int16, fn handlerFunc) {
+		vr, ok := protocol.KafkaVersions[int16(key)]
+		if !ok {
+			panic("broker: no Kafka version range for " + key.Name())
+		}
+		if vr.Max > maxImpl {
+			vr.Max = maxImpl
+		}
+		t[int16(key)] = handler{versions: vr, fn: fn}
+	}
+	reg(kmsg.ApiVersions, 4, handleApiVersions)
+	reg(kmsg.Metadata, 13, handleMetadata)
+	reg(kmsg.Produce, 12, handleProduce)
+	reg(kmsg.Fetch, 17, handleFetch)
+	reg(kmsg.ListOffsets, 9, handleListOffsets)
+	reg(kmsg.CreateTopics, 7, handleCreateTopics)
+	reg(kmsg.DeleteTopics, 6, handleDeleteTopics)
+	return t
+}
+
+func (t handlerTable) versionTable() protocol.VersionTable {
+	vt := make(protocol.VersionTable, len(t))
+	for k, h := range t {
+		vt[k] = h.versions
+	}
+	return vt
+}
+
+// ApiVersions: every API in the handler table with its served range; the
+// protocol package encodes the v0 fallback for versions we do not know.
+func handleApiVersions(c *conn, x *exchange) {
+	x.respond(protocol.ApiVersionsResponse(x.req, c.srv.versions))
+}

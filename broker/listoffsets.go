@@ -1,0 +1,73 @@
+package broker
+
+// ListOffsets (key 2), versions 1-9 (KIP-896 removed v0).
+//
+// Special timestamps: -2 earliest (log start offset), -1 latest (the high
+// watermark; read_committed: the last stable offset), -3 the record with the
+// largest timestamp (v7+), -4 earliest local (v8+, the log start offset while
+// there is no tiered storage), -5 earliest pending upload (v9+, -1: nothing
+// is tiered). A timestamp >= 0 finds the first offset whose record timestamp
+// is at least it, through the time index; none gives offset -1.
+// current_leader_epoch (v4+) is checked like Fetch's.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleListOffsets(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.ListOffsetsRequest)
+	s := c.srv
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		lt := s.parts.topicByName(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			p := lt.partition(rp.Partition)
+			if p == nil {
+				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)
+			} else if code := checkLeader(p, s.cfg.NodeID, rp.CurrentLeaderEpoch); code != 0 {
+				sp.ErrorCode = code
+			} else {
+				sp.ErrorCode = listOffset(p, rp.Timestamp, req.IsolationLevel, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	x.respond(resp)
+}
+
+func listOffset(p *partition, ts int64, isolation int8, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+	log := p.log
+	epoch := p.leaderEpoch()
+	switch ts {
+	case -2, -4: // earliest, earliest local
+		sp.Offset, sp.LeaderEpoch = log.LogStartOffset(), epoch
+	case -1: // latest: high watermark (the LSO equals it until transactions exist)
+		sp.Offset, sp.LeaderEpoch = log.HighWatermark(), epoch
+	case -3: // max timestamp
+		off, t := log.MaxTimestamp()
+		if off >= 0 && off < log.HighWatermark() {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, t, epoch
+		}
+	case -5: // earliest pending upload: nothing is tiered
+	default:
+		if ts < 0 {
+			return kerr.InvalidRequest.Code
+		}
+		off, t, found, err := log.OffsetForTimestamp(ts)
+		if err != nil {
+			code, _ := errorCode(err)
+			return code
+		}
+		if found && off < log.HighWatermark() {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, t, epoch
+		}
+	}
+	return 0
+}

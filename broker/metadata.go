@@ -1,0 +1,163 @@
+package broker
+
+// Metadata (key 3), versions 0-13.
+//
+// Brokers are listed with the endpoint of the listener the client connected
+// on (as Kafka does). A null topic list (v1+; an empty one at v0) asks for
+// every topic. Requested topics are looked up by name, or by topic id from
+// v10; a missing one is auto-created when the request allows it (v4+, always
+// before) and auto.create.topics.enable is true, with num.partitions and
+// default.replication.factor. Unlike Kafka, which answers
+// LEADER_NOT_AVAILABLE while an auto-created topic propagates, Strait creates
+// it synchronously and answers with its partitions at once. Internal topics
+// (names starting with "__") are flagged is_internal.
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/controller"
+)
+
+func handleMetadata(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.MetadataRequest)
+	s := c.srv
+	v := x.req.Version
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.SetVersion(v)
+
+	brokers := s.ctrl.Brokers()
+	live := make(map[int32]bool, len(brokers))
+	for _, b := range brokers {
+		live[b.NodeID] = true
+		ep, ok := endpointFor(b, c.listener)
+		if !ok {
+			continue
+		}
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = b.NodeID, ep.Host, ep.Port
+		if b.Rack != "" {
+			rack := b.Rack
+			rb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	clusterID := s.ctrl.ClusterID()
+	resp.ClusterID = &clusterID
+	resp.ControllerID = s.ctrl.ControllerID()
+
+	var topics []controller.TopicInfo
+	if req.Topics == nil || (v == 0 && len(req.Topics) == 0) {
+		topics = s.ctrl.Topics()
+		slices.SortFunc(topics, func(a, b controller.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+		for _, t := range topics {
+			resp.Topics = append(resp.Topics, topicMetadata(t, live, v))
+		}
+		x.respond(resp)
+		return
+	}
+	allowAuto := v < 4 || req.AllowAutoTopicCreation
+	for _, rt := range req.Topics {
+		if rt.Topic == nil && v >= 10 {
+			t, ok := s.ctrl.TopicByID(rt.TopicID)
+			if !ok {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			resp.Topics = append(resp.Topics, topicMetadata(t, live, v))
+			continue
+		}
+		name := ""
+		if rt.Topic != nil {
+			name = *rt.Topic
+		}
+		t, ok := s.ctrl.Topic(name)
+		if !ok && allowAuto && s.cfg.AutoCreateTopicsEnable && !strings.HasPrefix(name, "__") {
+			t, ok = s.autoCreateTopic(name)
+		}
+		if !ok {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if controller.ValidateTopicName(name) != nil {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, topicMetadata(t, live, v))
+	}
+	x.respond(resp)
+}
+
+// autoCreateTopic creates a topic for Metadata's auto-creation; a concurrent
+// creation by another client is fine.
+func (s *Server) autoCreateTopic(name string) (controller.TopicInfo, bool) {
+	if controller.ValidateTopicName(name) != nil {
+		return controller.TopicInfo{}, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t, err := s.ctrl.CreateTopic(ctx, controller.CreateTopicRequest{
+		Name:              name,
+		NumPartitions:     s.cfg.NumPartitions,
+		ReplicationFactor: s.cfg.DefaultReplicationFactor,
+	})
+	if err != nil {
+		if t, ok := s.ctrl.Topic(name); ok {
+			return t, true
+		}
+		s.logger.Warn("auto-creating topic failed", "topic", name, "err", err)
+		return controller.TopicInfo{}, false
+	}
+	s.logger.Info("auto-created topic", "topic", name, "partitions", s.cfg.NumPartitions,
+		"replication_factor", s.cfg.DefaultReplicationFactor)
+	return t, true
+}
+
+func endpointFor(b controller.BrokerInfo, listener string) (controller.Endpoint, bool) {
+	for _, ep := range b.Endpoints {
+		if ep.Name == listener {
+			return ep, true
+		}
+	}
+	return controller.Endpoint{}, false
+}
+
+func topicMetadata(t controller.TopicInfo, live map[int32]bool, v int16) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = t.Internal
+	for i, pi := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = int32(i)
+		mp.Leader = pi.Leader
+		mp.LeaderEpoch = pi.LeaderEpoch
+		mp.Replicas = append([]int32(nil), pi.Replicas...)
+		mp.ISR = append([]int32(nil), pi.ISR...)
+		for _, r := range pi.Replicas {
+			if !live[r] {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
+		if mp.OfflineReplicas == nil {
+			mp.OfflineReplicas = []int32{}
+		}
+		if pi.Leader < 0 || !live[pi.Leader] {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			mp.Leader = -1
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

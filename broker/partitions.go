@@ -1,0 +1,377 @@
+package broker
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strait/strait/controller"
+	"github.com/strait/strait/storage"
+)
+
+// partition is one partition hosted on this broker: its log, the leader
+// state from the metadata, and the fetches parked until it grows.
+type partition struct {
+	topic   string
+	topicID [16]byte
+	index   int32
+	log     *storage.Log
+	state   atomic.Pointer[controller.PartitionInfo]
+
+	waitMu  sync.Mutex
+	waiters map[*fetchWaiter]struct{}
+}
+
+// fetchWaiter is a parked Fetch; wake is signalled (never blocking) when any
+// partition it waits on is appended to.
+type fetchWaiter struct{ wake chan struct{} }
+
+func newFetchWaiter() *fetchWaiter { return &fetchWaiter{wake: make(chan struct{}, 1)} }
+
+func (p *partition) addWaiter(w *fetchWaiter) {
+	p.waitMu.Lock()
+	if p.waiters == nil {
+		p.waiters = make(map[*fetchWaiter]struct{})
+	}
+	p.waiters[w] = struct{}{}
+	p.waitMu.Unlock()
+}
+
+func (p *partition) removeWaiter(w *fetchWaiter) {
+	p.waitMu.Lock()
+	delete(p.waiters, w)
+	p.waitMu.Unlock()
+}
+
+// wakeWaiters signals every parked fetch after an append.
+func (p *partition) wakeWaiters() {
+	p.waitMu.Lock()
+	for w := range p.waiters {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	p.waitMu.Unlock()
+}
+
+func (p *partition) isLeader(node int32) bool {
+	st := p.state.Load()
+	return st != nil && st.Leader == node
+}
+
+func (p *partition) leaderEpoch() int32 {
+	if st := p.state.Load(); st != nil {
+		return st.LeaderEpoch
+	}
+	return -1
+}
+
+// localTopic is the partitions of one topic that this broker hosts; a nil
+// entry is a partition hosted elsewhere.
+type localTopic struct {
+	name  string
+	id    [16]byte
+	parts []*partition
+}
+
+func (t *localTopic) partition(i int32) *partition {
+	if t == nil || i < 0 || int(i) >= len(t.parts) {
+		return nil
+	}
+	return t.parts[i]
+}
+
+// partitionManager opens, tracks and closes the logs of the partitions this
+// broker hosts, following the metadata in etcd. Lookups on the request path
+// read immutable maps through atomic pointers; only metadata changes take mu.
+type partitionManager struct {
+	srv    *Server
+	mu     sync.Mutex // serializes metadata application
+	byName atomic.Pointer[map[string]*localTopic]
+	byID   atomic.Pointer[map[[16]byte]*localTopic]
+	stop   chan struct{}
+}
+
+func newPartitionManager(s *Server) *partitionManager {
+	pm := &partitionManager{srv: s, stop: make(chan struct{})}
+	pm.byName.Store(&map[string]*localTopic{})
+	pm.byID.Store(&map[[16]byte]*localTopic{})
+	return pm
+}
+
+// start opens the logs of every partition assigned here and follows changes.
+// Applying a change is idempotent, so the initial snapshot and the watch may
+// overlap without harm.
+func (pm *partitionManager) start() error {
+	pm.srv.ctrl.Listen(pm.apply)
+	for _, t := range pm.srv.ctrl.Topics() {
+		if err := pm.applyTopic(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (pm *partitionManager) topicByName(name string) *localTopic { return (*pm.byName.Load())[name] }
+func (pm *partitionManager) topicByID(id [16]byte) *localTopic   { return (*pm.byID.Load())[id] }
+
+func (pm *partitionManager) get(topic string, p int32) *partition {
+	return pm.topicByName(topic).partition(p)
+}
+
+func (pm *partitionManager) apply(ch controller.TopicChange) {
+	var err error
+	if ch.Deleted {
+		pm.deleteTopic(ch.Topic)
+		return
+	}
+	if err = pm.applyTopic(ch.Topic); err != nil {
+		pm.srv.logger.Error("applying topic metadata", "topic", ch.Topic.Name, "err", err)
+	}
+}
+
+func (pm *partitionManager) applyTopic(t controller.TopicInfo) error {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	node := pm.srv.cfg.NodeID
+	old := pm.topicByName(t.Name)
+	if old != nil && old.id != t.ID {
+		// Same name, new topic: the old one was deleted while we did not see it.
+		pm.deleteLocked(old)
+		old = nil
+	}
+	lt := &localTopic{name: t.Name, id: t.ID, parts: make([]*partition, len(t.Partitions))}
+	logCfg, err := pm.srv.cfg.TopicLogConfig(t.Configs)
+	if err != nil {
+		pm.srv.logger.Warn("invalid topic config, using broker defaults", "topic", t.Name, "err", err)
+		logCfg = pm.srv.cfg.LogDefaults
+	}
+	var errs []error
+	for i, pi := range t.Partitions {
+		pi := pi
+		if !slices.Contains(pi.Replicas, node) {
+			continue
+		}
+		if p := old.partition(int32(i)); p != nil {
+			p.state.Store(&pi)
+			p.log.SetConfig(logCfg)
+			lt.parts[i] = p
+			continue
+		}
+		p, err := pm.openPartition(t, int32(i), logCfg)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.state.Store(&pi)
+		lt.parts[i] = p
+	}
+	pm.publishLocked(lt, nil)
+	return errors.Join(errs...)
+}
+
+func (pm *partitionManager) deleteTopic(t controller.TopicInfo) {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	if lt := pm.topicByName(t.Name); lt != nil && lt.id == t.ID {
+		pm.deleteLocked(lt)
+	}
+}
+
+func (pm *partitionManager) deleteLocked(lt *localTopic) {
+	pm.publishLocked(nil, lt)
+	for _, p := range lt.parts {
+		if p == nil {
+			continue
+		}
+		p.wakeWaiters()
+		if err := p.log.Delete(); err != nil {
+			pm.srv.logger.Error("deleting partition log", "topic", p.topic, "partition", p.index, "err", err)
+		} else {
+			pm.srv.logger.Info("deleted partition log", "topic", p.topic, "partition", p.index)
+		}
+	}
+}
+
+// publishLocked swaps in new copies of the lookup maps with add put in and
+// remove taken out.
+func (pm *partitionManager) publishLocked(add, remove *localTopic) {
+	byName := make(map[string]*localTopic, len(*pm.byName.Load())+1)
+	for k, v := range *pm.byName.Load() {
+		byName[k] = v
+	}
+	byID := make(map[[16]byte]*localTopic, len(*pm.byID.Load())+1)
+	for k, v := range *pm.byID.Load() {
+		byID[k] = v
+	}
+	if remove != nil {
+		delete(byName, remove.name)
+		delete(byID, remove.id)
+	}
+	if add != nil {
+		byName[add.name] = add
+		byID[add.id] = add
+	}
+	pm.byName.Store(&byName)
+	pm.byID.Store(&byID)
+}
+
+// openPartition opens (recovering if needed) or creates the log directory
+// <log.dir>/<topic>-<partition>, checking its partition.metadata topic id so
+// that a log left from a deleted topic of the same name is never served.
+func (pm *partitionManager) openPartition(t controller.TopicInfo, idx int32, cfg storage.LogConfig) (*partition, error) {
+	name := fmt.Sprintf("%s-%d", t.Name, idx)
+	dir := ""
+	for _, d := range pm.srv.cfg.LogDirs {
+		cand := filepath.Join(d, name)
+		if _, err := os.Stat(cand); err == nil {
+			dir = cand
+			break
+		}
+	}
+	if dir != "" {
+		id, err := readPartitionMetadata(dir)
+		if err == nil && id != t.ID {
+			stale := fmt.Sprintf("%s.%s-delete", dir, encodeTopicID(id))
+			pm.srv.logger.Warn("log directory belongs to an older topic of the same name; moving it aside",
+				"dir", dir, "moved_to", stale)
+			if err := os.Rename(dir, stale); err != nil {
+				return nil, fmt.Errorf("moving stale log %s: %w", dir, err)
+			}
+			go os.RemoveAll(stale)
+			dir = ""
+		}
+	}
+	if dir == "" {
+		dir = filepath.Join(pm.leastLoadedDir(), name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating log dir %s: %w", dir, err)
+		}
+		if err := writePartitionMetadata(dir, t.ID); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	l, err := storage.Open(dir, cfg, storage.Options{Logger: pm.srv.logger.With("partition", name)})
+	if err != nil {
+		return nil, fmt.Errorf("opening log %s: %w", dir, err)
+	}
+	pm.srv.logger.Debug("opened partition log", "dir", dir, "log_end_offset", l.LogEndOffset(), "took", time.Since(start))
+	// A single replica's high watermark is its log end offset; with followers
+	// the replica layer will own it.
+	l.UpdateHighWatermark(l.LogEndOffset())
+	return &partition{topic: t.Name, topicID: t.ID, index: idx, log: l}, nil
+}
+
+func (pm *partitionManager) leastLoadedDir() string {
+	dirs := pm.srv.cfg.LogDirs
+	if len(dirs) == 1 {
+		return dirs[0]
+	}
+	count := make(map[string]int, len(dirs))
+	for _, lt := range *pm.byName.Load() {
+		for _, p := range lt.parts {
+			if p != nil {
+				count[filepath.Dir(p.log.Dir())]++
+			}
+		}
+	}
+	best := dirs[0]
+	for _, d := range dirs[1:] {
+		if count[d] < count[best] {
+			best = d
+		}
+	}
+	return best
+}
+
+const partitionMetadataFile = "partition.metadata"
+
+func encodeTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// writePartitionMetadata writes Kafka's partition.metadata file.
+func writePartitionMetadata(dir string, id [16]byte) error {
+	body := "version: 0\ntopic_id: " + encodeTopicID(id) + "\n"
+	tmp := filepath.Join(dir, partitionMetadataFile+".tmp")
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, partitionMetadataFile))
+}
+
+func readPartitionMetadata(dir string) ([16]byte, error) {
+	var id [16]byte
+	b, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
+	if err != nil {
+		return id, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "topic_id:"); ok {
+			raw, err := base64.RawURLEncoding.DecodeString(strings.TrimSpace(v))
+			if err != nil || len(raw) != 16 {
+				return id, fmt.Errorf("bad topic_id in %s", dir)
+			}
+			copy(id[:], raw)
+			return id, nil
+		}
+	}
+	return id, fmt.Errorf("no topic_id in %s", dir)
+}
+
+// maintenanceLoop runs the periodic per-partition work (time-based flush).
+func (pm *partitionManager) maintenanceLoop() {
+	defer pm.srv.bgWG.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-pm.stop:
+			return
+		case now := <-t.C:
+			pm.forEach(func(p *partition) { pm.maintain(p, now) })
+		}
+	}
+}
+
+func (pm *partitionManager) maintain(p *partition, now time.Time) {}
+
+func (pm *partitionManager) forEach(fn func(*partition)) {
+	for _, lt := range *pm.byName.Load() {
+		for _, p := range lt.parts {
+			if p != nil {
+				fn(p)
+			}
+		}
+	}
+}
+
+func (pm *partitionManager) stopMaintenance() {
+	select {
+	case <-pm.stop:
+	default:
+		close(pm.stop)
+	}
+}
+
+// close flushes and closes every log (writing the clean-shutdown markers).
+func (pm *partitionManager) close() error {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	var errs []error
+	pm.forEach(func(p *partition) {
+		if err := p.log.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing %s-%d: %w", p.topic, p.index, err))
+		}
+	})
+	pm.byName.Store(&map[string]*localTopic{})
+	pm.byID.Store(&map[[16]byte]*localTopic{})
+	return errors.Join(errs...)
+}

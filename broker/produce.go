@@ -1,0 +1,109 @@
+package broker
+
+// Produce (key 0), versions 3-12 served; 0-2 are advertised for librdkafka's
+// sake (KAFKA-18659) and refused by the protocol layer as Kafka refuses them.
+//
+// Each partition's record set must be exactly one magic-v2 batch; storage
+// validates it (CRC32C -> CORRUPT_MESSAGE, shape -> INVALID_RECORD, size ->
+// MESSAGE_TOO_LARGE, timestamps -> INVALID_TIMESTAMP), assigns offsets and
+// appends it. acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS). With one
+// replica, acks=all is satisfied as soon as the leader has appended; the
+// high watermark then advances and parked fetches wake. acks=0 gets no
+// response at all, and, as in Kafka, the connection is closed if any
+// partition failed so the producer notices.
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleProduce(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.ProduceRequest)
+	s := c.srv
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	anyErr := false
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		lt := s.parts.topicByName(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset = -1
+			sp.LogAppendTime = -1
+			sp.LogStartOffset = -1
+			code, msg := int16(0), ""
+			switch {
+			case !acksValid:
+				code = kerr.InvalidRequiredAcks.Code
+			default:
+				code, msg = s.produceTo(lt, rt.Topic, rp.Partition, rp.Records, &sp)
+			}
+			if code != 0 {
+				anyErr = true
+				sp.ErrorCode = code
+				if msg != "" && x.req.Version >= 8 {
+					sp.ErrorMessage = &msg
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		x.closeConn = anyErr
+		x.noResponse()
+		return
+	}
+	x.respond(resp)
+}
+
+// produceTo appends one partition's records and fills the response fields,
+// returning an error code and message on failure.
+func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+	p := lt.partition(idx)
+	if p == nil {
+		return s.missingPartitionCode(topic, idx), ""
+	}
+	if !p.isLeader(s.cfg.NodeID) {
+		return kerr.NotLeaderForPartition.Code, ""
+	}
+	info, err := p.log.AppendAsLeader(records, p.leaderEpoch())
+	if err != nil {
+		code, msg := errorCode(err)
+		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
+			s.logger.Error("produce failed", "topic", topic, "partition", idx, "err", err)
+		}
+		return code, msg
+	}
+	// One replica: the high watermark follows the log end offset.
+	p.log.UpdateHighWatermark(info.LastOffset + 1)
+	p.wakeWaiters()
+	sp.BaseOffset = info.FirstOffset
+	sp.LogAppendTime = info.LogAppendTime
+	sp.LogStartOffset = info.LogStartOffset
+	return 0, ""
+}
+
+// errorCode maps an error to its Kafka error code and message: storage and
+// controller errors wrap *kerr.Error; anything else is an unknown server error.
+func errorCode(err error) (int16, string) {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code, err.Error()
+	}
+	return kerr.UnknownServerError.Code, err.Error()
+}
+
+// missingPartitionCode is the error for a partition this broker does not
+// host: NOT_LEADER_OR_FOLLOWER if it exists elsewhere, else
+// UNKNOWN_TOPIC_OR_PARTITION.
+func (s *Server) missingPartitionCode(topic string, idx int32) int16 {
+	if t, ok := s.ctrl.Topic(topic); ok && idx >= 0 && int(idx) < len(t.Partitions) {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return kerr.UnknownTopicOrPartition.Code
+}

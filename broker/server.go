@@ -1,0 +1,307 @@
+// Package broker is Strait's Kafka broker: it owns the listeners, the client
+// connections (a read goroutine and an ordered write goroutine each), the
+// dispatch of requests to one handler per API (one file per API, each opening
+// with its behaviour and versions), and the partitions this node hosts.
+//
+// Lifecycle, modelled on etcd's embed: New validates the configuration, Start
+// binds the listeners, starts (or connects to) etcd, registers the broker and
+// opens its partition logs, then accepts connections; Ready is closed once the
+// broker answers requests; Err reports a fatal error; Close shuts down cleanly
+// (stop accepting, finish in-flight requests, close the logs).
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/strait/strait/controller"
+	"github.com/strait/strait/protocol"
+)
+
+// Server is one Strait broker.
+type Server struct {
+	cfg    Config
+	logger *slog.Logger
+
+	listeners []*listener
+	ctrl      *controller.Controller
+	parts     *partitionManager
+	handlers  handlerTable
+	versions  protocol.VersionTable
+
+	ready     chan struct{}
+	errc      chan error
+	closing   chan struct{} // closed when Close starts: wakes parked fetches
+	closeOnce sync.Once
+	closeErr  error
+
+	connsMu sync.Mutex
+	conns   map[*conn]struct{}
+	connWG  sync.WaitGroup
+	bgWG    sync.WaitGroup
+}
+
+type listener struct {
+	cfg Listener
+	ln  net.Listener
+}
+
+// New validates cfg and returns a broker that is not started yet.
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Listeners) == 0 {
+		return nil, errors.New("broker: no listeners configured")
+	}
+	if len(cfg.LogDirs) == 0 {
+		return nil, errors.New("broker: no log.dirs configured")
+	}
+	if cfg.SocketRequestMaxBytes <= 0 {
+		return nil, fmt.Errorf("broker: invalid socket.request.max.bytes %d", cfg.SocketRequestMaxBytes)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{
+		cfg:     cfg,
+		logger:  logger,
+		ready:   make(chan struct{}),
+		errc:    make(chan error, 1),
+		closing: make(chan struct{}),
+		conns:   make(map[*conn]struct{}),
+	}
+	s.handlers = newHandlerTable()
+	s.versions = s.handlers.versionTable()
+	return s, nil
+}
+
+// Start binds the listeners, joins the cluster and begins serving. It returns
+// once the broker accepts requests; Ready is closed at the same moment.
+func (s *Server) Start() error {
+	if err := s.start(); err != nil {
+		s.Close()
+		return err
+	}
+	return nil
+}
+
+func (s *Server) start() error {
+	started := time.Now()
+	for _, l := range s.cfg.Listeners {
+		addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("broker: listen %s on %s: %w", l.Name, addr, err)
+		}
+		s.listeners = append(s.listeners, &listener{cfg: l, ln: ln})
+	}
+
+	ctrl, err := controller.New(controller.Config{
+		NodeID:        s.cfg.NodeID,
+		Rack:          s.cfg.Rack,
+		Endpoints:     s.advertisedEndpoints(),
+		DataDir:       s.cfg.EtcdDataDir,
+		EtcdEndpoints: s.cfg.EtcdEndpoints,
+		Prefix:        s.cfg.EtcdPrefix,
+		Logger:        s.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: controller: %w", err)
+	}
+	s.ctrl = ctrl
+	if err := ctrl.Start(context.Background()); err != nil {
+		return fmt.Errorf("broker: controller start: %w", err)
+	}
+
+	s.parts = newPartitionManager(s)
+	if err := s.parts.start(); err != nil {
+		return err
+	}
+
+	for _, l := range s.listeners {
+		s.bgWG.Add(1)
+		go s.acceptLoop(l)
+	}
+	s.bgWG.Add(1)
+	go s.parts.maintenanceLoop()
+
+	s.logger.Debug("broker started", "took", time.Since(started))
+	close(s.ready)
+	return nil
+}
+
+// advertisedEndpoints resolves advertised.listeners against the bound ports:
+// a port 0 (or a listener without an advertised entry) takes the bound port.
+func (s *Server) advertisedEndpoints() []controller.Endpoint {
+	bound := make(map[string]*listener, len(s.listeners))
+	for _, l := range s.listeners {
+		bound[l.cfg.Name] = l
+	}
+	adv := s.cfg.AdvertisedListeners
+	if len(adv) == 0 {
+		adv = s.cfg.Listeners
+	}
+	out := make([]controller.Endpoint, 0, len(adv))
+	for _, a := range adv {
+		host, port := a.Host, a.Port
+		if l, ok := bound[a.Name]; ok {
+			tcp := l.ln.Addr().(*net.TCPAddr)
+			if port == 0 {
+				port = int32(tcp.Port)
+			}
+			if host == "" || host == "0.0.0.0" || host == "::" {
+				host = tcp.IP.String()
+				if tcp.IP.IsUnspecified() {
+					host = "127.0.0.1"
+				}
+			}
+		}
+		proto := a.SecurityProtocol
+		if proto == "" {
+			proto = "PLAINTEXT"
+		}
+		out = append(out, controller.Endpoint{Name: a.Name, Host: host, Port: port, SecurityProtocol: proto})
+	}
+	return out
+}
+
+func (s *Server) acceptLoop(l *listener) {
+	defer s.bgWG.Done()
+	var backoff time.Duration
+	for {
+		nc, err := l.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.closing:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Temporary failures (EMFILE and the like): back off, keep serving.
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+			} else if backoff < time.Second {
+				backoff *= 2
+			}
+			s.logger.Warn("accept failed", "listener", l.cfg.Name, "err", err, "retry_in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		c := newConn(s, nc, l.cfg.Name)
+		s.connsMu.Lock()
+		select {
+		case <-s.closing:
+			s.connsMu.Unlock()
+			nc.Close()
+			return
+		default:
+		}
+		s.conns[c] = struct{}{}
+		s.connWG.Add(1)
+		s.connsMu.Unlock()
+		go c.serve()
+	}
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.connsMu.Lock()
+	delete(s.conns, c)
+	s.connsMu.Unlock()
+	s.connWG.Done()
+}
+
+// Ready is closed once the broker accepts requests.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Err delivers a fatal error that stopped the broker after Start.
+func (s *Server) Err() <-chan error { return s.errc }
+
+// Addrs returns the bound address of each listener, in configuration order.
+func (s *Server) Addrs() []net.Addr {
+	out := make([]net.Addr, 0, len(s.listeners))
+	for _, l := range s.listeners {
+		out = append(out, l.ln.Addr())
+	}
+	return out
+}
+
+// Addr is the first listener's bound address as host:port, handy for tests.
+func (s *Server) Addr() string {
+	if len(s.listeners) == 0 {
+		return ""
+	}
+	return s.listeners[0].ln.Addr().String()
+}
+
+// ClusterID is the cluster's id as stored in etcd.
+func (s *Server) ClusterID() string {
+	if s.ctrl == nil {
+		return ""
+	}
+	return s.ctrl.ClusterID()
+}
+
+// NodeID is this broker's node.id.
+func (s *Server) NodeID() int32 { return s.cfg.NodeID }
+
+// Close stops accepting connections, lets in-flight requests finish, closes
+// every connection, deregisters the broker and closes the partition logs.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		for _, l := range s.listeners {
+			l.ln.Close()
+		}
+		s.connsMu.Lock()
+		for c := range s.conns {
+			c.stopReading()
+		}
+		s.connsMu.Unlock()
+		waitTimeout(&s.connWG, 10*time.Second)
+		if s.parts != nil {
+			s.parts.stopMaintenance()
+		}
+		s.bgWG.Wait()
+		var errs []error
+		if s.ctrl != nil {
+			if err := s.ctrl.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if s.parts != nil {
+			if err := s.parts.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		s.closeErr = errors.Join(errs...)
+		s.logger.Info("broker stopped", "node.id", s.cfg.NodeID)
+	})
+	return s.closeErr
+}
+
+// fail reports a fatal error on Err once.
+func (s *Server) fail(err error) {
+	select {
+	case s.errc <- err:
+	default:
+	}
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}

@@ -1,0 +1,181 @@
+package broker
+
+// CreateTopics (key 19), versions 2-7, and DeleteTopics (key 20), versions 1-6.
+//
+// CreateTopics validates each topic's configs (unknown key or bad value:
+// INVALID_CONFIG), fills num_partitions and replication_factor of -1 (v4+)
+// from num.partitions and default.replication.factor, and hands the rest to
+// the controller, which validates the name, counts and assignment against
+// the live brokers and writes the topic to etcd in one transaction
+// (validate_only writes nothing). A name given twice in one request is
+// INVALID_REQUEST for each copy, as in Kafka. From v5 the response carries
+// the partition count and replication factor (v7: the topic id).
+//
+// DeleteTopics takes names (v1-5) or names or topic ids (v6); a missing topic
+// is UNKNOWN_TOPIC_OR_PARTITION (by id: UNKNOWN_TOPIC_ID).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/controller"
+)
+
+func requestContext(timeoutMillis int32) (context.Context, context.CancelFunc) {
+	d := time.Duration(timeoutMillis) * time.Millisecond
+	if d <= 0 || d > time.Minute {
+		d = 30 * time.Second
+	}
+	return context.WithTimeout(context.Background(), d)
+}
+
+func handleCreateTopics(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.CreateTopicsRequest)
+	s := c.srv
+	v := x.req.Version
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	ctx, cancel := requestContext(req.TimeoutMillis)
+	defer cancel()
+
+	seen := make(map[string]int, len(req.Topics))
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		st.NumPartitions, st.ReplicationFactor = -1, -1
+		setErr := func(code int16, msg string) {
+			st.ErrorCode = code
+			if msg != "" && v >= 1 {
+				st.ErrorMessage = &msg
+			}
+		}
+		if seen[rt.Topic] > 1 {
+			setErr(kerr.InvalidRequest.Code, "Create topics request from client `"+clientID(x)+"` contains multiple entries for the following topics: "+rt.Topic)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		configs := make(map[string]string, len(rt.Configs))
+		for _, cf := range rt.Configs {
+			if cf.Value != nil {
+				configs[cf.Name] = *cf.Value
+			}
+		}
+		if err := ValidateTopicConfigs(configs); err != nil {
+			code, msg := errorCode(err)
+			setErr(code, msg)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		np, rf := rt.NumPartitions, rt.ReplicationFactor
+		if np == -1 && len(rt.ReplicaAssignment) == 0 {
+			np = s.cfg.NumPartitions
+		}
+		if rf == -1 && len(rt.ReplicaAssignment) == 0 {
+			rf = s.cfg.DefaultReplicationFactor
+		}
+		var assign map[int32][]int32
+		if len(rt.ReplicaAssignment) > 0 {
+			if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+				setErr(kerr.InvalidRequest.Code, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.")
+				resp.Topics = append(resp.Topics, st)
+				continue
+			}
+			assign = make(map[int32][]int32, len(rt.ReplicaAssignment))
+			for _, ra := range rt.ReplicaAssignment {
+				assign[ra.Partition] = ra.Replicas
+			}
+			np = int32(len(assign))
+			rf = int16(len(rt.ReplicaAssignment[0].Replicas))
+		}
+		t, err := s.ctrl.CreateTopic(ctx, controller.CreateTopicRequest{
+			Name:              rt.Topic,
+			NumPartitions:     np,
+			ReplicationFactor: rf,
+			Assignments:       assign,
+			Configs:           configs,
+			ValidateOnly:      req.ValidateOnly,
+		})
+		if err != nil {
+			code, msg := errorCode(err)
+			setErr(code, msg)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		st.TopicID = t.ID
+		st.NumPartitions = np
+		st.ReplicationFactor = rf
+		if len(t.Partitions) > 0 {
+			st.NumPartitions = int32(len(t.Partitions))
+			st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	x.respond(resp)
+}
+
+func handleDeleteTopics(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.DeleteTopicsRequest)
+	s := c.srv
+	v := x.req.Version
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	ctx, cancel := requestContext(req.TimeoutMillis)
+	defer cancel()
+
+	type target struct {
+		name *string
+		id   [16]byte
+	}
+	var targets []target
+	if v >= 6 {
+		for _, t := range req.Topics {
+			targets = append(targets, target{name: t.Topic, id: t.TopicID})
+		}
+	} else {
+		for _, n := range req.TopicNames {
+			n := n
+			targets = append(targets, target{name: &n})
+		}
+	}
+	for _, tg := range targets {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = tg.name, tg.id
+		var name string
+		switch {
+		case tg.name != nil:
+			name = *tg.name
+			if t, ok := s.ctrl.Topic(name); ok {
+				st.TopicID = t.ID
+			}
+		default:
+			t, ok := s.ctrl.TopicByID(tg.id)
+			if !ok {
+				st.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, st)
+				continue
+			}
+			name = t.Name
+			st.Topic = &name
+		}
+		if err := s.ctrl.DeleteTopic(ctx, name); err != nil {
+			code, msg := errorCode(err)
+			st.ErrorCode = code
+			if v >= 5 {
+				st.ErrorMessage = &msg
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	x.respond(resp)
+}
+
+func clientID(x *exchange) string {
+	if x.req.ClientID == nil {
+		return ""
+	}
+	return *x.req.ClientID
+}

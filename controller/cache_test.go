@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+var testKS = keyspace{prefix: "/strait"}
+
+func topicKV(name string, id byte, rev int64) *mvccpb.KeyValue {
+	t := &TopicInfo{Name: name, ID: [16]byte{15: id}}
+	return &mvccpb.KeyValue{Key: []byte(testKS.topic(name)), Value: []byte(encodeTopic(t)), ModRevision: rev, CreateRevision: rev}
+}
+
+func partitionKV(name string, p int32, leader int32, rev int64) *mvccpb.KeyValue {
+	v := encodePartition(PartitionInfo{Replicas: []int32{leader}, Leader: leader, ISR: []int32{leader}})
+	return &mvccpb.KeyValue{Key: []byte(testKS.partition(name, p)), Value: []byte(v), ModRevision: rev, CreateRevision: rev}
+}
+
+type recorded struct {
+	name    string
+	id      byte
+	deleted bool
+}
+
+func recordChanges(c *metadataCache) *[]recorded {
+	var out []recorded
+	c.listen(func(ch TopicChange) { out = append(out, recorded{ch.Topic.Name, ch.Topic.ID[15], ch.Deleted}) })
+	return &out
+}
+
+func equalRecorded(a, b []recorded) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// A reload (after a failed watch) must report exactly the difference.
+func TestCacheReloadReportsDifference(t *testing.T) {
+	c := newMetadataCache(testKS, testLogger())
+	got := recordChanges(c)
+	c.load([]*mvccpb.KeyValue{
+		topicKV("same", 1, 2), partitionKV("same", 0, 1, 2),
+		topicKV("changed", 2, 3), partitionKV("changed", 0, 1, 3),
+		topicKV("deleted", 3, 4), partitionKV("deleted", 0, 1, 4),
+		topicKV("recreated", 4, 5), partitionKV("recreated", 0, 1, 5),
+	}, 5)
+	if len(*got) != 4 {
+		t.Fatalf("initial load reported %v", *got)
+	}
+	*got = nil
+	c.load([]*mvccpb.KeyValue{
+		topicKV("same", 1, 2), partitionKV("same", 0, 1, 2),
+		topicKV("changed", 2, 3), partitionKV("changed", 0, 2, 9),
+		topicKV("recreated", 7, 10), partitionKV("recreated", 0, 1, 10),
+		topicKV("new", 8, 11), partitionKV("new", 0, 1, 11),
+	}, 11)
+	want := []recorded{
+		{"changed", 2, false},
+		{"deleted", 3, true},
+		{"new", 8, false},
+		{"recreated", 4, true},
+		{"recreated", 7, false},
+	}
+	if !equalRecorded(*got, want) {
+		t.Fatalf("reload reported %v\nwant              %v", *got, want)
+	}
+	snap := c.snapshot()
+	if snap.rev != 11 || len(snap.topics) != 4 || snap.topicsByID[[16]byte{15: 4}] != nil ||
+		snap.topics["changed"].Partitions[0].Leader != 2 {
+		t.Fatalf("snapshot after reload: rev %d topics %v", snap.rev, snap.topics)
+	}
+}
+
+func TestCacheAppliesRevisionsAndTracksController(t *testing.T) {
+	c := newMetadataCache(testKS, testLogger())
+	got := recordChanges(c)
+	put := func(kv *mvccpb.KeyValue) *clientv3.Event { return &clientv3.Event{Type: clientv3.EventTypePut, Kv: kv} }
+	del := func(key string, rev int64) *clientv3.Event {
+		return &clientv3.Event{Type: clientv3.EventTypeDelete, Kv: &mvccpb.KeyValue{Key: []byte(key), ModRevision: rev}}
+	}
+	// Partitions before the topic key in one revision: still one creation.
+	c.applyRevision(2, []*clientv3.Event{put(partitionKV("t", 1, 1, 2)), put(partitionKV("t", 0, 1, 2)), put(topicKV("t", 1, 2))})
+	c.applyRevision(3, []*clientv3.Event{put(partitionKV("t", 1, 5, 3))})
+	elect := func(lease string, node string, rev int64) *clientv3.Event {
+		return put(&mvccpb.KeyValue{Key: []byte(testKS.election() + "/" + lease), Value: []byte(node), CreateRevision: rev, ModRevision: rev})
+	}
+	c.applyRevision(4, []*clientv3.Event{elect("b", "2", 4)})
+	c.applyRevision(5, []*clientv3.Event{elect("a", "1", 5)})
+	if id := c.snapshot().controllerID; id != 2 {
+		t.Fatalf("controller = %d, want 2 (the oldest candidate)", id)
+	}
+	c.applyRevision(6, []*clientv3.Event{del(testKS.election()+"/b", 6)})
+	if id := c.snapshot().controllerID; id != 1 {
+		t.Fatalf("controller = %d after the leader left, want 1", id)
+	}
+	c.applyRevision(7, []*clientv3.Event{del(testKS.topic("t"), 7), del(testKS.partition("t", 0), 7), del(testKS.partition("t", 1), 7)})
+	want := []recorded{{"t", 1, false}, {"t", 1, false}, {"t", 1, true}}
+	if !equalRecorded(*got, want) {
+		t.Fatalf("changes %v, want %v", *got, want)
+	}
+	if len(c.topics) != 0 {
+		t.Fatalf("state kept for a deleted topic: %v", c.topics)
+	}
+	if err := c.waitForRevision(context.Background(), nil, 7); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCachePartitionChangeCarriesFullTopic(t *testing.T) {
+	c := newMetadataCache(testKS, testLogger())
+	var last TopicChange
+	c.listen(func(ch TopicChange) { last = ch })
+	c.load([]*mvccpb.KeyValue{topicKV("t", 1, 2), partitionKV("t", 0, 1, 2), partitionKV("t", 1, 1, 2)}, 2)
+	c.applyRevision(3, []*clientv3.Event{{Type: clientv3.EventTypePut, Kv: partitionKV("t", 1, 9, 3)}})
+	if len(last.Topic.Partitions) != 2 || last.Topic.Partitions[1].Leader != 9 || last.Topic.Partitions[0].Leader != 1 {
+		t.Fatalf("change = %+v", last)
+	}
+}

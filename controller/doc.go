@@ -1,0 +1,40 @@
+// Package controller is Strait's control plane: it owns the connection to etcd
+// (embedded by default, where Kafka used ZooKeeper or KRaft), the broker registry,
+// the election of the active controller, the cluster metadata (topics and
+// partition states) and a watch cache of that metadata which every broker reads.
+//
+// # etcd
+//
+// Without Config.EtcdEndpoints the controller embeds a single-member etcd whose
+// data lives in Config.DataDir. It binds no fixed port: there is no peer
+// listener (a single member has no peers) and the one client listener is on
+// 127.0.0.1:0, exposed by EtcdClientURL for tools and tests; the controller
+// itself talks to the embedded server in process (v3client). With
+// Config.EtcdEndpoints it is a plain etcd client of that cluster.
+//
+// # Key layout
+//
+// Every key lives under Config.Prefix (default "/strait"); values are JSON.
+//
+//	<prefix>/cluster_id                  the cluster id, created once: Kafka's 22-char base64url UUID
+//	<prefix>/brokers/<node id>           {"nodeId","rack","endpoints":[{"name","host","port","securityProtocol"}]}
+//	                                     put under the broker's lease (LeaseTTLSeconds, kept alive)
+//	<prefix>/controller/election/<lease> concurrency.Election candidates, value = node id; the key with
+//	                                     the lowest create revision is the active controller
+//	<prefix>/topics/<name>               {"name","id" (base64url of the 16-byte topic id),"internal","configs"}
+//	<prefix>/partitions/<name>/<p>       {"replicas","leader","leaderEpoch","isr","partitionEpoch"}
+//
+// A topic is created by one transaction (if topics/<name> is absent: put it and
+// every partitions/<name>/<p>) and deleted by one (delete topics/<name> and the
+// partitions/<name>/ range), so a watcher sees a topic appear or vanish whole,
+// at one revision.
+//
+// # Watch cache
+//
+// Start loads every key under the prefix at one revision and watches from the
+// next, applying changes one revision at a time. Readers get immutable
+// snapshots through an atomic pointer: no lock on the read path. Topic
+// listeners are called on the watch goroutine, in revision order, after the
+// snapshot of that revision is published; writes (CreateTopic, DeleteTopic)
+// return only after this controller's cache and listeners have applied them.
+package controller

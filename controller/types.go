@@ -1,0 +1,62 @@
+package controller
+
+// Endpoint is one advertised listener of a broker.
+type Endpoint struct {
+	Name             string // listener name, e.g. PLAINTEXT
+	Host             string
+	Port             int32
+	SecurityProtocol string // PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+}
+
+// BrokerInfo is a live broker's registration.
+//
+// Values returned by the controller share their slices with the cache: treat
+// them as read-only.
+type BrokerInfo struct {
+	NodeID    int32
+	Rack      string
+	Endpoints []Endpoint
+}
+
+// PartitionInfo is the replication state of one partition.
+type PartitionInfo struct {
+	Partition      int32
+	Replicas       []int32
+	Leader         int32
+	LeaderEpoch    int32
+	ISR            []int32
+	PartitionEpoch int32
+}
+
+// TopicInfo is a topic as the cache knows it.
+//
+// Values returned by the controller (and passed to listeners) share their
+// slices and maps with the cache, which never modifies them after publishing:
+// treat them as read-only (copy before changing anything).
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Internal   bool
+	Configs    map[string]string // only the topic-level overrides
+	Partitions []PartitionInfo   // index == partition number
+}
+
+// CreateTopicRequest is one topic of a CreateTopics request.
+type CreateTopicRequest struct {
+	Name string
+	// NumPartitions and ReplicationFactor of -1 mean the cluster defaults
+	// (Config.DefaultNumPartitions, Config.DefaultReplicationFactor). With
+	// Assignments both must be -1, as in Kafka.
+	NumPartitions     int32
+	ReplicationFactor int16
+	Assignments       map[int32][]int32 // explicit replica assignment, optional
+	Configs           map[string]string
+	ValidateOnly      bool
+	Internal          bool
+}
+
+// TopicChange is delivered to listeners in etcd revision order.
+type TopicChange struct {
+	Topic   TopicInfo
+	Deleted bool
+}

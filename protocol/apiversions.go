@@ -1,0 +1,155 @@
+package protocol
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Error codes used by this package (Kafka's Errors enum).
+const (
+	errInvalidRequest     int16 = 42
+	errUnsupportedVersion int16 = 35
+)
+
+// SupportedFeature is a KIP-584 feature the broker can run, with the range of
+// levels it supports.
+type SupportedFeature struct {
+	Name       string
+	MinVersion int16
+	MaxVersion int16
+}
+
+// FinalizedFeature is the level of a feature in effect in the cluster.
+type FinalizedFeature struct {
+	Name  string
+	Level int16
+}
+
+// Features is the feature part of an ApiVersions v3+ response.
+type Features struct {
+	Supported []SupportedFeature
+	Finalized []FinalizedFeature
+	// Epoch is FinalizedFeaturesEpoch: Kafka sends the offset of the metadata
+	// image the levels come from; Strait sends its metadata revision.
+	Epoch int64
+}
+
+// Kafka40Features is what a Kafka 4.0 broker running metadata.version 4.0-IV3
+// (level 25) advertises, as formatted by the 4.0 storage tool with a static
+// controller quorum (so kraft.version is finalized at 0 and not listed), with
+// the given epoch. From MetadataVersion.java and the feature enums at 4.0
+// (see franz-go kversion f40).
+func Kafka40Features(epoch int64) Features {
+	return Features{
+		Supported: []SupportedFeature{
+			{"eligible.leader.replicas.version", 0, 1},
+			{"group.version", 0, 1},
+			{"kraft.version", 0, 1},
+			{"metadata.version", 7, 25},
+			{"transaction.version", 0, 2},
+		},
+		Finalized: []FinalizedFeature{
+			{"eligible.leader.replicas.version", 0},
+			{"group.version", 1},
+			{"metadata.version", 25},
+			{"transaction.version", 2},
+		},
+		Epoch: epoch,
+	}
+}
+
+// ApiVersionsResponse builds the answer to req from the table, with the
+// features of Kafka40Features(0). See ApiVersionsResponseWithFeatures.
+func ApiVersionsResponse(req *Request, table VersionTable) kmsg.Response {
+	return ApiVersionsResponseWithFeatures(req, table, Kafka40Features(0))
+}
+
+// ApiVersionsResponseWithFeatures builds the answer to req as Kafka 4's
+// KafkaApis.handleApiVersionsRequest does:
+//
+//   - an unsupported version (req.UnsupportedVersion): v0, UNSUPPORTED_VERSION,
+//     and only the ApiVersions key with its range (KIP-511), so the client can
+//     retry at a version the broker speaks;
+//   - v3+ with a client software name or version not matching
+//     [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?: INVALID_REQUEST, no keys;
+//   - otherwise every key in table sorted by key with its advertised range
+//     (Max capped at what kmsg decodes), and for v3+ the features: supported
+//     features whose minimum is 0 are left out below v4 (KAFKA-17492, old
+//     clients reject them) and finalized features at level 0 are always left out.
+func ApiVersionsResponseWithFeatures(req *Request, table VersionTable, f Features) kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(req.Body.GetVersion())
+	if req.UnsupportedVersion {
+		resp.ErrorCode = errUnsupportedVersion
+		if vr, _, ok := decodableRange(table, apiVersionsKey); ok {
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{apiKeyEntry(apiVersionsKey, vr)}
+		}
+		return resp
+	}
+	if body, ok := req.Body.(*kmsg.ApiVersionsRequest); ok && body.Version >= 3 &&
+		(!validSoftwareNameOrVersion(body.ClientSoftwareName) || !validSoftwareNameOrVersion(body.ClientSoftwareVersion)) {
+		resp.ErrorCode = errInvalidRequest
+		return resp
+	}
+
+	keys := make([]int16, 0, len(table))
+	for k := range table {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	for _, k := range keys {
+		if vr, _, ok := decodableRange(table, k); ok {
+			resp.ApiKeys = append(resp.ApiKeys, apiKeyEntry(k, vr))
+		}
+	}
+	if resp.Version < 3 {
+		return resp
+	}
+	supported := append([]SupportedFeature(nil), f.Supported...)
+	sort.Slice(supported, func(i, j int) bool { return supported[i].Name < supported[j].Name })
+	for _, s := range supported {
+		if resp.Version < 4 && s.MinVersion == 0 {
+			continue
+		}
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = s.Name, s.MinVersion, s.MaxVersion
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	}
+	finalized := append([]FinalizedFeature(nil), f.Finalized...)
+	sort.Slice(finalized, func(i, j int) bool { return finalized[i].Name < finalized[j].Name })
+	for _, fin := range finalized {
+		if fin.Level == 0 {
+			continue
+		}
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = fin.Name, fin.Level, fin.Level
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	}
+	resp.FinalizedFeaturesEpoch = f.Epoch
+	return resp
+}
+
+func apiKeyEntry(key int16, vr VersionRange) kmsg.ApiVersionsResponseApiKey {
+	k := kmsg.NewApiVersionsResponseApiKey()
+	k.ApiKey, k.MinVersion, k.MaxVersion = key, vr.Min, vr.Max
+	return k
+}
+
+// validSoftwareNameOrVersion matches Kafka's
+// [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? (ApiVersionsRequest.isValid).
+func validSoftwareNameOrVersion(s string) bool {
+	if s == "" || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}

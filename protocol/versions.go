@@ -1,0 +1,118 @@
+package protocol
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// VersionRange is what the broker answers for one API key.
+type VersionRange struct {
+	Min int16 // advertised minimum in ApiVersions
+	Max int16
+	// MinAccepted is the lowest version actually served (Produce: advertised from
+	// 0 for librdkafka, served from 3). Zero means Min.
+	MinAccepted int16
+}
+
+// acceptedMin is the lowest version ParseRequest lets through.
+func (r VersionRange) acceptedMin() int16 {
+	if r.MinAccepted > r.Min {
+		return r.MinAccepted
+	}
+	return r.Min
+}
+
+// VersionTable maps API key to its served range; the broker builds it from its
+// handler registry, so ApiVersions has one source of truth.
+type VersionTable map[int16]VersionRange
+
+// KafkaVersions is what an Apache Kafka 4.0 broker listener advertises in
+// ApiVersions (after KIP-896 removed the old versions), for every key kmsg
+// knows. The broker copies entries from it when it registers handlers, capping
+// Max at what each handler implements. Treat it as read-only.
+//
+// Source: the validVersions of clients/src/main/resources/common/message/*.json
+// at the 4.0 tag, as recorded in franz-go's kversion.V4_0_0 (b40). Keys only
+// a controller listener serves (AlterPartition, Envelope, BrokerRegistration,
+// BrokerHeartbeat, AllocateProducerIds, Vote, BeginQuorumEpoch, ...) are not
+// listed. Kafka 4.1 adds Produce 13, Fetch 18, JoinGroup from 0 and the share
+// group APIs; those are deliberately not here.
+var KafkaVersions = VersionTable{
+	0:  {Min: 0, Max: 12, MinAccepted: 3}, // Produce: v0-2 advertised for librdkafka (KAFKA-18659), refused
+	1:  {Min: 4, Max: 17},                 // Fetch
+	2:  {Min: 1, Max: 10},                 // ListOffsets (v10: KIP-1075, 4.0)
+	3:  {Min: 0, Max: 13},                 // Metadata
+	8:  {Min: 2, Max: 9},                  // OffsetCommit
+	9:  {Min: 1, Max: 9},                  // OffsetFetch
+	10: {Min: 0, Max: 6},                  // FindCoordinator
+	11: {Min: 2, Max: 9},                  // JoinGroup (4.1 re-adds v0-1, KAFKA-19444)
+	12: {Min: 0, Max: 4},                  // Heartbeat
+	13: {Min: 0, Max: 5},                  // LeaveGroup
+	14: {Min: 0, Max: 5},                  // SyncGroup
+	15: {Min: 0, Max: 6},                  // DescribeGroups
+	16: {Min: 0, Max: 5},                  // ListGroups
+	17: {Min: 0, Max: 1},                  // SaslHandshake
+	18: {Min: 0, Max: 4},                  // ApiVersions
+	19: {Min: 2, Max: 7},                  // CreateTopics
+	20: {Min: 1, Max: 6},                  // DeleteTopics
+	21: {Min: 0, Max: 2},                  // DeleteRecords
+	22: {Min: 0, Max: 5},                  // InitProducerId
+	23: {Min: 2, Max: 4},                  // OffsetForLeaderEpoch
+	24: {Min: 0, Max: 5},                  // AddPartitionsToTxn
+	25: {Min: 0, Max: 4},                  // AddOffsetsToTxn
+	26: {Min: 0, Max: 5},                  // EndTxn
+	27: {Min: 1, Max: 1},                  // WriteTxnMarkers
+	28: {Min: 0, Max: 5},                  // TxnOffsetCommit
+	29: {Min: 1, Max: 3},                  // DescribeAcls
+	30: {Min: 1, Max: 3},                  // CreateAcls
+	31: {Min: 1, Max: 3},                  // DeleteAcls
+	32: {Min: 1, Max: 4},                  // DescribeConfigs
+	33: {Min: 0, Max: 2},                  // AlterConfigs
+	34: {Min: 1, Max: 2},                  // AlterReplicaLogDirs
+	35: {Min: 1, Max: 4},                  // DescribeLogDirs
+	36: {Min: 0, Max: 2},                  // SaslAuthenticate
+	37: {Min: 0, Max: 3},                  // CreatePartitions
+	38: {Min: 1, Max: 3},                  // CreateDelegationToken
+	39: {Min: 1, Max: 2},                  // RenewDelegationToken
+	40: {Min: 1, Max: 2},                  // ExpireDelegationToken
+	41: {Min: 1, Max: 3},                  // DescribeDelegationToken
+	42: {Min: 0, Max: 2},                  // DeleteGroups
+	43: {Min: 0, Max: 2},                  // ElectLeaders
+	44: {Min: 0, Max: 1},                  // IncrementalAlterConfigs
+	45: {Min: 0, Max: 0},                  // AlterPartitionAssignments
+	46: {Min: 0, Max: 0},                  // ListPartitionReassignments
+	47: {Min: 0, Max: 0},                  // OffsetDelete
+	48: {Min: 0, Max: 1},                  // DescribeClientQuotas
+	49: {Min: 0, Max: 1},                  // AlterClientQuotas
+	50: {Min: 0, Max: 0},                  // DescribeUserScramCredentials
+	51: {Min: 0, Max: 0},                  // AlterUserScramCredentials
+	55: {Min: 0, Max: 2},                  // DescribeQuorum
+	57: {Min: 0, Max: 2},                  // UpdateFeatures
+	60: {Min: 0, Max: 2},                  // DescribeCluster
+	61: {Min: 0, Max: 0},                  // DescribeProducers
+	64: {Min: 0, Max: 0},                  // UnregisterBroker
+	65: {Min: 0, Max: 0},                  // DescribeTransactions
+	66: {Min: 0, Max: 1},                  // ListTransactions
+	68: {Min: 0, Max: 1},                  // ConsumerGroupHeartbeat
+	69: {Min: 0, Max: 1},                  // ConsumerGroupDescribe
+	71: {Min: 0, Max: 0},                  // GetTelemetrySubscriptions (only when telemetry is configured)
+	72: {Min: 0, Max: 0},                  // PushTelemetry (only when telemetry is configured)
+	74: {Min: 0, Max: 0},                  // ListClientMetricsResources
+	75: {Min: 0, Max: 0},                  // DescribeTopicPartitions
+	80: {Min: 0, Max: 0},                  // AddRaftVoter
+	81: {Min: 0, Max: 0},                  // RemoveRaftVoter
+}
+
+// decodableRange returns the range of key in table, with Max capped at the
+// highest version kmsg can decode, and whether the key is served at all.
+func decodableRange(table VersionTable, key int16) (VersionRange, kmsg.Request, bool) {
+	vr, ok := table[key]
+	if !ok {
+		return VersionRange{}, nil, false
+	}
+	body := kmsg.RequestForKey(key)
+	if body == nil {
+		return VersionRange{}, nil, false
+	}
+	if m := body.MaxVersion(); vr.Max > m {
+		vr.Max = m
+	}
+	return vr, body, true
+}

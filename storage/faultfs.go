@@ -1,0 +1,125 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// FaultFS wraps an FS and injects the failures of a full or failing disk,
+// for tests here and in the broker. Safe for concurrent use.
+type FaultFS struct {
+	inner FS
+
+	mu          sync.Mutex
+	writeBudget int64 // bytes writes may still store; < 0 = unlimited
+	failSync    bool
+	failCreate  bool
+}
+
+// ErrInjected is the error of an injected fsync or create failure.
+var ErrInjected = errors.New("injected I/O error")
+
+// NewFaultFS wraps inner (nil = OSFS) without any fault armed.
+func NewFaultFS(inner FS) *FaultFS {
+	if inner == nil {
+		inner = OSFS{}
+	}
+	return &FaultFS{inner: inner, writeBudget: -1}
+}
+
+// SetWriteBudget lets writes store n more bytes, after which they fail with
+// ENOSPC; the write crossing the budget stores its first part (a torn
+// write). n < 0 removes the limit.
+func (f *FaultFS) SetWriteBudget(n int64) {
+	f.mu.Lock()
+	f.writeBudget = n
+	f.mu.Unlock()
+}
+
+// FailSyncs makes every fsync fail (or succeed again).
+func (f *FaultFS) FailSyncs(fail bool) {
+	f.mu.Lock()
+	f.failSync = fail
+	f.mu.Unlock()
+}
+
+// FailCreates makes opening a file that does not exist yet fail.
+func (f *FaultFS) FailCreates(fail bool) {
+	f.mu.Lock()
+	f.failCreate = fail
+	f.mu.Unlock()
+}
+
+// allowWrite returns how many of n bytes may be written.
+func (f *FaultFS) allowWrite(n int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.writeBudget < 0 {
+		return n
+	}
+	allowed := int(min(int64(n), f.writeBudget))
+	f.writeBudget -= int64(allowed)
+	return allowed
+}
+
+func (f *FaultFS) syncErr() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failSync {
+		return &os.PathError{Op: "fsync", Path: "", Err: ErrInjected}
+	}
+	return nil
+}
+
+func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f.mu.Lock()
+	failCreate := f.failCreate
+	f.mu.Unlock()
+	if failCreate && flag&os.O_CREATE != 0 {
+		if _, err := f.inner.Stat(name); errors.Is(err, os.ErrNotExist) {
+			return nil, &os.PathError{Op: "open", Path: name, Err: ErrInjected}
+		}
+	}
+	file, err := f.inner.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: file, fs: f}, nil
+}
+
+func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error { return f.inner.MkdirAll(path, perm) }
+func (f *FaultFS) ReadDir(name string) ([]os.DirEntry, error)   { return f.inner.ReadDir(name) }
+func (f *FaultFS) Stat(name string) (os.FileInfo, error)        { return f.inner.Stat(name) }
+func (f *FaultFS) Remove(name string) error                     { return f.inner.Remove(name) }
+func (f *FaultFS) RemoveAll(path string) error                  { return f.inner.RemoveAll(path) }
+func (f *FaultFS) Rename(oldpath, newpath string) error         { return f.inner.Rename(oldpath, newpath) }
+
+func (f *FaultFS) SyncDir(path string) error {
+	if err := f.syncErr(); err != nil {
+		return err
+	}
+	return f.inner.SyncDir(path)
+}
+
+type faultFile struct {
+	File
+	fs *FaultFS
+}
+
+func (ff *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	allowed := ff.fs.allowWrite(len(p))
+	n, err := ff.File.WriteAt(p[:allowed], off)
+	if err == nil && allowed < len(p) {
+		err = &os.PathError{Op: "write", Path: "", Err: syscall.ENOSPC}
+	}
+	return n, err
+}
+
+func (ff *faultFile) Sync() error {
+	if err := ff.fs.syncErr(); err != nil {
+		return err
+	}
+	return ff.File.Sync()
+}

@@ -1,0 +1,375 @@
+package storage
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// AppendInfo describes a successful append.
+type AppendInfo struct {
+	FirstOffset    int64
+	LastOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+	RecordCount    int64
+}
+
+// Log is one partition's log: a directory of segments, the last of which
+// (the active segment) takes appends.
+//
+// Thread-safety: every method is safe for concurrent use. One RWMutex per
+// Log guards the segment list and the active segment's state; appends take
+// it exclusively only to assign offsets and write (validation, including
+// decompression, happens before), reads take it shared while they locate
+// file ranges and send nothing under it. The offsets readers poll most
+// (log start, log end, high watermark) are atomics read without the lock.
+type Log struct {
+	dir    string
+	fs     FS
+	logger *slog.Logger
+	now    func() time.Time
+	cfg    atomic.Pointer[LogConfig]
+
+	mu                sync.RWMutex
+	segments          []*segment // by base offset; the last is active
+	recoveryPoint     int64      // offsets below are fsynced
+	unflushedMessages int64
+	lastFlush         time.Time
+	closed            bool
+
+	logStartOffset atomic.Int64
+	logEndOffset   atomic.Int64
+	highWatermark  atomic.Int64
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset is the first offset a fetch may ask for.
+func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
+
+// LogEndOffset is the offset the next append gets.
+func (l *Log) LogEndOffset() int64 { return l.logEndOffset.Load() }
+
+// HighWatermark is the offset below which records are committed; Open
+// starts it at the log end offset.
+func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
+
+// UpdateHighWatermark sets the high watermark, kept within
+// [LogStartOffset, LogEndOffset].
+func (l *Log) UpdateHighWatermark(offset int64) {
+	offset = min(max(offset, l.logStartOffset.Load()), l.logEndOffset.Load())
+	l.highWatermark.Store(offset)
+}
+
+// SetConfig replaces the log's settings; size-related ones apply from the
+// next segment on.
+func (l *Log) SetConfig(cfg LogConfig) {
+	c := cfg
+	l.cfg.Store(&c)
+}
+
+func (l *Log) config() *LogConfig { return l.cfg.Load() }
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// AppendAsLeader validates one produce batch (see validateProduce),
+// assigns it offsets from the log end offset and the leader epoch, and
+// appends it to the active segment, rolling first if needed. records is
+// modified in place and written byte for byte. Errors unwrap to a
+// *kerr.Error: validation failures are *AppendError, disk failures
+// KAFKA_STORAGE_ERROR (the log stays readable and nothing appended before
+// is lost).
+func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	now := l.now()
+	cfg := l.config()
+	vb, err := validateProduce(records, cfg, now.UnixMilli())
+	if err != nil {
+		return AppendInfo{}, err
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendInfo{}, errLogClosed
+	}
+	// Producer state (idempotent sequence/epoch checks, transactions) will
+	// be checked here, under the lock and before offsets are assigned, as
+	// Kafka's ProducerStateManager does in UnifiedLog.append.
+
+	base := l.logEndOffset.Load()
+	setBaseOffset(vb.bytes, base)
+	setLeaderEpoch(vb.bytes, leaderEpoch)
+	vb.header.BaseOffset, vb.header.LeaderEpoch = base, leaderEpoch
+
+	seg, err := l.maybeRollLocked(&vb.header, now)
+	if err != nil {
+		return AppendInfo{}, storageErr("roll segment", err)
+	}
+	if err := seg.append(vb.bytes, &vb.header, cfg.IndexIntervalBytes); err != nil {
+		l.logger.Error("append failed", "dir", l.dir, "offset", base, "err", err)
+		return AppendInfo{}, storageErr("append", err)
+	}
+	l.logEndOffset.Store(vb.header.nextOffset())
+	info := AppendInfo{
+		FirstOffset:    base,
+		LastOffset:     vb.header.lastOffset(),
+		LogAppendTime:  vb.logAppendTime,
+		LogStartOffset: l.logStartOffset.Load(),
+		RecordCount:    int64(vb.header.RecordCount),
+	}
+
+	l.unflushedMessages += int64(vb.header.RecordCount)
+	if l.unflushedMessages >= cfg.FlushMessages {
+		if err := l.flushLocked(now); err != nil {
+			// Appended but not durable: Kafka fails the log dir here, and the
+			// producer sees KAFKA_STORAGE_ERROR.
+			return info, storageErr("flush", err)
+		}
+	}
+	return info, nil
+}
+
+// maybeRollLocked returns the segment the batch goes to, rolling a new one
+// when Kafka's LogSegment.shouldRoll would: the batch does not fit in
+// segment.bytes, segment.ms has passed (measured on record timestamps when
+// the segment's first batch has one, else on the wall clock since the
+// segment was created), an index is full, or the offsets would not fit
+// the index's 32-bit relative offsets.
+func (l *Log) maybeRollLocked(h *batchHeader, now time.Time) (*segment, error) {
+	cfg := l.config()
+	seg := l.active()
+	var waited int64
+	if seg.firstBatchTimestamp >= 0 {
+		waited = h.MaxTimestamp - seg.firstBatchTimestamp
+	} else {
+		waited = now.Sub(seg.created).Milliseconds()
+	}
+	roll := (seg.size > 0 && (seg.size > cfg.SegmentBytes-h.size() || waited > cfg.SegmentMs)) ||
+		seg.offsetIndex.full() || seg.timeIndex.full() ||
+		h.lastOffset()-seg.baseOffset > math.MaxInt32
+	if !roll {
+		return seg, nil
+	}
+	return l.rollLocked(now)
+}
+
+// rollLocked seals the active segment and starts a new one at the log end
+// offset. The sealed segment is fsynced, so the recovery point moves to the
+// new base offset.
+func (l *Log) rollLocked(now time.Time) (*segment, error) {
+	cfg := l.config()
+	old := l.active()
+	base := l.logEndOffset.Load()
+	if old.size == 0 && old.baseOffset == base {
+		return old, nil // nothing to seal; an index cannot be full either
+	}
+	if err := old.seal(); err != nil {
+		l.reactivateLocked(old)
+		return nil, err
+	}
+	seg, err := openSegmentFiles(l.fs, l.dir, base, cfg, segmentCreate, true, now)
+	if err != nil {
+		l.reactivateLocked(old)
+		return nil, err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		l.logger.Warn("fsync of partition directory failed", "dir", l.dir, "err", err)
+	}
+	l.segments = append(l.segments, seg)
+	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", base, "previous_size", old.size)
+	l.setRecoveryPointLocked(base)
+	return seg, nil
+}
+
+// reactivateLocked makes a segment whose sealing or successor failed
+// take appends again: indexes already sealed are reloaded into memory.
+func (l *Log) reactivateLocked(s *segment) {
+	for _, ix := range []*indexFile{s.offsetIndex.indexFile, s.timeIndex.indexFile} {
+		if ix.mem == nil {
+			if err := ix.activate(); err != nil {
+				l.logger.Error("cannot reactivate segment index after a failed roll", "file", ix.path, "err", err)
+			}
+		}
+	}
+}
+
+// setRecoveryPointLocked records that offsets below rp are fsynced.
+func (l *Log) setRecoveryPointLocked(rp int64) {
+	if rp <= l.recoveryPoint {
+		return
+	}
+	l.recoveryPoint = rp
+	if err := writeCheckpoint(l.fs, l.dir, recoveryPointFile, rp); err != nil {
+		// Only costs recovery work after a crash.
+		l.logger.Warn("cannot write recovery point checkpoint", "dir", l.dir, "err", err)
+	}
+}
+
+// flushLocked fsyncs the active segment (sealed ones were fsynced when
+// they were rolled).
+func (l *Log) flushLocked(now time.Time) error {
+	if err := l.active().flush(); err != nil {
+		return err
+	}
+	l.unflushedMessages = 0
+	l.lastFlush = now
+	return nil
+}
+
+// Flush fsyncs everything appended so far and checkpoints the recovery point.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return errLogClosed
+	}
+	if err := l.flushLocked(l.now()); err != nil {
+		return storageErr("flush", err)
+	}
+	l.setRecoveryPointLocked(l.logEndOffset.Load())
+	return nil
+}
+
+// MaybeFlush flushes if flush.ms has passed since the last flush and
+// something is unflushed; the broker calls it periodically (Kafka's
+// log.flush.scheduler.interval.ms).
+func (l *Log) MaybeFlush(now time.Time) error {
+	cfg := l.config()
+	if cfg.FlushMs == math.MaxInt64 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.unflushedMessages == 0 || now.Sub(l.lastFlush).Milliseconds() < cfg.FlushMs {
+		return nil
+	}
+	if err := l.flushLocked(now); err != nil {
+		return storageErr("flush", err)
+	}
+	l.setRecoveryPointLocked(l.logEndOffset.Load())
+	return nil
+}
+
+// Close flushes, trims the active segment's indexes, checkpoints and
+// writes the clean-shutdown marker, then closes every file. Reads already
+// holding FileSlices must have finished.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	err := l.shutdownLocked()
+	for _, s := range l.segments {
+		if cerr := s.closeFiles(); err == nil && cerr != nil {
+			err = storageErr("close", cerr)
+		}
+	}
+	return err
+}
+
+func (l *Log) shutdownLocked() error {
+	act := l.active()
+	// Kafka's LogSegment.close: the final time-index entry, so that the
+	// last entry always holds the segment's largest timestamp.
+	if err := act.timeIndex.maybeAppend(act.maxTimestamp, act.offsetOfMaxTimestamp); err != nil {
+		return storageErr("close", err)
+	}
+	if err := act.flush(); err != nil {
+		return storageErr("close", err)
+	}
+	if err := act.offsetIndex.trim(); err != nil {
+		return storageErr("close", err)
+	}
+	if err := act.timeIndex.trim(); err != nil {
+		return storageErr("close", err)
+	}
+	if err := act.offsetIndex.sync(); err != nil {
+		return storageErr("close", err)
+	}
+	if err := act.timeIndex.sync(); err != nil {
+		return storageErr("close", err)
+	}
+	l.setRecoveryPointLocked(l.logEndOffset.Load())
+	if err := writeMarker(l.fs, l.dir, cleanShutdownFile); err != nil {
+		return storageErr("close", err)
+	}
+	return nil
+}
+
+// Delete closes the log and removes its directory. The directory is first
+// renamed to <dir>.<id>-delete (Kafka's convention, so the name is free for
+// a new partition at once and a restart finishes the job); its files are
+// closed and removed after file.delete.delay.ms, so fetches already sending
+// from them complete.
+func (l *Log) Delete() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return errLogClosed
+	}
+	l.closed = true
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	dest := fmt.Sprintf("%s.%s-delete", l.dir, hex.EncodeToString(id[:]))
+	if err := l.fs.Rename(l.dir, dest); err != nil {
+		for _, s := range l.segments {
+			s.closeFiles()
+		}
+		return storageErr("delete", err)
+	}
+	_ = l.fs.SyncDir(filepath.Dir(l.dir))
+	segs := l.segments
+	remove := func() {
+		for _, s := range segs {
+			s.closeFiles()
+		}
+		if err := l.fs.RemoveAll(dest); err != nil {
+			l.logger.Error("cannot remove deleted partition directory", "dir", dest, "err", err)
+		}
+	}
+	if delay := l.config().FileDeleteDelayMs; delay > 0 {
+		time.AfterFunc(time.Duration(delay)*time.Millisecond, remove)
+	} else {
+		remove()
+	}
+	return nil
+}
+
+// deleteSegmentsLocked removes segments from the log: their files are
+// renamed *.deleted now and closed and removed after file.delete.delay.ms.
+func (l *Log) deleteSegmentsLocked(segs []*segment) {
+	for _, s := range segs {
+		if err := s.renameForDeletion(l.fs); err != nil {
+			l.logger.Error("cannot rename segment for deletion", "dir", l.dir, "base_offset", s.baseOffset, "err", err)
+		}
+	}
+	remove := func() {
+		for _, s := range segs {
+			if err := s.removeDeletedFiles(l.fs); err != nil {
+				l.logger.Error("cannot remove deleted segment", "dir", l.dir, "base_offset", s.baseOffset, "err", err)
+			}
+		}
+	}
+	if delay := l.config().FileDeleteDelayMs; delay > 0 {
+		time.AfterFunc(time.Duration(delay)*time.Millisecond, remove)
+	} else {
+		remove()
+	}
+}
+
+// offsetOutOfRange is the error of a read outside [log start, log end].
+func offsetOutOfRange(offset, start, end int64) error {
+	return fmt.Errorf("%w: offset %d is outside [%d, %d]", kerr.OffsetOutOfRange, offset, start, end)
+}

@@ -1,0 +1,230 @@
+package storage
+
+import (
+	"os"
+	"sort"
+)
+
+// FileSlice is a byte range of a segment file holding whole batches; the
+// broker sends it with sendfile. The file stays open while the segment
+// exists, and for file.delete.delay.ms after it is deleted.
+type FileSlice struct {
+	File *os.File
+	Pos  int64
+	Len  int64
+}
+
+// ReadResult is what Read returns: file slices of whole batches.
+type ReadResult struct {
+	Slices         []FileSlice
+	Size           int64 // sum of slice lengths
+	LogStartOffset int64
+	LogEndOffset   int64
+	HighWatermark  int64
+}
+
+// segmentFor returns the index of the last segment whose base offset is
+// <= offset (0 if offset is below every base).
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > offset })
+	return max(i-1, 0)
+}
+
+// Read returns whole batches starting with the batch that contains offset,
+// stopping before the first batch whose base offset is >= upTo (the high
+// watermark, or last stable offset) and at maxBytes, except that with
+// minOneBatch the first batch is returned even if larger (KIP-74). Batches
+// may span segments (one slice per segment). offset == log end offset, or
+// >= upTo, gives an empty result; offset outside [log start, log end] is
+// OFFSET_OUT_OF_RANGE. Cost: a binary search over segments and over the
+// offset index, then at most one index interval of batch headers at each
+// end of the range. The slices stay valid without any lock.
+func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (ReadResult, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	res := ReadResult{
+		LogStartOffset: l.logStartOffset.Load(),
+		LogEndOffset:   l.logEndOffset.Load(),
+		HighWatermark:  l.highWatermark.Load(),
+	}
+	if l.closed {
+		return res, errLogClosed
+	}
+	if offset < res.LogStartOffset || offset > res.LogEndOffset {
+		return res, offsetOutOfRange(offset, res.LogStartOffset, res.LogEndOffset)
+	}
+	upTo = min(upTo, res.LogEndOffset)
+	if offset >= upTo {
+		return res, nil
+	}
+
+	// Locate the first batch: the segment holding offset, or the first
+	// batch after it should offset fall in a gap.
+	i := l.segmentFor(offset)
+	var startPos int64
+	for ; i < len(l.segments); i++ {
+		pos, _, found, err := l.segments[i].findBatch(offset)
+		if err != nil {
+			return res, storageErr("read", err)
+		}
+		if found {
+			startPos = pos
+			break
+		}
+	}
+
+	remaining := maxBytes
+	for ; i < len(l.segments); i, startPos = i+1, 0 {
+		seg := l.segments[i]
+		if seg.baseOffset >= upTo {
+			break
+		}
+		endPos := seg.size
+		if upTo < seg.nextOffset {
+			p, h, found, err := seg.findBatch(upTo)
+			if err != nil {
+				return res, storageErr("read", err)
+			}
+			if found {
+				endPos = p
+				if h.BaseOffset < upTo {
+					endPos = p + h.size()
+				}
+			}
+		}
+		if endPos <= startPos {
+			break
+		}
+		end := endPos
+		if endPos-startPos > remaining {
+			var err error
+			end, err = seg.boundaryAtOrBefore(startPos, startPos+max(remaining, 0))
+			if err != nil {
+				return res, storageErr("read", err)
+			}
+			if end == startPos && minOneBatch && len(res.Slices) == 0 {
+				var buf [batchHeaderSize]byte
+				h, err := seg.readHeader(startPos, &buf)
+				if err != nil {
+					return res, storageErr("read", err)
+				}
+				end = startPos + h.size()
+			}
+		}
+		if end > startPos {
+			res.Slices = append(res.Slices, FileSlice{File: seg.log.OS(), Pos: startPos, Len: end - startPos})
+			res.Size += end - startPos
+			remaining -= end - startPos
+		}
+		if end < endPos || endPos < seg.size {
+			break // stopped by maxBytes or upTo
+		}
+	}
+	return res, nil
+}
+
+// OffsetForTimestamp returns the first record whose timestamp is >= ts
+// (ListOffsets with a timestamp): the first segment whose largest
+// timestamp reaches ts, its time index and offset index narrow the search
+// to an interval, then batches are walked and, in the first batch whose
+// max timestamp reaches ts, its records (decompressed if needed). The
+// special ListOffsets timestamps (-1 latest, -2 earliest, -3 max) are the
+// caller's. found is false if no record has such a timestamp.
+func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found bool, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return -1, -1, false, errLogClosed
+	}
+	start := l.logStartOffset.Load()
+	for _, seg := range l.segments {
+		if seg.maxTimestamp < ts || seg.nextOffset <= start {
+			continue
+		}
+		_, fromOffset, err := seg.timeIndex.lookup(ts)
+		if err != nil {
+			return -1, -1, false, storageErr("list offsets", err)
+		}
+		_, pos, err := seg.offsetIndex.lookup(max(fromOffset, start))
+		if err != nil {
+			return -1, -1, false, storageErr("list offsets", err)
+		}
+		var buf [batchHeaderSize]byte
+		for pos < seg.size {
+			h, err := seg.readHeader(pos, &buf)
+			if err != nil {
+				return -1, -1, false, storageErr("list offsets", err)
+			}
+			if h.MaxTimestamp >= ts && h.lastOffset() >= start {
+				o, t, ok, err := seg.firstRecordWhere(pos, &h, func(o, t int64) bool { return t >= ts && o >= start })
+				if err != nil {
+					return -1, -1, false, storageErr("list offsets", err)
+				}
+				if ok {
+					return o, t, true, nil
+				}
+			}
+			pos += h.size()
+		}
+		return -1, -1, false, nil
+	}
+	return -1, -1, false, nil
+}
+
+// MaxTimestamp returns the offset and timestamp of the first record
+// carrying the largest timestamp in the log (ListOffsets MAX_TIMESTAMP,
+// KIP-734), or (-1, -1) if no record has a timestamp.
+func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return -1, -1
+	}
+	var best *segment
+	for _, seg := range l.segments {
+		if seg.maxTimestamp > noTimestamp && (best == nil || seg.maxTimestamp > best.maxTimestamp) {
+			best = seg
+		}
+	}
+	if best == nil {
+		return -1, -1
+	}
+	pos, h, found, err := best.findBatch(best.offsetOfMaxTimestamp)
+	if err == nil && found {
+		o, t, ok, err := best.firstRecordWhere(pos, &h, func(_, t int64) bool { return t == best.maxTimestamp })
+		if err == nil && ok {
+			return o, t
+		}
+	}
+	if err != nil {
+		l.logger.Warn("max timestamp lookup fell back to the batch offset", "dir", l.dir, "err", err)
+	}
+	return best.offsetOfMaxTimestamp, best.maxTimestamp
+}
+
+// firstRecordWhere returns the offset and timestamp of the first record of
+// the batch at pos satisfying match.
+func (s *segment) firstRecordWhere(pos int64, h *batchHeader, match func(offset, ts int64) bool) (int64, int64, bool, error) {
+	batch, err := s.readBatch(pos, h)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	var offset, ts int64
+	found := false
+	errStop := &errRecordShape{"stop"}
+	err = walkBatchRecords(batch, h, func(_ int32, r recordInfo) error {
+		o, t := h.BaseOffset+int64(r.OffsetDelta), h.BaseTimestamp+r.TimestampDelta
+		if h.timestampType() == LogAppendTime {
+			t = h.MaxTimestamp
+		}
+		if match(o, t) {
+			offset, ts, found = o, t, true
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && err != error(errStop) {
+		return 0, 0, false, err
+	}
+	return offset, ts, found, nil
+}

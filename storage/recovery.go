@@ -1,0 +1,408 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Open loads (or creates) the partition log in dir, as Kafka's LogLoader:
+//
+//   - leftovers are removed: *.deleted files (a deletion interrupted by a
+//     crash), checkpoint temporaries, index files without a log file;
+//   - after a clean shutdown (the .kafka_cleanshutdown marker is present)
+//     segment files are trusted, with cheap sanity checks: index files
+//     present, whole entries, the last offset-index entry pointing at the
+//     batch it names, and the log's tail after it walking cleanly;
+//   - otherwise every segment from the one holding the recovery point on is
+//     re-validated batch by batch (length bounds, magic, CRC32C, increasing
+//     offsets): the first bad byte and everything after it are cut, later
+//     segments are deleted, and indexes are rebuilt from the log;
+//   - a segment failing a sanity check is recovered the same way.
+//
+// The marker is removed before Open returns: from then on the log is open
+// for writing and only Close writes it again.
+func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
+	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now}
+	if l.fs == nil {
+		l.fs = OSFS{}
+	}
+	if l.logger == nil {
+		l.logger = slog.Default()
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	l.SetConfig(cfg)
+	if err := l.load(); err != nil {
+		for _, s := range l.segments {
+			s.closeFiles()
+		}
+		return nil, storageErr("open "+dir, err)
+	}
+	return l, nil
+}
+
+func (l *Log) load() error {
+	cfg := l.config()
+	now := l.now()
+	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		return err
+	}
+	bases, err := l.scanDir()
+	if err != nil {
+		return err
+	}
+	clean, err := fileExists(l.fs, filepath.Join(l.dir, cleanShutdownFile))
+	if err != nil {
+		return err
+	}
+	recoveryPoint, _, err := readCheckpoint(l.fs, l.dir, recoveryPointFile)
+	if err != nil {
+		l.logger.Warn("ignoring recovery point checkpoint", "dir", l.dir, "err", err)
+	}
+	startCheckpoint, _, err := readCheckpoint(l.fs, l.dir, logStartOffsetFile)
+	if err != nil {
+		l.logger.Warn("ignoring log start offset checkpoint", "dir", l.dir, "err", err)
+	}
+
+	recoverFrom := len(bases)
+	if !clean {
+		recoverFrom = 0
+		for i, b := range bases {
+			if b <= recoveryPoint {
+				recoverFrom = i
+			}
+		}
+	}
+	recovered := false
+	for i, base := range bases {
+		last := i == len(bases)-1
+		var seg *segment
+		if i < recoverFrom {
+			seg, err = l.loadSegment(base, last, now)
+			if err != nil {
+				l.logger.Warn("segment failed sanity checks; recovering it", "dir", l.dir, "base_offset", base, "err", err)
+			}
+		}
+		if seg == nil {
+			var truncated bool
+			seg, truncated, err = l.recoverSegment(base, now)
+			if err != nil {
+				return err
+			}
+			recovered = true
+			if !last && truncated {
+				l.segments = append(l.segments, seg)
+				l.dropSegmentFiles(bases[i+1:])
+				break
+			}
+			if !last {
+				if err := seg.seal(); err != nil {
+					return err
+				}
+			}
+		}
+		l.segments = append(l.segments, seg)
+	}
+	if len(l.segments) == 0 {
+		seg, err := openSegmentFiles(l.fs, l.dir, startCheckpoint, cfg, segmentCreate, true, now)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, seg)
+	}
+
+	act := l.active()
+	leo := max(act.nextOffset, act.baseOffset)
+	l.logEndOffset.Store(leo)
+	lso := max(startCheckpoint, l.segments[0].baseOffset)
+	if lso > leo {
+		l.logger.Warn("log start offset checkpoint is past the log end; clamping", "dir", l.dir, "checkpoint", lso, "log_end_offset", leo)
+		lso = leo
+	}
+	l.logStartOffset.Store(lso)
+	l.highWatermark.Store(leo)
+	l.recoveryPoint = -1 // rewrite the checkpoint: recovery may have cut below it
+	if recovered || !clean {
+		for _, s := range l.segments {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	l.setRecoveryPointLocked(leo)
+	l.lastFlush = now
+	if clean {
+		if err := l.fs.Remove(filepath.Join(l.dir, cleanShutdownFile)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	l.logger.Debug("opened log", "dir", l.dir, "segments", len(l.segments), "log_start_offset", lso,
+		"log_end_offset", leo, "clean_shutdown", clean)
+	return nil
+}
+
+// scanDir removes leftovers and returns the base offsets of the segments.
+func (l *Log) scanDir() ([]int64, error) {
+	entries, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	logs := map[int64]bool{}
+	var indexes []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(name, deletedFileSuffix), strings.HasSuffix(name, checkpointTmp):
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !os.IsNotExist(err) {
+				return nil, err
+			}
+		case strings.HasSuffix(name, logFileSuffix):
+			base, ok := parseBaseOffset(name, logFileSuffix)
+			if !ok {
+				l.logger.Warn("ignoring unexpected file", "dir", l.dir, "file", name)
+				continue
+			}
+			logs[base] = true
+		case strings.HasSuffix(name, indexFileSuffix), strings.HasSuffix(name, timeIndexFileSuffix):
+			indexes = append(indexes, name)
+		}
+	}
+	for _, name := range indexes {
+		suffix := indexFileSuffix
+		if strings.HasSuffix(name, timeIndexFileSuffix) {
+			suffix = timeIndexFileSuffix
+		}
+		if base, ok := parseBaseOffset(name, suffix); ok && !logs[base] {
+			l.logger.Info("removing index without a log file", "dir", l.dir, "file", name)
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !os.IsNotExist(err) {
+				return nil, err
+			}
+		}
+	}
+	bases := make([]int64, 0, len(logs))
+	for b := range logs {
+		bases = append(bases, b)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+func parseBaseOffset(name, suffix string) (int64, bool) {
+	digits := strings.TrimSuffix(name, suffix)
+	if len(digits) != 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(digits, 10, 64)
+	return v, err == nil && v >= 0
+}
+
+// dropSegmentFiles deletes the files of segments cut off by recovery.
+func (l *Log) dropSegmentFiles(bases []int64) {
+	for _, b := range bases {
+		for _, suffix := range []string{logFileSuffix, indexFileSuffix, timeIndexFileSuffix} {
+			p := segmentPath(l.dir, b, suffix)
+			if fi, err := l.fs.Stat(p); err == nil && suffix == logFileSuffix {
+				l.logger.Warn("recovery deleted a segment after corruption", "dir", l.dir, "base_offset", b, "bytes", fi.Size())
+			}
+			if err := l.fs.Remove(p); err != nil && !os.IsNotExist(err) {
+				l.logger.Error("cannot delete segment file", "file", p, "err", err)
+			}
+		}
+	}
+}
+
+// loadSegment opens a segment trusting its files after sanity checks; an
+// error means the caller must recover the segment instead.
+func (l *Log) loadSegment(base int64, active bool, now time.Time) (*segment, error) {
+	cfg := l.config()
+	for _, suffix := range []string{indexFileSuffix, timeIndexFileSuffix} {
+		ok, err := fileExists(l.fs, segmentPath(l.dir, base, suffix))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("missing %s file", suffix)
+		}
+	}
+	seg, err := openSegmentFiles(l.fs, l.dir, base, cfg, segmentLoad, active, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.checkSegment(seg, cfg); err != nil {
+		seg.closeFiles()
+		return nil, err
+	}
+	return seg, nil
+}
+
+// checkSegment validates a loaded segment's indexes against its log and
+// fills in the in-memory trackers: it walks the batch headers after the
+// last offset-index entry (at most one index interval when the index is
+// whole) and checks that the index would not have had another entry there.
+func (l *Log) checkSegment(seg *segment, cfg *LogConfig) error {
+	var buf [batchHeaderSize]byte
+	lastOffset, pos, hasEntry, err := seg.offsetIndex.last()
+	if err != nil {
+		return err
+	}
+	var bytesSince int64
+	expectNext := seg.baseOffset
+	if hasEntry {
+		h, err := seg.readHeader(pos, &buf)
+		if err != nil {
+			return fmt.Errorf("last offset index entry: %w", err)
+		}
+		if h.Magic != magicV2 || h.lastOffset() != lastOffset {
+			return fmt.Errorf("last offset index entry (%d at %d) does not match the batch there (last offset %d)", lastOffset, pos, h.lastOffset())
+		}
+		seg.noteBatch(&h)
+		bytesSince, expectNext = h.size(), h.nextOffset()
+		pos += h.size()
+	}
+	for pos < seg.size {
+		h, err := seg.readHeader(pos, &buf)
+		if err != nil {
+			return err
+		}
+		if h.Magic != magicV2 || h.BaseOffset < expectNext || h.LastOffsetDelta < 0 {
+			return fmt.Errorf("malformed batch header at position %d", pos)
+		}
+		if bytesSince > int64(cfg.IndexIntervalBytes) {
+			return fmt.Errorf("offset index lacks an entry for the batch at position %d", pos)
+		}
+		seg.noteBatch(&h)
+		bytesSince += h.size()
+		expectNext = h.nextOffset()
+		pos += h.size()
+	}
+	seg.nextOffset = max(expectNext, seg.nextOffset)
+	seg.bytesSinceLastIndexEntry = bytesSince
+
+	ts, tsOffset, hasTs, err := seg.timeIndex.loadLast()
+	if err != nil {
+		return err
+	}
+	switch {
+	case hasTs && (tsOffset < seg.baseOffset || tsOffset >= seg.nextOffset):
+		return fmt.Errorf("last time index entry offset %d outside the segment [%d, %d)", tsOffset, seg.baseOffset, seg.nextOffset)
+	case !hasTs && hasEntry:
+		return errors.New("empty time index beside a non-empty offset index")
+	case hasTs && ts < seg.maxTimestamp:
+		// Close and roll append the segment's largest timestamp last, so the
+		// index lost entries.
+		return fmt.Errorf("last time index entry %d is below the segment's timestamp %d", ts, seg.maxTimestamp)
+	case hasTs:
+		seg.maxTimestamp, seg.offsetOfMaxTimestamp = ts, tsOffset
+	}
+	if seg.size > 0 {
+		h, err := seg.readHeader(0, &buf)
+		if err != nil {
+			return err
+		}
+		seg.firstBatchTimestamp = h.MaxTimestamp
+	}
+	return nil
+}
+
+// noteBatch updates the max-timestamp tracker and next offset for a batch
+// seen while loading.
+func (s *segment) noteBatch(h *batchHeader) {
+	if h.MaxTimestamp > s.maxTimestamp {
+		s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.lastOffset()
+	}
+	s.nextOffset = h.nextOffset()
+}
+
+// recoverSegment re-validates a segment's log from its start, cuts it at
+// the first invalid byte and rebuilds both indexes. The segment comes back
+// active (indexes in memory); the caller seals it if it is not the last.
+func (l *Log) recoverSegment(base int64, now time.Time) (*segment, bool, error) {
+	cfg := l.config()
+	seg, err := openSegmentFiles(l.fs, l.dir, base, cfg, segmentRebuild, true, now)
+	if err != nil {
+		return nil, false, err
+	}
+	fileSize := seg.size
+	seg.size = 0
+	var hbuf [batchHeaderSize]byte
+	crcBuf := make([]byte, 64<<10)
+	var pos int64
+	var problem string
+	for pos < fileSize {
+		problem = validateBatchOnDisk(seg, pos, fileSize, &hbuf, crcBuf)
+		if problem != "" {
+			break
+		}
+		h := parseBatchHeader(hbuf[:])
+		if err := seg.indexBatch(&h, pos, cfg.IndexIntervalBytes); err != nil {
+			seg.closeFiles()
+			return nil, false, err
+		}
+		pos += h.size()
+		seg.size = pos
+	}
+	truncated := pos < fileSize
+	if truncated {
+		l.logger.Warn("recovery truncated a corrupt segment tail",
+			"dir", l.dir, "base_offset", base, "position", pos, "bytes_dropped", fileSize-pos,
+			"next_offset", seg.nextOffset, "reason", problem)
+		if err := seg.log.Truncate(pos); err != nil {
+			seg.closeFiles()
+			return nil, false, err
+		}
+	}
+	return seg, truncated, nil
+}
+
+// validateBatchOnDisk checks the batch at pos of a segment being recovered,
+// leaving its header in hbuf; it returns what is wrong, or "".
+func validateBatchOnDisk(seg *segment, pos, fileSize int64, hbuf *[batchHeaderSize]byte, crcBuf []byte) string {
+	if fileSize-pos < batchHeaderSize {
+		return fmt.Sprintf("%d trailing bytes, less than a batch header", fileSize-pos)
+	}
+	if _, err := seg.log.ReadAt(hbuf[:], pos); err != nil {
+		return "read error: " + err.Error()
+	}
+	h := parseBatchHeader(hbuf[:])
+	switch {
+	case h.BatchLength < minBatchLength:
+		return fmt.Sprintf("batch length %d below the minimum", h.BatchLength)
+	case pos+h.size() > fileSize:
+		return fmt.Sprintf("batch length %d runs past the end of the file", h.BatchLength)
+	case h.Magic != magicV2:
+		return fmt.Sprintf("magic %d", h.Magic)
+	case h.BaseOffset < seg.nextOffset:
+		return fmt.Sprintf("base offset %d below the expected %d", h.BaseOffset, seg.nextOffset)
+	case h.LastOffsetDelta < 0 || h.lastOffset()-seg.baseOffset > math.MaxInt32:
+		return fmt.Sprintf("invalid offset range [%d, %d]", h.BaseOffset, h.lastOffset())
+	}
+	crc := uint32(0)
+	for off := pos + offAttributes; off < pos+h.size(); {
+		n := min(int64(len(crcBuf)), pos+h.size()-off)
+		if _, err := seg.log.ReadAt(crcBuf[:n], off); err != nil {
+			return "read error: " + err.Error()
+		}
+		crc = crc32.Update(crc, castagnoli, crcBuf[:n])
+		off += n
+	}
+	if crc != h.CRC {
+		return fmt.Sprintf("crc mismatch (stored %d, computed %d) for batch at offset %d", h.CRC, crc, h.BaseOffset)
+	}
+	return ""
+}

@@ -1,0 +1,102 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// DeleteOldSegments applies retention as Kafka's UnifiedLog.deleteOldSegments,
+// oldest segment first and stopping at the first one that must stay:
+// segments wholly below the log start offset (after DeleteRecords), then,
+// unless the topic is compacted, segments whose largest timestamp is older
+// than retention.ms and the oldest segments while the log exceeds
+// retention.bytes. Only sealed segments wholly below the high watermark are
+// deleted: never the active one (Kafka may roll it first; Strait leaves it
+// to segment.ms). It returns the number of segments deleted. The broker
+// calls it periodically (log.retention.check.interval.ms).
+//
+// A segment without any timestamp never expires by time here (Kafka falls
+// back to the file's modification time).
+func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
+	cfg := l.config()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, errLogClosed
+	}
+	hw := l.highWatermark.Load()
+	lso := l.logStartOffset.Load()
+	var total int64
+	for _, s := range l.segments {
+		total += s.size
+	}
+	n := 0
+	for n < len(l.segments)-1 {
+		s, next := l.segments[n], l.segments[n+1]
+		if next.baseOffset > hw {
+			break
+		}
+		switch {
+		case next.baseOffset <= lso:
+		case !cfg.Compact && cfg.RetentionMs >= 0 && s.maxTimestamp > noTimestamp &&
+			now.UnixMilli()-s.maxTimestamp > cfg.RetentionMs:
+		case !cfg.Compact && cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes:
+		default:
+			goto done
+		}
+		total -= s.size
+		n++
+	}
+done:
+	if n == 0 {
+		return 0, nil
+	}
+	deleted := l.segments[:n]
+	l.segments = append([]*segment(nil), l.segments[n:]...)
+	l.logger.Info("deleting segments by retention", "dir", l.dir, "segments", n,
+		"first_base_offset", deleted[0].baseOffset, "new_first_base_offset", l.segments[0].baseOffset)
+	l.deleteSegmentsLocked(deleted)
+	if base := l.segments[0].baseOffset; base > lso {
+		return n, l.setLogStartOffsetLocked(base)
+	}
+	return n, nil
+}
+
+// DeleteRecordsBefore moves the log start offset to offset (DeleteRecords);
+// the segments wholly below it go at the next DeleteOldSegments. offset
+// must not exceed the high watermark (Kafka's OFFSET_OUT_OF_RANGE); the
+// request's -1 ("up to the high watermark") is the caller's to translate.
+// It returns the new log start offset (the response's low watermark).
+func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, errLogClosed
+	}
+	hw, lso := l.highWatermark.Load(), l.logStartOffset.Load()
+	if offset < 0 || offset > hw {
+		return lso, fmt.Errorf("%w: cannot delete records before offset %d, above the high watermark %d",
+			kerr.OffsetOutOfRange, offset, hw)
+	}
+	if offset <= lso {
+		return lso, nil
+	}
+	if err := l.setLogStartOffsetLocked(offset); err != nil {
+		return l.logStartOffset.Load(), err
+	}
+	return offset, nil
+}
+
+// setLogStartOffsetLocked moves the log start offset and checkpoints it.
+func (l *Log) setLogStartOffsetLocked(offset int64) error {
+	l.logStartOffset.Store(offset)
+	if hw := l.highWatermark.Load(); hw < offset {
+		l.highWatermark.Store(offset)
+	}
+	if err := writeCheckpoint(l.fs, l.dir, logStartOffsetFile, offset); err != nil {
+		return storageErr("checkpoint log start offset", err)
+	}
+	return nil
+}

@@ -1,0 +1,288 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+const (
+	logFileSuffix       = ".log"
+	indexFileSuffix     = ".index"
+	timeIndexFileSuffix = ".timeindex"
+	deletedFileSuffix   = ".deleted"
+)
+
+func segmentPath(dir string, baseOffset int64, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", baseOffset, suffix))
+}
+
+// segment is one `%020d.log` file of whole v2 batches plus its offset and
+// time indexes. The log file is written only at its end (WriteAt at size),
+// so byte ranges below size never change while the segment exists and
+// readers may send them without the lock.
+//
+// Thread-safety: none; the owning Log's lock guards every call. The *os.File
+// stays open until the segment is deleted (and then some: see Log).
+type segment struct {
+	dir         string
+	baseOffset  int64
+	log         File
+	size        int64 // bytes of whole batches; the file may hold a torn tail beyond
+	nextOffset  int64 // offset after the last batch, baseOffset when empty
+	offsetIndex *offsetIndex
+	timeIndex   *timeIndex
+
+	bytesSinceLastIndexEntry int64
+	maxTimestamp             int64 // largest batch max timestamp, -1 if none
+	offsetOfMaxTimestamp     int64 // last offset of the batch carrying it
+	firstBatchTimestamp      int64 // max timestamp of the first batch: the segment.ms clock, -1 if none
+	created                  time.Time
+}
+
+// segmentOpenMode says which of a segment's files start empty.
+type segmentOpenMode int
+
+const (
+	segmentCreate  segmentOpenMode = iota // every file new and empty
+	segmentLoad                           // every file as found
+	segmentRebuild                        // the log as found, the indexes empty
+)
+
+// openSegmentFiles opens a segment's log file and its indexes. With
+// active, the indexes are loaded into memory and preallocated.
+func openSegmentFiles(fsys FS, dir string, baseOffset int64, cfg *LogConfig, mode segmentOpenMode, active bool, now time.Time) (*segment, error) {
+	flag := os.O_RDWR | os.O_CREATE
+	if mode == segmentCreate {
+		flag |= os.O_TRUNC
+	}
+	lf, err := fsys.OpenFile(segmentPath(dir, baseOffset, logFileSuffix), flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := lf.Stat()
+	if err != nil {
+		lf.Close()
+		return nil, err
+	}
+	s := &segment{
+		dir: dir, baseOffset: baseOffset, log: lf, size: fi.Size(), nextOffset: baseOffset,
+		maxTimestamp: noTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: noTimestamp, created: now,
+	}
+	if err := s.openIndexes(fsys, cfg, mode != segmentLoad, active); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *segment) openIndexes(fsys FS, cfg *LogConfig, fresh, active bool) error {
+	oi, err := openIndexFile(fsys, segmentPath(s.dir, s.baseOffset, indexFileSuffix), offsetIndexEntrySize, cfg.SegmentIndexBytes, fresh, active)
+	if err != nil {
+		return err
+	}
+	ti, err := openIndexFile(fsys, segmentPath(s.dir, s.baseOffset, timeIndexFileSuffix), timeIndexEntrySize, cfg.SegmentIndexBytes, fresh, active)
+	if err != nil {
+		oi.close()
+		return err
+	}
+	s.offsetIndex = &offsetIndex{indexFile: oi, baseOffset: s.baseOffset}
+	s.timeIndex = &timeIndex{indexFile: ti, baseOffset: s.baseOffset, lastTs: noTimestamp}
+	if _, _, _, err := s.timeIndex.loadLast(); err != nil {
+		s.closeIndexes()
+		return err
+	}
+	return nil
+}
+
+func (s *segment) closeIndexes() {
+	if s.offsetIndex != nil {
+		s.offsetIndex.close()
+	}
+	if s.timeIndex != nil {
+		s.timeIndex.close()
+	}
+}
+
+// indexBatch updates the in-memory trackers and the indexes for a batch
+// at pos, as Kafka's LogSegment.append does for each batch.
+func (s *segment) indexBatch(h *batchHeader, pos int64, intervalBytes int32) error {
+	if pos == 0 {
+		s.firstBatchTimestamp = h.MaxTimestamp
+	}
+	if h.MaxTimestamp > s.maxTimestamp {
+		s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.lastOffset()
+	}
+	if s.bytesSinceLastIndexEntry > int64(intervalBytes) {
+		if err := s.offsetIndex.appendEntry(h.lastOffset(), pos); err != nil {
+			return err
+		}
+		if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
+			return err
+		}
+		s.bytesSinceLastIndexEntry = 0
+	}
+	s.bytesSinceLastIndexEntry += h.size()
+	s.nextOffset = h.nextOffset()
+	return nil
+}
+
+// append writes one validated batch (base offset already set) at the end.
+// On failure the segment is as before: the log file is cut back to its
+// previous size and index entries added for the batch are dropped.
+func (s *segment) append(batch []byte, h *batchHeader, intervalBytes int32) error {
+	pos := s.size
+	saved := *s
+	savedOffN, savedTimeN := s.offsetIndex.n, s.timeIndex.n
+	savedLastTs := s.timeIndex.lastTs
+	_, err := s.log.WriteAt(batch, pos)
+	if err == nil {
+		err = s.indexBatch(h, pos, intervalBytes)
+	}
+	if err != nil {
+		// Best effort: the bytes past size are never read, and recovery would
+		// cut them anyway, but a clean file is nicer.
+		_ = s.log.Truncate(pos)
+		offIx, timeIx := s.offsetIndex, s.timeIndex
+		*s = saved
+		_ = offIx.truncateEntries(savedOffN)
+		_ = timeIx.truncateEntries(savedTimeN)
+		timeIx.lastTs = savedLastTs
+		return err
+	}
+	s.size = pos + int64(len(batch))
+	return nil
+}
+
+// readHeader reads the batch header at pos, which must lie below size.
+func (s *segment) readHeader(pos int64, buf *[batchHeaderSize]byte) (batchHeader, error) {
+	if pos+batchHeaderSize > s.size {
+		return batchHeader{}, fmt.Errorf("segment %d: batch header at %d runs past the end %d", s.baseOffset, pos, s.size)
+	}
+	if _, err := s.log.ReadAt(buf[:], pos); err != nil {
+		return batchHeader{}, err
+	}
+	h := parseBatchHeader(buf[:])
+	if h.BatchLength < minBatchLength || pos+h.size() > s.size {
+		return batchHeader{}, fmt.Errorf("segment %d: batch at %d has invalid length %d", s.baseOffset, pos, h.BatchLength)
+	}
+	return h, nil
+}
+
+// findBatch returns the position and header of the first batch whose last
+// offset is >= target, scanning from the offset index's entry at or below
+// target: at most one index interval of headers. found is false if no batch
+// of this segment reaches target.
+func (s *segment) findBatch(target int64) (pos int64, h batchHeader, found bool, err error) {
+	_, pos, err = s.offsetIndex.lookup(target)
+	if err != nil {
+		return 0, h, false, err
+	}
+	var buf [batchHeaderSize]byte
+	for pos < s.size {
+		h, err = s.readHeader(pos, &buf)
+		if err != nil {
+			return 0, h, false, err
+		}
+		if h.lastOffset() >= target {
+			return pos, h, true, nil
+		}
+		pos += h.size()
+	}
+	return pos, h, false, nil
+}
+
+// boundaryAtOrBefore returns the largest batch start position p with
+// from <= p <= limit, walking headers from the offset-index entry at or
+// below limit; it returns from if no later batch starts before limit.
+func (s *segment) boundaryAtOrBefore(from, limit int64) (int64, error) {
+	if limit >= s.size {
+		return s.size, nil
+	}
+	_, pos, err := s.offsetIndex.lookupPosition(limit)
+	if err != nil {
+		return 0, err
+	}
+	pos = max(pos, from)
+	var buf [batchHeaderSize]byte
+	for pos < s.size {
+		h, err := s.readHeader(pos, &buf)
+		if err != nil {
+			return 0, err
+		}
+		if pos+h.size() > limit {
+			return pos, nil
+		}
+		pos += h.size()
+	}
+	return pos, nil
+}
+
+// readBatch reads the whole batch at pos.
+func (s *segment) readBatch(pos int64, h *batchHeader) ([]byte, error) {
+	b := make([]byte, h.size())
+	if _, err := s.log.ReadAt(b, pos); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// flush fsyncs the log file and the indexes.
+func (s *segment) flush() error {
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	if err := s.offsetIndex.sync(); err != nil {
+		return err
+	}
+	return s.timeIndex.sync()
+}
+
+// seal makes the segment inactive: the final time-index entry (Kafka's
+// onBecomeInactiveSegment), indexes trimmed and synced, log synced.
+func (s *segment) seal() error {
+	if s.timeIndex.mem != nil {
+		if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
+			return err
+		}
+	}
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	if err := s.offsetIndex.seal(); err != nil {
+		return err
+	}
+	return s.timeIndex.seal()
+}
+
+// closeFiles closes every file of the segment.
+func (s *segment) closeFiles() error {
+	err := s.log.Close()
+	s.closeIndexes()
+	return err
+}
+
+// renameForDeletion renames the segment's files to *.deleted (Kafka's
+// convention) so that a restart finishes the deletion.
+func (s *segment) renameForDeletion(fsys FS) error {
+	for _, suffix := range []string{logFileSuffix, indexFileSuffix, timeIndexFileSuffix} {
+		p := segmentPath(s.dir, s.baseOffset, suffix)
+		if err := fsys.Rename(p, p+deletedFileSuffix); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeDeletedFiles closes the files and removes the *.deleted names.
+func (s *segment) removeDeletedFiles(fsys FS) error {
+	s.closeFiles()
+	var firstErr error
+	for _, suffix := range []string{logFileSuffix, indexFileSuffix, timeIndexFileSuffix} {
+		if err := fsys.Remove(segmentPath(s.dir, s.baseOffset, suffix) + deletedFileSuffix); err != nil && !os.IsNotExist(err) && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
