@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit compat-franz-go bench clean
+.PHONY: all build run test vet unit compat compat-kcat compat-franz-go bench clean
 
 all: build
 
@@ -21,7 +21,13 @@ vet:
 unit:
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
-test: vet build unit compat-franz-go
+test: vet build unit compat
+
+compat: compat-kcat compat-franz-go
+
+# kcat (librdkafka, installed from Debian when missing): -L, -P, -C with every codec.
+compat-kcat: build
+	./compat-tests/kcat/run.sh
 
 # franz-go's own kgo integration suite against the built binary; writes
 # compat-tests/franz-go/RESULTS.md and fails on any failure not listed in

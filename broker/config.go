@@ -96,6 +96,8 @@ type Config struct {
 	// once storage.LogConfig has the fields (see setLogConfigField).
 	MessageTimestampBeforeMaxMs int64
 	MessageTimestampAfterMaxMs  int64
+	// RetentionCheckIntervalMs is log.retention.check.interval.ms (300000).
+	RetentionCheckIntervalMs int64
 }
 
 // DefaultConfig returns the configuration an empty server.properties gives.
@@ -121,6 +123,7 @@ func DefaultConfig() Config {
 
 		MessageTimestampBeforeMaxMs: math.MaxInt64,
 		MessageTimestampAfterMaxMs:  defaultTimestampAfterMaxMs,
+		RetentionCheckIntervalMs:    300000,
 	}
 }
 
@@ -391,6 +394,8 @@ func ParseConfig(in map[string]string) (Config, []string, error) {
 	c.DefaultReplicationFactor = int16(rf)
 	c.AutoCreateTopicsEnable = p.bool("auto.create.topics.enable", true)
 	c.MessageMaxBytes = p.int("message.max.bytes", defaultMaxMessageBytes)
+	c.RetentionCheckIntervalMs = p.long("log.retention.check.interval.ms", 300000)
+	p.atLeast("log.retention.check.interval.ms", c.RetentionCheckIntervalMs, 1)
 	p.atLeast("message.max.bytes", int64(c.MessageMaxBytes), 0)
 	c.SocketRequestMaxBytes = p.int("socket.request.max.bytes", defaultSocketRequestMaxBytes)
 	p.atLeast("socket.request.max.bytes", int64(c.SocketRequestMaxBytes), 1)

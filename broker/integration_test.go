@@ -408,4 +408,3 @@ func TestCorruptBatchRejected(t *testing.T) {
 		t.Fatalf("got %+v", got[0])
 	}
 }
-

@@ -14,7 +14,6 @@ package broker
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"time"
 
@@ -53,8 +52,7 @@ func handleMetadata(c *conn, x *exchange) {
 
 	var topics []controller.TopicInfo
 	if req.Topics == nil || (v == 0 && len(req.Topics) == 0) {
-		topics = s.ctrl.Topics()
-		slices.SortFunc(topics, func(a, b controller.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+		topics = s.ctrl.Topics() // sorted by name
 		for _, t := range topics {
 			resp.Topics = append(resp.Topics, topicMetadata(t, live, v))
 		}

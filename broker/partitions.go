@@ -107,17 +107,11 @@ func newPartitionManager(s *Server) *partitionManager {
 	return pm
 }
 
-// start opens the logs of every partition assigned here and follows changes.
-// Applying a change is idempotent, so the initial snapshot and the watch may
-// overlap without harm.
-func (pm *partitionManager) start() error {
+// start opens the logs of every partition assigned here and follows changes:
+// Listen replays the existing topics, then delivers each change once.
+// Applying a change is idempotent anyway.
+func (pm *partitionManager) start() {
 	pm.srv.ctrl.Listen(pm.apply)
-	for _, t := range pm.srv.ctrl.Topics() {
-		if err := pm.applyTopic(t); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (pm *partitionManager) topicByName(name string) *localTopic { return (*pm.byName.Load())[name] }
@@ -331,17 +325,38 @@ func (pm *partitionManager) maintenanceLoop() {
 	defer pm.srv.bgWG.Done()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	interval := time.Duration(pm.srv.cfg.RetentionCheckIntervalMs) * time.Millisecond
+	lastRetention := time.Now()
 	for {
 		select {
 		case <-pm.stop:
 			return
 		case now := <-t.C:
-			pm.forEach(func(p *partition) { pm.maintain(p, now) })
+			retention := now.Sub(lastRetention) >= interval
+			if retention {
+				lastRetention = now
+			}
+			pm.forEach(func(p *partition) { pm.maintain(p, now, retention) })
 		}
 	}
 }
 
-func (pm *partitionManager) maintain(p *partition, now time.Time) {}
+// maintain runs the time-based work of one partition: flush.ms, and
+// retention every log.retention.check.interval.ms.
+func (pm *partitionManager) maintain(p *partition, now time.Time, checkRetention bool) {
+	if err := p.log.MaybeFlush(now); err != nil {
+		pm.srv.logger.Error("flushing log", "topic", p.topic, "partition", p.index, "err", err)
+	}
+	if !checkRetention {
+		return
+	}
+	if n, err := p.log.DeleteOldSegments(now); err != nil {
+		pm.srv.logger.Error("retention", "topic", p.topic, "partition", p.index, "err", err)
+	} else if n > 0 {
+		pm.srv.logger.Info("deleted segments by retention", "topic", p.topic, "partition", p.index,
+			"segments", n, "log_start_offset", p.log.LogStartOffset())
+	}
+}
 
 func (pm *partitionManager) forEach(fn func(*partition)) {
 	for _, lt := range *pm.byName.Load() {

@@ -17,6 +17,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/storage"
+	"github.com/strait/strait/storage/compress"
 )
 
 func handleProduce(c *conn, x *exchange) {
@@ -39,6 +42,9 @@ func handleProduce(c *conn, x *exchange) {
 			switch {
 			case !acksValid:
 				code = kerr.InvalidRequiredAcks.Code
+			case x.req.Version < 7 && isZstd(rp.Records):
+				// zstd needs Produce v7 (KIP-110), as Kafka enforces.
+				code = kerr.UnsupportedCompressionType.Code
 			default:
 				code, msg = s.produceTo(lt, rt.Topic, rp.Partition, rp.Records, &sp)
 			}
@@ -73,6 +79,15 @@ func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []by
 	}
 	info, err := p.log.AppendAsLeader(records, p.leaderEpoch())
 	if err != nil {
+		var ae *storage.AppendError
+		if errors.As(err, &ae) {
+			for _, re := range ae.RecordErrors {
+				msg := re.Message
+				sp.ErrorRecords = append(sp.ErrorRecords, kmsg.ProduceResponseTopicPartitionErrorRecord{
+					RelativeOffset: re.BatchIndex, ErrorMessage: &msg,
+				})
+			}
+		}
 		code, msg := errorCode(err)
 		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
 			s.logger.Error("produce failed", "topic", topic, "partition", idx, "err", err)
@@ -90,6 +105,11 @@ func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []by
 
 // errorCode maps an error to its Kafka error code and message: storage and
 // controller errors wrap *kerr.Error; anything else is an unknown server error.
+func isZstd(records []byte) bool {
+	codec, ok := storage.FirstBatchCompression(records)
+	return ok && codec == compress.Zstd
+}
+
 func errorCode(err error) (int16, string) {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {

@@ -108,7 +108,10 @@ func (s *Server) start() error {
 		DataDir:       s.cfg.EtcdDataDir,
 		EtcdEndpoints: s.cfg.EtcdEndpoints,
 		Prefix:        s.cfg.EtcdPrefix,
-		Logger:        s.logger,
+
+		DefaultNumPartitions:     s.cfg.NumPartitions,
+		DefaultReplicationFactor: s.cfg.DefaultReplicationFactor,
+		Logger:                   s.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: controller: %w", err)
@@ -119,9 +122,7 @@ func (s *Server) start() error {
 	}
 
 	s.parts = newPartitionManager(s)
-	if err := s.parts.start(); err != nil {
-		return err
-	}
+	s.parts.start()
 
 	for _, l := range s.listeners {
 		s.bgWG.Add(1)
