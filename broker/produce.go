@@ -77,7 +77,7 @@ func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []by
 	if !p.isLeader(s.cfg.NodeID) {
 		return kerr.NotLeaderForPartition.Code, ""
 	}
-	info, err := p.log.AppendAsLeader(records, p.leaderEpoch())
+	info, err := s.appendAsLeader(p, records)
 	if err != nil {
 		var ae *storage.AppendError
 		if errors.As(err, &ae) {
@@ -94,9 +94,6 @@ func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []by
 		}
 		return code, msg
 	}
-	// One replica: the high watermark follows the log end offset.
-	p.log.UpdateHighWatermark(info.LastOffset + 1)
-	p.wakeWaiters()
 	sp.BaseOffset = info.FirstOffset
 	sp.LogAppendTime = info.LogAppendTime
 	sp.LogStartOffset = info.LogStartOffset
@@ -116,6 +113,20 @@ func errorCode(err error) (int16, string) {
 		return ke.Code, err.Error()
 	}
 	return kerr.UnknownServerError.Code, err.Error()
+}
+
+// appendAsLeader appends records (one validated batch) to a partition this
+// broker leads and makes them visible to fetches. Coordinators writing their
+// internal topics use it too.
+func (s *Server) appendAsLeader(p *partition, records []byte) (storage.AppendInfo, error) {
+	info, err := p.log.AppendAsLeader(records, p.leaderEpoch())
+	if err != nil {
+		return info, err
+	}
+	// One replica: the high watermark follows the log end offset.
+	p.log.UpdateHighWatermark(info.LastOffset + 1)
+	p.wakeWaiters()
+	return info, nil
 }
 
 // missingPartitionCode is the error for a partition this broker does not
