@@ -98,6 +98,9 @@ type Config struct {
 	MessageTimestampAfterMaxMs  int64
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms (300000).
 	RetentionCheckIntervalMs int64
+	// StorageFS is the filesystem partition logs are written through; nil is
+	// the operating system's. Tests inject faults with storage.NewFaultFS.
+	StorageFS storage.FS
 }
 
 // DefaultConfig returns the configuration an empty server.properties gives.

@@ -41,6 +41,7 @@ func newHandlerTable() handlerTable {
 	reg(kmsg.ListOffsets, 9, handleListOffsets)
 	reg(kmsg.CreateTopics, 7, handleCreateTopics)
 	reg(kmsg.DeleteTopics, 6, handleDeleteTopics)
+	reg(kmsg.DeleteRecords, 2, handleDeleteRecords)
 	return t
 }
 

@@ -254,7 +254,7 @@ func (pm *partitionManager) openPartition(t controller.TopicInfo, idx int32, cfg
 		}
 	}
 	start := time.Now()
-	l, err := storage.Open(dir, cfg, storage.Options{Logger: pm.srv.logger.With("partition", name)})
+	l, err := storage.Open(dir, cfg, storage.Options{FS: pm.srv.cfg.StorageFS, Logger: pm.srv.logger.With("partition", name)})
 	if err != nil {
 		return nil, fmt.Errorf("opening log %s: %w", dir, err)
 	}

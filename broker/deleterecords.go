@@ -1,0 +1,52 @@
+package broker
+
+// DeleteRecords (key 21), versions 0-2.
+//
+// Moves each partition's log start offset up to the requested offset (-1:
+// the high watermark); whole segments below it are removed at the next
+// retention check, and fetches below it get OFFSET_OUT_OF_RANGE. An offset
+// above the high watermark is OFFSET_OUT_OF_RANGE; one at or below the
+// current log start offset changes nothing. The response's low watermark is
+// the log start offset afterwards.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleDeleteRecords(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.DeleteRecordsRequest)
+	s := c.srv
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewDeleteRecordsResponseTopic()
+		st.Topic = rt.Topic
+		lt := s.parts.topicByName(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LowWatermark = -1
+			p := lt.partition(rp.Partition)
+			switch {
+			case p == nil:
+				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)
+			case !p.isLeader(s.cfg.NodeID):
+				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)
+			default:
+				offset := rp.Offset
+				if offset == -1 {
+					offset = p.log.HighWatermark()
+				}
+				low, err := p.log.DeleteRecordsBefore(offset)
+				if err != nil {
+					sp.ErrorCode, _ = errorCode(err)
+				} else {
+					sp.LowWatermark = low
+					s.logger.Info("deleted records", "topic", rt.Topic, "partition", rp.Partition, "log_start_offset", low)
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	x.respond(resp)
+}
