@@ -27,7 +27,29 @@ type LogConfig struct {
 	RetentionBytes     int64 // retention.bytes (-1 = infinite)
 	FlushMessages      int64 // flush.messages (default MaxInt64: never)
 	FlushMs            int64 // flush.ms (default MaxInt64: never)
-	Compact            bool  // cleanup.policy contains compact
+
+	// Compact and Delete are cleanup.policy ("delete" by default;
+	// "compact", or "compact,delete" for both). Delete applies retention.ms
+	// and retention.bytes (DeleteOldSegments); Compact hands the log to the
+	// Cleaner and makes appends refuse records without a key. Segments
+	// below the log start offset go whatever the policy.
+	Compact bool // cleanup.policy contains compact (default false)
+	Delete  bool // cleanup.policy contains delete (default true)
+
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio (default 0.5): a
+	// compacted log is cleaned once dirty bytes / total bytes exceed it.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLagMs is min.compaction.lag.ms (default 0): a segment
+	// whose largest timestamp is younger than this is not cleaned yet.
+	MinCompactionLagMs int64
+	// MaxCompactionLagMs is max.compaction.lag.ms (default MaxInt64): a
+	// log whose oldest dirty segment began longer ago than this is cleaned
+	// whatever its dirty ratio, and its active segment rolls at this age.
+	MaxCompactionLagMs int64
+	// DeleteRetentionMs is delete.retention.ms (default 86400000): how long
+	// a tombstone (a record with a null value) survives after the cleaning
+	// that first kept it.
+	DeleteRetentionMs int64
 
 	// TimestampBeforeMaxMs is message.timestamp.before.max.ms: how far in
 	// the past a CreateTime timestamp may be (default MaxInt64).
@@ -54,10 +76,27 @@ func DefaultLogConfig() LogConfig {
 		RetentionBytes:       -1,
 		FlushMessages:        math.MaxInt64,
 		FlushMs:              math.MaxInt64,
+		Delete:               true,
 		TimestampBeforeMaxMs: math.MaxInt64,
 		TimestampAfterMaxMs:  3600000,
 		FileDeleteDelayMs:    60000,
+
+		MinCleanableDirtyRatio: 0.5,
+		MinCompactionLagMs:     0,
+		MaxCompactionLagMs:     math.MaxInt64,
+		DeleteRetentionMs:      24 * 60 * 60 * 1000,
 	}
+}
+
+// maxSegmentMs is the age at which the active segment rolls: segment.ms,
+// or max.compaction.lag.ms if smaller on a compacted log (Kafka's
+// LogConfig.maxSegmentMs), so that no record waits in the uncleanable
+// active segment longer than the lag allows.
+func (c *LogConfig) maxSegmentMs() int64 {
+	if c.Compact && c.MaxCompactionLagMs > 0 {
+		return min(c.MaxCompactionLagMs, c.SegmentMs)
+	}
+	return c.SegmentMs
 }
 
 // Options are process-wide dependencies of a Log.

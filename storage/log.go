@@ -92,7 +92,7 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	now := l.now()
 	cfg := l.config()
-	vb, err := validateProduce(records, cfg, now.UnixMilli())
+	vb, err := validateProduce(records, cfg, now.UnixMilli(), filepath.Base(l.dir))
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -154,7 +154,7 @@ func (l *Log) maybeRollLocked(h *batchHeader, now time.Time) (*segment, error) {
 	} else {
 		waited = now.Sub(seg.created).Milliseconds()
 	}
-	roll := (seg.size > 0 && (seg.size > cfg.SegmentBytes-h.size() || waited > cfg.SegmentMs)) ||
+	roll := (seg.size > 0 && (seg.size > cfg.SegmentBytes-h.size() || waited > cfg.maxSegmentMs())) ||
 		seg.offsetIndex.full() || seg.timeIndex.full() ||
 		h.lastOffset()-seg.baseOffset > math.MaxInt32
 	if !roll {

@@ -10,8 +10,9 @@ import (
 // DeleteOldSegments applies retention as Kafka's UnifiedLog.deleteOldSegments,
 // oldest segment first and stopping at the first one that must stay:
 // segments wholly below the log start offset (after DeleteRecords), then,
-// unless the topic is compacted, segments whose largest timestamp is older
-// than retention.ms and the oldest segments while the log exceeds
+// when cleanup.policy contains delete (LogConfig.Delete, also with
+// compact,delete), segments whose largest timestamp is older than
+// retention.ms and the oldest segments while the log exceeds
 // retention.bytes. Only sealed segments wholly below the high watermark are
 // deleted: never the active one (Kafka may roll it first; Strait leaves it
 // to segment.ms). It returns the number of segments deleted. The broker
@@ -40,9 +41,9 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 		}
 		switch {
 		case next.baseOffset <= lso:
-		case !cfg.Compact && cfg.RetentionMs >= 0 && s.maxTimestamp > noTimestamp &&
+		case cfg.Delete && cfg.RetentionMs >= 0 && s.maxTimestamp > noTimestamp &&
 			now.UnixMilli()-s.maxTimestamp > cfg.RetentionMs:
-		case !cfg.Compact && cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes:
+		case cfg.Delete && cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes:
 		default:
 			goto done
 		}

@@ -36,7 +36,7 @@ type validatedBatch struct {
 // batches with other deltas, and ignores them in uncompressed ones), and a
 // batch whose codec fails to decompress is CORRUPT_MESSAGE (Kafka answers
 // UNKNOWN_SERVER_ERROR).
-func validateProduce(records []byte, cfg *LogConfig, nowMs int64) (validatedBatch, error) {
+func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
 	batch, err := singleBatch(records)
 	if err != nil {
 		return validatedBatch{}, err
@@ -77,7 +77,7 @@ func validateProduce(records []byte, cfg *LogConfig, nowMs int64) (validatedBatc
 			h.BaseSequence, h.ProducerID)
 	}
 
-	vb, err := validateRecords(batch, &h, cfg, nowMs)
+	vb, err := validateRecords(batch, &h, cfg, nowMs, topicPartition)
 	if err != nil {
 		return validatedBatch{}, err
 	}
@@ -144,7 +144,10 @@ func nextBatchBounds(b []byte) ([]byte, int, error) {
 
 // validateRecords walks the records (LogValidator.validateRecord for each)
 // and sets the batch's max timestamp as Kafka's in-place assignment does.
-func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64) (validatedBatch, error) {
+// topicPartition ("<topic>-<partition>") goes into Kafka's messages. The
+// records are decompressed here whatever the codec, so the compacted-topic
+// key check costs no extra pass.
+func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
 	vb := validatedBatch{bytes: batch, header: *h, maxTimestamp: noTimestamp, offsetDeltaOfMaxTimestamp: -1, logAppendTime: -1}
 	var recordErrs []RecordError
 	anyTimestampErr := false
@@ -158,7 +161,7 @@ func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64) 
 			ts = h.MaxTimestamp // what Kafka's record.timestamp() returns
 		}
 		if cfg.Compact && !r.HasKey {
-			recordErrs = append(recordErrs, RecordError{i, "compacted topic cannot accept message without key"})
+			recordErrs = append(recordErrs, RecordError{i, "Compacted topic cannot accept message without key in topic partition " + topicPartition})
 			return nil
 		}
 		if cfg.TimestampType == CreateTime && ts != noTimestamp {
