@@ -44,7 +44,10 @@ var newServer = func(cfg broker.Config) (server, error) { return broker.New(cfg)
 func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	os.Exit(run(os.Args[1:], os.Environ(), os.Stderr, signals))
+	stopProfiling := startProfiling()
+	code := run(os.Args[1:], os.Environ(), os.Stderr, signals)
+	stopProfiling()
+	os.Exit(code)
 }
 
 // options are the parsed command line.
