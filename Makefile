@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit compat compat-kcat compat-franz-go bench clean
+.PHONY: all build run test vet unit compat compat-kcat compat-java compat-franz-go bench clean
 
 all: build
 
@@ -23,11 +23,16 @@ unit:
 
 test: vet build unit compat
 
-compat: compat-kcat compat-franz-go
+compat: compat-kcat compat-java compat-franz-go
 
 # kcat (librdkafka, installed from Debian when missing): -L, -P, -C with every codec.
 compat-kcat: build
 	./compat-tests/kcat/run.sh
+
+# The Java client (kafka-clients from Maven Central): produce/consume with every
+# codec, AdminClient topics and cluster.
+compat-java: build
+	./compat-tests/java/run.sh
 
 # franz-go's own kgo integration suite against the built binary; writes
 # compat-tests/franz-go/RESULTS.md and fails on any failure not listed in
