@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit compat compat-kcat compat-java compat-franz-go bench clean
+.PHONY: all build run test vet unit compat compat-kcat compat-java compat-js compat-python compat-franz-go bench clean
 
 all: build
 
@@ -23,7 +23,7 @@ unit:
 
 test: vet build unit compat
 
-compat: compat-kcat compat-java compat-franz-go
+compat: compat-kcat compat-java compat-js compat-franz-go
 
 # kcat (librdkafka, installed from Debian when missing): -L, -P, -C with every codec.
 compat-kcat: build
@@ -33,6 +33,14 @@ compat-kcat: build
 # codec, AdminClient topics and cluster.
 compat-java: build
 	./compat-tests/java/run.sh
+
+# kafkajs from npm with node's test runner.
+compat-js: build
+	./compat-tests/js/run.sh
+
+# confluent-kafka (librdkafka) and kafka-python from PyPI, in a virtualenv.
+compat-python: build
+	./compat-tests/python/run.sh
 
 # franz-go's own kgo integration suite against the built binary; writes
 # compat-tests/franz-go/RESULTS.md and fails on any failure not listed in

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# kafkajs (npm) with node's test runner against the built broker.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/../lib/broker.sh"
+cd "$here"
+[ -d node_modules/kafkajs ] || npm install --no-audit --no-fund --silent
+work="$here/work"; rm -rf "$work"
+start_broker "$work"
+STRAIT_BOOTSTRAP="$BROKER" node --test "$@"
