@@ -23,7 +23,9 @@ unit:
 
 test: vet build unit compat
 
-compat: compat-kcat compat-java compat-js compat-franz-go
+# Every client suite, then compat-tests/REPORT.md (client x feature matrix).
+compat: build
+	./compat-tests/run-all.sh
 
 # kcat (librdkafka, installed from Debian when missing): -L, -P, -C with every codec.
 compat-kcat: build

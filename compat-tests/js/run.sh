@@ -7,4 +7,6 @@ cd "$here"
 [ -d node_modules/kafkajs ] || npm install --no-audit --no-fund --silent
 work="$here/work"; rm -rf "$work"
 start_broker "$work"
-STRAIT_BOOTSTRAP="$BROKER" node --test "$@"
+mkdir -p "$work"
+STRAIT_BOOTSTRAP="$BROKER" node --test --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=junit --test-reporter-destination="$work/junit.xml" "$@"

@@ -13,7 +13,11 @@ work="$here/work"; rm -rf "$work"
 start_broker "$work"
 pass=0; failed=0
 check() { # name, expected, actual
-  if [ "$2" == "$3" ]; then pass=$((pass+1)); echo "ok   $1"; else failed=$((failed+1)); echo "FAIL $1"; echo " want: $2"; echo " got:  $3"; fi
+  if [ "$2" == "$3" ]; then
+    pass=$((pass+1)); echo "ok   $1"; printf 'kcat\t%s\tpass\n' "$1" >>"$work/results.tsv"
+  else
+    failed=$((failed+1)); echo "FAIL $1"; echo " want: $2"; echo " got:  $3"; printf 'kcat\t%s\tfail\n' "$1" >>"$work/results.tsv"
+  fi
 }
 
 meta=$(kcat -b "$BROKER" -L -J)
