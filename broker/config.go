@@ -98,6 +98,10 @@ type Config struct {
 	MessageTimestampAfterMaxMs  int64
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms (300000).
 	RetentionCheckIntervalMs int64
+	// ProducerIDExpirationCheckIntervalMs is
+	// producer.id.expiration.check.interval.ms (600000): how often idle
+	// producers' state is expired.
+	ProducerIDExpirationCheckIntervalMs int64
 	// StorageFS is the filesystem partition logs are written through; nil is
 	// the operating system's. Tests inject faults with storage.NewFaultFS.
 	StorageFS storage.FS
@@ -127,30 +131,13 @@ func DefaultConfig() Config {
 		MessageTimestampBeforeMaxMs: math.MaxInt64,
 		MessageTimestampAfterMaxMs:  defaultTimestampAfterMaxMs,
 		RetentionCheckIntervalMs:    300000,
+
+		ProducerIDExpirationCheckIntervalMs: 600000,
 	}
 }
 
-// defaultLogConfig is Kafka's LogConfig defaults, written out here rather than
-// taken from storage so that config does not depend on storage's implementation.
-func defaultLogConfig() storage.LogConfig {
-	lc := storage.LogConfig{
-		SegmentBytes:       defaultSegmentBytes,
-		SegmentMs:          defaultSegmentMs,
-		SegmentIndexBytes:  defaultSegmentIndexBytes,
-		IndexIntervalBytes: defaultIndexIntervalBytes,
-		MaxMessageBytes:    defaultMaxMessageBytes,
-		TimestampType:      storage.CreateTime,
-		RetentionMs:        defaultRetentionMs,
-		RetentionBytes:     -1,
-		FlushMessages:      math.MaxInt64,
-		FlushMs:            math.MaxInt64,
-		Compact:            false,
-	}
-	setLogConfigField(&lc, "TimestampBeforeMaxMs", math.MaxInt64)
-	setLogConfigField(&lc, "TimestampAfterMaxMs", defaultTimestampAfterMaxMs)
-	setLogConfigField(&lc, "FileDeleteDelayMs", defaultFileDeleteDelayMs)
-	return lc
-}
+// defaultLogConfig is Kafka's LogConfig defaults, as storage defines them.
+func defaultLogConfig() storage.LogConfig { return storage.DefaultLogConfig() }
 
 // setLogConfigField sets an int64 field of storage.LogConfig by name if the
 // field exists. storage.LogConfig is gaining TimestampBeforeMaxMs,
@@ -468,6 +455,10 @@ func (c *Config) parseLogDefaults(p *props) error {
 	ld.IndexIntervalBytes = p.int("log.index.interval.bytes", defaultIndexIntervalBytes)
 	p.atLeast("log.index.interval.bytes", int64(ld.IndexIntervalBytes), 0)
 	ld.MaxMessageBytes = c.MessageMaxBytes
+	ld.ProducerIDExpirationMs = int64(p.int("producer.id.expiration.ms", 86400000))
+	p.atLeast("producer.id.expiration.ms", ld.ProducerIDExpirationMs, 1)
+	c.ProducerIDExpirationCheckIntervalMs = int64(p.int("producer.id.expiration.check.interval.ms", 600000))
+	p.atLeast("producer.id.expiration.check.interval.ms", c.ProducerIDExpirationCheckIntervalMs, 1)
 
 	switch ts := p.str("log.message.timestamp.type", "CreateTime"); ts {
 	case "CreateTime":

@@ -55,9 +55,11 @@ func TestParseConfigEmptyIsDefault(t *testing.T) {
 	wantLD := storage.LogConfig{
 		SegmentBytes: 1 << 30, SegmentMs: 604800000, SegmentIndexBytes: 10485760, IndexIntervalBytes: 4096,
 		MaxMessageBytes: 1048588, TimestampType: storage.CreateTime, RetentionMs: 604800000, RetentionBytes: -1,
-		FlushMessages: math.MaxInt64, FlushMs: math.MaxInt64,
+		FlushMessages: math.MaxInt64, FlushMs: math.MaxInt64, Delete: true,
+		MinCleanableDirtyRatio: 0.5, MaxCompactionLagMs: math.MaxInt64, DeleteRetentionMs: 86400000,
+		TimestampBeforeMaxMs: math.MaxInt64, TimestampAfterMaxMs: 3600000, FileDeleteDelayMs: 60000,
+		ProducerIDExpirationMs: 86400000,
 	}
-	setPendingDefaults(&wantLD)
 	if ld != wantLD {
 		t.Fatalf("LogDefaults = %+v, want %+v", ld, wantLD)
 	}
@@ -379,11 +381,10 @@ func TestTopicLogConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := storage.LogConfig{
-		SegmentBytes: 2097152, SegmentMs: 1000, SegmentIndexBytes: 8192, IndexIntervalBytes: 100, MaxMessageBytes: 300,
-		TimestampType: storage.LogAppendTime, RetentionMs: -1, RetentionBytes: 999, FlushMessages: 7, FlushMs: 8, Compact: false,
-	}
-	setPendingDefaults(&want)
+	want := storage.DefaultLogConfig()
+	want.SegmentBytes, want.SegmentMs, want.SegmentIndexBytes, want.IndexIntervalBytes = 2097152, 1000, 8192, 100
+	want.MaxMessageBytes, want.TimestampType, want.RetentionMs, want.RetentionBytes = 300, storage.LogAppendTime, -1, 999
+	want.FlushMessages, want.FlushMs, want.Compact, want.Delete = 7, 8, false, true
 	if lc != want {
 		t.Fatalf("TopicLogConfig = %+v\nwant %+v", lc, want)
 	}
@@ -463,26 +464,5 @@ func TestLogConfigPendingFields(t *testing.T) {
 	if _, _, err := ParseConfig(map[string]string{"log.segment.delete.delay.ms": "-1"}); err == nil ||
 		err.Error() != "Invalid value -1 for configuration log.segment.delete.delay.ms: Value must be at least 0" {
 		t.Fatalf("negative delete delay: %v", err)
-	}
-}
-
-// setPendingDefaults gives the fields storage.LogConfig is gaining their Kafka
-// defaults, where they exist.
-func setPendingDefaults(lc *storage.LogConfig) {
-	setLogConfigField(lc, "TimestampBeforeMaxMs", math.MaxInt64)
-	setLogConfigField(lc, "TimestampAfterMaxMs", 3600000)
-	setLogConfigField(lc, "FileDeleteDelayMs", 60000)
-}
-
-func TestLogDefaultsMatchStorage(t *testing.T) {
-	storageDefaults, implemented := func() (lc storage.LogConfig, ok bool) {
-		defer func() { ok = recover() == nil }()
-		return storage.DefaultLogConfig(), true
-	}()
-	if !implemented {
-		t.Skip("storage.DefaultLogConfig is still a stub")
-	}
-	if got := DefaultConfig().LogDefaults; got != storageDefaults {
-		t.Fatalf("DefaultConfig().LogDefaults =\n%+v\nstorage.DefaultLogConfig() =\n%+v", got, storageDefaults)
 	}
 }

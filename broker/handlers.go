@@ -42,6 +42,20 @@ func newHandlerTable() handlerTable {
 	reg(kmsg.CreateTopics, 7, handleCreateTopics)
 	reg(kmsg.DeleteTopics, 6, handleDeleteTopics)
 	reg(kmsg.DeleteRecords, 2, handleDeleteRecords)
+	reg(kmsg.InitProducerID, 5, newInitProducerIDHandler())
+	reg(kmsg.FindCoordinator, 6, handleFindCoordinator)
+	reg(kmsg.JoinGroup, 9, handleJoinGroup)
+	reg(kmsg.SyncGroup, 5, handleSyncGroup)
+	reg(kmsg.Heartbeat, 4, handleHeartbeat)
+	reg(kmsg.LeaveGroup, 5, handleLeaveGroup)
+	reg(kmsg.OffsetCommit, 9, handleOffsetCommit)
+	reg(kmsg.OffsetFetch, 9, handleOffsetFetch)
+	reg(kmsg.OffsetDelete, 0, handleOffsetDelete)
+	reg(kmsg.ListGroups, 5, handleListGroups)
+	reg(kmsg.DescribeGroups, 6, handleDescribeGroups)
+	reg(kmsg.DeleteGroups, 2, handleDeleteGroups)
+	reg(kmsg.ConsumerGroupHeartbeat, 1, handleConsumerGroupHeartbeat)
+	reg(kmsg.ConsumerGroupDescribe, 1, handleConsumerGroupDescribe)
 	return t
 }
 

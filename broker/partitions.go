@@ -325,27 +325,44 @@ func (pm *partitionManager) maintenanceLoop() {
 	defer pm.srv.bgWG.Done()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	interval := time.Duration(pm.srv.cfg.RetentionCheckIntervalMs) * time.Millisecond
-	lastRetention := time.Now()
+	start := time.Now()
+	retention := periodic{interval: time.Duration(pm.srv.cfg.RetentionCheckIntervalMs) * time.Millisecond, last: start}
+	expiry := periodic{interval: time.Duration(pm.srv.cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond, last: start}
 	for {
 		select {
 		case <-pm.stop:
 			return
 		case now := <-t.C:
-			retention := now.Sub(lastRetention) >= interval
-			if retention {
-				lastRetention = now
-			}
-			pm.forEach(func(p *partition) { pm.maintain(p, now, retention) })
+			checkRetention, expire := retention.due(now), expiry.due(now)
+			pm.forEach(func(p *partition) { pm.maintain(p, now, checkRetention, expire) })
 		}
 	}
 }
 
-// maintain runs the time-based work of one partition: flush.ms, and
-// retention every log.retention.check.interval.ms.
-func (pm *partitionManager) maintain(p *partition, now time.Time, checkRetention bool) {
+// periodic is a task run every interval by the maintenance loop.
+type periodic struct {
+	interval time.Duration
+	last     time.Time
+}
+
+// due reports whether the task should run at now, and notes that it did.
+func (t *periodic) due(now time.Time) bool {
+	if now.Sub(t.last) < t.interval {
+		return false
+	}
+	t.last = now
+	return true
+}
+
+// maintain runs the time-based work of one partition: flush.ms, retention
+// every log.retention.check.interval.ms, producer-state expiry every
+// producer.id.expiration.check.interval.ms.
+func (pm *partitionManager) maintain(p *partition, now time.Time, checkRetention, expireProducers bool) {
 	if err := p.log.MaybeFlush(now); err != nil {
 		pm.srv.logger.Error("flushing log", "topic", p.topic, "partition", p.index, "err", err)
+	}
+	if expireProducers {
+		p.log.ExpireProducers(now)
 	}
 	if !checkRetention {
 		return

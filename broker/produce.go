@@ -5,8 +5,11 @@ package broker
 //
 // Each partition's record set must be exactly one magic-v2 batch; storage
 // validates it (CRC32C -> CORRUPT_MESSAGE, shape -> INVALID_RECORD, size ->
-// MESSAGE_TOO_LARGE, timestamps -> INVALID_TIMESTAMP), assigns offsets and
-// appends it. acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS). With one
+// MESSAGE_TOO_LARGE, timestamps -> INVALID_TIMESTAMP), checks an idempotent
+// producer's epoch and sequence (INVALID_PRODUCER_EPOCH,
+// OUT_OF_ORDER_SEQUENCE_NUMBER; a retry of one of its last 5 batches
+// succeeds with the original offsets and appends nothing), assigns offsets
+// and appends it. acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS). With one
 // replica, acks=all is satisfied as soon as the leader has appended; the
 // high watermark then advances and parked fetches wake. acks=0 gets no
 // response at all, and, as in Kafka, the connection is closed if any
@@ -123,8 +126,10 @@ func (s *Server) appendAsLeader(p *partition, records []byte) (storage.AppendInf
 	if err != nil {
 		return info, err
 	}
-	// One replica: the high watermark follows the log end offset.
-	p.log.UpdateHighWatermark(info.LastOffset + 1)
+	// One replica: the high watermark follows the log end offset (not the
+	// batch's last offset: a duplicate answers with an earlier batch's, and
+	// a concurrent append may already have moved the end further).
+	p.log.UpdateHighWatermark(p.log.LogEndOffset())
 	p.wakeWaiters()
 	return info, nil
 }

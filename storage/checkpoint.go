@@ -16,6 +16,7 @@ import (
 //
 //	recovery-point-offset-checkpoint   "0\n<offset>\n"
 //	log-start-offset-checkpoint        "0\n<offset>\n"
+//	cleaner-offset-checkpoint          "0\n<offset>\n"  compacted logs: first dirty offset
 //
 // The first line is the format version (0, as Kafka's checkpoint files).
 // Files are replaced atomically: written to <name>.tmp, fsynced, renamed,
@@ -23,6 +24,7 @@ import (
 const (
 	recoveryPointFile  = "recovery-point-offset-checkpoint"
 	logStartOffsetFile = "log-start-offset-checkpoint"
+	cleanerOffsetFile  = "cleaner-offset-checkpoint"
 	cleanShutdownFile  = ".kafka_cleanshutdown"
 	checkpointTmp      = ".tmp"
 )

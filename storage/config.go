@@ -61,6 +61,10 @@ type LogConfig struct {
 	// segment's files stay open (renamed *.deleted) so that fetches already
 	// holding FileSlices of them can finish sending (default 60000).
 	FileDeleteDelayMs int64
+	// ProducerIDExpirationMs is the broker's producer.id.expiration.ms: a
+	// producer idle this long is forgotten (see ExpireProducers). 0 means
+	// Kafka's default, 86400000 (Kafka requires at least 1).
+	ProducerIDExpirationMs int64
 }
 
 // DefaultLogConfig returns Kafka's defaults.
@@ -85,6 +89,8 @@ func DefaultLogConfig() LogConfig {
 		MinCompactionLagMs:     0,
 		MaxCompactionLagMs:     math.MaxInt64,
 		DeleteRetentionMs:      24 * 60 * 60 * 1000,
+
+		ProducerIDExpirationMs: 86400000,
 	}
 }
 

@@ -13,8 +13,11 @@
 //	  00000000000000004711.log ...    next segment, named by its base offset
 //	  recovery-point-offset-checkpoint  offsets below are fsynced (see checkpoint.go)
 //	  log-start-offset-checkpoint       first readable offset after DeleteRecords
+//	  cleaner-offset-checkpoint         compacted logs: the first dirty offset
 //	  .kafka_cleanshutdown            present only while the log is closed cleanly
 //	  *.deleted                       files of a deleted segment awaiting removal
+//	  *.cleaned, *.swap               a segment the cleaner is writing / swapping in
+//	                                  (the protocol and its recovery: swap.go)
 //
 // # Record batch (magic v2), big-endian
 //
@@ -37,4 +40,21 @@
 // A produced batch is validated and then written byte for byte, with only
 // the broker-owned fields changed, so a fetch hands file ranges to the
 // socket without decoding anything.
+//
+// # Cleanup policies
+//
+// LogConfig.Delete (cleanup.policy contains delete) applies retention.ms
+// and retention.bytes in DeleteOldSegments. LogConfig.Compact hands the log
+// to the Cleaner (cleaner.go, clean.go), which rewrites sealed segments
+// keeping the latest record of each key. Compaction rewrites batches only
+// in these ways, all of them Kafka's: a batch losing records is re-encoded
+// with its codec, base offset, last offset delta and producer fields kept,
+// so offsets never change and gaps appear between batches (a fetch at a
+// removed offset gets the next batch); a batch keeping tombstones gets
+// attributes bit 6 and its baseTimestamp becomes the delete horizon (the
+// time from which the tombstones may go, KIP-534), record timestamp deltas
+// being rebased on it; a batch losing every record is dropped, or kept as a
+// 61-byte header with zero records (no codec, baseTimestamp -1, its
+// maxTimestamp and offsets) when it is a live producer's last or ends the
+// cleaned range.
 package storage

@@ -49,6 +49,21 @@ type Log struct {
 	logStartOffset atomic.Int64
 	logEndOffset   atomic.Int64
 	highWatermark  atomic.Int64
+
+	// producers is the idempotent producers' state (producer_state.go),
+	// guarded by mu; set by Open.
+	producers *producerStateManager
+
+	// Compaction state (see clean.go). cleanMu is held by the one Cleaner
+	// worker cleaning this log, for the whole cleaning; Close and Delete
+	// set cleanAbort and then wait for cleanMu, so that no cleaner writes
+	// in the directory once they return. The partition lock (mu) is taken
+	// by the cleaner only to snapshot the segments and to swap in a
+	// cleaned segment.
+	cleanMu           sync.Mutex
+	cleanAbort        atomic.Bool
+	uncleanable       atomic.Bool  // a cleaning failed; the Cleaner skips the log
+	cleanerCheckpoint atomic.Int64 // first dirty offset (cleaner-offset-checkpoint), -1 if none
 }
 
 // Dir is the partition directory.
@@ -102,9 +117,17 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 	if l.closed {
 		return AppendInfo{}, errLogClosed
 	}
-	// Producer state (idempotent sequence/epoch checks, transactions) will
-	// be checked here, under the lock and before offsets are assigned, as
-	// Kafka's ProducerStateManager does in UnifiedLog.append.
+	// Producer state (idempotent sequence/epoch checks; transactions to
+	// come), under the lock and before offsets are assigned, as Kafka's
+	// UnifiedLog.append: a duplicate of a recent batch appends nothing and
+	// answers with the original offsets.
+	producer, dup, err := l.checkProducerLocked(&vb.header, l.logEndOffset.Load())
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	if dup != nil {
+		return l.duplicateAppendInfo(dup), nil
+	}
 
 	base := l.logEndOffset.Load()
 	setBaseOffset(vb.bytes, base)
@@ -120,6 +143,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 		return AppendInfo{}, storageErr("append", err)
 	}
 	l.logEndOffset.Store(vb.header.nextOffset())
+	l.updateProducersLocked(producer, vb.header.nextOffset())
 	info := AppendInfo{
 		FirstOffset:    base,
 		LastOffset:     vb.header.lastOffset(),
@@ -188,6 +212,10 @@ func (l *Log) rollLocked(now time.Time) (*segment, error) {
 	l.segments = append(l.segments, seg)
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", base, "previous_size", old.size)
 	l.setRecoveryPointLocked(base)
+	if err := l.snapshotProducersLocked(base); err != nil {
+		// Only costs recovery work: Open replays from an older snapshot.
+		l.logger.Warn("cannot write producer state snapshot", "dir", l.dir, "offset", base, "err", err)
+	}
 	return seg, nil
 }
 
@@ -264,6 +292,7 @@ func (l *Log) MaybeFlush(now time.Time) error {
 // writes the clean-shutdown marker, then closes every file. Reads already
 // holding FileSlices must have finished.
 func (l *Log) Close() error {
+	l.stopCleaning()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -302,6 +331,12 @@ func (l *Log) shutdownLocked() error {
 		return storageErr("close", err)
 	}
 	l.setRecoveryPointLocked(l.logEndOffset.Load())
+	// A clean shutdown without any producer snapshot is taken for a log
+	// that never had producer state (Kafka's upgrade path, no replay), so
+	// the marker must not outlive a failed snapshot.
+	if err := l.snapshotProducersLocked(l.logEndOffset.Load()); err != nil {
+		return storageErr("close: producer state snapshot", err)
+	}
 	if err := writeMarker(l.fs, l.dir, cleanShutdownFile); err != nil {
 		return storageErr("close", err)
 	}
@@ -314,6 +349,7 @@ func (l *Log) shutdownLocked() error {
 // closed and removed after file.delete.delay.ms, so fetches already sending
 // from them complete.
 func (l *Log) Delete() error {
+	l.stopCleaning()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -347,6 +383,15 @@ func (l *Log) Delete() error {
 	return nil
 }
 
+// stopCleaning aborts a cleaning of this log in progress and waits until
+// the cleaner has let go of it (Kafka's abortCleaning); a cleaner that
+// finds cleanAbort set does not start.
+func (l *Log) stopCleaning() {
+	l.cleanAbort.Store(true)
+	l.cleanMu.Lock() // a barrier only: a cleaning holds it to its end
+	l.cleanMu.Unlock()
+}
+
 // deleteSegmentsLocked removes segments from the log: their files are
 // renamed *.deleted now and closed and removed after file.delete.delay.ms.
 func (l *Log) deleteSegmentsLocked(segs []*segment) {
@@ -355,6 +400,14 @@ func (l *Log) deleteSegmentsLocked(segs []*segment) {
 			l.logger.Error("cannot rename segment for deletion", "dir", l.dir, "base_offset", s.baseOffset, "err", err)
 		}
 	}
+	l.removeDeletedSegmentsLater(segs)
+	l.deleteProducerSnapshotsLocked(segs)
+}
+
+// removeDeletedSegmentsLater closes and removes segments already renamed
+// *.deleted after file.delete.delay.ms, so that fetches holding FileSlices
+// of them finish sending first.
+func (l *Log) removeDeletedSegmentsLater(segs []*segment) {
 	remove := func() {
 		for _, s := range segs {
 			if err := s.removeDeletedFiles(l.fs); err != nil {

@@ -59,12 +59,9 @@ func (m *offsetMap) position(hash *[offsetMapHashSize]byte, attempt int) int {
 }
 
 func (m *offsetMap) isEmpty(pos int) bool {
-	for _, b := range m.buf[pos : pos+offsetMapEntrySize] {
-		if b != 0 {
-			return false
-		}
-	}
-	return true
+	e := m.buf[pos : pos+offsetMapEntrySize]
+	le := binary.LittleEndian
+	return le.Uint64(e)|le.Uint64(e[8:])|le.Uint64(e[16:]) == 0
 }
 
 // put records offset as the latest for key. The caller keeps entries

@@ -16,6 +16,8 @@ import (
 
 // Open loads (or creates) the partition log in dir, as Kafka's LogLoader:
 //
+//   - a swap of a cleaned segment cut short by a crash is completed or
+//     undone (see swap.go);
 //   - leftovers are removed: *.deleted files (a deletion interrupted by a
 //     crash), checkpoint temporaries, index files without a log file;
 //   - after a clean shutdown (the .kafka_cleanshutdown marker is present)
@@ -72,6 +74,12 @@ func (l *Log) load() error {
 	startCheckpoint, _, err := readCheckpoint(l.fs, l.dir, logStartOffsetFile)
 	if err != nil {
 		l.logger.Warn("ignoring log start offset checkpoint", "dir", l.dir, "err", err)
+	}
+	l.cleanerCheckpoint.Store(-1)
+	if off, ok, err := readCheckpoint(l.fs, l.dir, cleanerOffsetFile); err != nil {
+		l.logger.Warn("ignoring cleaner offset checkpoint", "dir", l.dir, "err", err)
+	} else if ok {
+		l.cleanerCheckpoint.Store(off)
 	}
 
 	recoverFrom := len(bases)
@@ -131,6 +139,9 @@ func (l *Log) load() error {
 	}
 	l.logStartOffset.Store(lso)
 	l.highWatermark.Store(leo)
+	if err := l.loadProducerState(clean); err != nil {
+		return fmt.Errorf("producer state: %w", err)
+	}
 	l.recoveryPoint = -1 // rewrite the checkpoint: recovery may have cut below it
 	if recovered || !clean {
 		for _, s := range l.segments {
@@ -156,6 +167,9 @@ func (l *Log) load() error {
 
 // scanDir removes leftovers and returns the base offsets of the segments.
 func (l *Log) scanDir() ([]int64, error) {
+	if err := l.completeInterruptedSwap(); err != nil {
+		return nil, err
+	}
 	entries, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return nil, err

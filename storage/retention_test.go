@@ -79,11 +79,16 @@ func TestRetentionBySize(t *testing.T) {
 	if n, _ := l.DeleteOldSegments(testEpoch); n != 0 {
 		t.Fatalf("second pass deleted %d", n)
 	}
-	cfg.Compact = true
+	cfg.Compact, cfg.Delete = true, false // cleanup.policy=compact
 	cfg.RetentionBytes = 0
 	l.SetConfig(cfg)
 	if n, _ := l.DeleteOldSegments(testEpoch); n != 0 {
 		t.Fatalf("size retention applied to a compacted topic: %d", n)
+	}
+	cfg.Delete = true // cleanup.policy=compact,delete
+	l.SetConfig(cfg)
+	if n, _ := l.DeleteOldSegments(testEpoch); n == 0 || len(l.segments) != 1 {
+		t.Fatalf("compact,delete: deleted %d, %d segments left; want all but the active one", n, len(l.segments))
 	}
 }
 

@@ -12,7 +12,17 @@ const (
 	indexFileSuffix     = ".index"
 	timeIndexFileSuffix = ".timeindex"
 	deletedFileSuffix   = ".deleted"
+	// A segment the cleaner is writing has its three files named
+	// *.cleaned; they become *.swap once complete, and lose the suffix
+	// once the segments they replace are renamed *.deleted (see clean.go).
+	cleanedFileSuffix = ".cleaned"
+	swapFileSuffix    = ".swap"
 )
+
+// segmentFileSuffixes are the files of a segment, in the order the swap
+// protocol renames them: the log first, so that recovery finding a
+// *.log.swap beside a *.index.cleaned knows the rename was cut short.
+var segmentFileSuffixes = [...]string{logFileSuffix, indexFileSuffix, timeIndexFileSuffix}
 
 func segmentPath(dir string, baseOffset int64, suffix string) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d%s", baseOffset, suffix))
@@ -53,11 +63,17 @@ const (
 // openSegmentFiles opens a segment's log file and its indexes. With
 // active, the indexes are loaded into memory and preallocated.
 func openSegmentFiles(fsys FS, dir string, baseOffset int64, cfg *LogConfig, mode segmentOpenMode, active bool, now time.Time) (*segment, error) {
+	return openSegmentFilesNamed(fsys, dir, baseOffset, "", cfg, mode, active, now)
+}
+
+// openSegmentFilesNamed is openSegmentFiles for files whose names carry an
+// extra suffix (".cleaned" for a segment the cleaner writes).
+func openSegmentFilesNamed(fsys FS, dir string, baseOffset int64, extra string, cfg *LogConfig, mode segmentOpenMode, active bool, now time.Time) (*segment, error) {
 	flag := os.O_RDWR | os.O_CREATE
 	if mode == segmentCreate {
 		flag |= os.O_TRUNC
 	}
-	lf, err := fsys.OpenFile(segmentPath(dir, baseOffset, logFileSuffix), flag, 0o644)
+	lf, err := fsys.OpenFile(segmentPath(dir, baseOffset, logFileSuffix+extra), flag, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -70,19 +86,19 @@ func openSegmentFiles(fsys FS, dir string, baseOffset int64, cfg *LogConfig, mod
 		dir: dir, baseOffset: baseOffset, log: lf, size: fi.Size(), nextOffset: baseOffset,
 		maxTimestamp: noTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: noTimestamp, created: now,
 	}
-	if err := s.openIndexes(fsys, cfg, mode != segmentLoad, active); err != nil {
+	if err := s.openIndexes(fsys, extra, cfg, mode != segmentLoad, active); err != nil {
 		lf.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *segment) openIndexes(fsys FS, cfg *LogConfig, fresh, active bool) error {
-	oi, err := openIndexFile(fsys, segmentPath(s.dir, s.baseOffset, indexFileSuffix), offsetIndexEntrySize, cfg.SegmentIndexBytes, fresh, active)
+func (s *segment) openIndexes(fsys FS, extra string, cfg *LogConfig, fresh, active bool) error {
+	oi, err := openIndexFile(fsys, segmentPath(s.dir, s.baseOffset, indexFileSuffix+extra), offsetIndexEntrySize, cfg.SegmentIndexBytes, fresh, active)
 	if err != nil {
 		return err
 	}
-	ti, err := openIndexFile(fsys, segmentPath(s.dir, s.baseOffset, timeIndexFileSuffix), timeIndexEntrySize, cfg.SegmentIndexBytes, fresh, active)
+	ti, err := openIndexFile(fsys, segmentPath(s.dir, s.baseOffset, timeIndexFileSuffix+extra), timeIndexEntrySize, cfg.SegmentIndexBytes, fresh, active)
 	if err != nil {
 		oi.close()
 		return err
@@ -266,23 +282,36 @@ func (s *segment) closeFiles() error {
 // renameForDeletion renames the segment's files to *.deleted (Kafka's
 // convention) so that a restart finishes the deletion.
 func (s *segment) renameForDeletion(fsys FS) error {
-	for _, suffix := range []string{logFileSuffix, indexFileSuffix, timeIndexFileSuffix} {
-		p := segmentPath(s.dir, s.baseOffset, suffix)
-		if err := fsys.Rename(p, p+deletedFileSuffix); err != nil && !os.IsNotExist(err) {
+	return renameSegmentFiles(fsys, s.dir, s.baseOffset, "", deletedFileSuffix)
+}
+
+// renameSegmentFiles renames a segment's three files from names ending in
+// from to names ending in to (the suffixes follow .log/.index/.timeindex),
+// log file first. A file already gone is skipped.
+func renameSegmentFiles(fsys FS, dir string, baseOffset int64, from, to string) error {
+	for _, suffix := range segmentFileSuffixes {
+		p := segmentPath(dir, baseOffset, suffix)
+		if err := fsys.Rename(p+from, p+to); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
 	return nil
 }
 
-// removeDeletedFiles closes the files and removes the *.deleted names.
-func (s *segment) removeDeletedFiles(fsys FS) error {
-	s.closeFiles()
+// removeSegmentFiles removes a segment's three files named with suffix
+// extra, ignoring files already gone.
+func removeSegmentFiles(fsys FS, dir string, baseOffset int64, extra string) error {
 	var firstErr error
-	for _, suffix := range []string{logFileSuffix, indexFileSuffix, timeIndexFileSuffix} {
-		if err := fsys.Remove(segmentPath(s.dir, s.baseOffset, suffix) + deletedFileSuffix); err != nil && !os.IsNotExist(err) && firstErr == nil {
+	for _, suffix := range segmentFileSuffixes {
+		if err := fsys.Remove(segmentPath(dir, baseOffset, suffix) + extra); err != nil && !os.IsNotExist(err) && firstErr == nil {
 			firstErr = err
 		}
 	}
 	return firstErr
+}
+
+// removeDeletedFiles closes the files and removes the *.deleted names.
+func (s *segment) removeDeletedFiles(fsys FS) error {
+	s.closeFiles()
+	return removeSegmentFiles(fsys, s.dir, s.baseOffset, deletedFileSuffix)
 }

@@ -1,7 +1,22 @@
-// Command strait-bench measures produce and consume throughput of any Kafka
-// bootstrap address with franz-go: it creates a topic, produces -records
-// records of -size bytes as fast as the client allows, then consumes them all
-// from the start, and prints records/s and MB/s for both (text or -json).
+// Command strait-bench measures Kafka brokers with franz-go: Strait, Apache
+// Kafka, or anything else that speaks the protocol.
+//
+//	strait-bench run     [-brokers host:port] [-scenarios FILE|DIR]... [-json F] [-md F]
+//	strait-bench compare [-targets strait,kafka,kfake] [-rounds N] [-quick] [-out DIR] ...
+//	strait-bench ready   [-brokers host:port]
+//
+// run measures one bootstrap address: for each scenario (bench/scenarios has
+// the files; without -scenarios the -size, -partitions, ... flags make one),
+// produce throughput, consume throughput and end-to-end latency at a fixed
+// rate. compare starts the brokers itself (bin/strait, Apache Kafka through
+// bench/kafka/kafka.sh, franz-go's kfake through bin/kfake-bench), runs the
+// scenarios against each in turn for several rounds and also measures
+// start-up time, memory, idle connections, partition scaling and fetch
+// latency at the head and tail of a large log; it writes a markdown table
+// and the full JSON. ready waits until a broker answers Metadata and prints
+// how long that took. Every client has idempotence off (Strait has no
+// InitProducerId yet) and consumes without a group (no group coordinator yet),
+// so every broker sees the same requests.
 package main
 
 import (
@@ -10,126 +25,218 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"syscall"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-type result struct {
-	Phase      string  `json:"phase"`
-	Records    int64   `json:"records"`
-	Bytes      int64   `json:"bytes"`
-	Seconds    float64 `json:"seconds"`
-	RecordsSec float64 `json:"records_per_sec"`
-	MBSec      float64 `json:"mb_per_sec"`
-}
-
-func newResult(phase string, n, b int64, d time.Duration) result {
-	s := d.Seconds()
-	return result{Phase: phase, Records: n, Bytes: b, Seconds: s, RecordsSec: float64(n) / s, MBSec: float64(b) / s / 1e6}
-}
-
 func main() {
-	brokers := flag.String("brokers", "127.0.0.1:9092", "bootstrap addresses, comma-separated")
-	topic := flag.String("topic", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "topic (created if missing)")
-	partitions := flag.Int("partitions", 6, "partitions of the created topic")
-	records := flag.Int64("records", 1_000_000, "records to produce and consume")
-	size := flag.Int("size", 100, "value size in bytes")
-	acks := flag.String("acks", "all", "acks: all, 1 or 0")
-	codec := flag.String("compression", "none", "none, gzip, snappy, lz4, zstd")
-	asJSON := flag.Bool("json", false, "print JSON")
-	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	args := os.Args[1:]
+	cmd := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		cmdRun(ctx, args)
+	case "compare":
+		cmdCompare(ctx, args)
+	case "ready":
+		cmdReady(ctx, args)
+	default:
+		fail("unknown command %q: want run, compare or ready", cmd)
+	}
+}
 
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func cmdRun(ctx context.Context, args []string) {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "bootstrap addresses, comma-separated")
+	var files listFlag
+	fs.Var(&files, "scenarios", "scenario file or directory of *.json (repeatable); without it the flags below make one scenario")
+	jsonOut := fs.String("json", "", "write the results as JSON to this file (- for stdout)")
+	mdOut := fs.String("md", "", "write a markdown table to this file (- for stdout)")
+	s := defaultScenario()
+	fs.IntVar(&s.RecordSize, "size", s.RecordSize, "value size in bytes")
+	fs.IntVar(&s.Partitions, "partitions", s.Partitions, "partitions of the created topic")
+	fs.StringVar(&s.Acks, "acks", s.Acks, "acks: all, 1 or 0")
+	fs.StringVar(&s.Compression, "compression", s.Compression, "none, gzip, snappy, lz4, zstd")
+	fs.IntVar(&s.Producers, "producers", s.Producers, "producer clients")
+	fs.StringVar(&s.Partitioner, "partitioner", s.Partitioner, "sticky or round-robin")
+	fs.IntVar(&s.LingerMs, "linger-ms", s.LingerMs, "producer linger")
+	duration := fs.Duration("duration", s.Duration.D(), "produce phase length")
+	fs.Int64Var(&s.MaxRecords, "records", 0, "stop producing after this many records (0: -duration decides)")
+	fs.Float64Var(&s.LatencyRate, "rate", 0, "latency phase records/s (0: half the measured produce rate, <0: skip)")
+	fs.IntVar(&s.LatencyLingerMs, "latency-linger-ms", s.LatencyLingerMs, "producer linger in the latency phase")
+	latDuration := fs.Duration("latency-duration", s.LatencyDuration.D(), "latency phase length")
+	consume := fs.Bool("consume", true, "measure the consume phase (false: produce only, for profiling)")
+	_ = fs.Parse(args)
+	s.Duration, s.LatencyDuration = Dur(*duration), Dur(*latDuration)
+
+	var scenarios []Scenario
+	if len(files) > 0 {
+		var err error
+		if scenarios, err = loadScenarios(files, 1); err != nil {
+			fail("%v", err)
+		}
+	} else {
+		s.Name = s.autoName()
+		if err := s.validate(); err != nil {
+			fail("%v", err)
+		}
+		scenarios = []Scenario{s}
+	}
 	seeds := strings.Split(*brokers, ",")
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(*topic),
-		kgo.ProducerBatchMaxBytes(1 << 20), kgo.MaxBufferedRecords(1 << 20), kgo.ProducerLinger(5 * time.Millisecond)}
-	switch *acks {
-	case "all":
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-	case "1":
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	case "0":
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
-	default:
-		fail("unknown -acks %q", *acks)
+	if !dialable(seeds[0]) {
+		fail("nothing listens on %s", seeds[0])
 	}
-	switch *codec {
-	case "none":
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.NoCompression()))
-	case "gzip":
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.GzipCompression()))
-	case "snappy":
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.SnappyCompression()))
-	case "lz4":
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.Lz4Compression()))
-	case "zstd":
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.ZstdCompression()))
-	default:
-		fail("unknown -compression %q", *codec)
-	}
-	prod, err := kgo.NewClient(opts...)
-	if err != nil {
-		fail("client: %v", err)
-	}
-	ctx := context.Background()
-	if _, err := kadm.NewClient(prod).CreateTopic(ctx, int32(*partitions), -1, nil, *topic); err != nil {
-		fail("create topic: %v", err)
-	}
-
-	value := make([]byte, *size)
-	for i := range value {
-		value[i] = byte('a' + i%26)
-	}
-	var failed atomic.Int64
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := int64(0); i < *records; i++ {
-		wg.Add(1)
-		prod.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-			if err != nil && failed.Add(1) == 1 {
-				firstErr.Store(err)
-			}
-			wg.Done()
+	results := runScenarios(ctx, seeds, scenarios, *consume, os.Stderr)
+	if *jsonOut != "" {
+		writeFile(*jsonOut, func(f *os.File) error {
+			enc := json.NewEncoder(f)
+			enc.SetIndent("", "  ")
+			return enc.Encode(results)
 		})
 	}
-	wg.Wait()
-	produced := newResult("produce", *records, *records*int64(*size), time.Since(start))
-	prod.Close()
-	if n := failed.Load(); n > 0 {
-		fail("%d records failed, first: %v", n, firstErr.Load())
+	if *mdOut != "" {
+		writeFile(*mdOut, func(f *os.File) error { runMarkdown(f, seeds, results); return nil })
 	}
-
-	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(*topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
-	if err != nil {
-		fail("client: %v", err)
-	}
-	var got, gotBytes int64
-	start = time.Now()
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	for got < *records {
-		fs := cons.PollFetches(cctx)
-		if cctx.Err() != nil {
-			fail("consumed %d of %d records before the deadline", got, *records)
+	for _, r := range results {
+		if r.Error != "" {
+			os.Exit(1)
 		}
-		fs.EachError(func(t string, p int32, err error) { fail("fetch %s/%d: %v", t, p, err) })
-		fs.EachRecord(func(r *kgo.Record) { got++; gotBytes += int64(len(r.Value)) })
 	}
-	consumed := newResult("consume", got, gotBytes, time.Since(start))
-	cons.Close()
+}
 
-	if *asJSON {
-		json.NewEncoder(os.Stdout).Encode([]result{produced, consumed})
+func cmdCompare(ctx context.Context, args []string) {
+	fs := flag.NewFlagSet("compare", flag.ExitOnError)
+	targets := fs.String("targets", "kafka,strait,kfake", "brokers to start and measure: strait, kafka, kfake")
+	rounds := fs.Int("rounds", 3, "rounds of every scenario (ratios are medians over them)")
+	quick := fs.Bool("quick", false, "one round, half-length phases, 3 start-ups, 500 MB log, no 10,000 partitions")
+	var files listFlag
+	fs.Var(&files, "scenarios", "scenario file or directory (repeatable; default bench/scenarios)")
+	out := fs.String("out", "bench/results", "directory for latest.md and latest.json")
+	o := compareOptions{reference: kindKafka, subject: kindStrait, log: os.Stderr}
+	fs.StringVar(&o.straitBin, "strait", "bin/strait", "Strait binary")
+	fs.StringVar(&o.kfakeBin, "kfake", "bin/kfake-bench", "kfake command (go build -o bin/kfake-bench ./bench/kfake)")
+	fs.StringVar(&o.kafkaScript, "kafka", "bench/kafka/kafka.sh", "Apache Kafka runner")
+	fs.StringVar(&o.workDir, "work", "bench/work", "scratch directory for broker data")
+	fs.IntVar(&o.readyRounds, "ready-rounds", 5, "fresh starts for start-up time and idle RSS")
+	fs.IntVar(&o.conns, "conns", 1000, "idle connections")
+	htBytes := fs.Float64("headtail-bytes", 2e9, "bytes written to the one partition of the head/tail fetch test")
+	fs.IntVar(&o.headTailSamples, "headtail-samples", 200, "fetches at the head and as many at the tail")
+	scale := fs.String("scale", "1,100,1000,10000", "partitions of the topics the scaling phase adds in turn")
+	fs.DurationVar(&o.scaleDuration, "scale-duration", 3*time.Second, "produce phase of each scaling step")
+	fs.DurationVar(&o.scaleLimit, "scale-limit", 3*time.Minute, "longest a scaling topic may take to get its leaders")
+	skip := fs.String("skip", "", "phases to leave out: startup, connections, scenarios, headtail, scaling")
+	_ = fs.Parse(args)
+
+	o.targets = strings.Split(*targets, ",")
+	o.rounds = *rounds
+	o.headTailBytes = int64(*htBytes)
+	scaleDurationScale := 1.0
+	if *quick {
+		o.rounds, o.readyRounds = 1, 3
+		o.headTailBytes = min(o.headTailBytes, 500e6)
+		o.headTailSamples = min(o.headTailSamples, 100)
+		o.scaleDuration /= 2
+		*scale = strings.TrimSuffix(*scale, ",10000")
+		scaleDurationScale = 0.5
+	}
+	for _, f := range strings.Split(*scale, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fail("-scale %q: want partition counts", *scale)
+		}
+		o.scalePartitions = append(o.scalePartitions, n)
+	}
+	o.skip = map[string]bool{}
+	for _, p := range strings.Split(*skip, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			o.skip[p] = true
+		}
+	}
+	if len(files) == 0 {
+		files = listFlag{"bench/scenarios"}
+	}
+	var err error
+	if o.scenarios, err = loadScenarios(files, scaleDurationScale); err != nil {
+		fail("%v", err)
+	}
+	for _, k := range o.targets {
+		switch k {
+		case kindStrait, kindKafka, kindKfake:
+		default:
+			fail("-targets: unknown broker %q", k)
+		}
+	}
+	if o.workDir, err = filepath.Abs(o.workDir); err != nil {
+		fail("%v", err)
+	}
+	if err := os.MkdirAll(o.workDir, 0o755); err != nil {
+		fail("%v", err)
+	}
+	rep := runCompare(ctx, o)
+	command := "strait-bench compare " + strings.Join(args, " ")
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fail("%v", err)
+	}
+	writeFile(filepath.Join(*out, "latest.json"), func(f *os.File) error {
+		enc := json.NewEncoder(f)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	})
+	writeFile(filepath.Join(*out, "latest.md"), func(f *os.File) error { writeMarkdown(f, rep, strings.TrimSpace(command)); return nil })
+	fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(*out, "latest.md"), filepath.Join(*out, "latest.json"))
+	if ctx.Err() != nil {
+		os.Exit(130)
+	}
+}
+
+func cmdReady(ctx context.Context, args []string) {
+	fs := flag.NewFlagSet("ready", flag.ExitOnError)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "address to probe")
+	timeout := fs.Duration("timeout", time.Minute, "give up after")
+	_ = fs.Parse(args)
+	start := time.Now()
+	for {
+		if err := metadataProbe(*brokers, 250*time.Millisecond); err == nil {
+			fmt.Printf("%s answered Metadata after %.1f ms\n", *brokers, float64(time.Since(start))/1e6)
+			return
+		}
+		if time.Since(start) > *timeout || ctx.Err() != nil {
+			fail("%s did not answer Metadata within %v", *brokers, *timeout)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func writeFile(path string, write func(*os.File) error) {
+	if path == "-" {
+		if err := write(os.Stdout); err != nil {
+			fail("%v", err)
+		}
 		return
 	}
-	for _, r := range []result{produced, consumed} {
-		fmt.Printf("%-8s %10d records %8.2f s %12.0f records/s %8.1f MB/s\n", r.Phase, r.Records, r.Seconds, r.RecordsSec, r.MBSec)
+	f, err := os.Create(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	if err := write(f); err != nil {
+		fail("%s: %v", path, err)
+	}
+	if err := f.Close(); err != nil {
+		fail("%s: %v", path, err)
 	}
 }
 

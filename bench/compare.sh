@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# make bench-compare: Strait beside Apache Kafka 4.x (from Maven Central) and
+# franz-go's kfake on this machine, every scenario in bench/scenarios against
+# each in turn, ratios as medians of the rounds; writes bench/results/latest.md
+# and latest.json. Takes about 10 minutes on 2 cores.
+#
+#   QUICK=1       one round, half-length phases, 500 MB head/tail log, no
+#                 10,000-partition step (about 4 minutes)
+#   ROUNDS=n      rounds of the scenarios (default 3)
+#   TARGETS=a,b   brokers among kafka,strait,kfake (default all three)
+#   SCENARIOS=p   a scenario file or directory (default bench/scenarios;
+#                 bench/matrix/full.json is the 72-scenario cross product)
+#   SKIP=a,b      phases to leave out: startup, connections, scenarios,
+#                 headtail, scaling
+#   BENCH_ARGS    more strait-bench compare flags (-h lists them)
+#
+# Needs Go, a JDK 17+ (java) and Maven (mvn): apt-get install openjdk-17-jre-headless maven.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO="${GO:-go}"
+for tool in java mvn; do
+  command -v "$tool" >/dev/null || { echo "bench-compare: $tool is needed (apt-get install openjdk-17-jre-headless maven)" >&2; exit 1; }
+done
+"$GO" build -o bin/strait ./cmd/strait
+"$GO" build -o bin/strait-bench ./cmd/strait-bench
+"$GO" build -o bin/kfake-bench ./bench/kfake
+bench/kafka/kafka.sh fetch
+
+args=()
+[ "${QUICK:-0}" != 0 ] && args+=(-quick)
+[ -n "${ROUNDS:-}" ] && args+=(-rounds "$ROUNDS")
+[ -n "${TARGETS:-}" ] && args+=(-targets "$TARGETS")
+[ -n "${SCENARIOS:-}" ] && args+=(-scenarios "$SCENARIOS")
+[ -n "${SKIP:-}" ] && args+=(-skip "$SKIP")
+# shellcheck disable=SC2206 # BENCH_ARGS is a list of flags
+args+=(${BENCH_ARGS:-})
+mkdir -p bench/work bench/results
+bin/strait-bench compare "${args[@]}"
+rmdir bench/work 2>/dev/null || true

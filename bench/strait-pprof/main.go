@@ -1,0 +1,112 @@
+// Command strait-pprof runs a Strait broker in-process under runtime/pprof,
+// so its CPU and allocation profiles can be taken under a benchmark's load
+// without an HTTP pprof endpoint in the broker itself. The load comes from
+// another process (strait-bench run), so the profile holds the broker only.
+//
+//	strait-pprof -addr 127.0.0.1:9092 -dir /tmp/strait-pprof -cpuprofile cpu.pprof -memprofile mem.pprof
+//
+// It prints "ready <addr>" once the broker serves. SIGUSR1 starts the CPU
+// profile, SIGUSR2 stops it and writes both profiles (the allocation profile
+// covers everything since start), as does SIGINT/SIGTERM, which also shut
+// the broker down; without SIGUSR1 the CPU profile runs from the start.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"syscall"
+
+	"github.com/strait/strait/broker"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listener address")
+	dir := flag.String("dir", "", "log.dirs (required; use a fresh directory)")
+	cpuFile := flag.String("cpuprofile", "cpu.pprof", "CPU profile output")
+	memFile := flag.String("memprofile", "mem.pprof", "allocation profile output")
+	waitForSignal := flag.Bool("wait", true, "start the CPU profile on SIGUSR1 rather than at once")
+	flag.Parse()
+	if *dir == "" {
+		fail("-dir is required")
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	cfg, warnings, err := broker.ParseConfig(map[string]string{"listeners": "PLAINTEXT://" + *addr, "log.dirs": *dir})
+	for _, w := range warnings {
+		fmt.Fprintln(os.Stderr, w)
+	}
+	if err != nil {
+		fail("%v", err)
+	}
+	srv, err := broker.New(cfg)
+	if err != nil {
+		fail("%v", err)
+	}
+	runtime.MemProfileRate = 64 << 10 // sample allocations every 64 KiB, finer than the default 512 KiB
+	if err := srv.Start(); err != nil {
+		fail("%v", err)
+	}
+	fmt.Printf("ready %s\n", srv.Addr())
+
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGTERM)
+	var cpu *os.File
+	startCPU := func() {
+		if cpu != nil {
+			return
+		}
+		if cpu, err = os.Create(*cpuFile); err != nil {
+			fail("%v", err)
+		}
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			fail("%v", err)
+		}
+	}
+	stopAndWrite := func() {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			cpu.Close()
+			cpu = nil
+		}
+		f, err := os.Create(*memFile)
+		if err != nil {
+			fail("%v", err)
+		}
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			fail("%v", err)
+		}
+		f.Close()
+		fmt.Fprintf(os.Stderr, "wrote %s and %s\n", *cpuFile, *memFile)
+	}
+	if !*waitForSignal {
+		startCPU()
+	}
+	for {
+		select {
+		case s := <-sig:
+			switch s {
+			case syscall.SIGUSR1:
+				startCPU()
+			case syscall.SIGUSR2:
+				stopAndWrite()
+			default:
+				if cpu != nil {
+					stopAndWrite()
+				}
+				_ = srv.Close()
+				return
+			}
+		case err := <-srv.Err():
+			fail("broker: %v", err)
+		}
+	}
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "strait-pprof: "+format+"\n", args...)
+	os.Exit(1)
+}

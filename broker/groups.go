@@ -1,0 +1,94 @@
+package broker
+
+// The group APIs, all answered by the group coordinator (coordinator/group),
+// which documents their behaviour:
+//
+//	OffsetCommit (8) v2-9, OffsetFetch (9) v1-9, JoinGroup (11) v2-9,
+//	Heartbeat (12) v0-4, LeaveGroup (13) v0-5, SyncGroup (14) v0-5,
+//	DescribeGroups (15) v0-6, ListGroups (16) v0-5, DeleteGroups (42) v0-2,
+//	OffsetDelete (47) v0, ConsumerGroupHeartbeat (68) v0-1,
+//	ConsumerGroupDescribe (69) v0-1.
+//
+// JoinGroup and SyncGroup park until the rebalance gets there: the
+// coordinator calls back, possibly from a timer goroutine, and the
+// connection's read loop goes on meanwhile (the response keeps its place in
+// the write order). With one broker, this broker coordinates every group;
+// ListGroups lists the groups it coordinates, as in Kafka.
+
+import (
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/coordinator/group"
+)
+
+// groupClient describes the request for the coordinator: version, client.id
+// and the client's address as Kafka shows it ("/127.0.0.1").
+func groupClient(c *conn, x *exchange) group.Client {
+	host := ""
+	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+		host = "/" + a.IP.String()
+	}
+	return group.Client{Version: x.req.Version, ID: clientID(x), Host: host}
+}
+
+func handleJoinGroup(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.JoinGroupRequest)
+	c.srv.groups().coord.JoinGroup(groupClient(c, x), req, func(r *kmsg.JoinGroupResponse) { x.respond(r) })
+}
+
+func handleSyncGroup(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.SyncGroupRequest)
+	c.srv.groups().coord.SyncGroup(groupClient(c, x), req, func(r *kmsg.SyncGroupResponse) { x.respond(r) })
+}
+
+func handleHeartbeat(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.HeartbeatRequest)
+	x.respond(c.srv.groups().coord.Heartbeat(groupClient(c, x), req))
+}
+
+func handleLeaveGroup(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.LeaveGroupRequest)
+	x.respond(c.srv.groups().coord.LeaveGroup(groupClient(c, x), req))
+}
+
+func handleOffsetCommit(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.OffsetCommitRequest)
+	x.respond(c.srv.groups().coord.OffsetCommit(groupClient(c, x), req))
+}
+
+func handleOffsetFetch(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.OffsetFetchRequest)
+	x.respond(c.srv.groups().coord.OffsetFetch(groupClient(c, x), req))
+}
+
+func handleOffsetDelete(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.OffsetDeleteRequest)
+	x.respond(c.srv.groups().coord.OffsetDelete(groupClient(c, x), req))
+}
+
+func handleListGroups(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.ListGroupsRequest)
+	x.respond(c.srv.groups().coord.ListGroups(groupClient(c, x), req))
+}
+
+func handleDescribeGroups(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.DescribeGroupsRequest)
+	x.respond(c.srv.groups().coord.DescribeGroups(groupClient(c, x), req))
+}
+
+func handleDeleteGroups(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.DeleteGroupsRequest)
+	x.respond(c.srv.groups().coord.DeleteGroups(groupClient(c, x), req))
+}
+
+func handleConsumerGroupHeartbeat(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(groupClient(c, x), req))
+}
+
+func handleConsumerGroupDescribe(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.ConsumerGroupDescribeRequest)
+	x.respond(c.srv.groups().coord.ConsumerGroupDescribe(groupClient(c, x), req))
+}

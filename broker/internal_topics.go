@@ -1,0 +1,305 @@
+package broker
+
+// The group coordinator's side of the broker: its configuration (read from
+// the server properties under Kafka's keys), the __consumer_offsets topic
+// (created on first use, compacted, internal), and the adapter through which
+// the coordinator appends to and replays that topic's partitions.
+//
+// The coordinator is started on the first group request and stopped when
+// the broker closes. It is kept in groupServices, keyed by server, because
+// Server has no field for it yet: see groupService.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/controller"
+	"github.com/strait/strait/coordinator/group"
+)
+
+// transactionStateTopic is the transaction coordinator's topic (issue 5).
+const transactionStateTopic = "__transaction_state"
+
+// groupSettings is what the broker needs beyond the coordinator's Config.
+type groupSettings struct {
+	coord             group.Config
+	replicationFactor int16 // offsets.topic.replication.factor (3, clamped to live brokers)
+	segmentBytes      int64 // offsets.topic.segment.bytes (100 MiB)
+	loadBufferBytes   int64 // offsets.load.buffer.size (5 MiB)
+}
+
+// groupSettingsFrom reads the group coordinator's settings from the broker
+// properties, with Kafka's defaults; an unreadable value (config.go has
+// already checked the types) falls back to the default.
+func (s *Server) groupSettingsFrom(props map[string]string) groupSettings {
+	num := func(key string, def, min int64) int64 {
+		raw, ok := props[key]
+		if !ok {
+			return def
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+		if err != nil || n < min {
+			s.logger.Warn("invalid group coordinator setting, using the default", "key", key, "value", raw, "default", def)
+			return def
+		}
+		return n
+	}
+	ms := func(key string, def int64) time.Duration {
+		return time.Duration(num(key, def, 0)) * time.Millisecond
+	}
+	cfg := group.DefaultConfig()
+	cfg.Logger = s.logger
+	cfg.NumPartitions = int32(num("offsets.topic.num.partitions", 50, 1))
+	cfg.OffsetMetadataMaxBytes = int32(num("offset.metadata.max.bytes", 4096, 0))
+	cfg.OffsetsRetention = time.Duration(num("offsets.retention.minutes", 7*24*60, 1)) * time.Minute
+	cfg.RetentionCheckInterval = time.Duration(num("offsets.retention.check.interval.ms", 600000, 1)) * time.Millisecond
+	cfg.InitialRebalanceDelay = ms("group.initial.rebalance.delay.ms", 3000)
+	cfg.MinSessionTimeout = ms("group.min.session.timeout.ms", 6000)
+	cfg.MaxSessionTimeout = ms("group.max.session.timeout.ms", 1800000)
+	cfg.MaxSize = int32(num("group.max.size", math.MaxInt32, 1))
+	cfg.ConsumerSessionTimeout = ms("group.consumer.session.timeout.ms", 45000)
+	cfg.ConsumerHeartbeatInterval = ms("group.consumer.heartbeat.interval.ms", 5000)
+	cfg.ConsumerMaxSize = int32(num("group.consumer.max.size", math.MaxInt32, 1))
+	if raw, ok := props["group.consumer.assignors"]; ok {
+		var names []string
+		for _, a := range strings.Split(raw, ",") {
+			a = strings.TrimSpace(a)
+			switch {
+			case a == "uniform" || strings.HasSuffix(a, ".UniformAssignor"):
+				names = append(names, "uniform")
+			case a == "range" || strings.HasSuffix(a, ".RangeAssignor"):
+				names = append(names, "range")
+			case a != "":
+				s.logger.Warn("unsupported consumer group assignor ignored", "key", "group.consumer.assignors", "assignor", a)
+			}
+		}
+		if len(names) > 0 {
+			cfg.ConsumerAssignors = names
+		}
+	}
+	if raw, ok := props["group.coordinator.rebalance.protocols"]; ok {
+		cfg.ConsumerProtocol = false
+		for _, p := range strings.Split(raw, ",") {
+			if strings.TrimSpace(p) == "consumer" {
+				cfg.ConsumerProtocol = true
+			}
+		}
+	}
+	return groupSettings{
+		coord:             cfg,
+		replicationFactor: int16(num("offsets.topic.replication.factor", 3, 1)),
+		segmentBytes:      num("offsets.topic.segment.bytes", 100<<20, 1),
+		loadBufferBytes:   num("offsets.load.buffer.size", 5<<20, 1),
+	}
+}
+
+// groupService is the broker's group coordinator and the state around it.
+type groupService struct {
+	srv      *Server
+	settings groupSettings
+	coord    *group.Coordinator
+	createMu sync.Mutex // one creation of __consumer_offsets at a time
+}
+
+// lazyGroupService starts a server's group service once.
+type lazyGroupService struct {
+	once sync.Once
+	svc  *groupService
+}
+
+// groupServices holds each running server's group service. It stands in
+// for a Server field until server.go gets one (with the coordinator started
+// in start and closed in Close); until then the service starts on the first
+// group request and stops when the server begins closing.
+var groupServices sync.Map // *Server -> *lazyGroupService
+
+// groups returns the server's group service, starting it if needed.
+func (s *Server) groups() *groupService {
+	v, _ := groupServices.LoadOrStore(s, &lazyGroupService{})
+	l := v.(*lazyGroupService)
+	l.once.Do(func() { l.svc = s.startGroupService() })
+	return l.svc
+}
+
+func (s *Server) startGroupService() *groupService {
+	settings := s.groupSettingsFrom(s.cfg.Props)
+	adapter := &offsetsTopic{srv: s, loadBuffer: settings.loadBufferBytes}
+	svc := &groupService{srv: s, settings: settings}
+	svc.coord = group.New(settings.coord, adapter, adapter)
+	s.ctrl.Listen(func(ch controller.TopicChange) {
+		svc.coord.TopicsChanged()
+		if ch.Topic.Name == group.TopicName {
+			// New topic or new leaders: load what this broker now leads.
+			svc.coord.LoadOwned()
+		}
+	})
+	go func() {
+		<-s.closing
+		svc.coord.Close()
+		groupServices.Delete(s)
+	}()
+	s.logger.Info("group coordinator started", "offsets.topic.num.partitions", settings.coord.NumPartitions,
+		"consumer_protocol", settings.coord.ConsumerProtocol)
+	return svc
+}
+
+// ensureOffsetsTopic creates __consumer_offsets if it does not exist yet, as
+// Kafka does on the first FindCoordinator for a group: compacted, internal,
+// offsets.topic.num.partitions partitions, offsets.topic.replication.factor
+// replicas (at most the live brokers).
+func (g *groupService) ensureOffsetsTopic() (controller.TopicInfo, error) {
+	s := g.srv
+	if t, ok := s.ctrl.Topic(group.TopicName); ok {
+		return t, nil
+	}
+	g.createMu.Lock()
+	defer g.createMu.Unlock()
+	if t, ok := s.ctrl.Topic(group.TopicName); ok {
+		return t, nil
+	}
+	rf := g.settings.replicationFactor
+	if live := int16(len(s.ctrl.Brokers())); live > 0 && rf > live {
+		rf = live
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t, err := s.ctrl.CreateTopic(ctx, controller.CreateTopicRequest{
+		Name:              group.TopicName,
+		NumPartitions:     g.settings.coord.NumPartitions,
+		ReplicationFactor: rf,
+		Configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"segment.bytes":    strconv.FormatInt(g.settings.segmentBytes, 10),
+			"compression.type": "producer",
+		},
+		Internal: true,
+	})
+	if err != nil {
+		if t, ok := s.ctrl.Topic(group.TopicName); ok {
+			return t, nil // created by another broker meanwhile
+		}
+		return controller.TopicInfo{}, err
+	}
+	s.logger.Info("created offsets topic", "topic", group.TopicName, "partitions", len(t.Partitions), "replication_factor", rf)
+	g.coord.LoadOwned()
+	return t, nil
+}
+
+// offsetsTopic implements group.Log and group.Metadata over the broker's
+// partitions and metadata.
+type offsetsTopic struct {
+	srv        *Server
+	loadBuffer int64
+}
+
+func (o *offsetsTopic) Partitions() int32 {
+	t, ok := o.srv.ctrl.Topic(group.TopicName)
+	if !ok {
+		return 0
+	}
+	return int32(len(t.Partitions))
+}
+
+func (o *offsetsTopic) partition(p int32) (*partition, error) {
+	part := o.srv.parts.get(group.TopicName, p)
+	if part == nil || !part.isLeader(o.srv.cfg.NodeID) {
+		return nil, fmt.Errorf("%s-%d is not led here: %w", group.TopicName, p, kerr.NotLeaderForPartition)
+	}
+	return part, nil
+}
+
+func (o *offsetsTopic) Leads(p int32) bool {
+	_, err := o.partition(p)
+	return err == nil
+}
+
+func (o *offsetsTopic) Append(p int32, batch []byte) error {
+	part, err := o.partition(p)
+	if err != nil {
+		return err
+	}
+	_, err = o.srv.appendAsLeader(part, batch)
+	return err
+}
+
+// ReadFrom reads the partition's batches from its files, offsets.load.buffer.size
+// at a time.
+func (o *offsetsTopic) ReadFrom(p int32, offset int64, fn func(batch []byte) error) error {
+	part, err := o.partition(p)
+	if err != nil {
+		return err
+	}
+	l := part.log
+	offset = max(offset, l.LogStartOffset())
+	var buf []byte
+	for {
+		end := l.LogEndOffset()
+		if offset >= end {
+			return nil
+		}
+		res, err := l.Read(offset, o.loadBuffer, end, true)
+		if err != nil {
+			return err
+		}
+		if res.Size == 0 {
+			return nil
+		}
+		for _, sl := range res.Slices {
+			if int64(cap(buf)) < sl.Len {
+				buf = make([]byte, sl.Len)
+			}
+			b := buf[:sl.Len]
+			if _, err := sl.File.ReadAt(b, sl.Pos); err != nil {
+				return fmt.Errorf("reading %s-%d at position %d: %w", group.TopicName, p, sl.Pos, err)
+			}
+			for len(b) >= 12 {
+				size := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
+				if size < 61 || size > len(b) {
+					return fmt.Errorf("%s-%d: malformed batch at offset %d", group.TopicName, p, offset)
+				}
+				batch := b[:size]
+				last := int64(binary.BigEndian.Uint64(batch)) + int64(int32(binary.BigEndian.Uint32(batch[23:27])))
+				if last >= offset {
+					if err := fn(batch); err != nil {
+						return err
+					}
+				}
+				offset = max(offset, last+1)
+				b = b[size:]
+			}
+		}
+	}
+}
+
+func (o *offsetsTopic) Topic(name string) (group.TopicMeta, bool) {
+	t, ok := o.srv.ctrl.Topic(name)
+	if !ok {
+		return group.TopicMeta{}, false
+	}
+	return group.TopicMeta{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))}, true
+}
+
+func (o *offsetsTopic) TopicByID(id [16]byte) (group.TopicMeta, bool) {
+	t, ok := o.srv.ctrl.TopicByID(id)
+	if !ok {
+		return group.TopicMeta{}, false
+	}
+	return group.TopicMeta{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))}, true
+}
+
+func (o *offsetsTopic) Topics() []group.TopicMeta {
+	ts := o.srv.ctrl.Topics()
+	out := make([]group.TopicMeta, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, group.TopicMeta{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+	}
+	return out
+}

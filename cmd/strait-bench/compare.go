@@ -1,0 +1,407 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// compareOptions drive the compare command.
+type compareOptions struct {
+	launcher
+	targets         []string // broker kinds, each started by the harness
+	reference       string   // the broker ratios divide by (kafka)
+	subject         string   // the broker ratios are of (strait)
+	rounds          int
+	readyRounds     int
+	scenarios       []Scenario
+	conns           int
+	headTailBytes   int64
+	headTailSamples int
+	scalePartitions []int
+	scaleDuration   time.Duration
+	scaleLimit      time.Duration // longest a topic creation may take before the scaling phase stops
+	skip            map[string]bool
+	log             io.Writer
+}
+
+// phases that -skip names.
+const (
+	phaseStartup   = "startup"
+	phaseScenarios = "scenarios"
+	phaseConns     = "connections"
+	phaseHeadTail  = "headtail"
+	phaseScaling   = "scaling"
+)
+
+// CompareReport is everything one compare run measured; the JSON file is it,
+// the markdown table a summary of it.
+type CompareReport struct {
+	Started   time.Time         `json:"started"`
+	Finished  time.Time         `json:"finished"`
+	Host      map[string]string `json:"host"`
+	Versions  map[string]string `json:"versions"`
+	Targets   []string          `json:"targets"`
+	Reference string            `json:"reference"`
+	Subject   string            `json:"subject"`
+	Rounds    int               `json:"rounds"`
+	Scenarios []Scenario        `json:"scenarios"`
+
+	Startup     map[string][]StartupSample `json:"startup"`
+	Results     []ScenarioResult           `json:"results"`
+	LoadMemory  map[string]memory          `json:"load_memory"` // peak VmRSS sampled under load, VmHWM
+	Connections map[string]ConnMemory      `json:"connections"`
+	HeadTail    map[string]FetchLatency    `json:"head_tail"`
+	Scaling     map[string][]ScaleStep     `json:"scaling"`
+	Errors      []string                   `json:"errors,omitempty"`
+}
+
+// StartupSample is one fresh start: exec to the first Metadata answer, and
+// VmRSS after settling idle.
+type StartupSample struct {
+	ReadyMs float64 `json:"ready_ms"`
+	IdleRSS int64   `json:"idle_rss"`
+}
+
+// ConnMemory is the broker's VmRSS before and with n idle connections open.
+type ConnMemory struct {
+	N      int   `json:"n"`
+	Before int64 `json:"before"`
+	After  int64 `json:"after"`
+}
+
+// idleSettle is how long a fresh broker sits idle before its RSS is read:
+// the JVM keeps allocating for a few seconds after it starts serving.
+const idleSettle = 3 * time.Second
+
+func runCompare(ctx context.Context, o compareOptions) *CompareReport {
+	rep := &CompareReport{
+		Started: time.Now(), Host: hostInfo(), Versions: versions(o.launcher),
+		Targets: o.targets, Reference: o.reference, Subject: o.subject, Rounds: o.rounds, Scenarios: o.scenarios,
+		Startup: map[string][]StartupSample{}, LoadMemory: map[string]memory{},
+		Connections: map[string]ConnMemory{}, HeadTail: map[string]FetchLatency{}, Scaling: map[string][]ScaleStep{},
+	}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(o.log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+	fail := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		rep.Errors = append(rep.Errors, msg)
+		logf("ERROR %s", msg)
+	}
+	pool := newValuePool()
+
+	if !o.skip[phaseStartup] {
+		for r := range o.readyRounds {
+			for _, kind := range rotate(o.targets, r) {
+				if ctx.Err() != nil {
+					return rep
+				}
+				p, err := o.start(ctx, kind)
+				if err != nil {
+					fail("startup %s: %v", kind, err)
+					continue
+				}
+				sleepCtx(ctx, idleSettle)
+				m, err := p.memory()
+				if err != nil {
+					fail("startup %s: %v", kind, err)
+				}
+				p.remove()
+				rep.Startup[kind] = append(rep.Startup[kind], StartupSample{ReadyMs: float64(p.readyIn) / 1e6, IdleRSS: m.RSS})
+				logf("startup %-6s ready in %6.0f ms, idle RSS %s", kind, float64(p.readyIn)/1e6, mib(m.RSS))
+			}
+		}
+	}
+
+	if !o.skip[phaseScenarios] || !o.skip[phaseConns] || !o.skip[phaseHeadTail] {
+		procs := map[string]*process{}
+		for _, kind := range o.targets {
+			p, err := o.start(ctx, kind)
+			if err != nil {
+				fail("start %s: %v", kind, err)
+				continue
+			}
+			defer p.remove()
+			procs[kind] = p
+			logf("started %s at %s (%s)", kind, p.addr, p.dir)
+		}
+		if !o.skip[phaseConns] {
+			for _, kind := range o.targets {
+				if p := procs[kind]; p != nil {
+					sleepCtx(ctx, idleSettle)
+					c, err := connMemory(p, o.conns)
+					if err != nil {
+						fail("connections %s: %v", kind, err)
+						continue
+					}
+					rep.Connections[kind] = c
+					logf("connections %-6s %d idle: RSS %s -> %s", kind, c.N, mib(c.Before), mib(c.After))
+				}
+			}
+		}
+		if !o.skip[phaseScenarios] && len(o.scenarios) > 0 {
+			o.runScenarioRounds(ctx, rep, procs, pool, logf, fail)
+		}
+		if !o.skip[phaseHeadTail] {
+			for _, kind := range o.targets {
+				p := procs[kind]
+				if p == nil || kind == kindKfake { // in memory: no head or tail to speak of
+					continue
+				}
+				logf("head/tail %-6s writing %s into one partition", kind, mib(o.headTailBytes))
+				ht, err := headTail(ctx, []string{p.addr}, o.headTailBytes, o.headTailSamples, pool)
+				if err != nil {
+					fail("head/tail %s: %v", kind, err)
+					continue
+				}
+				rep.HeadTail[kind] = ht
+				logf("head/tail %-6s %d records in %.1f s; fetch p50/p99 head %.2f/%.2f ms, tail %.2f/%.2f ms",
+					kind, ht.Records, ht.WriteSeconds, ht.HeadP50Ms, ht.HeadP99Ms, ht.TailP50Ms, ht.TailP99Ms)
+			}
+		}
+		for _, p := range procs {
+			p.remove()
+		}
+	}
+
+	if !o.skip[phaseScaling] {
+		for _, kind := range o.targets {
+			if ctx.Err() != nil {
+				break
+			}
+			rep.Scaling[kind] = o.scaling(ctx, kind, pool, logf, fail)
+		}
+	}
+	rep.Finished = time.Now()
+	return rep
+}
+
+// runScenarioRounds runs every scenario against every broker, round after
+// round. Within a scenario the brokers take turns (in an order that rotates,
+// so none is always first), so each ratio compares runs seconds apart.
+func (o compareOptions) runScenarioRounds(ctx context.Context, rep *CompareReport, procs map[string]*process,
+	pool *valuePool, logf, fail func(string, ...any)) {
+	samplers := map[string]*rssSampler{}
+	for kind, p := range procs {
+		samplers[kind] = p.sampleRSS()
+	}
+	// Warm-up, not recorded: the JVM compiles its hot paths in the first
+	// seconds, and every broker gets the same chance.
+	warm := o.scenarios[0]
+	warm.Duration = Dur(2 * time.Second)
+	for _, kind := range o.targets {
+		if p := procs[kind]; p != nil {
+			var res ScenarioResult
+			if err := runThroughput(ctx, []string{p.addr}, warm, pool, true, nil, &res); err != nil {
+				fail("warm-up %s: %v", kind, err)
+			}
+		}
+	}
+	for r := 1; r <= o.rounds; r++ {
+		for si, s := range o.scenarios {
+			order := rotate(o.targets, r+si)
+			byKind := map[string]*ScenarioResult{}
+			for _, kind := range order {
+				p := procs[kind]
+				if p == nil || ctx.Err() != nil {
+					continue
+				}
+				res := &ScenarioResult{Scenario: s.Name, Target: kind, Round: r}
+				if err := runThroughput(ctx, []string{p.addr}, s, pool, true, p.cpuTime, res); err != nil {
+					res.Error = err.Error()
+				}
+				byKind[kind] = res
+			}
+			if s.LatencyRate >= 0 {
+				for _, kind := range order {
+					res := byKind[kind]
+					if res == nil || res.Error != "" {
+						continue
+					}
+					rate := s.LatencyRate
+					if rate == 0 {
+						rate = res.Produce.RecordsPerSec / 2
+						if ref := byKind[o.reference]; ref != nil && ref.Error == "" {
+							rate = ref.Produce.RecordsPerSec / 2
+						}
+					}
+					if err := runLatency(ctx, []string{procs[kind].addr}, s, rate, pool, res); err != nil {
+						res.Error = err.Error()
+					}
+				}
+			}
+			for _, kind := range order {
+				if res := byKind[kind]; res != nil {
+					logf("%s", resultLine(*res))
+					if res.Error != "" {
+						rep.Errors = append(rep.Errors, fmt.Sprintf("%s %s round %d: %s", kind, s.Name, r, res.Error))
+					}
+					rep.Results = append(rep.Results, *res)
+				}
+			}
+		}
+	}
+	for kind, s := range samplers {
+		peak := s.stop()
+		m, err := procs[kind].memory()
+		if err != nil {
+			fail("memory %s: %v", kind, err)
+		}
+		rep.LoadMemory[kind] = memory{RSS: peak, HWM: m.HWM}
+		logf("memory %-6s peak RSS under load %s, VmHWM %s", kind, mib(peak), mib(m.HWM))
+	}
+}
+
+// connMemory opens n idle connections to p and reads its RSS before and after.
+func connMemory(p *process, n int) (ConnMemory, error) {
+	before, err := p.memory()
+	if err != nil {
+		return ConnMemory{}, err
+	}
+	conns, err := openIdleConnections(p.addr, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	if err != nil {
+		return ConnMemory{}, fmt.Errorf("after %d connections: %w", len(conns), err)
+	}
+	time.Sleep(time.Second)
+	after, err := p.memory()
+	if err != nil {
+		return ConnMemory{}, err
+	}
+	return ConnMemory{N: n, Before: before.RSS, After: after.RSS}, nil
+}
+
+// scaling starts a fresh broker and adds topics of o.scalePartitions
+// partitions one after the other, measuring each under load. It stops at
+// the first step that fails or whose topic takes longer than o.scaleLimit.
+func (o compareOptions) scaling(ctx context.Context, kind string, pool *valuePool, logf, fail func(string, ...any)) []ScaleStep {
+	p, err := o.start(ctx, kind)
+	if err != nil {
+		fail("scaling %s: %v", kind, err)
+		return nil
+	}
+	defer p.remove()
+	var steps []ScaleStep
+	total := 0
+	for _, n := range o.scalePartitions {
+		if ctx.Err() != nil {
+			break
+		}
+		st := ScaleStep{Partitions: n, TotalPartitions: total + n}
+		topic, took, err := scaleTopic(ctx, []string{p.addr}, n, o.scaleLimit)
+		if err != nil {
+			st.Error = err.Error()
+			steps = append(steps, st)
+			fail("scaling %s %d partitions: %v", kind, n, err)
+			break
+		}
+		total += n
+		st.CreateSeconds = took.Seconds()
+		sleepCtx(ctx, time.Second)
+		if m, err := p.memory(); err == nil {
+			st.IdleRSS = m.RSS
+		}
+		sampler := p.sampleRSS()
+		st.Produce, st.Consume, err = scaleLoad(ctx, []string{p.addr}, topic, o.scaleDuration, pool)
+		st.LoadRSS = sampler.stop()
+		if err != nil {
+			st.Error = err.Error()
+			fail("scaling %s %d partitions: %v", kind, n, err)
+		}
+		steps = append(steps, st)
+		logf("scaling %-6s +%d partitions (total %d): created in %.2f s, RSS %s; produce %.1f MB/s, consume %.1f MB/s, RSS under load %s",
+			kind, n, st.TotalPartitions, st.CreateSeconds, mib(st.IdleRSS), st.Produce.MBPerSec, st.Consume.MBPerSec, mib(st.LoadRSS))
+		if st.Error != "" {
+			break
+		}
+	}
+	return steps
+}
+
+// rotate returns s rotated left by k.
+func rotate(s []string, k int) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	k %= len(s)
+	return append(append([]string{}, s[k:]...), s[:k]...)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+func hostInfo() map[string]string {
+	h := map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version()}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		h["mem"] = strings.Join(strings.Fields(line)[1:], " ")
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		h["kernel"] = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				h["cpu"] = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if out, err := exec.Command("java", "-version").CombinedOutput(); err == nil {
+		line, _, _ := strings.Cut(string(out), "\n")
+		h["java"] = strings.TrimSpace(line)
+	}
+	return h
+}
+
+// versions names what was compared: Kafka's jar, franz-go as linked into
+// the harness, kfake as linked into its command, and Strait's commit.
+func versions(l launcher) map[string]string {
+	v := map[string]string{}
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(l.kafkaScript), "lib", "kafka_2.13-*.jar")); len(m) > 0 {
+		v["kafka"] = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m[0]), "kafka_2.13-"), ".jar")
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/twmb/franz-go" {
+				v["franz-go"] = d.Version
+			}
+		}
+	}
+	if out, err := exec.Command(l.kfakeBin, "-version").Output(); err == nil {
+		v["kfake"] = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		v["strait"] = strings.TrimSpace(string(out))
+	}
+	return v
+}
+
+// dialable reports whether addr accepts connections (used by run's preflight).
+func dialable(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rawRequest sends one request with a v1 (non-flexible) header on conn and
+// returns the response body after the correlation id. Only the probes use
+// it: they must not pay a client's dial backoff or version negotiation.
+func rawRequest(conn net.Conn, req kmsg.Request) ([]byte, error) {
+	if req.IsFlexible() {
+		return nil, errors.New("rawRequest: flexible versions need header v2")
+	}
+	const clientID = "strait-bench"
+	frame := make([]byte, 4, 64)
+	frame = binary.BigEndian.AppendUint16(frame, uint16(req.Key()))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
+	frame = binary.BigEndian.AppendUint32(frame, 1) // correlation id
+	frame = binary.BigEndian.AppendUint16(frame, uint16(len(clientID)))
+	frame = append(frame, clientID...)
+	frame = req.AppendTo(frame)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	if _, err := conn.Write(frame); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > 16<<20 {
+		return nil, fmt.Errorf("response size %d", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(conn, body); err != nil {
+		return nil, err
+	}
+	return body[4:], nil
+}
+
+// metadataProbe is "ready": a Metadata v8 request (no topics) on a new
+// connection answered with at least one broker.
+func metadataProbe(addr string, timeout time.Duration) error {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 8
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	body, err := rawRequest(conn, req)
+	if err != nil {
+		return err
+	}
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 8
+	if err := resp.ReadFrom(body); err != nil {
+		return err
+	}
+	if len(resp.Brokers) == 0 {
+		return errors.New("metadata lists no broker")
+	}
+	return nil
+}
+
+// openIdleConnections opens n connections to addr and sends ApiVersions v0
+// on each, as a client does first, so the broker has set each connection up.
+func openIdleConnections(addr string, n int) ([]net.Conn, error) {
+	conns := make([]net.Conn, 0, n)
+	for range n {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			return conns, err
+		}
+		conns = append(conns, conn)
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 0
+		if _, err := rawRequest(conn, req); err != nil {
+			return conns, err
+		}
+		_ = conn.SetDeadline(time.Time{})
+	}
+	return conns, nil
+}
+
+// FetchLatency is the time of single Fetch requests (1 MiB at most, no wait)
+// at random offsets near the start and near the end of one large partition.
+type FetchLatency struct {
+	LogBytes     int64   `json:"log_bytes"`
+	Records      int64   `json:"records"`
+	WriteSeconds float64 `json:"write_seconds"`
+	Samples      int     `json:"samples"`
+	HeadP50Ms    float64 `json:"head_p50_ms"`
+	HeadP99Ms    float64 `json:"head_p99_ms"`
+	HeadMaxMs    float64 `json:"head_max_ms"`
+	TailP50Ms    float64 `json:"tail_p50_ms"`
+	TailP99Ms    float64 `json:"tail_p99_ms"`
+	TailMaxMs    float64 `json:"tail_max_ms"`
+}
+
+// headTail writes logBytes of 1 KiB records into a one-partition topic, then
+// times samples fetches at offsets in the oldest 1% of the log (the head:
+// first segment, start of its index) and as many in the newest 1% (the tail,
+// in the active segment), alternating between the two.
+func headTail(ctx context.Context, brokers []string, logBytes int64, samples int, pool *valuePool) (FetchLatency, error) {
+	var out FetchLatency
+	topic := fmt.Sprintf("bench-headtail-%d", time.Now().UnixNano())
+	adm := kadm.NewClient(mustClient(brokers))
+	defer adm.Close()
+	if err := createTopic(ctx, adm, topic, 1); err != nil {
+		return out, err
+	}
+	const size = 1024
+	s := defaultScenario()
+	s.Partitions, s.Acks, s.RecordSize = 1, "1", size
+	s.Duration = Dur(time.Hour)
+	s.MaxRecords = logBytes / size
+	prods, err := newProducers(ctx, brokers, topic, s, 5*time.Millisecond, pool)
+	if err != nil {
+		return out, err
+	}
+	w, err := produceMax(ctx, prods, s, pool)
+	closeAll(prods)
+	if err != nil {
+		return out, err
+	}
+	out.WriteSeconds = w.Seconds
+	ends, err := endOffsets(ctx, adm, topic)
+	if err != nil {
+		return out, err
+	}
+	end := ends[0]
+	out.Records = end
+	out.LogBytes = w.Bytes
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return out, err
+	}
+	topicID := td[topic].ID
+
+	cl := mustClient(brokers)
+	defer cl.Close()
+	window := max(end/100, 2000)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var head, tail []int64
+	for i := range 2 * samples {
+		var off int64
+		if i%2 == 0 {
+			off = rng.Int64N(window)
+		} else {
+			off = end - window + rng.Int64N(window-1000)
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID = -1
+		req.MaxWaitMillis = 0
+		req.MinBytes = 1
+		req.MaxBytes = 1 << 20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, topicID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = 0
+		rp.FetchOffset = off
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		start := time.Now()
+		kresp, err := cl.Request(ctx, req)
+		took := int64(time.Since(start))
+		if err != nil {
+			return out, fmt.Errorf("fetch at %d: %w", off, err)
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if err := fetchError(resp); err != nil {
+			return out, fmt.Errorf("fetch at %d: %w", off, err)
+		}
+		if i%2 == 0 {
+			head = append(head, took)
+		} else {
+			tail = append(tail, took)
+		}
+	}
+	slices.Sort(head)
+	slices.Sort(tail)
+	out.Samples = samples
+	out.HeadP50Ms, out.HeadP99Ms, out.HeadMaxMs = pct(head, 0.5), pct(head, 0.99), ms(head[len(head)-1])
+	out.TailP50Ms, out.TailP99Ms, out.TailMaxMs = pct(tail, 0.5), pct(tail, 0.99), ms(tail[len(tail)-1])
+	return out, nil
+}
+
+func fetchError(resp *kmsg.FetchResponse) error {
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+			if len(p.RecordBatches) == 0 {
+				return errors.New("no records returned")
+			}
+		}
+	}
+	return nil
+}
+
+// ScaleStep is one topic of Partitions partitions added to a broker that
+// already hosts the earlier steps' topics.
+type ScaleStep struct {
+	Partitions      int        `json:"partitions"`
+	TotalPartitions int        `json:"total_partitions"`
+	CreateSeconds   float64    `json:"create_seconds"` // CreateTopics until every partition has a leader
+	IdleRSS         int64      `json:"idle_rss"`       // after creation, before producing
+	Produce         Throughput `json:"produce"`
+	Consume         Throughput `json:"consume"`
+	LoadRSS         int64      `json:"load_rss"` // peak VmRSS while producing and consuming
+	Error           string     `json:"error,omitempty"`
+}
+
+// scaleTopic creates a topic of n partitions and times it.
+func scaleTopic(ctx context.Context, brokers []string, n int, limit time.Duration) (string, time.Duration, error) {
+	adm := kadm.NewClient(mustClient(brokers))
+	defer adm.Close()
+	topic := fmt.Sprintf("bench-scale-%d-%d", n, time.Now().UnixNano())
+	start := time.Now()
+	resp, err := adm.CreateTopic(ctx, int32(n), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return topic, 0, fmt.Errorf("create topic: %w", err)
+	}
+	if err := waitLeaders(ctx, adm, topic, n, limit); err != nil {
+		return topic, 0, err
+	}
+	return topic, time.Since(start), nil
+}
+
+// scaleLoad produces 1 KiB records round-robin over every partition of topic
+// (acks=1, no compression) for d, then consumes them all.
+func scaleLoad(ctx context.Context, brokers []string, topic string, d time.Duration, pool *valuePool) (Throughput, Throughput, error) {
+	s := defaultScenario()
+	s.Acks, s.Partitioner, s.Duration = "1", "round-robin", Dur(d)
+	adm := kadm.NewClient(mustClient(brokers))
+	defer adm.Close()
+	prods, err := newProducers(ctx, brokers, topic, s, 5*time.Millisecond, pool)
+	if err != nil {
+		return Throughput{}, Throughput{}, err
+	}
+	from, err := endOffsets(ctx, adm, topic)
+	if err != nil {
+		closeAll(prods)
+		return Throughput{}, Throughput{}, err
+	}
+	p, err := produceMax(ctx, prods, s, pool)
+	closeAll(prods)
+	if err != nil {
+		return p, Throughput{}, err
+	}
+	to, err := endOffsets(ctx, adm, topic)
+	if err != nil {
+		return p, Throughput{}, err
+	}
+	c, err := consumeRange(ctx, brokers, topic, from, to)
+	return p, c, err
+}

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// median of the finite values; NaN when there are none.
+func median(xs []float64) float64 {
+	var v []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// metric picks one number out of a scenario result; NaN when absent.
+type metric func(ScenarioResult) float64
+
+var (
+	produceMB   metric = func(r ScenarioResult) float64 { return r.Produce.MBPerSec }
+	produceRecs metric = func(r ScenarioResult) float64 { return r.Produce.RecordsPerSec }
+	consumeMB   metric = func(r ScenarioResult) float64 { return r.Consume.MBPerSec }
+	consumeRecs metric = func(r ScenarioResult) float64 { return r.Consume.RecordsPerSec }
+	latRate     metric = latencyMetric(func(l *Latency) float64 { return l.Rate })
+	latP50      metric = latencyMetric(func(l *Latency) float64 { return l.P50Ms })
+	latP99      metric = latencyMetric(func(l *Latency) float64 { return l.P99Ms })
+	latP999     metric = latencyMetric(func(l *Latency) float64 { return l.P999Ms })
+	latMax      metric = latencyMetric(func(l *Latency) float64 { return l.MaxMs })
+)
+
+func latencyMetric(f func(*Latency) float64) metric {
+	return func(r ScenarioResult) float64 {
+		if r.Latency == nil {
+			return math.NaN()
+		}
+		return f(r.Latency)
+	}
+}
+
+// summary indexes a report's results by scenario, broker and round.
+type summary struct {
+	rep *CompareReport
+	by  map[string]map[string]map[int]ScenarioResult
+}
+
+func newSummary(rep *CompareReport) summary {
+	s := summary{rep: rep, by: map[string]map[string]map[int]ScenarioResult{}}
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			continue
+		}
+		if s.by[r.Scenario] == nil {
+			s.by[r.Scenario] = map[string]map[int]ScenarioResult{}
+		}
+		if s.by[r.Scenario][r.Target] == nil {
+			s.by[r.Scenario][r.Target] = map[int]ScenarioResult{}
+		}
+		s.by[r.Scenario][r.Target][r.Round] = r
+	}
+	return s
+}
+
+// med is the median over rounds of m for one scenario and broker.
+func (s summary) med(scenario, kind string, m metric) float64 {
+	var xs []float64
+	for _, r := range s.by[scenario][kind] {
+		xs = append(xs, m(r))
+	}
+	return median(xs)
+}
+
+// ratio is the median over rounds of subject/reference, taking only the
+// rounds where both ran: the two runs of a round are seconds apart, so the
+// machine's other load touches both alike.
+func (s summary) ratio(scenario string, m metric) float64 {
+	var xs []float64
+	for round, sub := range s.by[scenario][s.rep.Subject] {
+		if ref, ok := s.by[scenario][s.rep.Reference][round]; ok {
+			xs = append(xs, m(sub)/m(ref))
+		}
+	}
+	return median(xs)
+}
+
+// others are the brokers besides reference and subject (kfake).
+func (s summary) others() []string {
+	var out []string
+	for _, k := range s.rep.Targets {
+		if k != s.rep.Reference && k != s.rep.Subject {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (s summary) has(kind string) bool { return slices.Contains(s.rep.Targets, kind) }
+
+func title(kind string) string {
+	switch kind {
+	case kindKafka:
+		return "Kafka"
+	case kindStrait:
+		return "Strait"
+	}
+	return kind
+}
+
+func f1(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", x)
+}
+
+func f2(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+func fratio(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("**%.2f**", x)
+}
+
+// krecs writes records/s compactly: 412k, 1.23M.
+func krecs(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "–"
+	case x >= 1e6:
+		return fmt.Sprintf("%.2fM", x/1e6)
+	case x >= 1e3:
+		return fmt.Sprintf("%.0fk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+// mbRecs is "41.2 (412k)": MB/s and records/s.
+func mbRecs(mb, recs float64) string {
+	if math.IsNaN(mb) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f (%s)", mb, krecs(recs))
+}
+
+func mibf(b int64) string {
+	if b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", float64(b)/(1<<20))
+}
+
+func ratioOf(sub, ref float64) float64 {
+	if ref == 0 || math.IsNaN(ref) || math.IsNaN(sub) {
+		return math.NaN()
+	}
+	return sub / ref
+}
+
+// writeMarkdown renders the report: scenario throughput and latency tables,
+// then start-up and memory, partition scaling, and fetch at head and tail.
+func writeMarkdown(w io.Writer, rep *CompareReport, command string) {
+	s := newSummary(rep)
+	ref, sub := rep.Reference, rep.Subject
+	R, S := title(ref), title(sub)
+	fmt.Fprintf(w, "# %s beside %s\n\n", S, R)
+	fmt.Fprintf(w, "`%s`, %s to %s, %d round(s). ", command, rep.Started.Format("2006-01-02 15:04"), rep.Finished.Format("15:04 MST"), rep.Rounds)
+	var vs []string
+	for _, k := range []string{"strait", "kafka", "franz-go", "kfake"} {
+		if v := rep.Versions[k]; v != "" {
+			vs = append(vs, k+" "+v)
+		}
+	}
+	fmt.Fprintf(w, "Versions: %s. Host: %s CPUs (%s), %s, Linux %s, %s.\n\n", strings.Join(vs, ", "),
+		rep.Host["cpus"], rep.Host["cpu"], rep.Host["mem"], rep.Host["kernel"], rep.Host["java"])
+	fmt.Fprintf(w, "Ratios are %s/%s, the median of the per-round ratios; every other figure is the median of the rounds. ", S, R)
+	fmt.Fprintf(w, "Throughput: higher is better, so a ratio above 1 favours %s; latency, time and memory: a ratio below 1 favours %s.\n\n", S, S)
+
+	// Throughput.
+	others := s.others()
+	fmt.Fprintf(w, "## Throughput, MB/s (records/s)\n\n")
+	fmt.Fprintf(w, "| scenario | %s produce | %s produce | ratio |", R, S)
+	for _, k := range others {
+		fmt.Fprintf(w, " %s produce |", k)
+	}
+	fmt.Fprintf(w, " %s consume | %s consume | ratio |", R, S)
+	for _, k := range others {
+		fmt.Fprintf(w, " %s consume |", k)
+	}
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", 6+2*len(others)))
+	for _, sc := range rep.Scenarios {
+		n := sc.Name
+		fmt.Fprintf(w, "| %s | %s | %s | %s |", n, mbRecs(s.med(n, ref, produceMB), s.med(n, ref, produceRecs)),
+			mbRecs(s.med(n, sub, produceMB), s.med(n, sub, produceRecs)), fratio(s.ratio(n, produceMB)))
+		for _, k := range others {
+			fmt.Fprintf(w, " %s |", mbRecs(s.med(n, k, produceMB), s.med(n, k, produceRecs)))
+		}
+		fmt.Fprintf(w, " %s | %s | %s |", mbRecs(s.med(n, ref, consumeMB), s.med(n, ref, consumeRecs)),
+			mbRecs(s.med(n, sub, consumeMB), s.med(n, sub, consumeRecs)), fratio(s.ratio(n, consumeMB)))
+		for _, k := range others {
+			fmt.Fprintf(w, " %s |", mbRecs(s.med(n, k, consumeMB), s.med(n, k, consumeRecs)))
+		}
+		fmt.Fprintln(w)
+	}
+
+	// Latency.
+	fmt.Fprintf(w, "\n## End-to-end latency, ms, at half of %s's produce throughput\n\n", R)
+	fmt.Fprintf(w, "| scenario | rate rec/s | %s p50 | p99 | p99.9 | max | %s p50 | p99 | p99.9 | max | p50 ratio | p99 ratio |", R, S)
+	for _, k := range others {
+		fmt.Fprintf(w, " %s p50 / p99 |", k)
+	}
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", 11+len(others)))
+	for _, sc := range rep.Scenarios {
+		n := sc.Name
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", n, krecs(s.med(n, ref, latRate)),
+			f2(s.med(n, ref, latP50)), f2(s.med(n, ref, latP99)), f2(s.med(n, ref, latP999)), f1(s.med(n, ref, latMax)),
+			f2(s.med(n, sub, latP50)), f2(s.med(n, sub, latP99)), f2(s.med(n, sub, latP999)), f1(s.med(n, sub, latMax)),
+			fratio(s.ratio(n, latP50)), fratio(s.ratio(n, latP99)))
+		for _, k := range others {
+			fmt.Fprintf(w, " %s / %s |", f2(s.med(n, k, latP50)), f2(s.med(n, k, latP99)))
+		}
+		fmt.Fprintln(w)
+	}
+
+	writeResources(w, rep, s)
+	writeScaling(w, rep, s)
+	writeHeadTail(w, rep)
+
+	if len(rep.Errors) > 0 {
+		fmt.Fprintf(w, "\n## Errors\n\n")
+		for _, e := range rep.Errors {
+			fmt.Fprintf(w, "- %s\n", mdEscape(e))
+		}
+	}
+}
+
+func writeResources(w io.Writer, rep *CompareReport, s summary) {
+	ref, sub := rep.Reference, rep.Subject
+	kinds := append([]string{ref, sub}, s.others()...)
+	fmt.Fprintf(w, "\n## Start-up and memory\n\n| | %s | %s | ratio |", title(ref), title(sub))
+	for _, k := range s.others() {
+		fmt.Fprintf(w, " %s |", k)
+	}
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", 3+len(s.others())))
+	row := func(label string, val func(kind string) float64, format func(float64) string) {
+		fmt.Fprintf(w, "| %s |", label)
+		for i, k := range kinds {
+			fmt.Fprintf(w, " %s |", format(val(k)))
+			if i == 1 {
+				fmt.Fprintf(w, " %s |", fratio(ratioOf(val(sub), val(ref))))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	startup := func(f func(StartupSample) float64) func(string) float64 {
+		return func(kind string) float64 {
+			var xs []float64
+			for _, x := range rep.Startup[kind] {
+				xs = append(xs, f(x))
+			}
+			return median(xs)
+		}
+	}
+	mibF := func(x float64) string {
+		if math.IsNaN(x) || x == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f", x/(1<<20))
+	}
+	n := 0
+	for _, v := range rep.Startup {
+		n = max(n, len(v))
+	}
+	row(fmt.Sprintf("start to first Metadata, ms (median of %d)", n), startup(func(x StartupSample) float64 { return x.ReadyMs }),
+		func(x float64) string { return f1(x) })
+	row(fmt.Sprintf("idle RSS %v after ready, MiB", idleSettle), startup(func(x StartupSample) float64 { return float64(x.IdleRSS) }), mibF)
+	row("peak RSS under the scenario load, MiB", func(k string) float64 {
+		if m, ok := rep.LoadMemory[k]; ok {
+			return float64(m.RSS)
+		}
+		return math.NaN()
+	}, mibF)
+	conns := 0
+	for _, c := range rep.Connections {
+		conns = max(conns, c.N)
+	}
+	row(fmt.Sprintf("RSS with %d idle connections, MiB", conns), func(k string) float64 {
+		if c, ok := rep.Connections[k]; ok {
+			return float64(c.After)
+		}
+		return math.NaN()
+	}, mibF)
+	row(fmt.Sprintf("growth for %d idle connections, KiB per connection", conns), func(k string) float64 {
+		if c, ok := rep.Connections[k]; ok && c.N > 0 {
+			return float64(c.After-c.Before) / 1024 / float64(c.N)
+		}
+		return math.NaN()
+	}, f1)
+}
+
+func writeScaling(w io.Writer, rep *CompareReport, s summary) {
+	if len(rep.Scaling) == 0 {
+		return
+	}
+	kinds := append([]string{rep.Reference, rep.Subject}, s.others()...)
+	fmt.Fprintf(w, "\n## Partition scaling: one broker, topics of 1, 100, 1,000 (and more) partitions added in turn\n\n")
+	fmt.Fprintf(w, "1 KiB records, acks=1, no compression, round-robin over every partition of the new topic. ")
+	fmt.Fprintf(w, "Create: CreateTopics until every partition has a leader. RSS: after creation, and the peak while producing and consuming.\n\n")
+	fmt.Fprintf(w, "| partitions (total) | broker | create s | produce MB/s (rec/s) | consume MB/s (rec/s) | idle RSS MiB | RSS under load MiB | produce ratio | consume ratio |\n")
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	steps := map[string]map[int]ScaleStep{}
+	var sizes []int
+	for _, k := range kinds {
+		steps[k] = map[int]ScaleStep{}
+		for _, st := range rep.Scaling[k] {
+			steps[k][st.Partitions] = st
+			if !slices.Contains(sizes, st.Partitions) {
+				sizes = append(sizes, st.Partitions)
+			}
+		}
+	}
+	slices.Sort(sizes)
+	for _, n := range sizes {
+		for _, k := range kinds {
+			st, ok := steps[k][n]
+			if !ok {
+				continue
+			}
+			if st.Error != "" && st.CreateSeconds == 0 {
+				fmt.Fprintf(w, "| %d (%d) | %s | failed: %s | | | | | | |\n", n, st.TotalPartitions, title(k), mdEscape(st.Error))
+				continue
+			}
+			pr, cr := "", ""
+			if k == rep.Subject {
+				if rs, ok := steps[rep.Reference][n]; ok {
+					pr = fratio(ratioOf(st.Produce.MBPerSec, rs.Produce.MBPerSec))
+					cr = fratio(ratioOf(st.Consume.MBPerSec, rs.Consume.MBPerSec))
+				}
+			}
+			fmt.Fprintf(w, "| %d (%d) | %s | %.2f | %s | %s | %s | %s | %s | %s |\n", n, st.TotalPartitions, title(k), st.CreateSeconds,
+				mbRecs(st.Produce.MBPerSec, st.Produce.RecordsPerSec), mbRecs(st.Consume.MBPerSec, st.Consume.RecordsPerSec),
+				mibf(st.IdleRSS), mibf(st.LoadRSS), pr, cr)
+		}
+	}
+}
+
+func writeHeadTail(w io.Writer, rep *CompareReport) {
+	if len(rep.HeadTail) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Fetch latency at the head and the tail of a large partition\n\n")
+	fmt.Fprintf(w, "One partition written with 1 KiB records, then single Fetch requests (max 1 MiB, no wait) at random offsets in the oldest 1%% (head) and the newest 1%% (tail) of the log, alternating; all of it is in the page cache.\n\n")
+	fmt.Fprintf(w, "| broker | log size | records | fetches each | head p50 ms | head p99 ms | head max ms | tail p50 ms | tail p99 ms | tail max ms |\n")
+	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, k := range []string{rep.Reference, rep.Subject} {
+		ht, ok := rep.HeadTail[k]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %.2f GB | %s | %d | %s | %s | %s | %s | %s | %s |\n", title(k), float64(ht.LogBytes)/1e9, krecs(float64(ht.Records)), ht.Samples,
+			f2(ht.HeadP50Ms), f2(ht.HeadP99Ms), f2(ht.HeadMaxMs), f2(ht.TailP50Ms), f2(ht.TailP99Ms), f2(ht.TailMaxMs))
+	}
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// launcher knows how to start each kind of broker the compare command drives.
+type launcher struct {
+	straitBin   string // bin/strait
+	kfakeBin    string // bin/kfake-bench (bench/kfake)
+	kafkaScript string // bench/kafka/kafka.sh
+	workDir     string // scratch: one directory per started broker
+}
+
+// broker kinds, as named on the command line and in the report.
+const (
+	kindStrait = "strait"
+	kindKafka  = "kafka"
+	kindKfake  = "kfake"
+)
+
+// process is one started broker process.
+type process struct {
+	kind    string
+	dir     string
+	addr    string
+	cmd     *exec.Cmd
+	readyIn time.Duration // exec to the first Metadata response listing a broker
+	exited  chan struct{}
+	waitErr error
+}
+
+var startSeq int
+
+// start launches a fresh broker of kind in a new directory and waits until it
+// answers Metadata; untimed preparation (Kafka's storage format) comes first.
+func (l launcher) start(ctx context.Context, kind string) (*process, error) {
+	startSeq++
+	dir := filepath.Join(l.workDir, fmt.Sprintf("%s-%d-%d", kind, os.Getpid(), startSeq))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	var cmd *exec.Cmd
+	switch kind {
+	case kindStrait:
+		cmd = exec.Command(l.straitBin,
+			"--override", "listeners=PLAINTEXT://"+addr,
+			"--override", "log.dirs="+filepath.Join(dir, "data"))
+	case kindKfake:
+		cmd = exec.Command(l.kfakeBin, "-addr", addr)
+	case kindKafka:
+		format := exec.CommandContext(ctx, l.kafkaScript, "format", dir, strconv.Itoa(port))
+		if out, err := format.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("kafka format: %v: %s", err, out)
+		}
+		cmd = exec.Command(l.kafkaScript, "run", dir)
+	default:
+		return nil, fmt.Errorf("unknown broker %q: want strait, kafka or kfake", kind)
+	}
+	logf, err := os.Create(filepath.Join(dir, kind+".out"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// The broker goes when the harness goes, even on SIGKILL.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	p := &process{kind: kind, dir: dir, addr: addr, cmd: cmd, exited: make(chan struct{})}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	for {
+		if err := metadataProbe(addr, 250*time.Millisecond); err == nil {
+			p.readyIn = time.Since(start)
+			return p, nil
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("%s exited before answering (%v); see %s", kind, p.waitErr, logf.Name())
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+		if time.Since(start) > 2*time.Minute {
+			p.stop()
+			return nil, fmt.Errorf("%s did not answer Metadata within 2 minutes; see %s", kind, logf.Name())
+		}
+	}
+}
+
+// stop sends SIGTERM and waits up to 30 s before SIGKILL.
+func (p *process) stop() {
+	if p == nil {
+		return
+	}
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// remove stops the process and deletes its directory.
+func (p *process) remove() {
+	p.stop()
+	_ = os.RemoveAll(p.dir)
+}
+
+// memory is a process's resident set from /proc/<pid>/status, in bytes.
+type memory struct {
+	RSS int64 `json:"rss"` // VmRSS now
+	HWM int64 `json:"hwm"` // VmHWM: peak RSS since start
+}
+
+func (p *process) memory() (memory, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return memory{}, err
+	}
+	defer f.Close()
+	var m memory
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(v)
+		if len(fields) != 2 || fields[1] != "kB" {
+			continue
+		}
+		n, _ := strconv.ParseInt(fields[0], 10, 64)
+		switch k {
+		case "VmRSS":
+			m.RSS = n << 10
+		case "VmHWM":
+			m.HWM = n << 10
+		}
+	}
+	if m.RSS == 0 {
+		return m, errors.New("no VmRSS in /proc status")
+	}
+	return m, sc.Err()
+}
+
+// cpuTime is the process's user plus system time, all threads, from
+// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s on Linux).
+func (p *process) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: fields count from its ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("malformed /proc stat times")
+	}
+	const clockTicks = 100 // sysconf(_SC_CLK_TCK): 100 on every Linux Go supports
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// rssSampler records the largest VmRSS seen every 100 ms while it runs.
+type rssSampler struct {
+	stopc chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	peak  int64
+}
+
+func (p *process) sampleRSS() *rssSampler {
+	s := &rssSampler{stopc: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if m, err := p.memory(); err == nil {
+				s.mu.Lock()
+				s.peak = max(s.peak, m.RSS)
+				s.mu.Unlock()
+			}
+			select {
+			case <-s.stopc:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *rssSampler) stop() int64 {
+	close(s.stopc)
+	s.wg.Wait()
+	return s.peak
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,442 @@
+package group
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// TopicName is Kafka's name for the offsets topic.
+const TopicName = "__consumer_offsets"
+
+// Config holds the broker settings the coordinator uses, under Kafka's names.
+type Config struct {
+	NumPartitions          int32         // offsets.topic.num.partitions (50)
+	OffsetMetadataMaxBytes int32         // offset.metadata.max.bytes (4096)
+	OffsetsRetention       time.Duration // offsets.retention.minutes (7 days)
+	RetentionCheckInterval time.Duration // offsets.retention.check.interval.ms (10 min)
+
+	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms (3 s)
+	MinSessionTimeout     time.Duration // group.min.session.timeout.ms (6 s)
+	MaxSessionTimeout     time.Duration // group.max.session.timeout.ms (30 min)
+	MaxSize               int32         // group.max.size (unbounded)
+	// NewMemberJoinTimeout bounds how long a new member's parked JoinGroup
+	// may wait (Kafka's fixed 5 minutes).
+	NewMemberJoinTimeout time.Duration
+
+	ConsumerProtocol          bool          // group.coordinator.rebalance.protocols has "consumer"
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms (45 s)
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms (5 s)
+	ConsumerMaxSize           int32         // group.consumer.max.size (unbounded)
+	ConsumerAssignors         []string      // group.consumer.assignors: "uniform", "range"; the first is the default
+
+	Logger *slog.Logger
+	Now    func() time.Time // nil: time.Now
+}
+
+// DefaultConfig returns Kafka 4's defaults.
+func DefaultConfig() Config {
+	return Config{
+		NumPartitions:             50,
+		OffsetMetadataMaxBytes:    4096,
+		OffsetsRetention:          7 * 24 * time.Hour,
+		RetentionCheckInterval:    10 * time.Minute,
+		InitialRebalanceDelay:     3 * time.Second,
+		MinSessionTimeout:         6 * time.Second,
+		MaxSessionTimeout:         30 * time.Minute,
+		MaxSize:                   math.MaxInt32,
+		NewMemberJoinTimeout:      5 * time.Minute,
+		ConsumerProtocol:          true,
+		ConsumerSessionTimeout:    45 * time.Second,
+		ConsumerHeartbeatInterval: 5 * time.Second,
+		ConsumerMaxSize:           math.MaxInt32,
+		ConsumerAssignors:         []string{"uniform", "range"},
+	}
+}
+
+// Log is the __consumer_offsets topic as the coordinator sees it; the broker
+// implements it over its partition logs.
+type Log interface {
+	// Partitions is the topic's partition count, 0 while it does not exist.
+	Partitions() int32
+	// Leads reports whether this broker leads the partition, that is,
+	// coordinates its groups.
+	Leads(partition int32) bool
+	// Append appends one record batch as the partition's leader and returns
+	// once it is durable as configured; errors unwrap to a *kerr.Error when
+	// Kafka has a code for them.
+	Append(partition int32, batch []byte) error
+	// ReadFrom calls fn with every record batch from offset (clamped to the
+	// log start) to the log end, in order.
+	ReadFrom(partition int32, offset int64, fn func(batch []byte) error) error
+}
+
+// TopicMeta is what the coordinator needs to know about a topic.
+type TopicMeta struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+}
+
+// Metadata is the cluster's topics, for validating commits and resolving
+// consumer-protocol subscriptions.
+type Metadata interface {
+	Topic(name string) (TopicMeta, bool)
+	TopicByID(id [16]byte) (TopicMeta, bool)
+	Topics() []TopicMeta
+}
+
+// Client describes where a request came from.
+type Client struct {
+	Version int16  // the request's API version
+	ID      string // client.id
+	Host    string // as Kafka shows it: "/" + IP
+}
+
+// Coordinator is the group coordinator of one broker.
+type Coordinator struct {
+	cfg    Config
+	log    Log
+	meta   Metadata
+	logger *slog.Logger
+	now    func() time.Time
+
+	shards      sync.Map // int32 -> *shard
+	metaVersion atomic.Uint64
+	closed      atomic.Bool
+	stop        chan struct{}
+
+	bgMu sync.Mutex // orders starting background work against Close
+	wg   sync.WaitGroup
+}
+
+// New returns a coordinator over log and meta and starts its offset
+// expiration loop.
+func New(cfg Config, log Log, meta Metadata) *Coordinator {
+	def := DefaultConfig()
+	if cfg.NumPartitions <= 0 {
+		cfg.NumPartitions = def.NumPartitions
+	}
+	if cfg.NewMemberJoinTimeout <= 0 {
+		cfg.NewMemberJoinTimeout = def.NewMemberJoinTimeout
+	}
+	if cfg.RetentionCheckInterval <= 0 {
+		cfg.RetentionCheckInterval = def.RetentionCheckInterval
+	}
+	if cfg.ConsumerHeartbeatInterval <= 0 {
+		cfg.ConsumerHeartbeatInterval = def.ConsumerHeartbeatInterval
+	}
+	if cfg.ConsumerSessionTimeout <= 0 {
+		cfg.ConsumerSessionTimeout = def.ConsumerSessionTimeout
+	}
+	if len(cfg.ConsumerAssignors) == 0 {
+		cfg.ConsumerAssignors = def.ConsumerAssignors
+	}
+	if cfg.MaxSize <= 0 {
+		cfg.MaxSize = def.MaxSize
+	}
+	if cfg.ConsumerMaxSize <= 0 {
+		cfg.ConsumerMaxSize = def.ConsumerMaxSize
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	c := &Coordinator{cfg: cfg, log: log, meta: meta, logger: logger, now: now, stop: make(chan struct{})}
+	c.goBackground(c.expirationLoop)
+	return c
+}
+
+// goBackground runs fn in a goroutine Close waits for; false once closed.
+func (c *Coordinator) goBackground(fn func()) bool {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.closed.Load() {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// Close stops the coordinator: every shard is unloaded (parked JoinGroup and
+// SyncGroup requests are answered NOT_COORDINATOR) and later requests get
+// COORDINATOR_NOT_AVAILABLE.
+func (c *Coordinator) Close() {
+	c.bgMu.Lock()
+	if !c.closed.CompareAndSwap(false, true) {
+		c.bgMu.Unlock()
+		return
+	}
+	close(c.stop)
+	c.bgMu.Unlock()
+	c.wg.Wait()
+	c.shards.Range(func(_, v any) bool {
+		v.(*shard).unload(c)
+		return true
+	})
+}
+
+// TopicsChanged tells the coordinator that topic metadata changed, so that
+// consumer-protocol groups recompute their subscriptions on their next
+// heartbeat.
+func (c *Coordinator) TopicsChanged() { c.metaVersion.Add(1) }
+
+// NumPartitions is the partition count groups hash over: the topic's, or
+// offsets.topic.num.partitions before it exists.
+func (c *Coordinator) NumPartitions() int32 {
+	if n := c.log.Partitions(); n > 0 {
+		return n
+	}
+	return c.cfg.NumPartitions
+}
+
+// PartitionFor is the __consumer_offsets partition a group belongs to.
+func (c *Coordinator) PartitionFor(groupID string) int32 {
+	return PartitionFor(groupID, c.NumPartitions())
+}
+
+// LoadOwned starts loading every partition this broker leads and has not
+// loaded yet, in the background; the broker calls it when the coordinator
+// starts and when the offsets topic appears or changes leaders.
+func (c *Coordinator) LoadOwned() {
+	if c.closed.Load() {
+		return
+	}
+	n := c.log.Partitions()
+	for p := int32(0); p < n; p++ {
+		if c.log.Leads(p) {
+			c.shardFor(p).ensureLoaded(c)
+		} else if v, ok := c.shards.Load(p); ok {
+			v.(*shard).unload(c)
+		}
+	}
+}
+
+func (c *Coordinator) shardFor(p int32) *shard {
+	if v, ok := c.shards.Load(p); ok {
+		return v.(*shard)
+	}
+	v, _ := c.shards.LoadOrStore(p, &shard{index: p})
+	return v.(*shard)
+}
+
+// shardState is a shard's load state.
+type shardState int8
+
+const (
+	shardUnloaded shardState = iota
+	shardLoading
+	shardLoaded
+)
+
+// shard is the groups of one __consumer_offsets partition.
+type shard struct {
+	index int32
+
+	mu     sync.Mutex // guards state and groups, never held while taking a group's lock
+	state  shardState
+	groups map[string]*group
+}
+
+// ensureLoaded starts loading the shard if it is unloaded and reports its
+// error code for a request now: 0 when loaded, else
+// COORDINATOR_LOAD_IN_PROGRESS.
+func (s *shard) ensureLoaded(c *Coordinator) int16 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case shardLoaded:
+		return 0
+	case shardLoading:
+		return kerr.CoordinatorLoadInProgress.Code
+	}
+	s.state = shardLoading
+	if !c.goBackground(func() { c.load(s) }) {
+		s.state = shardUnloaded
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return kerr.CoordinatorLoadInProgress.Code
+}
+
+// unload drops the shard's groups: parked requests are answered
+// NOT_COORDINATOR and timers stop.
+func (s *shard) unload(c *Coordinator) {
+	s.mu.Lock()
+	groups := s.groups
+	wasLoaded := s.state == shardLoaded
+	s.groups = nil
+	s.state = shardUnloaded
+	s.mu.Unlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		g.unloadLocked()
+		g.mu.Unlock()
+	}
+	if wasLoaded && len(groups) > 0 {
+		c.logger.Info("unloaded group coordinator partition", "partition", s.index, "groups", len(groups))
+	}
+}
+
+// loadedShard returns the loaded shard of a group, or the error code a
+// request gets: COORDINATOR_NOT_AVAILABLE after Close, NOT_COORDINATOR if
+// another broker leads the partition, COORDINATOR_LOAD_IN_PROGRESS while it
+// loads.
+func (c *Coordinator) loadedShard(groupID string) (*shard, int16) {
+	if c.closed.Load() {
+		return nil, kerr.CoordinatorNotAvailable.Code
+	}
+	n := c.log.Partitions()
+	if n <= 0 {
+		return nil, kerr.NotCoordinator.Code
+	}
+	p := PartitionFor(groupID, n)
+	if !c.log.Leads(p) {
+		if v, ok := c.shards.Load(p); ok {
+			v.(*shard).unload(c)
+		}
+		return nil, kerr.NotCoordinator.Code
+	}
+	s := c.shardFor(p)
+	if code := s.ensureLoaded(c); code != 0 {
+		return nil, code
+	}
+	return s, 0
+}
+
+// lockGroup returns the group locked, creating it (as an empty classic
+// group) when create is set; a nil group with code 0 means it does not
+// exist.
+func (c *Coordinator) lockGroup(groupID string, create bool) (*group, int16) {
+	for {
+		s, code := c.loadedShard(groupID)
+		if code != 0 {
+			return nil, code
+		}
+		s.mu.Lock()
+		if s.state != shardLoaded {
+			s.mu.Unlock()
+			continue
+		}
+		g := s.groups[groupID]
+		if g == nil {
+			if !create {
+				s.mu.Unlock()
+				return nil, 0
+			}
+			g = newGroup(c, s, groupID)
+			s.groups[groupID] = g
+		}
+		s.mu.Unlock()
+		g.mu.Lock()
+		if g.removed {
+			g.mu.Unlock()
+			continue
+		}
+		return g, 0
+	}
+}
+
+// groupsOf snapshots the groups of every loaded shard.
+func (c *Coordinator) allGroups() []*group {
+	var out []*group
+	c.shards.Range(func(_, v any) bool {
+		s := v.(*shard)
+		s.mu.Lock()
+		if s.state == shardLoaded {
+			for _, g := range s.groups {
+				out = append(out, g)
+			}
+		}
+		s.mu.Unlock()
+		return true
+	})
+	return out
+}
+
+// removeLocked takes the locked group out of its shard: later lookups create
+// a new group of the same id.
+func (g *group) removeLocked() {
+	g.removed = true
+	g.shard.mu.Lock()
+	if g.shard.groups[g.id] == g {
+		delete(g.shard.groups, g.id)
+	}
+	g.shard.mu.Unlock()
+}
+
+// appendRecords writes records to the group's partition as one batch.
+func (g *group) appendRecords(recs []record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	return g.c.log.Append(g.shard.index, buildBatch(recs, g.c.now()))
+}
+
+// appendErrorCode maps a failed append to what a group request answers, as
+// Kafka's appendGroupMetadataErrorToResponseError does.
+func appendErrorCode(err error) int16 {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		// A closed log (shutdown) or an I/O failure: the client should find
+		// the coordinator again.
+		return kerr.NotCoordinator.Code
+	}
+	switch ke.Code {
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.RequestTimedOut.Code:
+		return kerr.CoordinatorNotAvailable.Code
+	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
+		return kerr.NotCoordinator.Code
+	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidFetchSize.Code:
+		return kerr.UnknownServerError.Code
+	}
+	return ke.Code
+}
+
+// expirationLoop expires offsets and empty groups every
+// offsets.retention.check.interval.ms.
+func (c *Coordinator) expirationLoop() {
+	t := time.NewTicker(c.cfg.RetentionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.ExpireOffsets()
+		}
+	}
+}
+
+// ExpireOffsets runs one offset expiration pass over every loaded group, as
+// the periodic loop does.
+func (c *Coordinator) ExpireOffsets() {
+	now := c.now()
+	var offsets, groups int
+	for _, g := range c.allGroups() {
+		g.mu.Lock()
+		if !g.removed {
+			n, deleted := g.expireLocked(now)
+			offsets += n
+			if deleted {
+				groups++
+			}
+		}
+		g.mu.Unlock()
+	}
+	if offsets > 0 || groups > 0 {
+		c.logger.Info("expired committed offsets", "offsets", offsets, "groups_deleted", groups)
+	}
+}

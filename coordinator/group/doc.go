@@ -1,0 +1,57 @@
+// Package group is Strait's group coordinator. It owns consumer groups of
+// both rebalance protocols and their committed offsets:
+//
+//   - the classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) on
+//     Kafka's state machine Empty -> PreparingRebalance -> CompletingRebalance
+//     -> Stable (and Dead), with session, rebalance and pending-sync timeouts,
+//     group.initial.rebalance.delay.ms, KIP-394's member-id round trip and
+//     KIP-345 static membership; any protocol type (consumer, connect, ...);
+//   - KIP-848's consumer protocol (ConsumerGroupHeartbeat,
+//     ConsumerGroupDescribe): group and member epochs, server-side assignors
+//     (uniform, range), revocation before reassignment, subscriptions by topic
+//     list or RE2 regex;
+//   - committed offsets (OffsetCommit, OffsetFetch, OffsetDelete), their
+//     expiry after offsets.retention.minutes, and ListGroups, DescribeGroups,
+//     DeleteGroups.
+//
+// # Placement
+//
+// A group lives on partition abs(javaStringHash(groupID)) % N of the
+// __consumer_offsets topic (N: the topic's partition count, or
+// offsets.topic.num.partitions before it exists), exactly as Kafka hashes, so
+// the leader of that partition is the group's coordinator. Each partition is
+// a shard of groups; a shard is loaded by replaying its partition the first
+// time it is needed (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS) and
+// unloaded when this broker stops leading it.
+//
+// # Records
+//
+// Every state change is appended to the group's partition as one
+// uncompressed magic-v2 record batch (CRC32C), in Kafka's key and value
+// schemas, so a Kafka tool reading __consumer_offsets understands them. The
+// key's leading int16 version names the record type:
+//
+//	key v1  OffsetCommitKey{group, topic, partition}
+//	        -> OffsetCommitValue v3 (v1 when it carries an expire timestamp);
+//	           a null value (tombstone) deletes the offset
+//	key v2  GroupMetadataKey{group}
+//	        -> GroupMetadataValue v3: a classic group's generation, protocol,
+//	           leader and members with subscription and assignment; a
+//	           tombstone deletes the group
+//
+// Keys v3 and above are KIP-848's ConsumerGroup* records. kmsg has no schema
+// for them, so Strait does not write them: a consumer-protocol group's
+// members, epochs and assignments live in memory only (its offsets are
+// persisted like any other). After a restart such a group comes back as an
+// empty group holding its offsets, and its members rejoin. On load those
+// keys are skipped.
+//
+// # Concurrency
+//
+// One mutex per group guards its membership, state, timers and offsets, and
+// is held across the append of the group's records so the log and memory
+// change in the same order. A shard's mutex guards only its map of groups
+// and is never held while a group's is taken (lock order: group, then
+// shard). Timers take the group's lock. JoinGroup and SyncGroup answers are
+// delivered through callbacks, possibly later and from a timer goroutine.
+package group

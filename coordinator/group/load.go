@@ -1,0 +1,214 @@
+package group
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// replayer rebuilds a shard's groups from its partition, record by record,
+// as Kafka's coordinator replays __consumer_offsets when it becomes leader.
+type replayer struct {
+	c       *Coordinator
+	s       *shard
+	groups  map[string]*group
+	records int
+	skipped int // KIP-848 and other record types Strait does not keep
+	// txn holds offsets committed inside a still-open transaction, by
+	// producer id, until its commit or abort marker.
+	txn map[int64][]txnOffset
+}
+
+type txnOffset struct {
+	group, topic string
+	partition    int32
+	entry        offsetEntry
+}
+
+func (r *replayer) group(id string) *group {
+	g := r.groups[id]
+	if g == nil {
+		g = newGroup(r.c, r.s, id)
+		r.groups[id] = g
+	}
+	return g
+}
+
+func (r *replayer) batch(b []byte) error {
+	return readBatch(b, r.record)
+}
+
+func (r *replayer) record(info batchInfo, key, value []byte) error {
+	r.records++
+	if info.control {
+		var k kmsg.ControlRecordKey
+		if err := k.ReadFrom(key); err != nil {
+			return nil
+		}
+		pending := r.txn[info.producerID]
+		delete(r.txn, info.producerID)
+		if k.Type == kmsg.ControlRecordKeyTypeCommit {
+			for _, o := range pending {
+				r.group(o.group).setOffsetLocked(o.topic, o.partition, o.entry)
+			}
+		}
+		return nil
+	}
+	version, ok := decodeKeyVersion(key)
+	if !ok {
+		r.skipped++
+		return nil
+	}
+	switch version {
+	case keyOffsetCommitV0, keyOffsetCommit:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(key); err != nil {
+			r.c.logger.Warn("skipping unreadable offset commit key", "partition", r.s.index, "offset", info.baseOffset, "err", err)
+			return nil
+		}
+		if value == nil {
+			if g := r.groups[k.Group]; g != nil {
+				g.deleteOffsetLocked(k.Topic, k.Partition)
+			}
+			return nil
+		}
+		var v kmsg.OffsetCommitValue
+		if err := v.ReadFrom(value); err != nil {
+			r.c.logger.Warn("skipping unreadable offset commit value", "partition", r.s.index, "offset", info.baseOffset, "err", err)
+			return nil
+		}
+		e := offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTime: v.CommitTimestamp, expireTime: -1}
+		if v.Version >= 3 {
+			e.leaderEpoch = v.LeaderEpoch
+		}
+		if v.Version == 1 {
+			e.expireTime = v.ExpireTimestamp
+		}
+		if info.transactional {
+			r.txn[info.producerID] = append(r.txn[info.producerID], txnOffset{k.Group, k.Topic, k.Partition, e})
+			return nil
+		}
+		r.group(k.Group).setOffsetLocked(k.Topic, k.Partition, e)
+	case keyGroupMetadata:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(key); err != nil {
+			r.c.logger.Warn("skipping unreadable group metadata key", "partition", r.s.index, "offset", info.baseOffset, "err", err)
+			return nil
+		}
+		if value == nil {
+			// The group was deleted; offsets written after stay.
+			if g := r.groups[k.Group]; g != nil {
+				g.classic.init(r.c.now())
+			}
+			return nil
+		}
+		var v kmsg.GroupMetadataValue
+		if err := v.ReadFrom(value); err != nil {
+			r.c.logger.Warn("skipping unreadable group metadata value", "partition", r.s.index, "offset", info.baseOffset, "err", err)
+			return nil
+		}
+		r.group(k.Group).replayGroupMetadata(&v)
+	default:
+		r.skipped++
+	}
+	return nil
+}
+
+// replayGroupMetadata sets the classic state from a GroupMetadata record:
+// Stable with its members, or Empty.
+func (g *group) replayGroupMetadata(v *kmsg.GroupMetadataValue) {
+	cg := &g.classic
+	cg.init(g.c.now())
+	cg.hasRecord = true
+	cg.generation = v.Generation
+	cg.protocolType = v.ProtocolType
+	if v.Protocol != nil {
+		cg.protocol = *v.Protocol
+	}
+	if v.Leader != nil {
+		cg.leader = *v.Leader
+	}
+	cg.stateTime = -1
+	if v.Version >= 2 {
+		cg.stateTime = v.CurrentStateTimestamp
+	}
+	for _, mv := range v.Members {
+		m := &classicMember{
+			id: mv.MemberID, instanceID: mv.InstanceID, clientID: mv.ClientID, clientHost: mv.ClientHost,
+			rebalanceTimeout: mv.RebalanceTimeoutMillis, sessionTimeout: mv.SessionTimeoutMillis,
+			protocolType: v.ProtocolType,
+			protocols:    []protocolMeta{{name: cg.protocol, metadata: mv.Subscription}},
+			assignment:   mv.Assignment,
+		}
+		if v.Version < 1 {
+			m.rebalanceTimeout = m.sessionTimeout
+		}
+		cg.members[m.id] = m
+		if m.instanceID != nil {
+			cg.static[*m.instanceID] = m.id
+		}
+	}
+	if len(cg.members) > 0 {
+		cg.state, cg.prevState = stateStable, stateStable
+	}
+	cg.subscribedTopics = cg.computeSubscribedTopics()
+}
+
+// load replays a shard's partition and makes its groups available.
+func (c *Coordinator) load(s *shard) {
+	start := time.Now()
+	r := &replayer{c: c, s: s, groups: map[string]*group{}, txn: map[int64][]txnOffset{}}
+	if err := c.log.ReadFrom(s.index, 0, r.batch); err != nil {
+		c.logger.Error("loading group coordinator partition failed", "partition", s.index, "err", err)
+		s.mu.Lock()
+		if s.state == shardLoading {
+			s.state = shardUnloaded
+		}
+		s.mu.Unlock()
+		return
+	}
+	offsets := 0
+	for id, g := range r.groups {
+		if !g.classic.hasRecord && len(g.offsets) == 0 {
+			delete(r.groups, id) // deleted, and nothing committed since
+			continue
+		}
+		offsets += g.numOffsetsLocked()
+	}
+	s.mu.Lock()
+	if s.state != shardLoading || c.closed.Load() {
+		s.mu.Unlock()
+		return // unloaded meanwhile
+	}
+	s.groups, s.state = r.groups, shardLoaded
+	s.mu.Unlock()
+	for _, g := range r.groups {
+		g.mu.Lock()
+		g.onLoadedLocked()
+		g.mu.Unlock()
+	}
+	level := slog.LevelInfo
+	if r.records == 0 {
+		level = slog.LevelDebug // an empty partition is not worth a line each
+	}
+	c.logger.Log(context.Background(), level, "loaded group coordinator partition", "partition", s.index,
+		"groups", len(r.groups), "offsets", offsets, "records", r.records, "skipped_records", r.skipped,
+		"took", time.Since(start))
+}
+
+// onLoadedLocked starts the session timers of a loaded group's members,
+// who keep their generation across the restart.
+func (g *group) onLoadedLocked() {
+	if g.removed || g.kind != kindClassic {
+		return
+	}
+	cg := &g.classic
+	for _, m := range cg.members {
+		g.rescheduleHeartbeatLocked(m, m.sessionTimeoutDuration())
+	}
+	if len(cg.members) > int(g.c.cfg.MaxSize) {
+		g.prepareRebalanceLocked("freshly-loaded group is over capacity")
+	}
+}

@@ -1,0 +1,206 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/strait/strait/storage/compress"
+)
+
+// The cleaner's record-level work: parsing a batch's records with their
+// keys, and writing a batch back with only the records it keeps, as
+// Kafka's MemoryRecords.filterTo and MemoryRecordsBuilder do.
+
+// cleanRecord is one record of a batch being cleaned.
+type cleanRecord struct {
+	offset    int64
+	timestamp int64  // the record's timestamp as Kafka's Record.timestamp() reads it
+	key       []byte // nil when the key is null
+	hasValue  bool   // false for a tombstone
+	// tail is the record body from keyLength to the end of the headers:
+	// copied verbatim when the batch is rewritten, since only the
+	// timestamp and offset deltas before it change.
+	tail []byte
+}
+
+// deleteHorizon returns the batch's delete horizon (KIP-534): when
+// attributes bit 6 is set, baseTimestamp holds the time from which its
+// tombstones may be removed.
+func (h *batchHeader) deleteHorizon() (int64, bool) {
+	if h.Attributes&attrDeleteHorizon != 0 {
+		return h.BaseTimestamp, true
+	}
+	return noTimestamp, false
+}
+
+// decompressedRecords returns the records section of a batch, decompressed
+// into buf (reused between calls) when the batch is compressed.
+func decompressedRecords(batch []byte, h *batchHeader, buf *bytes.Buffer) ([]byte, error) {
+	payload := batch[batchHeaderSize:]
+	if h.codec() == compress.None {
+		return payload, nil
+	}
+	r, err := compress.NewReader(h.codec(), payload)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf.Reset()
+	if _, err := buf.ReadFrom(io.LimitReader(r, math.MaxInt32)); err != nil {
+		return nil, fmt.Errorf("%s: %w", h.codec(), err)
+	}
+	return buf.Bytes(), nil
+}
+
+var errShortRecord = errors.New("record runs past the end of its batch")
+
+// parseCleanRecords parses the records of a batch from its uncompressed
+// records section, appending them to out. The records alias records.
+func parseCleanRecords(records []byte, h *batchHeader, out []cleanRecord) ([]cleanRecord, error) {
+	logAppend := h.timestampType() == LogAppendTime
+	for i := int32(0); i < h.RecordCount; i++ {
+		length, n := binary.Varint(records)
+		if n <= 0 || length < 0 || length > int64(len(records)-n) {
+			return out, fmt.Errorf("record %d of the batch at offset %d: %w", i, h.BaseOffset, errShortRecord)
+		}
+		body := records[n : n+int(length)]
+		records = records[n+int(length):]
+		rec, err := parseCleanRecord(body, h, logAppend)
+		if err != nil {
+			return out, fmt.Errorf("record %d of the batch at offset %d: %w", i, h.BaseOffset, err)
+		}
+		out = append(out, rec)
+	}
+	if len(records) != 0 {
+		return out, fmt.Errorf("batch at offset %d: %d bytes after its last record", h.BaseOffset, len(records))
+	}
+	return out, nil
+}
+
+func parseCleanRecord(body []byte, h *batchHeader, logAppend bool) (cleanRecord, error) {
+	var rec cleanRecord
+	if len(body) < 1 {
+		return rec, errShortRecord
+	}
+	b := body[1:] // attributes: unused
+	tsDelta, n := binary.Varint(b)
+	if n <= 0 {
+		return rec, errShortRecord
+	}
+	b = b[n:]
+	offsetDelta, n := binary.Varint(b)
+	if n <= 0 || offsetDelta < 0 || offsetDelta > math.MaxInt32 {
+		return rec, errShortRecord
+	}
+	b = b[n:]
+	rec.tail = b
+	rec.offset = h.BaseOffset + offsetDelta
+	rec.timestamp = h.BaseTimestamp + tsDelta
+	if logAppend {
+		rec.timestamp = h.MaxTimestamp
+	}
+	keyLen, n := binary.Varint(b)
+	if n <= 0 || keyLen > int64(len(b)-n) {
+		return rec, errShortRecord
+	}
+	b = b[n:]
+	if keyLen >= 0 {
+		rec.key = b[:keyLen:keyLen]
+		b = b[keyLen:]
+	}
+	valueLen, n := binary.Varint(b)
+	if n <= 0 || valueLen > int64(len(b)-n) {
+		return rec, errShortRecord
+	}
+	rec.hasValue = valueLen >= 0
+	return rec, nil
+}
+
+// appendRebuiltBatch appends to dst a v2 batch holding recs, the records
+// a cleaning keeps of the batch h, as Kafka's buildRetainedRecordsInto: the
+// base offset, last offset delta (so the producer's last sequence
+// survives), producer fields, leader epoch, timestamp type and codec are
+// h's; records keep their offsets; baseTimestamp is the delete horizon when
+// deleteHorizonMs >= 0 (attributes bit 6 set), else the first record's
+// timestamp; maxTimestamp is the largest record timestamp, or h's for
+// LogAppendTime. scratch holds the uncompressed records between calls.
+func appendRebuiltBatch(dst []byte, h *batchHeader, recs []cleanRecord, deleteHorizonMs int64, scratch *[]byte) ([]byte, error) {
+	baseTs := deleteHorizonMs
+	if baseTs < 0 && len(recs) > 0 {
+		baseTs = recs[0].timestamp
+	}
+	maxTs := int64(noTimestamp)
+	raw := (*scratch)[:0]
+	var body []byte
+	for _, r := range recs {
+		body = body[:0]
+		body = append(body, 0) // attributes
+		body = binary.AppendVarint(body, r.timestamp-baseTs)
+		body = binary.AppendVarint(body, r.offset-h.BaseOffset)
+		body = append(body, r.tail...)
+		raw = binary.AppendVarint(raw, int64(len(body)))
+		raw = append(raw, body...)
+		maxTs = max(maxTs, r.timestamp)
+	}
+	*scratch = raw
+	if h.timestampType() == LogAppendTime {
+		maxTs = h.MaxTimestamp
+	}
+	attrs := h.Attributes &^ attrDeleteHorizon
+	if deleteHorizonMs >= 0 {
+		attrs |= attrDeleteHorizon
+	}
+	out := *h
+	out.Attributes, out.BaseTimestamp, out.MaxTimestamp = attrs, baseTs, maxTs
+	out.RecordCount = int32(len(recs))
+
+	start := len(dst)
+	dst = append(dst, make([]byte, batchHeaderSize)...)
+	dst, err := compress.Compress(h.codec(), dst, raw)
+	if err != nil {
+		return dst[:start], err
+	}
+	out.BatchLength = int32(len(dst) - start - logOverhead)
+	putBatchHeader(dst[start:], &out)
+	return dst, nil
+}
+
+// appendEmptyBatch appends the header-only batch Kafka keeps when every
+// record of h is removed but the batch must stay (DefaultRecordBatch.
+// writeEmptyHeader): h's offsets, producer fields, leader epoch, timestamp
+// type, transactional and control bits and maxTimestamp; no codec, no
+// delete horizon, baseTimestamp -1, zero records.
+func appendEmptyBatch(dst []byte, h *batchHeader) []byte {
+	out := *h
+	out.Attributes = h.Attributes & (attrTimestampType | attrTransactional | attrControl)
+	out.BaseTimestamp = noTimestamp
+	out.RecordCount = 0
+	out.BatchLength = batchHeaderSize - logOverhead
+	start := len(dst)
+	dst = append(dst, make([]byte, batchHeaderSize)...)
+	putBatchHeader(dst[start:], &out)
+	return dst
+}
+
+// putBatchHeader writes h into b[:batchHeaderSize] with magic 2 and
+// computes the CRC over b (the whole batch, records already in place).
+func putBatchHeader(b []byte, h *batchHeader) {
+	be := binary.BigEndian
+	be.PutUint64(b[offBaseOffset:], uint64(h.BaseOffset))
+	be.PutUint32(b[offBatchLength:], uint32(h.BatchLength))
+	be.PutUint32(b[offLeaderEpoch:], uint32(h.LeaderEpoch))
+	b[offMagic] = magicV2
+	be.PutUint16(b[offAttributes:], uint16(h.Attributes))
+	be.PutUint32(b[offLastOffsetDelta:], uint32(h.LastOffsetDelta))
+	be.PutUint64(b[offBaseTimestamp:], uint64(h.BaseTimestamp))
+	be.PutUint64(b[offMaxTimestamp:], uint64(h.MaxTimestamp))
+	be.PutUint64(b[offProducerID:], uint64(h.ProducerID))
+	be.PutUint16(b[offProducerEpoch:], uint16(h.ProducerEpoch))
+	be.PutUint32(b[offBaseSequence:], uint32(h.BaseSequence))
+	be.PutUint32(b[offRecordCount:], uint32(h.RecordCount))
+	be.PutUint32(b[offCRC:], batchCRC(b[:h.size()]))
+}
