@@ -38,7 +38,6 @@ class ProduceConsumeTest {
         pp.put("compression.type", codec);
         pp.put("acks", "all");
         pp.put("linger.ms", "5");
-        pp.put("enable.idempotence", System.getProperty("idempotence", "false"));
         List<RecordMetadata> acked = new ArrayList<>();
         try (KafkaProducer<byte[], byte[]> producer =
                 new KafkaProducer<>(pp, new ByteArraySerializer(), new ByteArraySerializer())) {
