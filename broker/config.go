@@ -17,7 +17,6 @@ import (
 	"maps"
 	"math"
 	"net"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -92,12 +91,15 @@ type Config struct {
 	MinInsyncReplicas       int32  // min.insync.replicas (1)
 	CompressionType         string // compression.type (producer)
 	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs are
-	// log.message.timestamp.before/after.max.ms, also copied into LogDefaults
-	// once storage.LogConfig has the fields (see setLogConfigField).
+	// log.message.timestamp.before/after.max.ms, also copied into LogDefaults.
 	MessageTimestampBeforeMaxMs int64
 	MessageTimestampAfterMaxMs  int64
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms (300000).
 	RetentionCheckIntervalMs int64
+	// LogCleanerEnable is log.cleaner.enable (true): whether compacted
+	// topics are cleaned; Cleaner holds the log.cleaner.* settings.
+	LogCleanerEnable bool
+	Cleaner          storage.CleanerConfig
 	// ProducerIDExpirationCheckIntervalMs is
 	// producer.id.expiration.check.interval.ms (600000): how often idle
 	// producers' state is expired.
@@ -133,24 +135,13 @@ func DefaultConfig() Config {
 		RetentionCheckIntervalMs:    300000,
 
 		ProducerIDExpirationCheckIntervalMs: 600000,
+		LogCleanerEnable:                    true,
+		Cleaner:                             storage.DefaultCleanerConfig(),
 	}
 }
 
 // defaultLogConfig is Kafka's LogConfig defaults, as storage defines them.
 func defaultLogConfig() storage.LogConfig { return storage.DefaultLogConfig() }
-
-// setLogConfigField sets an int64 field of storage.LogConfig by name if the
-// field exists. storage.LogConfig is gaining TimestampBeforeMaxMs,
-// TimestampAfterMaxMs and FileDeleteDelayMs; until they are in the compiled API a
-// direct assignment would not build, and without one they would stay 0 (reject
-// every timestamp, delete at once) the day they appear.
-// TODO(config): assign the fields directly once storage.LogConfig has them.
-func setLogConfigField(lc *storage.LogConfig, name string, v int64) {
-	f := reflect.ValueOf(lc).Elem().FieldByName(name)
-	if f.IsValid() && f.CanSet() && f.Kind() == reflect.Int64 {
-		f.SetInt(v)
-	}
-}
 
 // ConfigError is an invalid broker or topic configuration. Error returns Kafka's
 // message for it.
@@ -284,6 +275,19 @@ func (p *props) bool(key string, def bool) bool {
 }
 
 // atLeast is ConfigDef.Range.atLeast.
+func (p *props) double(key string, def float64) float64 {
+	raw, ok := p.m[key]
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+	if err != nil {
+		p.fail(invalidValue(key, raw, "Not a number of type DOUBLE"))
+		return def
+	}
+	return f
+}
+
 func (p *props) atLeast(key string, n, min int64) {
 	if n < min && p.has(key) {
 		p.fail(invalidValue(key, p.m[key], "Value must be at least "+strconv.FormatInt(min, 10)))
@@ -495,24 +499,45 @@ func (c *Config) parseLogDefaults(p *props) error {
 		ld.FlushMs = p.long("log.flush.interval.ms", math.MaxInt64)
 	}
 
+	ld.Compact, ld.Delete = false, false
 	for _, policy := range parseList(p.str("log.cleanup.policy", "delete")) {
 		if err := validIn("log.cleanup.policy", policy, "compact", "delete"); err != nil {
 			p.fail(err)
 		}
-		if policy == "compact" {
-			ld.Compact = true
-		}
+		ld.Compact = ld.Compact || policy == "compact"
+		ld.Delete = ld.Delete || policy == "delete"
 	}
+	ld.MinCleanableDirtyRatio = p.double("log.cleaner.min.cleanable.ratio", ld.MinCleanableDirtyRatio)
+	if r := ld.MinCleanableDirtyRatio; r < 0 || r > 1 {
+		p.fail(invalidValue("log.cleaner.min.cleanable.ratio", fmt.Sprint(r), "Value must be no less than 0.0 and no more than 1.0"))
+	}
+	ld.MinCompactionLagMs = p.long("log.cleaner.min.compaction.lag.ms", ld.MinCompactionLagMs)
+	p.atLeast("log.cleaner.min.compaction.lag.ms", ld.MinCompactionLagMs, 0)
+	ld.MaxCompactionLagMs = p.long("log.cleaner.max.compaction.lag.ms", ld.MaxCompactionLagMs)
+	p.atLeast("log.cleaner.max.compaction.lag.ms", ld.MaxCompactionLagMs, 1)
+	ld.DeleteRetentionMs = p.long("log.cleaner.delete.retention.ms", ld.DeleteRetentionMs)
+	p.atLeast("log.cleaner.delete.retention.ms", ld.DeleteRetentionMs, 0)
+
+	c.LogCleanerEnable = p.bool("log.cleaner.enable", true)
+	cc := storage.DefaultCleanerConfig()
+	cc.Threads = int(p.int("log.cleaner.threads", int32(cc.Threads)))
+	p.atLeast("log.cleaner.threads", int64(cc.Threads), 0)
+	cc.DedupeBufferSize = p.long("log.cleaner.dedupe.buffer.size", cc.DedupeBufferSize)
+	cc.DedupeBufferLoadFactor = p.double("log.cleaner.io.buffer.load.factor", cc.DedupeBufferLoadFactor)
+	cc.IOBufferSize = int(p.int("log.cleaner.io.buffer.size", int32(cc.IOBufferSize)))
+	p.atLeast("log.cleaner.io.buffer.size", int64(cc.IOBufferSize), 0)
+	cc.BackoffMs = p.long("log.cleaner.backoff.ms", cc.BackoffMs)
+	p.atLeast("log.cleaner.backoff.ms", cc.BackoffMs, 0)
+	c.Cleaner = cc
 
 	c.MessageTimestampBeforeMaxMs = p.long("log.message.timestamp.before.max.ms", math.MaxInt64)
 	p.atLeast("log.message.timestamp.before.max.ms", c.MessageTimestampBeforeMaxMs, 0)
 	c.MessageTimestampAfterMaxMs = p.long("log.message.timestamp.after.max.ms", defaultTimestampAfterMaxMs)
 	p.atLeast("log.message.timestamp.after.max.ms", c.MessageTimestampAfterMaxMs, 0)
-	setLogConfigField(&ld, "TimestampBeforeMaxMs", c.MessageTimestampBeforeMaxMs)
-	setLogConfigField(&ld, "TimestampAfterMaxMs", c.MessageTimestampAfterMaxMs)
-	deleteDelay := p.long("log.segment.delete.delay.ms", defaultFileDeleteDelayMs)
-	p.atLeast("log.segment.delete.delay.ms", deleteDelay, 0)
-	setLogConfigField(&ld, "FileDeleteDelayMs", deleteDelay)
+	ld.TimestampBeforeMaxMs = c.MessageTimestampBeforeMaxMs
+	ld.TimestampAfterMaxMs = c.MessageTimestampAfterMaxMs
+	ld.FileDeleteDelayMs = p.long("log.segment.delete.delay.ms", defaultFileDeleteDelayMs)
+	p.atLeast("log.segment.delete.delay.ms", ld.FileDeleteDelayMs, 0)
 
 	if p.err != nil {
 		return p.err
@@ -947,14 +972,23 @@ func (c Config) TopicLogConfig(topicConfigs map[string]string) (storage.LogConfi
 	}
 	if v, ok := topicConfigs["cleanup.policy"]; ok {
 		lc.Compact = slices.Contains(parseList(v), "compact")
+		lc.Delete = slices.Contains(parseList(v), "delete")
 	}
-	for key, field := range map[string]string{
-		"message.timestamp.before.max.ms": "TimestampBeforeMaxMs",
-		"message.timestamp.after.max.ms":  "TimestampAfterMaxMs",
-		"file.delete.delay.ms":            "FileDeleteDelayMs",
+	if v, ok := topicConfigs["min.cleanable.dirty.ratio"]; ok {
+		if r, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			lc.MinCleanableDirtyRatio = r
+		}
+	}
+	for key, field := range map[string]*int64{
+		"message.timestamp.before.max.ms": &lc.TimestampBeforeMaxMs,
+		"message.timestamp.after.max.ms":  &lc.TimestampAfterMaxMs,
+		"file.delete.delay.ms":            &lc.FileDeleteDelayMs,
+		"min.compaction.lag.ms":           &lc.MinCompactionLagMs,
+		"max.compaction.lag.ms":           &lc.MaxCompactionLagMs,
+		"delete.retention.ms":             &lc.DeleteRetentionMs,
 	} {
 		if n, ok := num(key); ok {
-			setLogConfigField(&lc, field, n)
+			*field = n
 		}
 	}
 	// min.insync.replicas is not a log setting: see TopicMinInsyncReplicas.

@@ -98,6 +98,9 @@ type partitionManager struct {
 	byName atomic.Pointer[map[string]*localTopic]
 	byID   atomic.Pointer[map[[16]byte]*localTopic]
 	stop   chan struct{}
+	// cleaner compacts the logs of compacted topics in the background
+	// (nil with log.cleaner.enable=false).
+	cleaner *storage.Cleaner
 }
 
 func newPartitionManager(s *Server) *partitionManager {
@@ -110,8 +113,28 @@ func newPartitionManager(s *Server) *partitionManager {
 // start opens the logs of every partition assigned here and follows changes:
 // Listen replays the existing topics, then delivers each change once.
 // Applying a change is idempotent anyway.
-func (pm *partitionManager) start() {
+func (pm *partitionManager) start() error {
 	pm.srv.ctrl.Listen(pm.apply)
+	if !pm.srv.cfg.LogCleanerEnable {
+		return nil
+	}
+	c, err := storage.NewCleaner(pm.srv.cfg.Cleaner, pm.logs, storage.Options{
+		FS: pm.srv.cfg.StorageFS, Logger: pm.srv.logger.With("component", "log-cleaner"),
+	})
+	if err != nil {
+		return fmt.Errorf("log cleaner: %w", err)
+	}
+	pm.cleaner = c
+	c.Start()
+	return nil
+}
+
+// logs lists every hosted partition's log, for the cleaner (which picks the
+// compacted ones); safe to call from any goroutine.
+func (pm *partitionManager) logs() []*storage.Log {
+	var out []*storage.Log
+	pm.forEach(func(p *partition) { out = append(out, p.log) })
+	return out
 }
 
 func (pm *partitionManager) topicByName(name string) *localTopic { return (*pm.byName.Load())[name] }
@@ -386,6 +409,9 @@ func (pm *partitionManager) forEach(fn func(*partition)) {
 }
 
 func (pm *partitionManager) stopMaintenance() {
+	if pm.cleaner != nil {
+		pm.cleaner.Close()
+	}
 	select {
 	case <-pm.stop:
 	default:

@@ -122,7 +122,9 @@ func (s *Server) start() error {
 	}
 
 	s.parts = newPartitionManager(s)
-	s.parts.start()
+	if err := s.parts.start(); err != nil {
+		return err
+	}
 
 	for _, l := range s.listeners {
 		s.bgWG.Add(1)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -467,7 +468,7 @@ func (sw *segmentWriter) flush() error {
 }
 
 // errStopIteration ends forEachBatch early without an error.
-var errStopIteration = fmt.Errorf("stop")
+var errStopIteration = errors.New("stop")
 
 // forEachBatch calls fn for each whole batch of seg in [from, to), reading
 // the file in chunks of the worker's read buffer (grown for a larger batch).

@@ -404,7 +404,7 @@ func TestCompactionKeepsLastBatchOfActiveProducerEmpty(t *testing.T) {
 
 func TestReadersOfReplacedSegmentsKeepWorking(t *testing.T) {
 	cfg := compactConfig()
-	cfg.FileDeleteDelayMs = 200
+	cfg.FileDeleteDelayMs = 1000
 	dir := t.TempDir()
 	l := openTestLog(t, dir, cfg, nil)
 	defer l.Close()
@@ -425,9 +425,13 @@ func TestReadersOfReplacedSegmentsKeepWorking(t *testing.T) {
 	if _, err := os.Stat(segPath(dir, 0, logFileSuffix+deletedFileSuffix)); err != nil {
 		t.Fatalf("replaced segment not renamed .deleted: %v", err)
 	}
-	time.Sleep(400 * time.Millisecond)
-	if _, err := os.Stat(segPath(dir, 0, logFileSuffix+deletedFileSuffix)); !os.IsNotExist(err) {
-		t.Fatalf("replaced segment not removed after file.delete.delay.ms: %v", err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(segPath(dir, 0, logFileSuffix+deletedFileSuffix)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("replaced segment not removed after file.delete.delay.ms")
+		}
 	}
 }
 
