@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit compat compat-kcat compat-java compat-js compat-python compat-franz-go bench clean
+.PHONY: all build run test vet unit compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-reference bench clean bench-compare
 
 all: build
 
@@ -21,7 +21,7 @@ vet:
 unit:
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
-test: vet build unit compat
+test: vet build unit compat compat-reference
 
 # Every client suite, then compat-tests/REPORT.md (client x feature matrix).
 compat: build
@@ -35,6 +35,11 @@ compat-kcat: build
 # codec, AdminClient topics and cluster.
 compat-java: build
 	./compat-tests/java/run.sh
+
+# Apache Kafka 4.x from Maven Central beside Strait: the same topic configs and
+# batches must leave the same records after retention and compaction.
+compat-reference: build
+	STRAIT_KAFKA_REFERENCE=1 $(GO) test -count=1 -timeout 15m -run TestRetentionAndCompactionMatchKafka ./compat-tests/reference/
 
 # kafkajs from npm with node's test runner.
 compat-js: build
@@ -52,6 +57,13 @@ compat-franz-go: build
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./storage/
+
+# Strait beside Apache Kafka 4.x (jars from Maven Central) and franz-go's kfake:
+# every scenario in bench/scenarios, medians of 3 rounds, start-up, memory,
+# partition scaling, head/tail fetch; writes bench/results/latest.md and .json.
+# About 10 minutes; QUICK=1 or ROUNDS=n; see bench/compare.sh. Needs java, mvn.
+bench-compare: build
+	GO=$(GO) ./bench/compare.sh
 
 clean:
 	rm -rf bin

@@ -13,10 +13,13 @@ import (
 // when cleanup.policy contains delete (LogConfig.Delete, also with
 // compact,delete), segments whose largest timestamp is older than
 // retention.ms and the oldest segments while the log exceeds
-// retention.bytes. Only sealed segments wholly below the high watermark are
-// deleted: never the active one (Kafka may roll it first; Strait leaves it
-// to segment.ms). It returns the number of segments deleted. The broker
-// calls it periodically (log.retention.check.interval.ms).
+// retention.bytes. A segment goes only when everything in it is below the
+// high watermark. The active segment is no exception: when it qualifies
+// too (all its records expired, say) it is rolled first and then deleted,
+// as Kafka does, so an idle partition's expired data does not wait for
+// segment.ms; an empty active segment always stays. It returns the number
+// of segments deleted. The broker calls it periodically
+// (log.retention.check.interval.ms).
 //
 // A segment without any timestamp never expires by time here (Kafka falls
 // back to the file's modification time).
@@ -29,18 +32,25 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 	}
 	hw := l.highWatermark.Load()
 	lso := l.logStartOffset.Load()
+	leo := l.logEndOffset.Load()
 	var total int64
 	for _, s := range l.segments {
 		total += s.size
 	}
 	n := 0
-	for n < len(l.segments)-1 {
-		s, next := l.segments[n], l.segments[n+1]
-		if next.baseOffset > hw {
+	for n < len(l.segments) {
+		s := l.segments[n]
+		upper := leo // the offset after the segment's last record
+		if n+1 < len(l.segments) {
+			upper = l.segments[n+1].baseOffset
+		} else if s.size == 0 {
+			break // the empty active segment stays
+		}
+		if upper > hw {
 			break
 		}
 		switch {
-		case next.baseOffset <= lso:
+		case upper <= lso:
 		case cfg.Delete && cfg.RetentionMs >= 0 && s.maxTimestamp > noTimestamp &&
 			now.UnixMilli()-s.maxTimestamp > cfg.RetentionMs:
 		case cfg.Delete && cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes:
@@ -53,6 +63,13 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 done:
 	if n == 0 {
 		return 0, nil
+	}
+	if n == len(l.segments) {
+		// Every segment goes: a log always keeps one, so roll a new active
+		// segment at the log end offset first.
+		if _, err := l.rollLocked(now); err != nil {
+			return 0, err
+		}
 	}
 	deleted := l.segments[:n]
 	l.segments = append([]*segment(nil), l.segments[n:]...)

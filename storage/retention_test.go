@@ -44,10 +44,24 @@ func TestRetentionByTime(t *testing.T) {
 	if _, err := l.Read(0, 100, l.LogEndOffset(), true); kerrCode(err) != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("read below the new log start: %v", err)
 	}
-	// The active segment is never deleted, however old.
+	// Once every record has expired, the active segment goes too, as in
+	// Kafka: rolled, then deleted, leaving an empty segment at the log end.
+	leo := l.LogEndOffset()
 	n, _ = l.DeleteOldSegments(time.UnixMilli(old + 10000000))
-	if len(l.segments) != 1 || n == 0 {
-		t.Fatalf("%d segments left (%d deleted)", len(l.segments), n)
+	if len(l.segments) != 1 || n == 0 || l.segments[0].size != 0 || l.segments[0].baseOffset != leo {
+		t.Fatalf("%d segments left (%d deleted), first at %d size %d, want one empty at %d",
+			len(l.segments), n, l.segments[0].baseOffset, l.segments[0].size, leo)
+	}
+	if l.LogStartOffset() != leo || l.LogEndOffset() != leo {
+		t.Fatalf("log start %d end %d after deleting everything, want both %d", l.LogStartOffset(), l.LogEndOffset(), leo)
+	}
+	// The empty active segment is never deleted.
+	if n, _ := l.DeleteOldSegments(time.UnixMilli(old + 20000000)); n != 0 {
+		t.Fatalf("deleted %d segments of an empty log", n)
+	}
+	appendBatches(t, l, compress.None, 1, old+100000)
+	if got := l.segments[0].baseOffset; got != leo || l.LogEndOffset() <= leo {
+		t.Fatalf("append after full expiry: segment at %d, log end %d", got, l.LogEndOffset())
 	}
 	// Log start offset survives a restart.
 	lso := l.LogStartOffset()
