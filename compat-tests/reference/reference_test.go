@@ -243,13 +243,14 @@ func (b *broker) contents(t *testing.T, topic string) (int64, []stored) {
 }
 
 // settle polls both brokers until their contents agree or the deadline
-// passes, then fails with the difference.
-func settle(t *testing.T, topic string, brokers []*broker, d time.Duration, done func(start int64, recs []stored) bool) {
+// passes, then fails with the difference. With anyStart the log start
+// offsets may differ (see the compact-delete case).
+func settle(t *testing.T, topic string, brokers []*broker, d time.Duration, anyStart bool, done func(start int64, recs []stored) bool) {
 	deadline := time.Now().Add(d)
 	for {
 		ks, kr := brokers[0].contents(t, topic)
 		ss, sr := brokers[1].contents(t, topic)
-		if ks == ss && reflect.DeepEqual(kr, sr) && done(ks, kr) {
+		if (ks == ss || anyStart) && reflect.DeepEqual(kr, sr) && done(ks, kr) {
 			t.Logf("%s: both brokers leave log start %d and %d records", topic, ks, len(kr))
 			return
 		}
@@ -306,6 +307,10 @@ func TestRetentionAndCompactionMatchKafka(t *testing.T) {
 		batches [][]byte
 		done    func(start int64, recs []stored) bool
 		then    *phase // produced once the first phase has settled
+		// anyStart: the log start offset depends on whether Kafka's
+		// retention check or its cleaner runs first, so only the records
+		// are compared.
+		anyStart bool
 	}{
 		{
 			// ~3.3 MB in 1 MiB segments, 2 MB kept by size.
@@ -341,6 +346,10 @@ func TestRetentionAndCompactionMatchKafka(t *testing.T) {
 				"min.cleanable.dirty.ratio": "0.01", "retention.bytes": "2000000"},
 			batches: workload(300, 100, 1000, now, 0),
 			done:    func(_ int64, recs []stored) bool { return len(recs) < 2000 },
+			// Retention first deletes the first segment (log start 1020);
+			// cleaning first empties it and the log falls under
+			// retention.bytes (log start 0). The records left are the same.
+			anyStart: true,
 		},
 	}
 	for _, c := range cases {
@@ -349,12 +358,12 @@ func TestRetentionAndCompactionMatchKafka(t *testing.T) {
 				b.createTopic(t, c.topic, c.configs)
 				b.produce(t, c.topic, c.batches)
 			}
-			settle(t, c.topic, brokers, 60*time.Second, c.done)
+			settle(t, c.topic, brokers, 60*time.Second, c.anyStart, c.done)
 			if c.then != nil {
 				for _, b := range brokers {
 					b.produce(t, c.topic, c.then.batches)
 				}
-				settle(t, c.topic, brokers, 60*time.Second, c.then.done)
+				settle(t, c.topic, brokers, 60*time.Second, c.anyStart, c.then.done)
 			}
 		})
 	}
