@@ -5,13 +5,15 @@
 # and latest.json. Takes about 10 minutes on 2 cores.
 #
 #   QUICK=1       one round, half-length phases, 500 MB head/tail log, no
-#                 10,000-partition step (about 4 minutes)
+#                 10,000-partition step (about 5 minutes)
 #   ROUNDS=n      rounds of the scenarios (default 3)
 #   TARGETS=a,b   brokers among kafka,strait,kfake (default all three)
 #   SCENARIOS=p   a scenario file or directory (default bench/scenarios;
 #                 bench/matrix/full.json is the 72-scenario cross product)
 #   SKIP=a,b      phases to leave out: startup, connections, scenarios,
 #                 headtail, scaling
+#   SCALE=list    partitions per scaling step (default 1,100,1000;
+#                 1,100,1000,10000 adds about 4 minutes on Kafka)
 #   BENCH_ARGS    more strait-bench compare flags (-h lists them)
 #
 # Needs Go, a JDK 17+ (java) and Maven (mvn): apt-get install openjdk-17-jre-headless maven.
@@ -32,8 +34,9 @@ args=()
 [ -n "${TARGETS:-}" ] && args+=(-targets "$TARGETS")
 [ -n "${SCENARIOS:-}" ] && args+=(-scenarios "$SCENARIOS")
 [ -n "${SKIP:-}" ] && args+=(-skip "$SKIP")
+[ -n "${SCALE:-}" ] && args+=(-scale "$SCALE")
 # shellcheck disable=SC2206 # BENCH_ARGS is a list of flags
 args+=(${BENCH_ARGS:-})
 mkdir -p bench/work bench/results
 bin/strait-bench compare "${args[@]}"
-rmdir bench/work 2>/dev/null || true
+echo "broker logs of this run: bench/work/"

@@ -3,8 +3,9 @@ package broker
 // Fetch (key 1), versions 4-17.
 //
 // Each requested partition is read from its log up to the high watermark
-// (read_committed: the last stable offset, the same until transactions
-// exist) as file regions, never as bytes in memory; the response is laid out
+// (read_committed: the last stable offset, and the response lists the
+// aborted transactions overlapping what it returns, from the transaction
+// index) as file regions, never as bytes in memory; the response is laid out
 // by protocol.AppendFetchResponse and the regions go to the socket with
 // sendfile. The first partition that has data may exceed the byte limits by
 // one batch (KIP-74); after it, partition_max_bytes and the remaining
@@ -25,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/protocol"
+	"github.com/strait/strait/storage"
 )
 
 // fetchTarget is one requested partition, resolved once.
@@ -157,22 +159,32 @@ func (f *fetchOp) read() bool {
 		sp := &f.resp.Topics[ft.t].Partitions[ft.p]
 		log := ft.part.log
 		hw := log.HighWatermark()
+		lso := min(log.LastStableOffset(), hw)
+		readCommitted := f.req.IsolationLevel == 1
+		upTo := hw
+		if readCommitted {
+			upTo = lso
+		}
 		max := ft.max
 		if max > remaining {
 			max = remaining
 		}
-		res, err := log.Read(ft.offset, max, hw, minOne)
+		res, err := log.Read(ft.offset, max, upTo, minOne)
+		if err == nil && readCommitted {
+			err = f.setAbortedTransactions(sp, log, ft.offset, res)
+		}
 		if err != nil {
 			code, _ := errorCode(err)
 			sp.ErrorCode = code
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.AbortedTransactions = nil
 			f.records[ft.t][ft.p] = nil
 			errNow = true
 			continue
 		}
 		sp.ErrorCode = 0
 		sp.HighWatermark = hw
-		sp.LastStableOffset = hw
+		sp.LastStableOffset = lso
 		sp.LogStartOffset = res.LogStartOffset
 		chunks := f.records[ft.t][ft.p][:0]
 		for _, sl := range res.Slices {
@@ -238,4 +250,24 @@ func (f *fetchOp) finish() {
 		return f.records[t][p]
 	})
 	f.x.respondChunks(chunks)
+}
+
+// setAbortedTransactions fills a read_committed partition's aborted
+// transactions overlapping the batches read (an empty list when none, as
+// Kafka answers read_committed; read_uncommitted leaves it null).
+func (f *fetchOp) setAbortedTransactions(sp *kmsg.FetchResponseTopicPartition, log *storage.Log, offset int64, res storage.ReadResult) error {
+	sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	if res.Size == 0 {
+		return nil
+	}
+	aborted, err := log.AbortedTransactions(offset, res.EndOffset)
+	if err != nil {
+		return err
+	}
+	for _, a := range aborted {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+	}
+	return nil
 }

@@ -8,9 +8,10 @@ package broker
 // answered one by one. Key type 0 is a group: it hashes onto a partition of
 // __consumer_offsets (abs(javaHash(key)) % partitions), which is created on
 // first use, and the partition's leader is the coordinator. Key type 1 is a
-// transactional id, hashed the same way onto __transaction_state: until the
-// transaction coordinator creates that topic the answer is
-// COORDINATOR_NOT_AVAILABLE. Other key types (2, share groups) are
+// transactional id, hashed the same way onto __transaction_state, which the
+// transaction coordinator creates on first use (without a running
+// transaction coordinator: COORDINATOR_NOT_AVAILABLE until the topic
+// exists). Other key types (2, share groups) are
 // INVALID_REQUEST. A partition without a live leader is
 // COORDINATOR_NOT_AVAILABLE.
 
@@ -79,6 +80,16 @@ func (c *conn) findCoordinator(keyType int8, key string) coordinatorNode {
 		}
 		topic, partition = t, svc.coord.PartitionFor(key)
 	case coordinatorTypeTransaction:
+		if svc := s.txns(); svc != nil {
+			// The transaction coordinator creates its topic on first use.
+			t, err := svc.ensureTopic()
+			if err != nil {
+				s.logger.Warn("cannot create the transaction state topic", "err", err)
+				return noCoordinator(kerr.CoordinatorNotAvailable.Code)
+			}
+			topic, partition = t, svc.coord.PartitionFor(key)
+			break
+		}
 		t, ok := s.ctrl.Topic(transactionStateTopic)
 		if !ok || len(t.Partitions) == 0 {
 			return noCoordinator(kerr.CoordinatorNotAvailable.Code)
@@ -92,6 +103,11 @@ func (c *conn) findCoordinator(keyType int8, key string) coordinatorNode {
 	}
 	leader := topic.Partitions[partition].Leader
 	if leader < 0 {
+		return noCoordinator(kerr.CoordinatorNotAvailable.Code)
+	}
+	if leader == s.cfg.NodeID && s.parts.get(topic.Name, partition) == nil {
+		// The topic is in the metadata but this broker has not opened the
+		// partition yet: a client sent here now would get NOT_COORDINATOR.
 		return noCoordinator(kerr.CoordinatorNotAvailable.Code)
 	}
 	for _, b := range s.ctrl.Brokers() {

@@ -13,14 +13,14 @@ package broker
 // so no two brokers hand out the same id.
 //
 // Errors, in Kafka's order: a producer_id of -1 with an epoch other than -1
-// or the reverse is INVALID_REQUEST; an empty transactional id is
-// INVALID_REQUEST; a transaction timeout outside (0,
-// transaction.max.timeout.ms] is INVALID_TRANSACTION_TIMEOUT; any other
-// transactional id is NOT_COORDINATOR until the transaction coordinator
-// exists (what a broker not owning the id's __transaction_state partition
-// answers; clients look the coordinator up again and retry). A block that
-// cannot be allocated (etcd unreachable) is COORDINATOR_LOAD_IN_PROGRESS,
-// which clients retry, as Kafka answers while its next block is on its way.
+// or the reverse is INVALID_REQUEST. A transactional id goes to the
+// transaction coordinator (coordinator/txn: an empty id is INVALID_REQUEST,
+// a transaction timeout outside (0, transaction.max.timeout.ms] is
+// INVALID_TRANSACTION_TIMEOUT, an id whose __transaction_state partition
+// is not led here NOT_COORDINATOR), whose PRODUCER_FENCED is
+// INVALID_PRODUCER_EPOCH below v4. A block that cannot be allocated (etcd
+// unreachable) is COORDINATOR_LOAD_IN_PROGRESS, which clients retry, as
+// Kafka answers while its next block is on its way.
 
 import (
 	"context"
@@ -31,10 +31,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// defaultTransactionMaxTimeoutMs is transaction.max.timeout.ms's default.
-// TODO(transactions): take it from the broker config with the coordinator.
-const defaultTransactionMaxTimeoutMs = 900000
 
 // producerIDAllocTimeout bounds the etcd transaction that reserves a block.
 const producerIDAllocTimeout = 10 * time.Second
@@ -87,14 +83,17 @@ func handleInitProducerID(c *conn, x *exchange, pool *producerIDPool) {
 		return
 	}
 	if req.TransactionalID != nil {
-		switch {
-		case *req.TransactionalID == "":
-			fail(kerr.InvalidRequest)
-		case req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > defaultTransactionMaxTimeoutMs:
-			fail(kerr.InvalidTransactionTimeout)
-		default:
-			fail(kerr.NotCoordinator)
+		coord := c.srv.txnCoordinator()
+		if coord == nil {
+			fail(kerr.CoordinatorNotAvailable)
+			return
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), producerIDAllocTimeout)
+		defer cancel()
+		id, epoch, code := coord.InitProducerID(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
+		resp.ErrorCode = fencedCode(code, x.req.Version, 4)
+		resp.ProducerID, resp.ProducerEpoch = id, epoch
+		x.respond(resp)
 		return
 	}
 

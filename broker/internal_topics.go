@@ -136,6 +136,9 @@ func (s *Server) startGroupService() *groupService {
 	svc.coord = group.New(settings.coord, adapter, adapter)
 	s.ctrl.Listen(func(ch controller.TopicChange) {
 		svc.coord.TopicsChanged()
+		if ch.Deleted {
+			svc.coord.TopicDeleted(ch.Topic.Name)
+		}
 		if ch.Topic.Name == group.TopicName {
 			// New topic or new leaders: load what this broker now leads.
 			svc.coord.LoadOwned()

@@ -3,7 +3,8 @@ package broker
 // ListOffsets (key 2), versions 1-9 (KIP-896 removed v0).
 //
 // Special timestamps: -2 earliest (log start offset), -1 latest (the high
-// watermark; read_committed: the last stable offset), -3 the record with the
+// watermark; read_committed: the last stable offset, which also bounds the
+// other lookups as in Kafka), -3 the record with the
 // largest timestamp (v7+), -4 earliest local (v8+, the log start offset while
 // there is no tiered storage), -5 earliest pending upload (v9+, -1: nothing
 // is tiered). A timestamp >= 0 finds the first offset whose record timestamp
@@ -45,14 +46,18 @@ func handleListOffsets(c *conn, x *exchange) {
 func listOffset(p *partition, ts int64, isolation int8, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
 	log := p.log
 	epoch := p.leaderEpoch()
+	fetchable := log.HighWatermark()
+	if isolation == 1 { // read_committed
+		fetchable = log.LastStableOffset()
+	}
 	switch ts {
 	case -2, -4: // earliest, earliest local
 		sp.Offset, sp.LeaderEpoch = log.LogStartOffset(), epoch
-	case -1: // latest: high watermark (the LSO equals it until transactions exist)
-		sp.Offset, sp.LeaderEpoch = log.HighWatermark(), epoch
+	case -1: // latest
+		sp.Offset, sp.LeaderEpoch = fetchable, epoch
 	case -3: // max timestamp
 		off, t := log.MaxTimestamp()
-		if off >= 0 && off < log.HighWatermark() {
+		if off >= 0 && off < fetchable {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, t, epoch
 		}
 	case -5: // earliest pending upload: nothing is tiered
@@ -65,7 +70,7 @@ func listOffset(p *partition, ts int64, isolation int8, sp *kmsg.ListOffsetsResp
 			code, _ := errorCode(err)
 			return code
 		}
-		if found && off < log.HighWatermark() {
+		if found && off < fetchable {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, t, epoch
 		}
 	}

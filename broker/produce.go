@@ -13,7 +13,8 @@ package broker
 // replica, acks=all is satisfied as soon as the leader has appended; the
 // high watermark then advances and parked fetches wake. acks=0 gets no
 // response at all, and, as in Kafka, the connection is closed if any
-// partition failed so the producer notices.
+// partition failed so the producer notices. Transactional batches are
+// verified with the transaction coordinator first (txn_produce.go).
 
 import (
 	"errors"
@@ -30,6 +31,10 @@ func handleProduce(c *conn, x *exchange) {
 	s := c.srv
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	var txnCheck *txnProduce
+	if acksValid {
+		txnCheck = s.verifyTransaction(req, x.req.Version)
+	}
 	anyErr := false
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -49,7 +54,7 @@ func handleProduce(c *conn, x *exchange) {
 				// zstd needs Produce v7 (KIP-110), as Kafka enforces.
 				code = kerr.UnsupportedCompressionType.Code
 			default:
-				code, msg = s.produceTo(lt, rt.Topic, rp.Partition, rp.Records, &sp)
+				code, msg = s.produceTo(lt, rt.Topic, rp.Partition, rp.Records, &sp, txnCheck)
 			}
 			if code != 0 {
 				anyErr = true
@@ -72,7 +77,7 @@ func handleProduce(c *conn, x *exchange) {
 
 // produceTo appends one partition's records and fills the response fields,
 // returning an error code and message on failure.
-func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []byte, sp *kmsg.ProduceResponseTopicPartition, txnCheck *txnProduce) (int16, string) {
 	p := lt.partition(idx)
 	if p == nil {
 		return s.missingPartitionCode(topic, idx), ""
@@ -80,7 +85,10 @@ func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []by
 	if !p.isLeader(s.cfg.NodeID) {
 		return kerr.NotLeaderForPartition.Code, ""
 	}
-	info, err := s.appendAsLeader(p, records)
+	if code, msg, failed := txnCheck.failure(topic, idx); failed {
+		return code, msg
+	}
+	info, err := s.appendProduced(p, records, txnCheck, topic, idx)
 	if err != nil {
 		var ae *storage.AppendError
 		if errors.As(err, &ae) {

@@ -125,6 +125,7 @@ func (s *Server) start() error {
 	if err := s.parts.start(); err != nil {
 		return err
 	}
+	s.startTxnService()
 
 	for _, l := range s.listeners {
 		s.bgWG.Add(1)

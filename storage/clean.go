@@ -14,8 +14,7 @@ import (
 //   - the dirty section runs from the first dirty offset (the
 //     cleaner-offset-checkpoint, else the log start offset) to the first
 //     uncleanable offset: the base of the segment holding the smallest of
-//     the high watermark (Kafka: last stable offset), the active segment's
-//     base, and the first dirty segment whose largest timestamp is within
+//     the last stable offset, the active segment's base, and the first dirty segment whose largest timestamp is within
 //     min.compaction.lag.ms of now;
 //   - an offset map (key -> latest offset) is built over the dirty section,
 //     as far as its memory allows; the map's latest offset + 1 is where this
@@ -37,9 +36,8 @@ import (
 //   - each new segment is swapped in for its group (see swap.go) and the
 //     checkpoint moves to the end offset.
 //
-// Control batches are kept whole: transactions do not exist yet, so the
-// aborted-transaction and marker logic of Kafka's CleanedTransactionMetadata
-// has nothing to act on (and no transaction index is rewritten).
+// Transactions: aborted records are dropped, markers kept, the
+// transaction index carried over (see txn_clean.go).
 //
 // Locking: the partition lock is held only to take a snapshot of the
 // segment list and to swap a cleaned segment in. Sealed segments never
@@ -61,6 +59,8 @@ type cleanCandidate struct {
 	segments   []*segment
 	activeSize int64
 	cfg        LogConfig
+	// aborted are the log's aborted transactions, read when cleaning starts.
+	aborted abortedSet
 }
 
 func (c *cleanCandidate) ratio() float64 {
@@ -134,7 +134,7 @@ func (l *Log) cleanCandidate(nowMs int64) (c cleanCandidate, ok bool) {
 		}
 	}
 
-	uncleanable := min(l.highWatermark.Load(), active.baseOffset)
+	uncleanable := min(l.LastStableOffset(), active.baseOffset)
 	dirtyNonActive := segmentsIn(nonActive, firstDirty, active.baseOffset)
 	if lag := max(c.cfg.MinCompactionLagMs, 0); lag > 0 {
 		for _, s := range dirtyNonActive {
@@ -184,6 +184,11 @@ func (w *cleanerWorker) clean(c *cleanCandidate, now time.Time) (int64, error) {
 	l := c.log
 	started := time.Now()
 	w.stats = cleanStats{}
+	aborted, err := l.abortedSince(l.LogStartOffset())
+	if err != nil {
+		return 0, err
+	}
+	c.aborted = aborted
 	m := w.offsetMap()
 	if err := w.buildOffsetMap(c, m); err != nil {
 		return 0, err
@@ -229,7 +234,7 @@ func (w *cleanerWorker) buildOffsetMap(c *cleanCandidate, m *offsetMap) error {
 		full := false
 		err = w.forEachBatch(c, seg, from, seg.size, func(_ int64, h *batchHeader, batch []byte) error {
 			w.stats.mapBytesRead += h.size()
-			if !h.isControl() {
+			if !h.isControl() && !c.aborted.contains(h) {
 				recs, err := w.records(batch, h)
 				if err != nil {
 					return err
@@ -349,6 +354,14 @@ func (w *cleanerWorker) cleanSegments(c *cleanCandidate, group []*segment, nowMs
 			if h.isControl() {
 				return out.write(batch, h)
 			}
+			if c.aborted.contains(h) {
+				if !retainEmpty {
+					return nil
+				}
+				w.rebuilt = appendEmptyBatch(w.rebuilt[:0], h)
+				nh := parseBatchHeader(w.rebuilt)
+				return out.write(w.rebuilt, &nh)
+			}
 			recs, err := w.records(batch, h)
 			if err != nil {
 				return err
@@ -400,6 +413,10 @@ func (w *cleanerWorker) cleanSegments(c *cleanCandidate, group []*segment, nowMs
 		return err
 	}
 	w.stats.bytesWritten += cleaned.size
+	if err := l.cleanedTxnIndex(cleaned, group); err != nil {
+		l.discardCleaned(cleaned)
+		return err
+	}
 	if err := l.replaceSegments(cleaned, group); err != nil {
 		return err
 	}

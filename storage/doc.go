@@ -10,6 +10,7 @@
 //	  00000000000000000000.log        segment: whole v2 record batches, back to back
 //	  00000000000000000000.index      offset index (see index.go)
 //	  00000000000000000000.timeindex  time index
+//	  00000000000000000000.txnindex   aborted transactions with their marker here (txn_index.go)
 //	  00000000000000004711.log ...    next segment, named by its base offset
 //	  recovery-point-offset-checkpoint  offsets below are fsynced (see checkpoint.go)
 //	  log-start-offset-checkpoint       first readable offset after DeleteRecords

@@ -49,6 +49,12 @@ type Log struct {
 	logStartOffset atomic.Int64
 	logEndOffset   atomic.Int64
 	highWatermark  atomic.Int64
+	// firstUnstable is the first offset of the oldest undecided (or not yet
+	// replicated) transaction, -1 if none: the last stable offset's bound
+	// (txn.go). txnAwaitingHW says completed transactions wait for the
+	// high watermark to pass their markers.
+	firstUnstable atomic.Int64
+	txnAwaitingHW atomic.Bool
 
 	// producers is the idempotent producers' state (producer_state.go),
 	// guarded by mu; set by Open.
@@ -84,6 +90,9 @@ func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
 func (l *Log) UpdateHighWatermark(offset int64) {
 	offset = min(max(offset, l.logStartOffset.Load()), l.logEndOffset.Load())
 	l.highWatermark.Store(offset)
+	if l.txnAwaitingHW.Load() {
+		l.txnHighWatermarkMoved()
+	}
 }
 
 // SetConfig replaces the log's settings; size-related ones apply from the
@@ -105,9 +114,26 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 // KAFKA_STORAGE_ERROR (the log stays readable and nothing appended before
 // is lost).
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.appendAsLeader(records, leaderEpoch, originClient, false, nil)
+}
+
+// AppendAsLeaderVerified is AppendAsLeader for a produce request with a
+// transactional id: a transactional batch that opens a transaction must
+// present the guard StartTxnVerification returned before the transaction
+// coordinator confirmed the partition is in the transaction (else
+// INVALID_TXN_STATE; nil when none was needed).
+func (l *Log) AppendAsLeaderVerified(records []byte, leaderEpoch int32, guard *VerificationGuard) (AppendInfo, error) {
+	return l.appendAsLeader(records, leaderEpoch, originClient, true, guard)
+}
+
+func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOrigin, verify bool, guard *VerificationGuard) (AppendInfo, error) {
 	now := l.now()
 	cfg := l.config()
-	vb, err := validateProduce(records, cfg, now.UnixMilli(), filepath.Base(l.dir))
+	validate := validateProduce
+	if origin == originCoordinator {
+		validate = validateFromCoordinator
+	}
+	vb, err := validate(records, cfg, now.UnixMilli(), filepath.Base(l.dir))
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -117,11 +143,11 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 	if l.closed {
 		return AppendInfo{}, errLogClosed
 	}
-	// Producer state (idempotent sequence/epoch checks; transactions to
-	// come), under the lock and before offsets are assigned, as Kafka's
+	// Producer state (idempotent sequence/epoch checks, transactions and
+	// their verification), under the lock and before offsets are assigned, as Kafka's
 	// UnifiedLog.append: a duplicate of a recent batch appends nothing and
 	// answers with the original offsets.
-	producer, dup, err := l.checkProducerLocked(&vb.header, l.logEndOffset.Load())
+	producer, dup, err := l.checkProducerLocked(&vb.header, l.logEndOffset.Load(), origin, verify, guard)
 	if err != nil {
 		return AppendInfo{}, err
 	}

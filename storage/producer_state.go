@@ -39,10 +39,10 @@ import (
 // (measured on their last batch's max timestamp, as Kafka) are dropped by
 // ExpireProducers and when a snapshot is loaded.
 //
-// Transactions (the next step) extend this state: producerStateEntry already
-// carries currentTxnFirstOffset and coordinatorEpoch through snapshots; the
-// ongoing-transaction index, control batches (markers) in appendDataBatch
-// and the replay, and the last stable offset belong here too.
+// Transactions extend this state (txn.go): a transactional batch opens a
+// transaction (currentTxnFirstOffset, kept by snapshots), a marker closes
+// it; the open transactions give the last stable offset, and aborted ones
+// go to the transaction index (txn_index.go).
 //
 // Thread-safety: none; every method runs under the owning Log's lock.
 
@@ -207,11 +207,14 @@ type producerAppend struct {
 	updated        *producerStateEntry // current without its batches, plus the new ones
 	origin         appendOrigin
 	logger         *slog.Logger
+	// startedTxn is the first offset of a transaction this append opened
+	// (-1: none), for producerStateManager.update's ongoing list.
+	startedTxn int64
 }
 
 // appendDataBatch validates one data batch and adds it to the updated
 // state (ProducerAppendInfo.appendDataBatch).
-func (pa *producerAppend) appendDataBatch(epoch int16, firstSeq, lastSeq int32, lastTimestamp, firstOffset, lastOffset int64) error {
+func (pa *producerAppend) appendDataBatch(epoch int16, firstSeq, lastSeq int32, lastTimestamp, firstOffset, lastOffset int64, transactional bool) error {
 	if err := pa.checkProducerEpoch(epoch, firstOffset); err != nil {
 		return err
 	}
@@ -221,10 +224,7 @@ func (pa *producerAppend) appendDataBatch(epoch int16, firstSeq, lastSeq int32, 
 		}
 	}
 	pa.updated.addBatch(epoch, lastSeq, lastOffset, int32(lastOffset-firstOffset), lastTimestamp)
-	// Transactions (next issue): a transactional batch opens a transaction
-	// at firstOffset (updated.currentTxnFirstOffset), a non-transactional
-	// one during a transaction is INVALID_TXN_STATE.
-	return nil
+	return pa.trackTransaction(firstOffset, transactional)
 }
 
 func (pa *producerAppend) checkProducerEpoch(epoch int16, offset int64) error {
@@ -278,6 +278,14 @@ type producerStateManager struct {
 	logger         *slog.Logger
 
 	producers map[int64]*producerStateEntry
+	// Transactions (txn.go): ongoing are the open ones by first offset;
+	// unreplicated the completed ones whose marker is not yet below the
+	// high watermark (both hold the last stable offset back); verifying
+	// the producers whose first transactional append awaits the
+	// coordinator's word.
+	ongoing      []txnRange
+	unreplicated []txnRange
+	verifying    map[int64]*VerificationGuard
 	// snapshots are the offsets of the snapshot files in dir, ascending.
 	snapshots []int64
 	// lastMapOffset is the offset the state is at: it reflects every batch
@@ -294,7 +302,7 @@ func newProducerStateManager(dir string, fsys FS, logger *slog.Logger) (*produce
 	}
 	return &producerStateManager{
 		dir: dir, topicPartition: filepath.Base(dir), fs: fsys, logger: logger,
-		producers: map[int64]*producerStateEntry{}, snapshots: snaps,
+		producers: map[int64]*producerStateEntry{}, snapshots: snaps, verifying: map[int64]*VerificationGuard{},
 	}, nil
 }
 
@@ -307,11 +315,14 @@ func (m *producerStateManager) prepareUpdate(producerID int64, origin appendOrig
 	updated := *current
 	updated.batches = nil
 	return &producerAppend{topicPartition: m.topicPartition, producerID: producerID,
-		current: current, updated: &updated, origin: origin, logger: m.logger}
+		current: current, updated: &updated, origin: origin, logger: m.logger, startedTxn: -1}
 }
 
 // update merges a validated append into the state.
 func (m *producerStateManager) update(pa *producerAppend) {
+	if pa.startedTxn >= 0 {
+		m.addOngoing(pa.producerID, pa.startedTxn)
+	}
 	if e := m.producers[pa.producerID]; e != nil {
 		e.update(pa.updated)
 		return
@@ -323,8 +334,14 @@ func isProducerExpired(e *producerStateEntry, nowMs, expirationMs int64) bool {
 	return e.currentTxnFirstOffset < 0 && nowMs-e.lastTimestamp >= expirationMs
 }
 
-// removeExpired drops producers idle for expirationMs; it returns how many.
+// removeExpired drops producers idle for expirationMs (and verifications
+// started as long ago); it returns how many producers.
 func (m *producerStateManager) removeExpired(nowMs, expirationMs int64) int {
+	for id, g := range m.verifying {
+		if nowMs-g.startedMs >= expirationMs {
+			delete(m.verifying, id)
+		}
+	}
 	n := 0
 	for id, e := range m.producers {
 		if isProducerExpired(e, nowMs, expirationMs) {
@@ -402,6 +419,7 @@ func (m *producerStateManager) truncateAndReload(logStartOffset, logEndOffset, n
 	}
 	if logEndOffset != m.lastMapOffset {
 		clear(m.producers)
+		m.ongoing, m.unreplicated = nil, nil
 		return m.loadFromSnapshot(logStartOffset, nowMs, expirationMs)
 	}
 	m.lastMapOffset = max(m.lastMapOffset, logStartOffset)
@@ -429,6 +447,9 @@ func (m *producerStateManager) loadFromSnapshot(logStartOffset, nowMs, expiratio
 		for _, e := range entries {
 			if !isProducerExpired(e, nowMs, expirationMs) {
 				m.producers[e.producerID] = e
+				if e.currentTxnFirstOffset >= 0 {
+					m.addOngoing(e.producerID, e.currentTxnFirstOffset)
+				}
 			}
 		}
 		m.lastSnapOffset, m.lastMapOffset = off, off
@@ -443,22 +464,27 @@ func (m *producerStateManager) loadFromSnapshot(logStartOffset, nowMs, expiratio
 // state; firstOffset is the offset it would get. It returns the state to
 // commit with updateProducersLocked once the batch is written (nil for a
 // batch without producer id), or the metadata of the earlier batch this one
-// duplicates, in which case nothing must be appended.
-func (l *Log) checkProducerLocked(h *batchHeader, firstOffset int64) (*producerAppend, *batchMetadata, error) {
+// duplicates, in which case nothing must be appended. With verify, a
+// transactional batch opening a transaction must carry the producer's
+// current verification guard (see checkVerificationLocked).
+func (l *Log) checkProducerLocked(h *batchHeader, firstOffset int64, origin appendOrigin, verify bool, guard *VerificationGuard) (*producerAppend, *batchMetadata, error) {
 	if !h.hasProducerID() {
 		return nil, nil, nil
 	}
 	m := l.producers
-	if e := m.producers[h.ProducerID]; e != nil {
+	if e := m.producers[h.ProducerID]; e != nil && origin == originClient {
 		if dup, ok := e.findDuplicate(h); ok {
 			l.logger.Debug("duplicate produce batch", "dir", l.dir, "producer_id", h.ProducerID,
 				"epoch", h.ProducerEpoch, "first_sequence", h.BaseSequence, "first_offset", dup.firstOffset())
 			return nil, &dup, nil
 		}
 	}
-	pa := m.prepareUpdate(h.ProducerID, originClient)
+	if err := l.checkVerificationLocked(h, verify, guard); err != nil {
+		return nil, nil, err
+	}
+	pa := m.prepareUpdate(h.ProducerID, origin)
 	lastOffset := firstOffset + int64(h.LastOffsetDelta)
-	if err := pa.appendDataBatch(h.ProducerEpoch, h.BaseSequence, h.lastSequence(), h.MaxTimestamp, firstOffset, lastOffset); err != nil {
+	if err := pa.appendDataBatch(h.ProducerEpoch, h.BaseSequence, h.lastSequence(), h.MaxTimestamp, firstOffset, lastOffset, h.isTransactional()); err != nil {
 		return nil, nil, err
 	}
 	return pa, nil, nil
@@ -482,6 +508,11 @@ func (l *Log) duplicateAppendInfo(dup *batchMetadata) AppendInfo {
 func (l *Log) updateProducersLocked(pa *producerAppend, nextOffset int64) {
 	if pa != nil {
 		l.producers.update(pa)
+		if pa.startedTxn >= 0 {
+			// The transaction is open now: later batches need no guard.
+			delete(l.producers.verifying, pa.producerID)
+			l.updateFirstUnstableLocked()
+		}
 	}
 	l.producers.lastMapOffset = nextOffset
 }
@@ -577,10 +608,17 @@ func (l *Log) loadProducerState(cleanShutdown bool) error {
 }
 
 // replayProducers rebuilds the state from the batches between the state's
-// offset and end, reading only batch headers, and snapshots at the offsets
-// in toSnapshot that are segment bases on the way.
+// offset and end, reading batch headers (and the one record of each
+// transaction marker), and snapshots at the offsets in toSnapshot that are
+// segment bases on the way. Markers completing an aborted transaction are
+// written again to the transaction index of their segment, whose entries
+// from the replay's start on were dropped first (see txn.go), so a crash
+// between a marker and its index entry leaves no trace.
 func (l *Log) replayProducers(end int64, toSnapshot []int64) error {
 	m := l.producers
+	if err := l.truncateTxnIndexesLocked(m.lastMapOffset); err != nil {
+		return err
+	}
 	var buf [batchHeaderSize]byte
 	for i, seg := range l.segments {
 		segEnd := int64(math.MaxInt64)
@@ -604,7 +642,6 @@ func (l *Log) replayProducers(end int64, toSnapshot []int64) error {
 		if !found {
 			continue
 		}
-		loaded := map[int64]*producerAppend{}
 		for pos < seg.size {
 			h, err := seg.readHeader(pos, &buf)
 			if err != nil {
@@ -613,23 +650,12 @@ func (l *Log) replayProducers(end int64, toSnapshot []int64) error {
 			if h.BaseOffset >= end {
 				break
 			}
+			if h.hasProducerID() {
+				if err := l.replayBatchLocked(seg, pos, &h); err != nil {
+					return fmt.Errorf("replaying producer state from segment %d: %w", seg.baseOffset, err)
+				}
+			}
 			pos += h.size()
-			// Control batches (transaction markers) update the state once
-			// transactions exist; none are written before that.
-			if !h.hasProducerID() || h.isControl() {
-				continue
-			}
-			pa := loaded[h.ProducerID]
-			if pa == nil {
-				pa = m.prepareUpdate(h.ProducerID, originReplication)
-				loaded[h.ProducerID] = pa
-			}
-			if err := pa.appendDataBatch(h.ProducerEpoch, h.BaseSequence, h.lastSequence(), h.MaxTimestamp, h.BaseOffset, h.lastOffset()); err != nil {
-				return err // originReplication rejects nothing
-			}
-		}
-		for _, pa := range loaded {
-			m.update(pa)
 		}
 	}
 	return nil

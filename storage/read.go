@@ -21,6 +21,10 @@ type ReadResult struct {
 	LogStartOffset int64
 	LogEndOffset   int64
 	HighWatermark  int64
+	// EndOffset bounds the offsets returned: the base offset of the first
+	// batch not returned (the fetch offset when nothing is), the upper end
+	// of a read_committed fetch's aborted-transaction search.
+	EndOffset int64
 }
 
 // segmentFor returns the index of the last segment whose base offset is
@@ -46,6 +50,7 @@ func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (
 		LogStartOffset: l.logStartOffset.Load(),
 		LogEndOffset:   l.logEndOffset.Load(),
 		HighWatermark:  l.highWatermark.Load(),
+		EndOffset:      offset,
 	}
 	if l.closed {
 		return res, errLogClosed
@@ -115,6 +120,15 @@ func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (
 			res.Slices = append(res.Slices, FileSlice{File: seg.log.OS(), Pos: startPos, Len: end - startPos})
 			res.Size += end - startPos
 			remaining -= end - startPos
+			res.EndOffset = seg.nextOffset
+			if end < seg.size {
+				var buf [batchHeaderSize]byte
+				h, err := seg.readHeader(end, &buf)
+				if err != nil {
+					return res, storageErr("read", err)
+				}
+				res.EndOffset = h.BaseOffset
+			}
 		}
 		if end < endPos || endPos < seg.size {
 			break // stopped by maxBytes or upTo

@@ -139,9 +139,25 @@ func (l *Log) load() error {
 	}
 	l.logStartOffset.Store(lso)
 	l.highWatermark.Store(leo)
-	if err := l.loadProducerState(clean); err != nil {
+	// Transaction indexes (txn_index.go): entries past the log end went
+	// with a cut tail; a corrupt index is rebuilt by replaying the whole
+	// log, as if no producer snapshot and no clean shutdown were there.
+	txnIndexesIntact, err := l.loadTxnIndexesLocked()
+	if err != nil {
+		return fmt.Errorf("transaction index: %w", err)
+	}
+	if !txnIndexesIntact {
+		if err := l.removeProducerSnapshots(); err != nil {
+			return fmt.Errorf("producer state: %w", err)
+		}
+	}
+	if err := l.truncateTxnIndexesLocked(leo); err != nil {
+		return err
+	}
+	if err := l.loadProducerState(clean && txnIndexesIntact); err != nil {
 		return fmt.Errorf("producer state: %w", err)
 	}
+	l.updateFirstUnstableLocked()
 	l.recoveryPoint = -1 // rewrite the checkpoint: recovery may have cut below it
 	if recovered || !clean {
 		for _, s := range l.segments {
@@ -193,14 +209,18 @@ func (l *Log) scanDir() ([]int64, error) {
 				continue
 			}
 			logs[base] = true
-		case strings.HasSuffix(name, indexFileSuffix), strings.HasSuffix(name, timeIndexFileSuffix):
+		case strings.HasSuffix(name, indexFileSuffix), strings.HasSuffix(name, timeIndexFileSuffix),
+			strings.HasSuffix(name, txnIndexFileSuffix):
 			indexes = append(indexes, name)
 		}
 	}
 	for _, name := range indexes {
 		suffix := indexFileSuffix
-		if strings.HasSuffix(name, timeIndexFileSuffix) {
+		switch {
+		case strings.HasSuffix(name, timeIndexFileSuffix):
 			suffix = timeIndexFileSuffix
+		case strings.HasSuffix(name, txnIndexFileSuffix):
+			suffix = txnIndexFileSuffix
 		}
 		if base, ok := parseBaseOffset(name, suffix); ok && !logs[base] {
 			l.logger.Info("removing index without a log file", "dir", l.dir, "file", name)
@@ -229,7 +249,7 @@ func parseBaseOffset(name, suffix string) (int64, bool) {
 // dropSegmentFiles deletes the files of segments cut off by recovery.
 func (l *Log) dropSegmentFiles(bases []int64) {
 	for _, b := range bases {
-		for _, suffix := range []string{logFileSuffix, indexFileSuffix, timeIndexFileSuffix} {
+		for _, suffix := range segmentFileSuffixes {
 			p := segmentPath(l.dir, b, suffix)
 			if fi, err := l.fs.Stat(p); err == nil && suffix == logFileSuffix {
 				l.logger.Warn("recovery deleted a segment after corruption", "dir", l.dir, "base_offset", b, "bytes", fi.Size())

@@ -22,7 +22,7 @@ const (
 // segmentFileSuffixes are the files of a segment, in the order the swap
 // protocol renames them: the log first, so that recovery finding a
 // *.log.swap beside a *.index.cleaned knows the rename was cut short.
-var segmentFileSuffixes = [...]string{logFileSuffix, indexFileSuffix, timeIndexFileSuffix}
+var segmentFileSuffixes = [...]string{logFileSuffix, indexFileSuffix, timeIndexFileSuffix, txnIndexFileSuffix}
 
 func segmentPath(dir string, baseOffset int64, suffix string) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d%s", baseOffset, suffix))
@@ -43,6 +43,7 @@ type segment struct {
 	nextOffset  int64 // offset after the last batch, baseOffset when empty
 	offsetIndex *offsetIndex
 	timeIndex   *timeIndex
+	txnIndex    *txnIndex // aborted transactions whose marker is here (txn_index.go); nil: none yet
 
 	bytesSinceLastIndexEntry int64
 	maxTimestamp             int64 // largest batch max timestamp, -1 if none
@@ -252,6 +253,9 @@ func (s *segment) flush() error {
 	if err := s.offsetIndex.sync(); err != nil {
 		return err
 	}
+	if err := s.txnIndex.sync(); err != nil {
+		return err
+	}
 	return s.timeIndex.sync()
 }
 
@@ -266,6 +270,9 @@ func (s *segment) seal() error {
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
+	if err := s.txnIndex.sync(); err != nil {
+		return err
+	}
 	if err := s.offsetIndex.seal(); err != nil {
 		return err
 	}
@@ -276,6 +283,7 @@ func (s *segment) seal() error {
 func (s *segment) closeFiles() error {
 	err := s.log.Close()
 	s.closeIndexes()
+	s.txnIndex.close()
 	return err
 }
 

@@ -82,6 +82,7 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment) error {
 	}
 	cleaned.offsetIndex.path = segmentPath(l.dir, base, indexFileSuffix)
 	cleaned.timeIndex.path = segmentPath(l.dir, base, timeIndexFileSuffix)
+	cleaned.swappedTxnIndex()
 	l.segments = slices.Concat(l.segments[:i], []*segment{cleaned}, l.segments[i+len(old):])
 	l.removeDeletedSegmentsLater(old)
 	// As Kafka's UnifiedLog.replaceSegments: the producer snapshots of the

@@ -93,9 +93,9 @@ func producerOpts(brokers []string, topic string, s Scenario, linger time.Durati
 // consumerOpts reads the given partitions from the given offsets without a
 // group (Strait has no group coordinator yet), with the Java consumer's
 // default fetch sizes (fetch.max.bytes 50 MiB, max.partition.fetch.bytes 1 MiB).
-func consumerOpts(brokers []string, topic string, from map[int32]kgo.Offset) []kgo.Opt {
+func consumerOpts(brokers []string, from map[string]map[int32]kgo.Offset) []kgo.Opt {
 	return append(baseOpts(brokers),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
+		kgo.ConsumePartitions(from),
 		kgo.FetchMaxBytes(50<<20),
 		kgo.FetchMaxPartitionBytes(1<<20),
 		kgo.FetchMaxWait(500*time.Millisecond),

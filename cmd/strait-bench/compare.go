@@ -12,25 +12,29 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // compareOptions drive the compare command.
 type compareOptions struct {
 	launcher
-	targets         []string // broker kinds, each started by the harness
-	reference       string   // the broker ratios divide by (kafka)
-	subject         string   // the broker ratios are of (strait)
-	rounds          int
-	readyRounds     int
-	scenarios       []Scenario
-	conns           int
-	headTailBytes   int64
-	headTailSamples int
-	scalePartitions []int
-	scaleDuration   time.Duration
-	scaleLimit      time.Duration // longest a topic creation may take before the scaling phase stops
-	skip            map[string]bool
-	log             io.Writer
+	targets            []string // broker kinds, each started by the harness
+	reference          string   // the broker ratios divide by (kafka)
+	subject            string   // the broker ratios are of (strait)
+	rounds             int
+	readyRounds        int
+	scenarios          []Scenario
+	conns              int
+	headTailBytes      int64
+	headTailSamples    int
+	scalePartitions    []int
+	scaleDuration      time.Duration
+	scaleLimit         time.Duration // longest one topic of a scaling step may take to serve
+	kfakeRounds        int           // kfake keeps every record in memory: fewer rounds
+	kfakeMaxPartitions int
+	skip               map[string]bool
+	log                io.Writer
 }
 
 // phases that -skip names.
@@ -45,6 +49,7 @@ const (
 // CompareReport is everything one compare run measured; the JSON file is it,
 // the markdown table a summary of it.
 type CompareReport struct {
+	Command   string            `json:"command"`
 	Started   time.Time         `json:"started"`
 	Finished  time.Time         `json:"finished"`
 	Host      map[string]string `json:"host"`
@@ -194,17 +199,48 @@ func (o compareOptions) runScenarioRounds(ctx context.Context, rep *CompareRepor
 	for kind, p := range procs {
 		samplers[kind] = p.sampleRSS()
 	}
-	// Warm-up, not recorded: the JVM compiles its hot paths in the first
-	// seconds, and every broker gets the same chance.
-	warm := o.scenarios[0]
-	warm.Duration = Dur(2 * time.Second)
+	// Each scenario's topic is made up front and reused by every round: a
+	// freshly created topic is not steady state (Kafka runs several times
+	// slower for its first seconds), and the consume phase reads only what
+	// its round produced.
+	topics := map[string][]string{}
 	for _, kind := range o.targets {
-		if p := procs[kind]; p != nil {
+		p := procs[kind]
+		if p == nil {
+			continue
+		}
+		adm := kadm.NewClient(mustClient([]string{p.addr}))
+		for si, s := range o.scenarios {
+			topic := fmt.Sprintf("bench-%02d-%s", si+1, slug(s.Name))
+			err := createTopic(ctx, adm, topic, s.Partitions)
+			if err == nil {
+				_, err = touchPartitions(ctx, []string{p.addr}, []string{topic}, s.Partitions, pool)
+			}
+			if err != nil {
+				fail("%s: topic for %s: %v", kind, s.Name, err)
+			}
+			topics[kind] = append(topics[kind], topic)
+		}
+		adm.Close()
+	}
+	// Warm-up, not recorded: 1 s of every scenario's produce and consume
+	// phases, so the JVM has compiled its hot paths (compression included)
+	// before round 1; without it Kafka's first round runs at a third of its
+	// speed. kfake, in Go like Strait, has nothing to compile and no
+	// warm-up (it keeps every record, and memory is shared).
+	for _, kind := range o.targets {
+		p := procs[kind]
+		if p == nil || kind == kindKfake {
+			continue
+		}
+		for si, s := range o.scenarios {
+			s.Duration, s.Topic = Dur(time.Second), topics[kind][si]
 			var res ScenarioResult
-			if err := runThroughput(ctx, []string{p.addr}, warm, pool, true, nil, &res); err != nil {
-				fail("warm-up %s: %v", kind, err)
+			if err := runThroughput(ctx, []string{p.addr}, s, pool, true, nil, &res); err != nil {
+				fail("warm-up %s %s: %v", kind, s.Name, err)
 			}
 		}
+		logf("warmed up %s", kind)
 	}
 	for r := 1; r <= o.rounds; r++ {
 		for si, s := range o.scenarios {
@@ -212,10 +248,11 @@ func (o compareOptions) runScenarioRounds(ctx context.Context, rep *CompareRepor
 			byKind := map[string]*ScenarioResult{}
 			for _, kind := range order {
 				p := procs[kind]
-				if p == nil || ctx.Err() != nil {
+				if p == nil || ctx.Err() != nil || (kind == kindKfake && r > o.kfakeRounds) {
 					continue
 				}
 				res := &ScenarioResult{Scenario: s.Name, Target: kind, Round: r}
+				s.Topic = topics[kind][si]
 				if err := runThroughput(ctx, []string{p.addr}, s, pool, true, p.cpuTime, res); err != nil {
 					res.Error = err.Error()
 				}
@@ -297,11 +334,11 @@ func (o compareOptions) scaling(ctx context.Context, kind string, pool *valuePoo
 	var steps []ScaleStep
 	total := 0
 	for _, n := range o.scalePartitions {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || (kind == kindKfake && n > o.kfakeMaxPartitions) {
 			break
 		}
 		st := ScaleStep{Partitions: n, TotalPartitions: total + n}
-		topic, took, err := scaleTopic(ctx, []string{p.addr}, n, o.scaleLimit)
+		topics, took, err := scaleTopics(ctx, []string{p.addr}, n, o.scaleLimit)
 		if err != nil {
 			st.Error = err.Error()
 			steps = append(steps, st)
@@ -310,20 +347,31 @@ func (o compareOptions) scaling(ctx context.Context, kind string, pool *valuePoo
 		}
 		total += n
 		st.CreateSeconds = took.Seconds()
+		first, err := touchPartitions(ctx, []string{p.addr}, topics, min(n, maxPartitionsPerTopic), pool)
+		if err != nil {
+			st.Error = err.Error()
+			steps = append(steps, st)
+			fail("scaling %s %d partitions: first write: %v", kind, n, err)
+			break
+		}
+		st.FirstWriteSeconds = first.Seconds()
 		sleepCtx(ctx, time.Second)
 		if m, err := p.memory(); err == nil {
 			st.IdleRSS = m.RSS
 		}
 		sampler := p.sampleRSS()
-		st.Produce, st.Consume, err = scaleLoad(ctx, []string{p.addr}, topic, o.scaleDuration, pool)
+		st.FreshProduce, _, err = scaleLoad(ctx, []string{p.addr}, topics, o.scaleDuration, pool, false)
+		if err == nil {
+			st.Produce, st.Consume, err = scaleLoad(ctx, []string{p.addr}, topics, o.scaleDuration, pool, true)
+		}
 		st.LoadRSS = sampler.stop()
 		if err != nil {
 			st.Error = err.Error()
 			fail("scaling %s %d partitions: %v", kind, n, err)
 		}
 		steps = append(steps, st)
-		logf("scaling %-6s +%d partitions (total %d): created in %.2f s, RSS %s; produce %.1f MB/s, consume %.1f MB/s, RSS under load %s",
-			kind, n, st.TotalPartitions, st.CreateSeconds, mib(st.IdleRSS), st.Produce.MBPerSec, st.Consume.MBPerSec, mib(st.LoadRSS))
+		logf("scaling %-6s +%d partitions (total %d): created in %.2f s, first write %.2f s, RSS %s; produce %.1f MB/s fresh, %.1f MB/s settled, consume %.1f MB/s, RSS under load %s",
+			kind, n, st.TotalPartitions, st.CreateSeconds, st.FirstWriteSeconds, mib(st.IdleRSS), st.FreshProduce.MBPerSec, st.Produce.MBPerSec, st.Consume.MBPerSec, mib(st.LoadRSS))
 		if st.Error != "" {
 			break
 		}

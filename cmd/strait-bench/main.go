@@ -4,6 +4,7 @@
 //	strait-bench run     [-brokers host:port] [-scenarios FILE|DIR]... [-json F] [-md F]
 //	strait-bench compare [-targets strait,kafka,kfake] [-rounds N] [-quick] [-out DIR] ...
 //	strait-bench ready   [-brokers host:port]
+//	strait-bench report  [-in bench/results/latest.json] [-out F.md]
 //
 // run measures one bootstrap address: for each scenario (bench/scenarios has
 // the files; without -scenarios the -size, -partitions, ... flags make one),
@@ -13,7 +14,7 @@
 // scenarios against each in turn for several rounds and also measures
 // start-up time, memory, idle connections, partition scaling and fetch
 // latency at the head and tail of a large log; it writes a markdown table
-// and the full JSON. ready waits until a broker answers Metadata and prints
+// and the full JSON (report renders such a JSON again). ready waits until a broker answers Metadata and prints
 // how long that took. Every client has idempotence off (Strait has no
 // InitProducerId yet) and consumes without a group (no group coordinator yet),
 // so every broker sees the same requests.
@@ -48,6 +49,8 @@ func main() {
 		cmdCompare(ctx, args)
 	case "ready":
 		cmdReady(ctx, args)
+	case "report":
+		cmdReport(args)
 	default:
 		fail("unknown command %q: want run, compare or ready", cmd)
 	}
@@ -75,6 +78,7 @@ func cmdRun(ctx context.Context, args []string) {
 	fs.StringVar(&s.Partitioner, "partitioner", s.Partitioner, "sticky or round-robin")
 	fs.IntVar(&s.LingerMs, "linger-ms", s.LingerMs, "producer linger")
 	duration := fs.Duration("duration", s.Duration.D(), "produce phase length")
+	fs.StringVar(&s.Topic, "topic", "", "use this topic (created if missing) instead of a fresh one")
 	fs.Int64Var(&s.MaxRecords, "records", 0, "stop producing after this many records (0: -duration decides)")
 	fs.Float64Var(&s.LatencyRate, "rate", 0, "latency phase records/s (0: half the measured produce rate, <0: skip)")
 	fs.IntVar(&s.LatencyLingerMs, "latency-linger-ms", s.LatencyLingerMs, "producer linger in the latency phase")
@@ -89,6 +93,40 @@ func cmdRun(ctx context.Context, args []string) {
 		if scenarios, err = loadScenarios(files, 1); err != nil {
 			fail("%v", err)
 		}
+		// Flags given beside -scenarios override the files' values.
+		fs.Visit(func(f *flag.Flag) {
+			for i := range scenarios {
+				sc := &scenarios[i]
+				switch f.Name {
+				case "size":
+					sc.RecordSize = s.RecordSize
+				case "partitions":
+					sc.Partitions = s.Partitions
+				case "acks":
+					sc.Acks = s.Acks
+				case "compression":
+					sc.Compression = s.Compression
+				case "producers":
+					sc.Producers = s.Producers
+				case "partitioner":
+					sc.Partitioner = s.Partitioner
+				case "linger-ms":
+					sc.LingerMs = s.LingerMs
+				case "latency-linger-ms":
+					sc.LatencyLingerMs = s.LatencyLingerMs
+				case "duration":
+					sc.Duration = s.Duration
+				case "latency-duration":
+					sc.LatencyDuration = s.LatencyDuration
+				case "records":
+					sc.MaxRecords = s.MaxRecords
+				case "rate":
+					sc.LatencyRate = s.LatencyRate
+				case "topic":
+					sc.Topic = s.Topic
+				}
+			}
+		})
 	} else {
 		s.Name = s.autoName()
 		if err := s.validate(); err != nil {
@@ -122,7 +160,7 @@ func cmdCompare(ctx context.Context, args []string) {
 	fs := flag.NewFlagSet("compare", flag.ExitOnError)
 	targets := fs.String("targets", "kafka,strait,kfake", "brokers to start and measure: strait, kafka, kfake")
 	rounds := fs.Int("rounds", 3, "rounds of every scenario (ratios are medians over them)")
-	quick := fs.Bool("quick", false, "one round, half-length phases, 3 start-ups, 500 MB log, no 10,000 partitions")
+	quick := fs.Bool("quick", false, "one round, half-length phases, 3 start-ups, a 500 MB log for head/tail")
 	var files listFlag
 	fs.Var(&files, "scenarios", "scenario file or directory (repeatable; default bench/scenarios)")
 	out := fs.String("out", "bench/results", "directory for latest.md and latest.json")
@@ -131,13 +169,15 @@ func cmdCompare(ctx context.Context, args []string) {
 	fs.StringVar(&o.kfakeBin, "kfake", "bin/kfake-bench", "kfake command (go build -o bin/kfake-bench ./bench/kfake)")
 	fs.StringVar(&o.kafkaScript, "kafka", "bench/kafka/kafka.sh", "Apache Kafka runner")
 	fs.StringVar(&o.workDir, "work", "bench/work", "scratch directory for broker data")
-	fs.IntVar(&o.readyRounds, "ready-rounds", 5, "fresh starts for start-up time and idle RSS")
+	fs.IntVar(&o.readyRounds, "ready-rounds", 3, "fresh starts for start-up time and idle RSS")
 	fs.IntVar(&o.conns, "conns", 1000, "idle connections")
 	htBytes := fs.Float64("headtail-bytes", 2e9, "bytes written to the one partition of the head/tail fetch test")
 	fs.IntVar(&o.headTailSamples, "headtail-samples", 200, "fetches at the head and as many at the tail")
-	scale := fs.String("scale", "1,100,1000,10000", "partitions of the topics the scaling phase adds in turn")
+	scale := fs.String("scale", "1,100,1000", "partitions the scaling phase adds in turn (10000 works on Kafka but takes minutes)")
 	fs.DurationVar(&o.scaleDuration, "scale-duration", 3*time.Second, "produce phase of each scaling step")
-	fs.DurationVar(&o.scaleLimit, "scale-limit", 3*time.Minute, "longest a scaling topic may take to get its leaders")
+	fs.DurationVar(&o.scaleLimit, "scale-limit", time.Minute, "longest one topic (of at most 1,000 partitions) of a scaling step may take to serve")
+	fs.IntVar(&o.kfakeRounds, "kfake-rounds", 1, "rounds kfake takes part in (it keeps every record in memory)")
+	fs.IntVar(&o.kfakeMaxPartitions, "kfake-max-partitions", 1000, "largest scaling step for kfake (memory again)")
 	skip := fs.String("skip", "", "phases to leave out: startup, connections, scenarios, headtail, scaling")
 	_ = fs.Parse(args)
 
@@ -150,7 +190,6 @@ func cmdCompare(ctx context.Context, args []string) {
 		o.headTailBytes = min(o.headTailBytes, 500e6)
 		o.headTailSamples = min(o.headTailSamples, 100)
 		o.scaleDuration /= 2
-		*scale = strings.TrimSuffix(*scale, ",10000")
 		scaleDurationScale = 0.5
 	}
 	for _, f := range strings.Split(*scale, ",") {
@@ -183,11 +222,13 @@ func cmdCompare(ctx context.Context, args []string) {
 	if o.workDir, err = filepath.Abs(o.workDir); err != nil {
 		fail("%v", err)
 	}
+	// Broker logs of the previous run go; data dirs are gone already.
+	_ = os.RemoveAll(o.workDir)
 	if err := os.MkdirAll(o.workDir, 0o755); err != nil {
 		fail("%v", err)
 	}
 	rep := runCompare(ctx, o)
-	command := "strait-bench compare " + strings.Join(args, " ")
+	rep.Command = strings.TrimSpace("strait-bench compare " + strings.Join(args, " "))
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail("%v", err)
 	}
@@ -196,11 +237,27 @@ func cmdCompare(ctx context.Context, args []string) {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	})
-	writeFile(filepath.Join(*out, "latest.md"), func(f *os.File) error { writeMarkdown(f, rep, strings.TrimSpace(command)); return nil })
+	writeFile(filepath.Join(*out, "latest.md"), func(f *os.File) error { writeMarkdown(f, rep); return nil })
 	fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(*out, "latest.md"), filepath.Join(*out, "latest.json"))
 	if ctx.Err() != nil {
 		os.Exit(130)
 	}
+}
+
+func cmdReport(args []string) {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	in := fs.String("in", "bench/results/latest.json", "a compare JSON")
+	out := fs.String("out", "-", "markdown output")
+	_ = fs.Parse(args)
+	raw, err := os.ReadFile(*in)
+	if err != nil {
+		fail("%v", err)
+	}
+	var rep CompareReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		fail("%s: %v", *in, err)
+	}
+	writeFile(*out, func(f *os.File) error { writeMarkdown(f, &rep); return nil })
 }
 
 func cmdReady(ctx context.Context, args []string) {

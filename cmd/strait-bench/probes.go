@@ -144,7 +144,7 @@ func headTail(ctx context.Context, brokers []string, logBytes int64, samples int
 	if err != nil {
 		return out, err
 	}
-	end := ends[0]
+	end := ends[topic][0]
 	out.Records = end
 	out.LogBytes = w.Bytes
 	td, err := adm.ListTopics(ctx, topic)
@@ -222,60 +222,80 @@ func fetchError(resp *kmsg.FetchResponse) error {
 // ScaleStep is one topic of Partitions partitions added to a broker that
 // already hosts the earlier steps' topics.
 type ScaleStep struct {
-	Partitions      int        `json:"partitions"`
-	TotalPartitions int        `json:"total_partitions"`
-	CreateSeconds   float64    `json:"create_seconds"` // CreateTopics until every partition has a leader
-	IdleRSS         int64      `json:"idle_rss"`       // after creation, before producing
-	Produce         Throughput `json:"produce"`
-	Consume         Throughput `json:"consume"`
-	LoadRSS         int64      `json:"load_rss"` // peak VmRSS while producing and consuming
-	Error           string     `json:"error,omitempty"`
+	Partitions      int     `json:"partitions"`
+	TotalPartitions int     `json:"total_partitions"`
+	CreateSeconds   float64 `json:"create_seconds"` // CreateTopics until every partition has a leader
+	// FirstWriteSeconds is one record to every partition, acks=1, before
+	// the timed phase (a partition's first append is slower, see touchPartitions).
+	FirstWriteSeconds float64 `json:"first_write_seconds"`
+	IdleRSS           int64   `json:"idle_rss"` // after creation, before producing
+	// FreshProduce is the first produce phase, right after the first write;
+	// Produce the second, right after it, when the topic has settled.
+	FreshProduce Throughput `json:"fresh_produce"`
+	Produce      Throughput `json:"produce"`
+	Consume      Throughput `json:"consume"`
+	LoadRSS      int64      `json:"load_rss"` // peak VmRSS while producing and consuming
+	Error        string     `json:"error,omitempty"`
 }
 
-// scaleTopic creates a topic of n partitions and times it.
-func scaleTopic(ctx context.Context, brokers []string, n int, limit time.Duration) (string, time.Duration, error) {
+// maxPartitionsPerTopic splits a scaling step into topics of at most this
+// many partitions: Kafka's controller refuses a request that needs more than
+// 10,000 metadata records (a topic of n partitions takes n+1), and Strait
+// refuses it alike.
+const maxPartitionsPerTopic = 1000
+
+// scaleTopics creates n partitions as topics of maxPartitionsPerTopic, one
+// CreateTopics request each, and times it until every partition serves;
+// each topic may take limit.
+func scaleTopics(ctx context.Context, brokers []string, n int, limit time.Duration) ([]string, time.Duration, error) {
 	adm := kadm.NewClient(mustClient(brokers))
 	defer adm.Close()
-	topic := fmt.Sprintf("bench-scale-%d-%d", n, time.Now().UnixNano())
 	start := time.Now()
-	resp, err := adm.CreateTopic(ctx, int32(n), 1, nil, topic)
-	if err == nil {
-		err = resp.Err
+	var topics []string
+	for i := 0; n > 0; i++ {
+		parts := min(n, maxPartitionsPerTopic)
+		n -= parts
+		topic := fmt.Sprintf("bench-scale-%d-%d", time.Now().UnixNano(), i)
+		topics = append(topics, topic)
+		resp, err := adm.CreateTopic(ctx, int32(parts), 1, nil, topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			return topics, 0, fmt.Errorf("create topic %d: %w", i, err)
+		}
+		if err := waitLeaders(ctx, adm, topic, parts, limit); err != nil {
+			return topics, 0, err
+		}
 	}
-	if err != nil {
-		return topic, 0, fmt.Errorf("create topic: %w", err)
-	}
-	if err := waitLeaders(ctx, adm, topic, n, limit); err != nil {
-		return topic, 0, err
-	}
-	return topic, time.Since(start), nil
+	return topics, time.Since(start), nil
 }
 
-// scaleLoad produces 1 KiB records round-robin over every partition of topic
-// (acks=1, no compression) for d, then consumes them all.
-func scaleLoad(ctx context.Context, brokers []string, topic string, d time.Duration, pool *valuePool) (Throughput, Throughput, error) {
+// scaleLoad produces 1 KiB records round-robin over every partition of the
+// topics (acks=1, no compression) for d, then (if consume) reads them back.
+func scaleLoad(ctx context.Context, brokers []string, topics []string, d time.Duration, pool *valuePool, consume bool) (Throughput, Throughput, error) {
 	s := defaultScenario()
-	s.Acks, s.Partitioner, s.Duration = "1", "round-robin", Dur(d)
+	s.Acks, s.Partitioner, s.Duration, s.Topics = "1", "round-robin", Dur(d), topics
 	adm := kadm.NewClient(mustClient(brokers))
 	defer adm.Close()
-	prods, err := newProducers(ctx, brokers, topic, s, 5*time.Millisecond, pool)
+	prods, err := newProducers(ctx, brokers, topics[0], s, 5*time.Millisecond, pool)
 	if err != nil {
 		return Throughput{}, Throughput{}, err
 	}
-	from, err := endOffsets(ctx, adm, topic)
+	from, err := endOffsets(ctx, adm, topics...)
 	if err != nil {
 		closeAll(prods)
 		return Throughput{}, Throughput{}, err
 	}
 	p, err := produceMax(ctx, prods, s, pool)
 	closeAll(prods)
+	if err != nil || !consume {
+		return p, Throughput{}, err
+	}
+	to, err := endOffsets(ctx, adm, topics...)
 	if err != nil {
 		return p, Throughput{}, err
 	}
-	to, err := endOffsets(ctx, adm, topic)
-	if err != nil {
-		return p, Throughput{}, err
-	}
-	c, err := consumeRange(ctx, brokers, topic, from, to)
+	c, err := consumeRange(ctx, brokers, from, to)
 	return p, c, err
 }

@@ -35,11 +35,39 @@ var (
 	consumeMB   metric = func(r ScenarioResult) float64 { return r.Consume.MBPerSec }
 	consumeRecs metric = func(r ScenarioResult) float64 { return r.Consume.RecordsPerSec }
 	latRate     metric = latencyMetric(func(l *Latency) float64 { return l.Rate })
-	latP50      metric = latencyMetric(func(l *Latency) float64 { return l.P50Ms })
-	latP99      metric = latencyMetric(func(l *Latency) float64 { return l.P99Ms })
-	latP999     metric = latencyMetric(func(l *Latency) float64 { return l.P999Ms })
-	latMax      metric = latencyMetric(func(l *Latency) float64 { return l.MaxMs })
+	// latShort is 1 when the producers fell more than 2% behind the asked
+	// rate: the run was saturated and its latency is queueing.
+	latShort metric = latencyMetric(func(l *Latency) float64 {
+		if l.Achieved < 0.98*l.Rate {
+			return 1
+		}
+		return 0
+	})
+	produceCPU metric = func(r ScenarioResult) float64 { return cpuPerGB(r.ProduceCPUSec, r.Produce.Bytes) }
+	consumeCPU metric = func(r ScenarioResult) float64 { return cpuPerGB(r.ConsumeCPUSec, r.Consume.Bytes) }
+	latP50     metric = latencyMetric(func(l *Latency) float64 { return l.P50Ms })
+	latP99     metric = latencyMetric(func(l *Latency) float64 { return l.P99Ms })
+	latP999    metric = latencyMetric(func(l *Latency) float64 { return l.P999Ms })
+	latMax     metric = latencyMetric(func(l *Latency) float64 { return l.MaxMs })
 )
+
+func cpuPerGB(sec float64, bytes int64) float64 {
+	if sec <= 0 || bytes == 0 {
+		return math.NaN()
+	}
+	return sec / (float64(bytes) / 1e9)
+}
+
+// saturated counts the rounds of a scenario in which kind fell behind.
+func (s summary) saturated(scenario, kind string) int {
+	n := 0
+	for _, r := range s.by[scenario][kind] {
+		if latShort(r) == 1 {
+			n++
+		}
+	}
+	return n
+}
 
 func latencyMetric(f func(*Latency) float64) metric {
 	return func(r ScenarioResult) float64 {
@@ -160,6 +188,13 @@ func mbRecs(mb, recs float64) string {
 	return fmt.Sprintf("%.1f (%s)", mb, krecs(recs))
 }
 
+func dagger(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" †%d", n)
+}
+
 func mibf(b int64) string {
 	if b == 0 {
 		return "–"
@@ -176,12 +211,12 @@ func ratioOf(sub, ref float64) float64 {
 
 // writeMarkdown renders the report: scenario throughput and latency tables,
 // then start-up and memory, partition scaling, and fetch at head and tail.
-func writeMarkdown(w io.Writer, rep *CompareReport, command string) {
+func writeMarkdown(w io.Writer, rep *CompareReport) {
 	s := newSummary(rep)
 	ref, sub := rep.Reference, rep.Subject
 	R, S := title(ref), title(sub)
 	fmt.Fprintf(w, "# %s beside %s\n\n", S, R)
-	fmt.Fprintf(w, "`%s`, %s to %s, %d round(s). ", command, rep.Started.Format("2006-01-02 15:04"), rep.Finished.Format("15:04 MST"), rep.Rounds)
+	fmt.Fprintf(w, "`%s`, %s to %s, %d round(s). ", rep.Command, rep.Started.Format("2006-01-02 15:04"), rep.Finished.Format("15:04 MST"), rep.Rounds)
 	var vs []string
 	for _, k := range []string{"strait", "kafka", "franz-go", "kfake"} {
 		if v := rep.Versions[k]; v != "" {
@@ -191,7 +226,7 @@ func writeMarkdown(w io.Writer, rep *CompareReport, command string) {
 	fmt.Fprintf(w, "Versions: %s. Host: %s CPUs (%s), %s, Linux %s, %s.\n\n", strings.Join(vs, ", "),
 		rep.Host["cpus"], rep.Host["cpu"], rep.Host["mem"], rep.Host["kernel"], rep.Host["java"])
 	fmt.Fprintf(w, "Ratios are %s/%s, the median of the per-round ratios; every other figure is the median of the rounds. ", S, R)
-	fmt.Fprintf(w, "Throughput: higher is better, so a ratio above 1 favours %s; latency, time and memory: a ratio below 1 favours %s.\n\n", S, S)
+	fmt.Fprintf(w, "Throughput: higher is better, so a ratio above 1 favours %s; latency, time, CPU and memory: a ratio below 1 favours %s.\n\n", S, S)
 
 	// Throughput.
 	others := s.others()
@@ -222,6 +257,8 @@ func writeMarkdown(w io.Writer, rep *CompareReport, command string) {
 
 	// Latency.
 	fmt.Fprintf(w, "\n## End-to-end latency, ms, at half of %s's produce throughput\n\n", R)
+	fmt.Fprintf(w, "The rate is half of %s's produce throughput in the same round (median shown), producer linger 1 ms, a consumer running alongside. ", R)
+	fmt.Fprintf(w, "A dagger (†n) marks a broker that fell more than 2%% behind the rate in n rounds: its latency there is queueing, not service time.\n\n")
 	fmt.Fprintf(w, "| scenario | rate rec/s | %s p50 | p99 | p99.9 | max | %s p50 | p99 | p99.9 | max | p50 ratio | p99 ratio |", R, S)
 	for _, k := range others {
 		fmt.Fprintf(w, " %s p50 / p99 |", k)
@@ -229,14 +266,25 @@ func writeMarkdown(w io.Writer, rep *CompareReport, command string) {
 	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", 11+len(others)))
 	for _, sc := range rep.Scenarios {
 		n := sc.Name
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", n, krecs(s.med(n, ref, latRate)),
-			f2(s.med(n, ref, latP50)), f2(s.med(n, ref, latP99)), f2(s.med(n, ref, latP999)), f1(s.med(n, ref, latMax)),
-			f2(s.med(n, sub, latP50)), f2(s.med(n, sub, latP99)), f2(s.med(n, sub, latP999)), f1(s.med(n, sub, latMax)),
+		fmt.Fprintf(w, "| %s | %s | %s%s | %s | %s | %s | %s%s | %s | %s | %s | %s | %s |", n, krecs(s.med(n, ref, latRate)),
+			f2(s.med(n, ref, latP50)), dagger(s.saturated(n, ref)), f2(s.med(n, ref, latP99)), f2(s.med(n, ref, latP999)), f1(s.med(n, ref, latMax)),
+			f2(s.med(n, sub, latP50)), dagger(s.saturated(n, sub)), f2(s.med(n, sub, latP99)), f2(s.med(n, sub, latP999)), f1(s.med(n, sub, latMax)),
 			fratio(s.ratio(n, latP50)), fratio(s.ratio(n, latP99)))
 		for _, k := range others {
 			fmt.Fprintf(w, " %s / %s |", f2(s.med(n, k, latP50)), f2(s.med(n, k, latP99)))
 		}
 		fmt.Fprintln(w)
+	}
+
+	// Broker CPU per GB: what each broker spends, independent of how fast
+	// the client on the same cores could drive it.
+	fmt.Fprintf(w, "\n## Broker CPU seconds per GB (user + system, all threads, from /proc/<pid>/stat)\n\n")
+	fmt.Fprintf(w, "The client shares the machine's cores with the broker, so throughput partly measures the client; CPU per GB is the broker's own cost.\n\n")
+	fmt.Fprintf(w, "| scenario | %s produce | %s produce | ratio | %s consume | %s consume | ratio |\n|---|---:|---:|---:|---:|---:|---:|\n", R, S, R, S)
+	for _, sc := range rep.Scenarios {
+		n := sc.Name
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", n, f2(s.med(n, ref, produceCPU)), f2(s.med(n, sub, produceCPU)), fratio(s.ratio(n, produceCPU)),
+			f2(s.med(n, ref, consumeCPU)), f2(s.med(n, sub, consumeCPU)), fratio(s.ratio(n, consumeCPU)))
 	}
 
 	writeResources(w, rep, s)
@@ -322,9 +370,11 @@ func writeScaling(w io.Writer, rep *CompareReport, s summary) {
 	kinds := append([]string{rep.Reference, rep.Subject}, s.others()...)
 	fmt.Fprintf(w, "\n## Partition scaling: one broker, topics of 1, 100, 1,000 (and more) partitions added in turn\n\n")
 	fmt.Fprintf(w, "1 KiB records, acks=1, no compression, round-robin over every partition of the new topic. ")
-	fmt.Fprintf(w, "Create: CreateTopics until every partition has a leader. RSS: after creation, and the peak while producing and consuming.\n\n")
-	fmt.Fprintf(w, "| partitions (total) | broker | create s | produce MB/s (rec/s) | consume MB/s (rec/s) | idle RSS MiB | RSS under load MiB | produce ratio | consume ratio |\n")
-	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "Create: CreateTopics until every partition has a leader and answers ListOffsets. First write: one record to each partition, acks=1. ")
+	fmt.Fprintf(w, "Fresh: the first produce phase right after; settled: a second one right after that (the ratio is of these), then the consume phase. ")
+	fmt.Fprintf(w, "RSS: after creation, and the peak while producing and consuming.\n\n")
+	fmt.Fprintf(w, "| partitions (total) | broker | create s | first write s | fresh produce MB/s | settled produce MB/s (rec/s) | consume MB/s (rec/s) | idle RSS MiB | RSS under load MiB | produce ratio | consume ratio |\n")
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	steps := map[string]map[int]ScaleStep{}
 	var sizes []int
 	for _, k := range kinds {
@@ -344,7 +394,7 @@ func writeScaling(w io.Writer, rep *CompareReport, s summary) {
 				continue
 			}
 			if st.Error != "" && st.CreateSeconds == 0 {
-				fmt.Fprintf(w, "| %d (%d) | %s | failed: %s | | | | | | |\n", n, st.TotalPartitions, title(k), mdEscape(st.Error))
+				fmt.Fprintf(w, "| %d (%d) | %s | failed: %s | | | | | | | | |\n", n, st.TotalPartitions, title(k), mdEscape(st.Error))
 				continue
 			}
 			pr, cr := "", ""
@@ -354,7 +404,7 @@ func writeScaling(w io.Writer, rep *CompareReport, s summary) {
 					cr = fratio(ratioOf(st.Consume.MBPerSec, rs.Consume.MBPerSec))
 				}
 			}
-			fmt.Fprintf(w, "| %d (%d) | %s | %.2f | %s | %s | %s | %s | %s | %s |\n", n, st.TotalPartitions, title(k), st.CreateSeconds,
+			fmt.Fprintf(w, "| %d (%d) | %s | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s |\n", n, st.TotalPartitions, title(k), st.CreateSeconds, st.FirstWriteSeconds, f1(st.FreshProduce.MBPerSec),
 				mbRecs(st.Produce.MBPerSec, st.Produce.RecordsPerSec), mbRecs(st.Consume.MBPerSec, st.Consume.RecordsPerSec),
 				mibf(st.IdleRSS), mibf(st.LoadRSS), pr, cr)
 		}
@@ -366,7 +416,7 @@ func writeHeadTail(w io.Writer, rep *CompareReport) {
 		return
 	}
 	fmt.Fprintf(w, "\n## Fetch latency at the head and the tail of a large partition\n\n")
-	fmt.Fprintf(w, "One partition written with 1 KiB records, then single Fetch requests (max 1 MiB, no wait) at random offsets in the oldest 1%% (head) and the newest 1%% (tail) of the log, alternating; all of it is in the page cache.\n\n")
+	fmt.Fprintf(w, "One partition written with 1 KiB records, then single Fetch requests (max 1 MiB, no wait) at random offsets in the oldest 1%% (head: first segment) and the newest 1%% (tail: active segment) of the log, alternating. Just written on a machine with spare memory, both ends are most likely in the page cache: this is the index lookup and the transfer, not the disk.\n\n")
 	fmt.Fprintf(w, "| broker | log size | records | fetches each | head p50 ms | head p99 ms | head max ms | tail p50 ms | tail p99 ms | tail max ms |\n")
 	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, k := range []string{rep.Reference, rep.Subject} {

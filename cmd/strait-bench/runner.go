@@ -53,9 +53,17 @@ func (c cpuClock) since() func() float64 {
 func runThroughput(ctx context.Context, brokers []string, s Scenario, pool *valuePool, consume bool, cpu cpuClock, res *ScenarioResult) error {
 	adm := kadm.NewClient(mustClient(brokers))
 	defer adm.Close()
-	res.Topic = fmt.Sprintf("bench-%s-%d", slug(s.Name), time.Now().UnixNano())
-	if err := createTopic(ctx, adm, res.Topic, s.Partitions); err != nil {
-		return err
+	res.Topic = s.Topic
+	if res.Topic == "" {
+		res.Topic = fmt.Sprintf("bench-%s-%d", slug(s.Name), time.Now().UnixNano())
+	}
+	if td, err := adm.ListTopics(ctx, res.Topic); err != nil || !td.Has(res.Topic) {
+		if err := createTopic(ctx, adm, res.Topic, s.Partitions); err != nil {
+			return err
+		}
+	}
+	if _, err := touchPartitions(ctx, brokers, []string{res.Topic}, s.Partitions, pool); err != nil {
+		return fmt.Errorf("first write to every partition: %w", err)
 	}
 	prods, err := newProducers(ctx, brokers, res.Topic, s, time.Duration(s.LingerMs)*time.Millisecond, pool)
 	if err != nil {
@@ -81,7 +89,7 @@ func runThroughput(ctx context.Context, brokers []string, s Scenario, pool *valu
 		return err
 	}
 	cpuUsed = cpu.since()
-	res.Consume, err = consumeRange(ctx, brokers, res.Topic, from, to)
+	res.Consume, err = consumeRange(ctx, brokers, from, to)
 	res.ConsumeCPUSec = cpuUsed()
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
@@ -93,7 +101,7 @@ func runThroughput(ctx context.Context, brokers []string, s Scenario, pool *valu
 func runLatency(ctx context.Context, brokers []string, s Scenario, rate float64, pool *valuePool, res *ScenarioResult) error {
 	d := s.LatencyDuration.D()
 	if d <= 0 {
-		d = 3 * time.Second
+		d = 2 * time.Second
 	}
 	l, err := measureLatency(ctx, brokers, res.Topic, s, rate, d, pool)
 	if err != nil {

@@ -44,6 +44,12 @@ type Scenario struct {
 	// so the figure is mostly the broker's, but not 0, which would send a
 	// request per record and cap the rate far below the produce phase's.
 	LatencyLingerMs int `json:"latency_linger_ms"`
+	// Topic, when set, is used (and created only if missing) instead of a
+	// fresh topic per run, e.g. to measure a topic that has settled.
+	Topic string `json:"topic,omitempty"`
+	// Topics, when more than one, spreads the produce phase's records over
+	// these topics in turn (the scaling phase's steps of many topics).
+	Topics []string `json:"-"`
 }
 
 // Dur is a time.Duration written as "3s" in JSON.
@@ -81,8 +87,8 @@ func defaultScenario() Scenario {
 		Producers:       1,
 		Partitioner:     "sticky",
 		LingerMs:        5,
-		Duration:        Dur(3 * time.Second),
-		LatencyDuration: Dur(3 * time.Second),
+		Duration:        Dur(2 * time.Second),
+		LatencyDuration: Dur(2 * time.Second),
 		LatencyLingerMs: 1,
 	}
 }

@@ -131,10 +131,16 @@ func (p *process) stop() {
 	}
 }
 
-// remove stops the process and deletes its directory.
+// remove stops the process and deletes its data, keeping its logs (*.out,
+// kafka.log) for a look after a failure; compare clears them at its start.
 func (p *process) remove() {
 	p.stop()
-	_ = os.RemoveAll(p.dir)
+	entries, _ := os.ReadDir(p.dir)
+	for _, e := range entries {
+		if n := e.Name(); !strings.HasSuffix(n, ".out") && !strings.HasSuffix(n, ".log") {
+			_ = os.RemoveAll(filepath.Join(p.dir, n))
+		}
+	}
 }
 
 // memory is a process's resident set from /proc/<pid>/status, in bytes.

@@ -93,19 +93,54 @@ func waitLeaders(ctx context.Context, adm *kadm.Client, topic string, n int, lim
 	}
 }
 
+// touchPartitions writes one record to every partition of topic and waits
+// for the acknowledgements. A partition's first append is not steady state:
+// Kafka, for one, fsyncs the new leader epoch's checkpoint file then, which
+// with a new 100-partition topic would eat much of a short produce phase.
+func touchPartitions(ctx context.Context, brokers []string, topics []string, n int, pool *valuePool) (time.Duration, error) {
+	cl, err := kgo.NewClient(append(baseOpts(brokers),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.LeaderAck()),
+		kgo.ProducerLinger(0))...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	start := time.Now()
+	var errs firstErr
+	for _, topic := range topics {
+		for p := range n {
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(p), Value: pool.value(uint64(p), 100)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					errs.set(err)
+				}
+			})
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, err
+	}
+	return time.Since(start), errs.get()
+}
+
+// offsets are per topic, per partition.
+type offsets map[string]map[int32]int64
+
 // endOffsets is every partition's log end offset.
-func endOffsets(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
-	lo, err := adm.ListEndOffsets(ctx, topic)
+func endOffsets(ctx context.Context, adm *kadm.Client, topics ...string) (offsets, error) {
+	lo, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return nil, err
 	}
-	out := map[int32]int64{}
+	out := offsets{}
 	var ferr error
 	lo.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil && ferr == nil {
 			ferr = fmt.Errorf("list offsets %s/%d: %w", o.Topic, o.Partition, o.Err)
 		}
-		out[o.Partition] = o.Offset
+		if out[o.Topic] == nil {
+			out[o.Topic] = map[int32]int64{}
+		}
+		out[o.Topic][o.Partition] = o.Offset
 	})
 	return out, ferr
 }
@@ -191,7 +226,11 @@ func produceMax(ctx context.Context, cls []*kgo.Client, s Scenario, pool *valueP
 				if s.MaxRecords > 0 && issued.Add(1) > s.MaxRecords {
 					break
 				}
-				cl.Produce(ctx, &kgo.Record{Value: pool.value(i, s.RecordSize)}, promise)
+				r := &kgo.Record{Value: pool.value(i, s.RecordSize)}
+				if len(s.Topics) > 1 {
+					r.Topic = s.Topics[i%uint64(len(s.Topics))]
+				}
+				cl.Produce(ctx, r, promise)
 			}
 			if err := cl.Flush(ctx); err != nil {
 				errs.set(err)
@@ -203,22 +242,27 @@ func produceMax(ctx context.Context, cls []*kgo.Client, s Scenario, pool *valueP
 	return newThroughput(acked.Load(), ackedBytes.Load(), took), errs.get()
 }
 
-// consumeRange reads every partition of topic from from[p] to to[p] with one
+// consumeRange reads every partition from from[t][p] to to[t][p] with one
 // client and no group, and times it from the client's creation.
-func consumeRange(ctx context.Context, brokers []string, topic string, from, to map[int32]int64) (Throughput, error) {
-	offsets := map[int32]kgo.Offset{}
+func consumeRange(ctx context.Context, brokers []string, from, to offsets) (Throughput, error) {
+	assign := map[string]map[int32]kgo.Offset{}
 	remaining := 0
-	for p, end := range to {
-		if end > from[p] {
-			offsets[p] = kgo.NewOffset().At(from[p])
-			remaining++
+	for t, ends := range to {
+		for p, end := range ends {
+			if end > from[t][p] {
+				if assign[t] == nil {
+					assign[t] = map[int32]kgo.Offset{}
+				}
+				assign[t][p] = kgo.NewOffset().At(from[t][p])
+				remaining++
+			}
 		}
 	}
 	if remaining == 0 {
 		return Throughput{}, errors.New("nothing to consume")
 	}
 	start := time.Now()
-	cl, err := kgo.NewClient(consumerOpts(brokers, topic, offsets)...)
+	cl, err := kgo.NewClient(consumerOpts(brokers, assign)...)
 	if err != nil {
 		return Throughput{}, err
 	}
@@ -226,7 +270,11 @@ func consumeRange(ctx context.Context, brokers []string, topic string, from, to 
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	var n, b int64
-	done := map[int32]bool{}
+	type tp struct {
+		t string
+		p int32
+	}
+	done := map[tp]bool{}
 	for remaining > 0 {
 		fs := cl.PollFetches(cctx)
 		if cctx.Err() != nil {
@@ -240,15 +288,15 @@ func consumeRange(ctx context.Context, brokers []string, topic string, from, to 
 			}
 		}
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
-			end := to[fp.Partition]
+			end := to[fp.Topic][fp.Partition]
 			for _, r := range fp.Records {
 				if r.Offset >= end {
 					break
 				}
 				n++
 				b += int64(len(r.Value))
-				if r.Offset == end-1 && !done[fp.Partition] {
-					done[fp.Partition] = true
+				if k := (tp{fp.Topic, fp.Partition}); r.Offset == end-1 && !done[k] {
+					done[k] = true
 					remaining--
 				}
 			}
@@ -274,11 +322,11 @@ func measureLatency(ctx context.Context, brokers []string, topic string, s Scena
 	if err != nil {
 		return Latency{}, err
 	}
-	offsets := map[int32]kgo.Offset{}
-	for p, o := range ends {
-		offsets[p] = kgo.NewOffset().At(o)
+	at := map[int32]kgo.Offset{}
+	for p, o := range ends[topic] {
+		at[p] = kgo.NewOffset().At(o)
 	}
-	cons, err := kgo.NewClient(consumerOpts(brokers, topic, offsets)...)
+	cons, err := kgo.NewClient(consumerOpts(brokers, map[string]map[int32]kgo.Offset{topic: at})...)
 	if err != nil {
 		return Latency{}, err
 	}

@@ -8,6 +8,21 @@ import json
 import sys
 
 events, expected_path, out_path, version = sys.argv[1:5]
+skip_path = sys.argv[5] if len(sys.argv) > 5 else None
+
+
+def listed(path):
+    """Test names in a list file, one per line, # starts a comment; with the reasons."""
+    out = {}
+    if path:
+        for line in open(path):
+            name, _, why = line.partition("#")
+            if name.strip():
+                out[name.strip()] = why.strip()
+    return out
+
+
+not_run = listed(skip_path)
 status = {}
 started = set()
 package_failed = False
@@ -32,11 +47,7 @@ unfinished = sorted(started - set(status))
 for t in unfinished:
     status[t] = "fail"
 
-expected = set()
-for line in open(expected_path):
-    line = line.split("#", 1)[0].strip()
-    if line:
-        expected.add(line)
+expected = set(listed(expected_path))
 
 passed = sorted(t for t, a in status.items() if a == "pass")
 failed = sorted(t for t, a in status.items() if a == "fail")
@@ -58,7 +69,12 @@ with open(out_path, "w") as f:
         f.write(f"- {t}: {note}\n")
     if not failed:
         f.write("None.\n")
-    f.write("\n## Skipped\n\n")
+    f.write("\n## Not run (they hang against Strait today; compat-tests/franz-go/skip.txt)\n\n")
+    for t, why in sorted(not_run.items()):
+        f.write(f"- {t}: {why}\n")
+    if not not_run:
+        f.write("None.\n")
+    f.write("\n## Skipped by the suite itself\n\n")
     for t in skipped:
         f.write(f"- {t}\n")
     if not skipped:

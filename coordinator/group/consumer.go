@@ -304,11 +304,13 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 	// 1. Take the member's (possibly changed) subscription.
 	subscriptionChanged := isNew
 	if req.InstanceID != nil {
-		m.instanceID = req.InstanceID
-		cg.static[*req.InstanceID] = m.id
+		inst := *req.InstanceID
+		m.instanceID = &inst
+		cg.static[inst] = m.id
 	}
 	if req.RackID != nil {
-		m.rackID = req.RackID
+		rack := *req.RackID
+		m.rackID = &rack
 	}
 	if req.RebalanceTimeoutMillis != -1 {
 		m.rebalanceTimeout = req.RebalanceTimeoutMillis

@@ -108,6 +108,7 @@ type Coordinator struct {
 
 	shards      sync.Map // int32 -> *shard
 	metaVersion atomic.Uint64
+	seq         atomic.Int64 // orders offset commits (see offsetEntry.seq)
 	closed      atomic.Bool
 	stop        chan struct{}
 

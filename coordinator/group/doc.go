@@ -39,6 +39,13 @@
 //	           leader and members with subscription and assignment; a
 //	           tombstone deletes the group
 //
+// Offsets committed inside a transaction (TxnOffsetCommit) go in a
+// transactional batch carrying the producer's id and epoch; they stay
+// pending, invisible to OffsetFetch (UNSTABLE_OFFSET_COMMIT with
+// require_stable), until the transaction's commit marker on the partition
+// makes them committed offsets (CompleteTransaction, and on replay the
+// marker itself); an abort marker drops them.
+//
 // Keys v3 and above are KIP-848's ConsumerGroup* records. kmsg has no schema
 // for them, so Strait does not write them: a consumer-protocol group's
 // members, epochs and assignments live in memory only (its offsets are

@@ -30,6 +30,9 @@ type offsetEntry struct {
 	metadata    string
 	commitTime  int64 // ms
 	expireTime  int64 // ms, -1: none (only OffsetCommit v2-4 retention_time sets it)
+	// seq orders commits in log order (memory only): a transactional
+	// commit completed later does not overwrite a newer plain commit.
+	seq int64
 }
 
 // group is one consumer group. Every field below mu is guarded by it.
@@ -44,11 +47,15 @@ type group struct {
 	classic  classicGroup
 	consumer *consumerGroup // set when kind == kindConsumer
 	offsets  map[string]map[int32]offsetEntry
-	timerSeq uint64
+	// pendingTxn holds offsets committed in open transactions, by producer
+	// id, until the transaction's marker commits or aborts them.
+	pendingTxn map[int64]map[string]map[int32]offsetEntry
+	timerSeq   uint64
 }
 
 func newGroup(c *Coordinator, s *shard, id string) *group {
-	g := &group{c: c, shard: s, id: id, offsets: map[string]map[int32]offsetEntry{}}
+	g := &group{c: c, shard: s, id: id, offsets: map[string]map[int32]offsetEntry{},
+		pendingTxn: map[int64]map[string]map[int32]offsetEntry{}}
 	g.classic.init(c.now())
 	return g
 }
@@ -162,6 +169,9 @@ func (g *group) numOffsetsLocked() int {
 }
 
 func (g *group) setOffsetLocked(topic string, partition int32, o offsetEntry) {
+	if o.seq == 0 {
+		o.seq = g.c.seq.Add(1)
+	}
 	ps := g.offsets[topic]
 	if ps == nil {
 		ps = map[int32]offsetEntry{}
@@ -199,7 +209,9 @@ func (g *group) isSubscribedLocked(topic string) bool {
 // consumer-protocol group, keeping its offsets (Kafka deletes the empty
 // classic group and creates the consumer group in its place).
 func (g *group) convertToConsumerLocked() error {
-	recs := []record{}
+	// A group just created by this heartbeat has nothing to convert.
+	existed := g.classic.hasRecord || g.classic.generation > 0 || len(g.offsets) > 0
+	var recs []record
 	if g.classic.hasRecord {
 		recs = append(recs, groupTombstone(g.id))
 	}
@@ -210,7 +222,9 @@ func (g *group) convertToConsumerLocked() error {
 	g.classic.init(g.c.now())
 	g.kind = kindConsumer
 	g.consumer = newConsumerGroup()
-	g.c.logger.Info("converted empty classic group to a consumer group", "group", g.id)
+	if existed {
+		g.c.logger.Info("converted empty classic group to a consumer group", "group", g.id)
+	}
 	return nil
 }
 

@@ -52,9 +52,16 @@ func (l *memLog) ReadFrom(p int32, offset int64, fn func([]byte) error) error {
 	l.mu.Lock()
 	bs := append([][]byte(nil), l.batches[p]...)
 	l.mu.Unlock()
+	// One reused buffer, scribbled over after each call, as the broker's
+	// reader reuses its buffer: nothing may keep pointing into it.
+	var buf []byte
 	for _, b := range bs {
-		if err := fn(b); err != nil {
+		buf = append(buf[:0], b...)
+		if err := fn(buf); err != nil {
 			return err
+		}
+		for i := range buf {
+			buf[i] = 0xee
 		}
 	}
 	return nil

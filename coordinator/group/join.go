@@ -54,7 +54,9 @@ func (c *Coordinator) JoinGroup(cl Client, req *kmsg.JoinGroupRequest, respond f
 func (g *group) joinLocked(cl Client, req *kmsg.JoinGroupRequest, respond func(*kmsg.JoinGroupResponse)) {
 	cg := &g.classic
 	if !g.acceptJoiningMemberLocked(req.MemberID) {
-		g.removeMemberLocked(req.MemberID)
+		if req.MemberID != "" {
+			g.removeMemberLocked(req.MemberID)
+		}
 		respond(joinError("", kerr.GroupMaxSizeReached.Code))
 		return
 	}

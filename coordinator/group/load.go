@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,7 +52,7 @@ func (r *replayer) record(info batchInfo, key, value []byte) error {
 		delete(r.txn, info.producerID)
 		if k.Type == kmsg.ControlRecordKeyTypeCommit {
 			for _, o := range pending {
-				r.group(o.group).setOffsetLocked(o.topic, o.partition, o.entry)
+				r.group(o.group).applyTxnOffsetLocked(o.topic, o.partition, o.entry)
 			}
 		}
 		return nil
@@ -87,6 +88,7 @@ func (r *replayer) record(info batchInfo, key, value []byte) error {
 			e.expireTime = v.ExpireTimestamp
 		}
 		if info.transactional {
+			e.seq = r.c.seq.Add(1)
 			r.txn[info.producerID] = append(r.txn[info.producerID], txnOffset{k.Group, k.Topic, k.Partition, e})
 			return nil
 		}
@@ -139,8 +141,9 @@ func (g *group) replayGroupMetadata(v *kmsg.GroupMetadataValue) {
 			id: mv.MemberID, instanceID: mv.InstanceID, clientID: mv.ClientID, clientHost: mv.ClientHost,
 			rebalanceTimeout: mv.RebalanceTimeoutMillis, sessionTimeout: mv.SessionTimeoutMillis,
 			protocolType: v.ProtocolType,
-			protocols:    []protocolMeta{{name: cg.protocol, metadata: mv.Subscription}},
-			assignment:   mv.Assignment,
+			// The record's bytes alias the load buffer, which is reused.
+			protocols:  []protocolMeta{{name: cg.protocol, metadata: slices.Clone(mv.Subscription)}},
+			assignment: slices.Clone(mv.Assignment),
 		}
 		if v.Version < 1 {
 			m.rebalanceTimeout = m.sessionTimeout
@@ -169,9 +172,16 @@ func (c *Coordinator) load(s *shard) {
 		s.mu.Unlock()
 		return
 	}
+	// Transactions still open at the end of the log stay pending until
+	// their markers arrive.
+	for pid, pending := range r.txn {
+		for _, o := range pending {
+			r.group(o.group).addPendingTxnLocked(pid, o.topic, o.partition, o.entry)
+		}
+	}
 	offsets := 0
 	for id, g := range r.groups {
-		if !g.classic.hasRecord && len(g.offsets) == 0 {
+		if !g.classic.hasRecord && len(g.offsets) == 0 && len(g.pendingTxn) == 0 {
 			delete(r.groups, id) // deleted, and nothing committed since
 			continue
 		}
@@ -182,9 +192,13 @@ func (c *Coordinator) load(s *shard) {
 		s.mu.Unlock()
 		return // unloaded meanwhile
 	}
+	loaded := make([]*group, 0, len(r.groups))
+	for _, g := range r.groups {
+		loaded = append(loaded, g)
+	}
 	s.groups, s.state = r.groups, shardLoaded
 	s.mu.Unlock()
-	for _, g := range r.groups {
+	for _, g := range loaded {
 		g.mu.Lock()
 		g.onLoadedLocked()
 		g.mu.Unlock()
@@ -194,7 +208,7 @@ func (c *Coordinator) load(s *shard) {
 		level = slog.LevelDebug // an empty partition is not worth a line each
 	}
 	c.logger.Log(context.Background(), level, "loaded group coordinator partition", "partition", s.index,
-		"groups", len(r.groups), "offsets", offsets, "records", r.records, "skipped_records", r.skipped,
+		"groups", len(loaded), "offsets", offsets, "records", r.records, "skipped_records", r.skipped,
 		"took", time.Since(start))
 }
 

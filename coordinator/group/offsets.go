@@ -184,7 +184,7 @@ func (c *Coordinator) OffsetFetch(cl Client, req *kmsg.OffsetFetchRequest) *kmsg
 					topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 				}
 			}
-			resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.MemberID, rg.MemberEpoch, topics))
+			resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.MemberID, rg.MemberEpoch, topics, req.RequireStable))
 		}
 		return resp
 	}
@@ -195,7 +195,7 @@ func (c *Coordinator) OffsetFetch(cl Client, req *kmsg.OffsetFetchRequest) *kmsg
 			topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 		}
 	}
-	rg := c.fetchGroup(req.Group, nil, -1, topics)
+	rg := c.fetchGroup(req.Group, nil, -1, topics, req.RequireStable)
 	resp.ErrorCode = rg.ErrorCode
 	if rg.ErrorCode != 0 {
 		// v1 has no top-level error: each requested partition carries it.
@@ -225,7 +225,9 @@ func (c *Coordinator) OffsetFetch(cl Client, req *kmsg.OffsetFetchRequest) *kmsg
 }
 
 // fetchGroup answers one group of an OffsetFetch; topics nil means all.
-func (c *Coordinator) fetchGroup(groupID string, memberID *string, memberEpoch int32, topics []fetchTopic) kmsg.OffsetFetchResponseGroup {
+// With requireStable, a partition an open transaction committed to is
+// UNSTABLE_OFFSET_COMMIT (the client retries).
+func (c *Coordinator) fetchGroup(groupID string, memberID *string, memberEpoch int32, topics []fetchTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	rg := kmsg.NewOffsetFetchResponseGroup()
 	rg.Group = groupID
 	if c.closed.Load() {
@@ -238,6 +240,7 @@ func (c *Coordinator) fetchGroup(groupID string, memberID *string, memberEpoch i
 		return rg
 	}
 	var offsets map[string]map[int32]offsetEntry
+	unstable := func(string, int32) bool { return false }
 	if g != nil {
 		defer g.mu.Unlock()
 		if code := g.validateOffsetFetchLocked(memberID, memberEpoch); code != 0 {
@@ -245,6 +248,9 @@ func (c *Coordinator) fetchGroup(groupID string, memberID *string, memberEpoch i
 			return rg
 		}
 		offsets = g.offsets
+		if requireStable {
+			unstable = g.hasPendingTxnLocked
+		}
 	}
 	if topics == nil {
 		names := make([]string, 0, len(offsets))
@@ -268,7 +274,9 @@ func (c *Coordinator) fetchGroup(groupID string, memberID *string, memberEpoch i
 			sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 			sp.Partition, sp.Offset, sp.LeaderEpoch = p, -1, -1
 			md := ""
-			if e, ok := offsets[t.name][p]; ok {
+			if unstable(t.name, p) {
+				sp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			} else if e, ok := offsets[t.name][p]; ok {
 				sp.Offset, sp.LeaderEpoch, md = e.offset, e.leaderEpoch, e.metadata
 			}
 			sp.Metadata = &md
@@ -400,6 +408,37 @@ func (c *Coordinator) OffsetDelete(cl Client, req *kmsg.OffsetDeleteRequest) *km
 	return resp
 }
 
+// TopicDeleted deletes (with tombstones) every committed offset of a topic
+// that was deleted, as Kafka's coordinator does when partitions go away. It
+// works in the background: the caller may be the metadata applier.
+func (c *Coordinator) TopicDeleted(topic string) {
+	c.goBackground(func() {
+		n := 0
+		for _, g := range c.allGroups() {
+			g.mu.Lock()
+			ps := g.offsets[topic]
+			if g.removed || len(ps) == 0 {
+				g.mu.Unlock()
+				continue
+			}
+			var recs []record
+			for _, p := range sortedPartitionList(ps) {
+				recs = append(recs, offsetTombstone(g.id, topic, p))
+			}
+			if err := g.appendRecords(recs); err != nil {
+				c.logger.Warn("deleting offsets of a deleted topic failed", "group", g.id, "topic", topic, "err", err)
+			} else {
+				delete(g.offsets, topic)
+				n += len(recs)
+			}
+			g.mu.Unlock()
+		}
+		if n > 0 {
+			c.logger.Info("deleted committed offsets of a deleted topic", "topic", topic, "offsets", n)
+		}
+	})
+}
+
 // expireLocked removes the offsets that expired by now (Kafka's
 // OffsetExpirationCondition), and the group itself when it is empty and has
 // no offsets left. It returns how many offsets expired and whether the
@@ -442,6 +481,9 @@ func (g *group) expireLocked(now time.Time) (int, bool) {
 				continue
 			}
 			for p, e := range ps {
+				if g.hasPendingTxnLocked(topic, p) {
+					continue // Kafka keeps offsets an open transaction may replace
+				}
 				expired := e.expireTime >= 0 && nowMs >= e.expireTime ||
 					e.expireTime < 0 && nowMs-base(e) >= retention
 				if expired {
@@ -451,7 +493,8 @@ func (g *group) expireLocked(now time.Time) (int, bool) {
 			}
 		}
 	}
-	deleteGroup := len(dels) == g.numOffsetsLocked() && g.isEmptyLocked()
+	deleteGroup := len(dels) == g.numOffsetsLocked() && g.isEmptyLocked() && len(g.classic.pending) == 0 &&
+		len(g.pendingTxn) == 0
 	if deleteGroup && g.kind == kindClassic {
 		recs = append(recs, groupTombstone(g.id))
 	}

@@ -47,6 +47,13 @@ const (
 // CreateTime now, no producer id, and its CRC32C set; the broker assigns the
 // base offset and leader epoch on append.
 func buildBatch(recs []record, now time.Time) []byte {
+	return buildProducerBatch(recs, now, -1, -1)
+}
+
+// buildProducerBatch is buildBatch for a transactional producer (producer
+// id >= 0): the batch carries its id and epoch, no sequence, and the
+// transactional attribute, as Kafka writes TxnOffsetCommit records.
+func buildProducerBatch(recs []record, now time.Time, producerID int64, producerEpoch int16) []byte {
 	ts := now.UnixMilli()
 	var body []byte
 	for i, r := range recs {
@@ -64,11 +71,14 @@ func buildBatch(recs []record, now time.Time) []byte {
 		LastOffsetDelta:      int32(len(recs) - 1),
 		FirstTimestamp:       ts,
 		MaxTimestamp:         ts,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
+		ProducerID:           producerID,
+		ProducerEpoch:        producerEpoch,
 		FirstSequence:        -1,
 		NumRecords:           int32(len(recs)),
 		Records:              body,
+	}
+	if producerID >= 0 {
+		b.Attributes = attrTransactionalFlag
 	}
 	out := b.AppendTo(make([]byte, 0, batchHeaderLen+len(body)))
 	binary.BigEndian.PutUint32(out[batchCRCPos:], crc32.Checksum(out[batchAttributesPos:], castagnoli))

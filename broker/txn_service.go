@@ -1,0 +1,335 @@
+package broker
+
+// The transaction coordinator's side of the broker: its configuration (read
+// from the server properties under Kafka's keys), the __transaction_state
+// topic (created on first use, compacted, internal), the adapter through
+// which the coordinator appends to and replays that topic's partitions, and
+// the writing of transaction markers to the partitions this broker leads.
+//
+// The coordinator starts with the broker (startTxnService, from Start) so
+// that transactions found in progress are completed and open ones time out
+// without waiting for a client, and stops when the broker closes. It is
+// kept in txnServices, keyed by server, as groups.go does for the group
+// coordinator, until Server has a field for it.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/controller"
+	"github.com/strait/strait/coordinator/group"
+	"github.com/strait/strait/coordinator/txn"
+	"github.com/strait/strait/protocol"
+	"github.com/strait/strait/storage"
+)
+
+// txnSettings is what the broker needs beyond the coordinator's Config.
+type txnSettings struct {
+	coord             txn.Config
+	numPartitions     int32 // transaction.state.log.num.partitions (50)
+	replicationFactor int16 // transaction.state.log.replication.factor (3, clamped to live brokers)
+	minISR            int64 // transaction.state.log.min.isr (2)
+	segmentBytes      int64 // transaction.state.log.segment.bytes (100 MiB)
+	loadBufferBytes   int64 // transaction.state.log.load.buffer.size (5 MiB)
+	verification      bool  // transaction.partition.verification.enable (true)
+	offsetsPartitions int32 // offsets.topic.num.partitions (50), for AddOffsetsToTxn
+}
+
+// txnSettingsFrom reads the transaction settings from the broker properties
+// with Kafka's defaults; an unreadable value (config.go has checked the
+// types) falls back to the default.
+func (s *Server) txnSettingsFrom(props map[string]string) txnSettings {
+	num := func(key string, def, min int64) int64 {
+		raw, ok := props[key]
+		if !ok {
+			return def
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+		if err != nil || n < min {
+			s.logger.Warn("invalid transaction setting, using the default", "key", key, "value", raw, "default", def)
+			return def
+		}
+		return n
+	}
+	ms := func(key string, def int64) time.Duration {
+		return time.Duration(num(key, def, 1)) * time.Millisecond
+	}
+	cfg := txn.DefaultConfig()
+	cfg.Logger = s.logger
+	cfg.MaxTimeout = ms("transaction.max.timeout.ms", 900000)
+	cfg.TransactionalIDExpiration = ms("transactional.id.expiration.ms", 604800000)
+	cfg.AbortTimedOutInterval = ms("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000)
+	cfg.RemoveExpiredInterval = ms("transaction.remove.expired.transaction.cleanup.interval.ms", 3600000)
+	cfg.TransactionVersion = finalizedTransactionVersion()
+	verification := true
+	if raw, ok := props["transaction.partition.verification.enable"]; ok {
+		verification = strings.TrimSpace(strings.ToLower(raw)) != "false"
+	}
+	return txnSettings{
+		coord:             cfg,
+		numPartitions:     int32(num("transaction.state.log.num.partitions", 50, 1)),
+		replicationFactor: int16(num("transaction.state.log.replication.factor", 3, 1)),
+		minISR:            num("transaction.state.log.min.isr", 2, 1),
+		segmentBytes:      num("transaction.state.log.segment.bytes", 100<<20, 1),
+		loadBufferBytes:   num("transaction.state.log.load.buffer.size", 5<<20, 1),
+		verification:      verification,
+		offsetsPartitions: int32(num("offsets.topic.num.partitions", 50, 1)),
+	}
+}
+
+// txnService is the broker's transaction coordinator and the state around it.
+type txnService struct {
+	srv      *Server
+	settings txnSettings
+	coord    *txn.Coordinator
+	ids      *producerIDPool
+	createMu sync.Mutex // one creation of __transaction_state at a time
+}
+
+// txnServices holds each running server's transaction service.
+var txnServices sync.Map // *Server -> *txnService
+
+// txns returns the server's transaction service (nil before Start).
+func (s *Server) txns() *txnService {
+	v, ok := txnServices.Load(s)
+	if !ok {
+		return nil
+	}
+	return v.(*txnService)
+}
+
+// startTxnService starts the transaction coordinator and has it load the
+// __transaction_state partitions this broker leads, now and whenever they
+// change.
+func (s *Server) startTxnService() {
+	settings := s.txnSettingsFrom(s.cfg.Props)
+	svc := &txnService{srv: s, settings: settings, ids: newProducerIDPool()}
+	state := &txnStateTopic{srv: s, loadBuffer: settings.loadBufferBytes}
+	svc.coord = txn.New(settings.coord, state, svc)
+	txnServices.Store(s, svc)
+	s.ctrl.Listen(func(ch controller.TopicChange) {
+		if ch.Topic.Name == txn.TopicName {
+			svc.coord.LoadOwned()
+		}
+	})
+	go func() {
+		<-s.closing
+		svc.coord.Close()
+		txnServices.Delete(s)
+	}()
+}
+
+// ensureTopic creates __transaction_state if it does not exist yet, as
+// Kafka does on the first FindCoordinator for a transactional id:
+// compacted, uncompressed, internal, transaction.state.log.num.partitions
+// partitions, transaction.state.log.replication.factor replicas (at most
+// the live brokers).
+func (t *txnService) ensureTopic() (controller.TopicInfo, error) {
+	s := t.srv
+	if ti, ok := s.ctrl.Topic(txn.TopicName); ok {
+		return ti, nil
+	}
+	t.createMu.Lock()
+	defer t.createMu.Unlock()
+	if ti, ok := s.ctrl.Topic(txn.TopicName); ok {
+		return ti, nil
+	}
+	rf := t.settings.replicationFactor
+	if live := int16(len(s.ctrl.Brokers())); live > 0 && rf > live {
+		rf = live
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ti, err := s.ctrl.CreateTopic(ctx, controller.CreateTopicRequest{
+		Name:              txn.TopicName,
+		NumPartitions:     t.settings.numPartitions,
+		ReplicationFactor: rf,
+		Configs: map[string]string{
+			"cleanup.policy":      "compact",
+			"compression.type":    "uncompressed",
+			"segment.bytes":       strconv.FormatInt(t.settings.segmentBytes, 10),
+			"min.insync.replicas": strconv.FormatInt(min(t.settings.minISR, int64(rf)), 10),
+		},
+		Internal: true,
+	})
+	if err != nil {
+		if ti, ok := s.ctrl.Topic(txn.TopicName); ok {
+			return ti, nil // created by another broker meanwhile
+		}
+		return controller.TopicInfo{}, err
+	}
+	s.logger.Info("created transaction state topic", "topic", txn.TopicName, "partitions", len(ti.Partitions), "replication_factor", rf)
+	t.coord.LoadOwned()
+	return ti, nil
+}
+
+// NewProducerID implements txn.Broker from this service's block of ids.
+func (t *txnService) NewProducerID(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, producerIDAllocTimeout)
+	defer cancel()
+	return t.ids.nextID(ctx, t.srv.ctrl.AllocateProducerIDBlock)
+}
+
+// OffsetsPartition implements txn.Broker: the group's __consumer_offsets
+// partition, by the topic's partition count (offsets.topic.num.partitions
+// until it exists).
+func (t *txnService) OffsetsPartition(groupID string) (txn.TopicPartition, error) {
+	n := t.settings.offsetsPartitions
+	if ti, ok := t.srv.ctrl.Topic(group.TopicName); ok {
+		n = int32(len(ti.Partitions))
+	}
+	return txn.TopicPartition{Topic: group.TopicName, Partition: group.PartitionFor(groupID, n)}, nil
+}
+
+// WriteMarker implements txn.Broker: the marker goes to the partition's log
+// if this broker leads it. With one broker that is always the case; other
+// brokers' partitions answer NOT_LEADER_OR_FOLLOWER until markers travel
+// as WriteTxnMarkers requests (replication, issue 7).
+func (t *txnService) WriteMarker(tp txn.TopicPartition, m txn.Marker) error {
+	err := t.srv.writeTxnMarker(tp.Topic, tp.Partition, storage.TxnMarker{
+		ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch,
+	})
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return txn.ErrPartitionGone
+	}
+	return err
+}
+
+// writeTxnMarker appends a transaction marker to a partition this broker
+// leads (the leader's side of WriteTxnMarkers) and makes it visible: the
+// high watermark moves, parked fetches wake (a read_committed fetch may
+// now read further). Markers on __consumer_offsets also settle the
+// transactional offset commits of the producer (see txnOffsetsCompleted).
+func (s *Server) writeTxnMarker(topic string, idx int32, m storage.TxnMarker) error {
+	t, ok := s.ctrl.Topic(topic)
+	if !ok || idx < 0 || int(idx) >= len(t.Partitions) {
+		return fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, idx)
+	}
+	p := s.parts.get(topic, idx)
+	if p == nil || !p.isLeader(s.cfg.NodeID) {
+		return fmt.Errorf("%w: %s-%d", kerr.NotLeaderForPartition, topic, idx)
+	}
+	if _, err := p.log.AppendMarker(m, p.leaderEpoch()); err != nil {
+		return err
+	}
+	p.log.UpdateHighWatermark(p.log.LogEndOffset())
+	p.wakeWaiters()
+	if topic == group.TopicName {
+		s.txnOffsetsCompleted(idx, m.ProducerID, m.Commit)
+	}
+	return nil
+}
+
+// txnStateTopic implements txn.StateLog over the broker's partitions.
+type txnStateTopic struct {
+	srv        *Server
+	loadBuffer int64
+}
+
+func (o *txnStateTopic) Partitions() int32 {
+	t, ok := o.srv.ctrl.Topic(txn.TopicName)
+	if !ok {
+		return 0
+	}
+	return int32(len(t.Partitions))
+}
+
+func (o *txnStateTopic) partition(p int32) (*partition, error) {
+	part := o.srv.parts.get(txn.TopicName, p)
+	if part == nil || !part.isLeader(o.srv.cfg.NodeID) {
+		return nil, fmt.Errorf("%s-%d is not led here: %w", txn.TopicName, p, kerr.NotLeaderForPartition)
+	}
+	return part, nil
+}
+
+func (o *txnStateTopic) LeaderEpoch(p int32) (int32, bool) {
+	part, err := o.partition(p)
+	if err != nil {
+		return 0, false
+	}
+	return part.leaderEpoch(), true
+}
+
+func (o *txnStateTopic) Append(p int32, batch []byte) error {
+	part, err := o.partition(p)
+	if err != nil {
+		return err
+	}
+	_, err = o.srv.appendAsLeader(part, batch)
+	return err
+}
+
+// ReadFrom reads the partition's batches from its files,
+// transaction.state.log.load.buffer.size at a time.
+func (o *txnStateTopic) ReadFrom(p int32, offset int64, fn func(batch []byte) error) error {
+	part, err := o.partition(p)
+	if err != nil {
+		return err
+	}
+	return readBatches(part.log, offset, o.loadBuffer, fn)
+}
+
+// readBatches calls fn with each whole batch of a log from offset (clamped
+// to the log start) to its end, reading bufBytes at a time.
+func readBatches(l *storage.Log, offset, bufBytes int64, fn func(batch []byte) error) error {
+	offset = max(offset, l.LogStartOffset())
+	var buf []byte
+	for {
+		end := l.LogEndOffset()
+		if offset >= end {
+			return nil
+		}
+		res, err := l.Read(offset, bufBytes, end, true)
+		if err != nil {
+			return err
+		}
+		if res.Size == 0 {
+			return nil
+		}
+		for _, sl := range res.Slices {
+			if int64(cap(buf)) < sl.Len {
+				buf = make([]byte, sl.Len)
+			}
+			b := buf[:sl.Len]
+			if _, err := sl.File.ReadAt(b, sl.Pos); err != nil {
+				return fmt.Errorf("reading %s at position %d: %w", l.Dir(), sl.Pos, err)
+			}
+			for len(b) >= 12 {
+				size := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
+				if size < 61 || size > len(b) {
+					return fmt.Errorf("%s: malformed batch at offset %d", l.Dir(), offset)
+				}
+				batch := b[:size]
+				last := int64(binary.BigEndian.Uint64(batch)) + int64(int32(binary.BigEndian.Uint32(batch[23:27])))
+				if last >= offset {
+					if err := fn(batch); err != nil {
+						return err
+					}
+				}
+				offset = max(offset, last+1)
+				b = b[size:]
+			}
+		}
+		offset = max(offset, res.EndOffset)
+	}
+}
+
+// finalizedTransactionVersion is the transaction.version level ApiVersions
+// advertises as finalized (protocol.Kafka40Features): clients follow it, so
+// the coordinator serves that version.
+func finalizedTransactionVersion() int16 {
+	for _, f := range protocol.Kafka40Features(0).Finalized {
+		if f.Name == "transaction.version" {
+			return f.Level
+		}
+	}
+	return 0
+}

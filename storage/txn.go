@@ -1,0 +1,606 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Transactions in a partition log, as Kafka's ProducerStateManager,
+// ProducerAppendInfo and UnifiedLog:
+//
+//   - a transactional batch (attributes bit 4) from a producer without an
+//     open transaction opens one at its first offset; a non-transactional
+//     batch from a producer with one open is INVALID_TXN_STATE;
+//   - a transaction marker is a control batch (attributes bits 4 and 5)
+//     written by the coordinator side (AppendMarker), never by clients: one
+//     record whose key is version 0 + type (0 ABORT, 1 COMMIT) and whose
+//     value is version 0 + the coordinator epoch. It closes the producer's
+//     transaction; its epoch must be at least the producer's (else
+//     INVALID_PRODUCER_EPOCH) and its coordinator epoch at least the last
+//     marker's (else TRANSACTION_COORDINATOR_FENCED), and it moves the
+//     producer to its epoch (transaction version 2 bumps the epoch with
+//     every transaction, so the marker fences the old one);
+//   - an aborted transaction goes to the transaction index of the segment
+//     holding its marker (txn_index.go) with the last stable offset at
+//     that moment;
+//   - the last stable offset (LSO) is the first offset of the oldest
+//     transaction still open, or whose marker is not yet below the high
+//     watermark, else the high watermark: read_committed fetches stop there;
+//   - before the first append of a transaction, the broker asks the
+//     transaction coordinator whether the partition is part of it
+//     (KIP-890). StartTxnVerification creates a VerificationGuard for the
+//     producer first; the append must present it, and a marker written
+//     meanwhile drops it, so that a verification answered before an abort
+//     cannot open a transaction the coordinator already closed (Kafka's
+//     VerificationGuard, the ABA problem it names).
+
+// originCoordinator is an append by a coordinator (transaction markers,
+// the group coordinator's transactional offset commits): epochs are
+// checked, sequences are not (Kafka's AppendOrigin.COORDINATOR).
+const originCoordinator = originReplication + 1
+
+// txnRange is a transaction of one producer in this partition: ongoing
+// (lastOffset -1) or completed at its marker.
+type txnRange struct {
+	producerID  int64
+	firstOffset int64
+	lastOffset  int64
+}
+
+// completedTxn is a transaction a marker closed (Kafka's CompletedTxn).
+type completedTxn struct {
+	producerID  int64
+	firstOffset int64
+	lastOffset  int64 // the marker's offset
+	aborted     bool
+}
+
+// VerificationGuard identifies one verification of a producer's first
+// transactional append to a partition (Kafka's VerificationGuard): the
+// pointer is the identity. nil is Kafka's SENTINEL: no verification needed.
+type VerificationGuard struct {
+	producerID int64
+	epoch      int16
+	lowestSeq  int32
+	startedMs  int64
+}
+
+// TxnMarker is a transaction marker to append (a WriteTxnMarkers entry).
+type TxnMarker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	Commit           bool
+	CoordinatorEpoch int32
+}
+
+// ProducerState describes one producer of a partition (DescribeProducers).
+type ProducerState struct {
+	ProducerID            int64
+	ProducerEpoch         int16
+	LastSequence          int32
+	LastTimestamp         int64
+	CoordinatorEpoch      int32
+	CurrentTxnStartOffset int64 // -1: no open transaction
+}
+
+// trackTransaction applies a data batch's transactional flag to the
+// producer's open transaction (ProducerAppendInfo.appendDataBatch).
+func (pa *producerAppend) trackTransaction(firstOffset int64, transactional bool) error {
+	switch open := pa.updated.currentTxnFirstOffset >= 0; {
+	case open && !transactional:
+		msg := fmt.Sprintf("Expected transactional write from producer %d at offset %d in partition %s",
+			pa.producerID, firstOffset, pa.topicPartition)
+		if pa.origin == originReplication {
+			pa.logger.Warn(msg)
+			return nil
+		}
+		return &AppendError{Err: kerr.InvalidTxnState, Message: msg}
+	case !open && transactional:
+		pa.updated.currentTxnFirstOffset = firstOffset
+		pa.startedTxn = firstOffset
+	}
+	return nil
+}
+
+// appendEndTxnMarker applies a marker at offset (ProducerAppendInfo.
+// appendEndTxnMarker); it returns the transaction it completes, nil for a
+// marker without data before it in this partition.
+func (pa *producerAppend) appendEndTxnMarker(epoch int16, coordinatorEpoch int32, commit bool, offset, timestamp int64) (*completedTxn, error) {
+	if err := pa.checkProducerEpoch(epoch, offset); err != nil {
+		return nil, err
+	}
+	if pa.updated.coordinatorEpoch > coordinatorEpoch {
+		msg := fmt.Sprintf("Invalid coordinator epoch for producerId %d at offset %d in partition %s: %d (zombie), %d (current)",
+			pa.producerID, offset, pa.topicPartition, coordinatorEpoch, pa.updated.coordinatorEpoch)
+		if pa.origin != originReplication {
+			return nil, &AppendError{Err: kerr.TransactionCoordinatorFenced, Message: msg}
+		}
+		pa.logger.Info(msg)
+	}
+	var ct *completedTxn
+	if first := pa.updated.currentTxnFirstOffset; first >= 0 {
+		ct = &completedTxn{producerID: pa.producerID, firstOffset: first, lastOffset: offset, aborted: !commit}
+	}
+	pa.updated.maybeUpdateEpoch(epoch)
+	pa.updated.coordinatorEpoch = coordinatorEpoch
+	pa.updated.currentTxnFirstOffset = -1
+	pa.updated.lastTimestamp = timestamp
+	return ct, nil
+}
+
+// addOngoing records an open transaction, keeping ongoing sorted.
+func (m *producerStateManager) addOngoing(producerID, firstOffset int64) {
+	i, found := slices.BinarySearchFunc(m.ongoing, firstOffset, func(t txnRange, off int64) int { return cmpInt64(t.firstOffset, off) })
+	if found {
+		return
+	}
+	m.ongoing = slices.Insert(m.ongoing, i, txnRange{producerID: producerID, firstOffset: firstOffset, lastOffset: -1})
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// lastStableOffsetFor is the LSO right after ct's marker, before ct is
+// marked complete (ProducerStateManager.lastStableOffset): the first open
+// transaction of another producer, else the offset after the marker.
+func (m *producerStateManager) lastStableOffsetFor(ct *completedTxn) int64 {
+	for _, t := range m.ongoing {
+		if t.producerID != ct.producerID {
+			return t.firstOffset
+		}
+	}
+	return ct.lastOffset + 1
+}
+
+// completeTxn moves ct from the open transactions to those awaiting the
+// high watermark. A transaction not found (its start below a snapshot that
+// did not know it, say) is only logged: the marker still ends it.
+func (m *producerStateManager) completeTxn(ct *completedTxn) {
+	i := slices.IndexFunc(m.ongoing, func(t txnRange) bool { return t.firstOffset == ct.firstOffset })
+	if i < 0 {
+		m.logger.Warn("completed a transaction that was not open", "dir", m.dir,
+			"producer_id", ct.producerID, "first_offset", ct.firstOffset, "marker_offset", ct.lastOffset)
+		return
+	}
+	m.ongoing = slices.Delete(m.ongoing, i, i+1)
+	m.unreplicated = append(m.unreplicated, txnRange{producerID: ct.producerID, firstOffset: ct.firstOffset, lastOffset: ct.lastOffset})
+}
+
+// firstUnstableOffset is the first offset of the oldest open transaction
+// or completed one whose marker is not below the high watermark; -1: none.
+func (m *producerStateManager) firstUnstableOffset() int64 {
+	first := int64(-1)
+	if len(m.ongoing) > 0 {
+		first = m.ongoing[0].firstOffset
+	}
+	for _, t := range m.unreplicated {
+		if first < 0 || t.firstOffset < first {
+			first = t.firstOffset
+		}
+	}
+	return first
+}
+
+// pruneUnreplicated forgets completed transactions whose marker is below
+// offset (the high watermark or the log start offset).
+func (m *producerStateManager) pruneUnreplicated(offset int64) {
+	m.unreplicated = slices.DeleteFunc(m.unreplicated, func(t txnRange) bool { return t.lastOffset < offset })
+}
+
+// updateFirstUnstableLocked republishes the first unstable offset after the
+// transactions changed.
+func (l *Log) updateFirstUnstableLocked() {
+	m := l.producers
+	m.pruneUnreplicated(l.highWatermark.Load())
+	m.pruneUnreplicated(l.logStartOffset.Load())
+	l.firstUnstable.Store(m.firstUnstableOffset())
+	l.txnAwaitingHW.Store(len(m.unreplicated) > 0)
+}
+
+// txnHighWatermarkMoved releases completed transactions now below the high
+// watermark; UpdateHighWatermark calls it only while some are waiting.
+func (l *Log) txnHighWatermarkMoved() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.updateFirstUnstableLocked()
+	}
+}
+
+// LastStableOffset is the offset below which every transaction is decided
+// and its marker is below the high watermark (Kafka's lastStableOffset):
+// read_committed fetches and ListOffsets latest stop there. Lock-free.
+func (l *Log) LastStableOffset() int64 {
+	hw := l.highWatermark.Load()
+	fu := l.firstUnstable.Load()
+	if fu < 0 {
+		return hw
+	}
+	return min(max(fu, l.logStartOffset.Load()), hw)
+}
+
+// StartTxnVerification is Kafka's maybeStartTransactionVerification: nil
+// when the producer already has a transaction open at this epoch (no
+// verification needed), else the guard the append after a successful
+// verification must present. A second call before the append returns the
+// same guard, with the lowest sequence seen.
+func (l *Log) StartTxnVerification(producerID int64, epoch int16, baseSequence int32) *VerificationGuard {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.producers
+	if m == nil {
+		return nil
+	}
+	if e := m.producers[producerID]; e != nil && e.currentTxnFirstOffset >= 0 && e.epoch == epoch {
+		return nil
+	}
+	g := m.verifying[producerID]
+	switch {
+	case g == nil:
+		g = &VerificationGuard{producerID: producerID, epoch: epoch, lowestSeq: baseSequence, startedMs: l.now().UnixMilli()}
+		m.verifying[producerID] = g
+	case epoch > g.epoch:
+		g.epoch, g.lowestSeq = epoch, baseSequence
+	case epoch == g.epoch:
+		g.lowestSeq = min(g.lowestSeq, baseSequence)
+	}
+	return g
+}
+
+// checkVerificationLocked refuses a transactional batch that would open a
+// transaction without the producer's current guard (UnifiedLog.
+// analyzeAndValidateProducerState): INVALID_TXN_STATE, or
+// OUT_OF_ORDER_SEQUENCE_NUMBER for a batch after the lowest sequence whose
+// verification started (ProducerAppendInfo.checkSequence).
+func (l *Log) checkVerificationLocked(h *batchHeader, verify bool, guard *VerificationGuard) error {
+	if !verify || !h.isTransactional() || h.isControl() {
+		return nil
+	}
+	m := l.producers
+	if e := m.producers[h.ProducerID]; e != nil && e.currentTxnFirstOffset >= 0 {
+		return nil
+	}
+	current := m.verifying[h.ProducerID]
+	if guard == nil || current != guard {
+		return appendErrorf(kerr.InvalidTxnState, "Record was not part of an ongoing transaction")
+	}
+	if h.BaseSequence > current.lowestSeq {
+		return appendErrorf(kerr.OutOfOrderSequenceNumber,
+			"Out of order sequence number for producer %d in partition %s: %d (incoming seq. number), %d (earliest seen sequence)",
+			h.ProducerID, m.topicPartition, h.BaseSequence, current.lowestSeq)
+	}
+	return nil
+}
+
+// markerBatch encodes a transaction marker: a control batch of one record,
+// uncompressed, base offset and leader epoch set at append.
+func markerBatch(mk TxnMarker, nowMs int64) []byte {
+	be := binary.BigEndian
+	typ := uint16(0) // ABORT
+	if mk.Commit {
+		typ = 1 // COMMIT
+	}
+	var body []byte
+	body = append(body, 0)              // record attributes
+	body = binary.AppendVarint(body, 0) // timestamp delta
+	body = binary.AppendVarint(body, 0) // offset delta
+	body = binary.AppendVarint(body, 4) // key length
+	body = be.AppendUint16(body, 0)     // key version
+	body = be.AppendUint16(body, typ)   // control type
+	body = binary.AppendVarint(body, 6) // value length
+	body = be.AppendUint16(body, 0)     // EndTxnMarker version
+	body = be.AppendUint32(body, uint32(mk.CoordinatorEpoch))
+	body = binary.AppendVarint(body, 0) // headers
+	rec := append(binary.AppendVarint(nil, int64(len(body))), body...)
+
+	b := make([]byte, batchHeaderSize, batchHeaderSize+len(rec))
+	be.PutUint32(b[offBatchLength:], uint32(batchHeaderSize-logOverhead+len(rec)))
+	be.PutUint32(b[offLeaderEpoch:], 0xffffffff)
+	b[offMagic] = magicV2
+	be.PutUint16(b[offAttributes:], uint16(attrTransactional|attrControl))
+	be.PutUint32(b[offLastOffsetDelta:], 0)
+	be.PutUint64(b[offBaseTimestamp:], uint64(nowMs))
+	be.PutUint64(b[offMaxTimestamp:], uint64(nowMs))
+	be.PutUint64(b[offProducerID:], uint64(mk.ProducerID))
+	be.PutUint16(b[offProducerEpoch:], uint16(mk.ProducerEpoch))
+	be.PutUint32(b[offBaseSequence:], 0xffffffff)
+	be.PutUint32(b[offRecordCount:], 1)
+	b = append(b, rec...)
+	be.PutUint32(b[offCRC:], batchCRC(b))
+	return b
+}
+
+// parseMarker reads the marker of a control batch: ok is false for an
+// empty control batch (its transaction compacted away) or one that is not
+// a commit or abort marker.
+func parseMarker(batch []byte, h *batchHeader) (commit bool, coordinatorEpoch int32, ok bool) {
+	if h.RecordCount < 1 || h.codec() != 0 || len(batch) <= batchHeaderSize {
+		return false, 0, false
+	}
+	b := batch[batchHeaderSize:]
+	next := func() (int64, bool) {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return v, true
+	}
+	if _, ok := next(); !ok { // record length
+		return false, 0, false
+	}
+	if len(b) < 1 {
+		return false, 0, false
+	}
+	b = b[1:] // attributes
+	if _, ok := next(); !ok {
+		return false, 0, false
+	}
+	if _, ok := next(); !ok {
+		return false, 0, false
+	}
+	klen, ok := next()
+	if !ok || klen < 4 || int64(len(b)) < klen {
+		return false, 0, false
+	}
+	typ := int16(binary.BigEndian.Uint16(b[2:4]))
+	b = b[klen:]
+	vlen, ok := next()
+	if !ok || vlen < 6 || int64(len(b)) < vlen {
+		return false, 0, false
+	}
+	coordinatorEpoch = int32(binary.BigEndian.Uint32(b[2:6]))
+	switch typ {
+	case 0:
+		return false, coordinatorEpoch, true
+	case 1:
+		return true, coordinatorEpoch, true
+	}
+	return false, 0, false
+}
+
+// AppendMarker appends a transaction marker for the producer (the leader's
+// side of WriteTxnMarkers): it closes the producer's open transaction,
+// indexes it if aborted, and moves the last stable offset. Errors unwrap to
+// a *kerr.Error: INVALID_PRODUCER_EPOCH for an epoch below the producer's,
+// TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch,
+// KAFKA_STORAGE_ERROR for a failed write.
+func (l *Log) AppendMarker(mk TxnMarker, leaderEpoch int32) (AppendInfo, error) {
+	now := l.now()
+	batch := markerBatch(mk, now.UnixMilli())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendInfo{}, errLogClosed
+	}
+	base := l.logEndOffset.Load()
+	pa := l.producers.prepareUpdate(mk.ProducerID, originCoordinator)
+	ct, err := pa.appendEndTxnMarker(mk.ProducerEpoch, mk.CoordinatorEpoch, mk.Commit, base, now.UnixMilli())
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	setBaseOffset(batch, base)
+	setLeaderEpoch(batch, leaderEpoch)
+	h := parseBatchHeader(batch)
+	seg, err := l.maybeRollLocked(&h, now)
+	if err != nil {
+		return AppendInfo{}, storageErr("roll segment", err)
+	}
+	if err := seg.append(batch, &h, l.config().IndexIntervalBytes); err != nil {
+		l.logger.Error("marker append failed", "dir", l.dir, "offset", base, "err", err)
+		return AppendInfo{}, storageErr("append", err)
+	}
+	l.logEndOffset.Store(h.nextOffset())
+	l.producers.update(pa)
+	delete(l.producers.verifying, mk.ProducerID)
+	var ixErr error
+	if ct != nil {
+		ixErr = l.completeTxnLocked(seg, ct)
+	}
+	l.producers.lastMapOffset = h.nextOffset()
+	l.updateFirstUnstableLocked()
+	info := AppendInfo{FirstOffset: base, LastOffset: base, LogAppendTime: -1, LogStartOffset: l.logStartOffset.Load(), RecordCount: 1}
+	if ixErr != nil {
+		// The marker is in the log; recovery rebuilds the index from it.
+		l.logger.Error("transaction index append failed", "dir", l.dir, "offset", base, "err", ixErr)
+		return info, storageErr("transaction index", ixErr)
+	}
+	l.unflushedMessages++
+	if l.unflushedMessages >= l.config().FlushMessages {
+		if err := l.flushLocked(now); err != nil {
+			return info, storageErr("flush", err)
+		}
+	}
+	return info, nil
+}
+
+// completeTxnLocked indexes a completed transaction if it was aborted, in
+// seg (the marker's segment), and marks it complete.
+func (l *Log) completeTxnLocked(seg *segment, ct *completedTxn) error {
+	m := l.producers
+	var err error
+	if ct.aborted {
+		if seg.txnIndex == nil {
+			seg.txnIndex = &txnIndex{fs: l.fs, path: txnIndexPath(l.dir, seg.baseOffset)}
+		}
+		err = seg.txnIndex.append(AbortedTxn{ProducerID: ct.producerID, FirstOffset: ct.firstOffset,
+			LastOffset: ct.lastOffset, LastStableOffset: m.lastStableOffsetFor(ct)})
+	}
+	m.completeTxn(ct)
+	return err
+}
+
+// AbortedTransactions lists the aborted transactions overlapping the
+// offsets [from, upTo) (UnifiedLog.collectAbortedTransactions): a
+// read_committed fetch returns them so that the consumer skips their
+// records. The search starts at the segment holding from, since a
+// transaction's marker follows its records.
+func (l *Log) AbortedTransactions(from, upTo int64) ([]AbortedTxn, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, errLogClosed
+	}
+	out := []AbortedTxn{}
+	for i := l.segmentFor(from); i < len(l.segments); i++ {
+		var done bool
+		out, done = l.segments[i].txnIndex.collect(from, upTo, out)
+		if done {
+			break
+		}
+	}
+	return out, nil
+}
+
+// ActiveProducers describes the producers the partition tracks, ordered by
+// id (DescribeProducers).
+func (l *Log) ActiveProducers() []ProducerState {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed || l.producers == nil {
+		return nil
+	}
+	out := make([]ProducerState, 0, len(l.producers.producers))
+	for id, e := range l.producers.producers {
+		out = append(out, ProducerState{ProducerID: id, ProducerEpoch: e.epoch, LastSequence: e.lastSeq(),
+			LastTimestamp: e.lastTimestamp, CoordinatorEpoch: e.coordinatorEpoch, CurrentTxnStartOffset: e.currentTxnFirstOffset})
+	}
+	slices.SortFunc(out, func(a, b ProducerState) int { return cmpInt64(a.ProducerID, b.ProducerID) })
+	return out
+}
+
+// HasOngoingTransaction reports whether the producer has a transaction open
+// in this partition.
+func (l *Log) HasOngoingTransaction(producerID int64) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.producers == nil {
+		return false
+	}
+	e := l.producers.producers[producerID]
+	return e != nil && e.currentTxnFirstOffset >= 0
+}
+
+// loadTxnIndexesLocked opens every segment's transaction index at Open. A
+// corrupt index is emptied and the producer state replayed from the log
+// start (by returning false), which rebuilds it.
+func (l *Log) loadTxnIndexesLocked() (intact bool, err error) {
+	intact = true
+	for _, s := range l.segments {
+		ix, lerr := loadTxnIndex(l.fs, txnIndexPath(l.dir, s.baseOffset), s.baseOffset)
+		if ix == nil {
+			return false, lerr
+		}
+		if lerr != nil {
+			l.logger.Warn("rebuilding a corrupt transaction index", "dir", l.dir, "segment", s.baseOffset, "err", lerr)
+			ix.entries = nil
+			if err := ix.truncateFrom(-1); err != nil {
+				ix.close()
+				return false, err
+			}
+			intact = false
+		}
+		s.txnIndex = ix
+	}
+	return intact, nil
+}
+
+// truncateTxnIndexesLocked drops the index entries whose marker is at or
+// after offset, before the producer state is replayed from there.
+func (l *Log) truncateTxnIndexesLocked(offset int64) error {
+	for _, s := range l.segments {
+		if s.txnIndex == nil || len(s.txnIndex.entries) == 0 {
+			continue
+		}
+		if err := s.txnIndex.truncateFrom(offset); err != nil {
+			return fmt.Errorf("truncating transaction index of segment %d: %w", s.baseOffset, err)
+		}
+	}
+	return nil
+}
+
+// replayBatchLocked applies one batch of the log to the producer state
+// while it is rebuilt (LogSegment.recover / UnifiedLog.rebuildProducerState).
+func (l *Log) replayBatchLocked(seg *segment, pos int64, h *batchHeader) error {
+	m := l.producers
+	pa := m.prepareUpdate(h.ProducerID, originReplication)
+	if !h.isControl() {
+		// originReplication rejects nothing.
+		if err := pa.appendDataBatch(h.ProducerEpoch, h.BaseSequence, h.lastSequence(), h.MaxTimestamp, h.BaseOffset, h.lastOffset(), h.isTransactional()); err != nil {
+			return err
+		}
+		m.update(pa)
+		return nil
+	}
+	batch, err := seg.readBatch(pos, h)
+	if err != nil {
+		return err
+	}
+	commit, coordinatorEpoch, ok := parseMarker(batch, h)
+	if !ok {
+		return nil
+	}
+	ct, err := pa.appendEndTxnMarker(h.ProducerEpoch, coordinatorEpoch, commit, h.BaseOffset, h.MaxTimestamp)
+	if err != nil {
+		return err
+	}
+	m.update(pa)
+	if ct != nil {
+		return l.completeTxnLocked(seg, ct)
+	}
+	return nil
+}
+
+// removeProducerSnapshots deletes every producer snapshot of the log, so
+// that Open replays the producer state (and the transaction indexes) from
+// the log start.
+func (l *Log) removeProducerSnapshots() error {
+	offs, err := listProducerSnapshots(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	for _, off := range offs {
+		if err := removeProducerSnapshotFile(l.fs, l.dir, off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AppendAsCoordinator appends a batch a coordinator built (the group
+// coordinator's transactional offset commits) as Kafka appends with
+// AppendOrigin.COORDINATOR: the producer's epoch is checked, its sequence
+// is not (such batches carry none), and a transactional batch opening a
+// transaction must present its verification guard.
+func (l *Log) AppendAsCoordinator(records []byte, leaderEpoch int32, guard *VerificationGuard) (AppendInfo, error) {
+	return l.appendAsLeader(records, leaderEpoch, originCoordinator, true, guard)
+}
+
+// validateFromCoordinator is validateProduce without the checks Kafka's
+// LogValidator makes for client batches only (offset range and count,
+// control batches, sequence numbers).
+func validateFromCoordinator(records []byte, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
+	batch, err := singleBatch(records)
+	if err != nil {
+		return validatedBatch{}, err
+	}
+	h := parseBatchHeader(batch)
+	if got := batchCRC(batch); got != h.CRC {
+		return validatedBatch{}, corruptMessagef("record batch is corrupt (stored crc = %d, computed crc = %d)", h.CRC, got)
+	}
+	if h.size() > int64(cfg.MaxMessageBytes) {
+		return validatedBatch{}, appendErrorf(kerr.MessageTooLarge,
+			"the record batch size is %d bytes, larger than max.message.bytes %d", h.size(), cfg.MaxMessageBytes)
+	}
+	return validateRecords(batch, &h, cfg, nowMs, topicPartition)
+}
