@@ -75,6 +75,16 @@ func (x *exchange) respondChunks(chunks []protocol.Chunk) {
 	close(x.done)
 }
 
+// completed reports whether the exchange has its response already.
+func (x *exchange) completed() bool {
+	select {
+	case <-x.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // noResponse completes the exchange without writing anything.
 func (x *exchange) noResponse() { close(x.done) }
 
@@ -109,8 +119,6 @@ func (c *conn) readLoop() {
 			c.logger.Warn("closing connection: bad request", "err", err)
 			return
 		}
-		// The frame's memory may be referenced by the decoded request (kmsg
-		// keeps byte slices into it), so a new buffer is used next time.
 		buf = nil
 		x := &exchange{req: req, done: make(chan struct{})}
 		if !c.enqueue(x) {
@@ -127,6 +135,15 @@ func (c *conn) readLoop() {
 		h.fn(c, x)
 		if x.closeConn {
 			return
+		}
+		// The decoded request keeps byte slices into the frame (kmsg does
+		// not copy them) and handlers may hold on to them (a group member's
+		// metadata, a parked fetch), so the next frame normally gets a new
+		// buffer. A Produce answered before its handler returned is done
+		// with its records (storage wrote them to the segment file), so on
+		// that hot path the buffer is read into again.
+		if req.Key == int16(kmsg.Produce) && x.completed() {
+			buf = frame
 		}
 	}
 }
