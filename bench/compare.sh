@@ -2,10 +2,10 @@
 # make bench-compare: Strait beside Apache Kafka 4.x (from Maven Central) and
 # franz-go's kfake on this machine, every scenario in bench/scenarios against
 # each in turn, ratios as medians of the rounds; writes bench/results/latest.md
-# and latest.json. Takes about 10 minutes on 2 cores.
+# and latest.json. Takes about 9.5 minutes on 2 cores.
 #
-#   QUICK=1       one round, half-length phases, 500 MB head/tail log, no
-#                 10,000-partition step (about 5 minutes)
+#   QUICK=1       one round, half-length phases, 3 start-ups, 500 MB
+#                 head/tail log (about 5 minutes)
 #   ROUNDS=n      rounds of the scenarios (default 3)
 #   TARGETS=a,b   brokers among kafka,strait,kfake (default all three)
 #   SCENARIOS=p   a scenario file or directory (default bench/scenarios;
@@ -13,7 +13,8 @@
 #   SKIP=a,b      phases to leave out: startup, connections, scenarios,
 #                 headtail, scaling
 #   SCALE=list    partitions per scaling step (default 1,100,1000;
-#                 1,100,1000,10000 adds about 4 minutes on Kafka)
+#                 1,100,1000,10000 adds about 10 minutes: 7 on Kafka,
+#                 and Strait runs out of file descriptors near 6,600)
 #   BENCH_ARGS    more strait-bench compare flags (-h lists them)
 #
 # Needs Go, a JDK 17+ (java) and Maven (mvn): apt-get install openjdk-17-jre-headless maven.
