@@ -33,6 +33,9 @@ func handleMetadata(c *conn, x *exchange) {
 	brokers := s.ctrl.Brokers()
 	live := make(map[int32]bool, len(brokers))
 	for _, b := range brokers {
+		if b.Fenced {
+			continue // registered but not yet serving: Kafka leaves fenced brokers out
+		}
 		live[b.NodeID] = true
 		ep, ok := endpointFor(b, c.listener)
 		if !ok {

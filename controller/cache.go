@@ -200,6 +200,7 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 			c.log.Warn("ignoring undecodable broker registration", "key", key, "err", err)
 			return
 		}
+		b.Epoch = kv.CreateRevision
 		c.brokers[pk.nodeID] = b
 	case keyElection:
 		id, err := strconv.ParseInt(string(kv.Value), 10, 32)

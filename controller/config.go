@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // Defaults of the Config fields left zero.
@@ -41,6 +42,36 @@ type Config struct {
 	// DefaultReplicationFactor replaces a requested replication factor of -1
 	// (default.replication.factor, default 1).
 	DefaultReplicationFactor int16
+
+	// The embedded etcd as one member of a multi-member etcd cluster, named
+	// after etcd's own flags (see etcd_cluster.go for the defaults). Without
+	// EtcdInitialCluster the embedded etcd is a single member with no peer
+	// listener, as before.
+	EtcdName                     string   // etcd.name (--name), default "strait"
+	EtcdInitialCluster           string   // etcd.initial.cluster (--initial-cluster): "name=peerURL,..."
+	EtcdInitialClusterState      string   // etcd.initial.cluster.state: "new" (default) or "existing"
+	EtcdInitialClusterToken      string   // etcd.initial.cluster.token, default "strait"
+	EtcdListenPeerURLs           []string // etcd.listen.peer.urls
+	EtcdInitialAdvertisePeerURLs []string // etcd.initial.advertise.peer.urls
+	EtcdListenClientURLs         []string // etcd.listen.client.urls, default http://127.0.0.1:0
+	EtcdAdvertiseClientURLs      []string // etcd.advertise.client.urls
+	EtcdHeartbeatIntervalMs      int      // etcd.heartbeat.interval
+	EtcdElectionTimeoutMs        int      // etcd.election.timeout
+
+	// UncleanLeaderElectionEnable is the cluster default of
+	// unclean.leader.election.enable (default false); a topic config overrides it.
+	UncleanLeaderElectionEnable bool
+	// AutoLeaderRebalanceEnable is auto.leader.rebalance.enable; nil means
+	// Kafka's default, true.
+	AutoLeaderRebalanceEnable *bool
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.seconds
+	// (default 300 s).
+	LeaderImbalanceCheckInterval time.Duration
+	// LeaderImbalancePerBrokerPercentage is leader.imbalance.per.broker.percentage;
+	// nil means Kafka's default, 10.
+	LeaderImbalancePerBrokerPercentage *int
+
+	member embeddedMember // resolved from the Etcd* fields by withDefaults
 }
 
 // withDefaults validates cfg and fills its zero fields.
@@ -69,6 +100,19 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.DefaultNumPartitions < 1 || cfg.DefaultReplicationFactor < 1 {
 		return cfg, errors.New("controller: default partition count and replication factor must be positive")
+	}
+	if err := cfg.replicationDefaults(); err != nil {
+		return cfg, err
+	}
+	if len(cfg.EtcdEndpoints) == 0 {
+		member, err := cfg.resolveEmbeddedMember()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.member = member
+	} else if cfg.EtcdInitialCluster != "" || len(cfg.EtcdListenPeerURLs) > 0 {
+		return cfg, errors.New("controller: etcd.endpoints (an external etcd) and etcd.initial.cluster or " +
+			"etcd.listen.peer.urls (an embedded member) exclude each other")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -40,7 +40,8 @@ type Controller struct {
 
 	state     atomic.Int32
 	clusterID atomic.Pointer[string]
-	// etcdQuiet demotes etcd's error logs while it shuts down.
+	// etcdQuiet demotes etcd's error logs (and the client's warnings) while
+	// the controller shuts down.
 	etcdQuiet atomic.Bool
 
 	// Set by Start, read-only afterwards.
@@ -61,6 +62,12 @@ type Controller struct {
 	sessionMu      sync.Mutex
 	session        *concurrency.Session // the lease the registration and candidacy hang on
 	cancelCampaign context.CancelFunc
+
+	// shuttingDown is set by ControlledShutdown; a registration made after it
+	// (the lease was lost meanwhile) keeps the mark.
+	shuttingDown atomic.Bool
+	// active is true while this broker performs the active controller's duties.
+	active atomic.Bool
 }
 
 // New validates cfg and returns a Controller to Start.
@@ -115,12 +122,12 @@ func (c *Controller) Start(ctx context.Context) error {
 func (c *Controller) start(ctx context.Context) error {
 	var err error
 	if len(c.cfg.EtcdEndpoints) == 0 {
-		c.etcd, c.client, err = startEmbeddedEtcd(ctx, c.cfg.DataDir, c.log, &c.etcdQuiet)
+		c.etcd, c.client, err = startEmbeddedMember(ctx, c.cfg.DataDir, c.cfg.member, c.log, &c.etcdQuiet)
 		if err == nil {
 			c.log.Debug("embedded etcd ready", "client.url", embeddedClientURL(c.etcd))
 		}
 	} else {
-		c.client, err = connectEtcd(c.cfg.EtcdEndpoints, c.log)
+		c.client, err = connectEtcd(c.cfg.EtcdEndpoints, c.log, &c.etcdQuiet)
 	}
 	if err != nil {
 		return err
@@ -179,9 +186,10 @@ func (c *Controller) ensureClusterID(ctx context.Context) (string, error) {
 	return string(kvs[0].Value), nil
 }
 
-// Close leaves the election, revokes the registration lease (so the broker
-// disappears from other brokers' caches at once), stops the watch and closes
-// the etcd client and the embedded etcd. It is idempotent.
+// Close makes a controlled shutdown when other active brokers exist (see
+// ControlledShutdown), leaves the election, revokes the registration lease (so
+// the broker disappears from other brokers' caches at once), stops the watch
+// and closes the etcd client and the embedded etcd. It is idempotent.
 func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
 		c.state.Store(stateClosed)
@@ -192,6 +200,20 @@ func (c *Controller) Close() error {
 }
 
 func (c *Controller) shutdown() error {
+	c.sessionMu.Lock()
+	registered := c.session != nil
+	c.sessionMu.Unlock()
+	if registered && c.otherActiveBrokers() {
+		// Hand leadership over before deregistering; beyond one lease TTL
+		// the active controller would do the same after the lease expires.
+		ctx, cancel := context.WithTimeout(context.Background(), max(5*time.Second, time.Duration(c.cfg.LeaseTTLSeconds)*time.Second))
+		if err := c.controlledShutdown(ctx, true); err != nil {
+			c.log.Warn("controlled shutdown failed; the lease expiry will move leadership instead", "err", err)
+		}
+		cancel()
+	}
+	// From here on, requests cancelled by the shutdown are expected.
+	c.etcdQuiet.Store(true)
 	c.sessionMu.Lock()
 	session, cancelCampaign := c.session, c.cancelCampaign
 	c.session, c.cancelCampaign = nil, nil

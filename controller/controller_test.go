@@ -132,8 +132,11 @@ func TestListenBeforeStartSeesLoadedTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if !slices.Equal(names, []string{"kept"}) {
-		t.Fatalf("listener registered before Start saw %v, want [kept]", names)
+	// The load reports the topic as created; registering again then bumps
+	// the leader epoch of the partitions this broker led (rejoin), which
+	// reports changes of the same topic.
+	if len(names) == 0 || slices.ContainsFunc(names, func(n string) bool { return n != "kept" }) {
+		t.Fatalf("listener registered before Start saw %v, want only kept", names)
 	}
 }
 

@@ -12,17 +12,27 @@
 // itself talks to the embedded server in process (v3client). With
 // Config.EtcdEndpoints it is a plain etcd client of that cluster.
 //
+// With Config.EtcdInitialCluster (etcd.initial.cluster and the other etcd.*
+// keys, named after etcd's flags; see etcd_cluster.go) the embedded etcd is
+// one member of a multi-member cluster: three brokers listing each other form
+// one three-member etcd, share all metadata and keep working with one member
+// lost. Each broker still talks to its own member in process.
+//
 // # Key layout
 //
 // Every key lives under Config.Prefix (default "/strait"); values are JSON.
 //
 //	<prefix>/cluster_id                  the cluster id, created once: Kafka's 22-char base64url UUID
-//	<prefix>/brokers/<node id>           {"nodeId","rack","endpoints":[{"name","host","port","securityProtocol"}]}
-//	                                     put under the broker's lease (LeaseTTLSeconds, kept alive)
+//	<prefix>/brokers/<node id>           {"nodeId","rack","endpoints":[{"name","host","port","securityProtocol"}],
+//	                                      "fenced","inControlledShutdown"}
+//	                                     put under the broker's lease (LeaseTTLSeconds, kept alive);
+//	                                     its create revision is the broker epoch
 //	<prefix>/controller/election/<lease> concurrency.Election candidates, value = node id; the key with
 //	                                     the lowest create revision is the active controller
 //	<prefix>/topics/<name>               {"name","id" (base64url of the 16-byte topic id),"internal","configs"}
-//	<prefix>/partitions/<name>/<p>       {"replicas","leader","leaderEpoch","isr","partitionEpoch"}
+//	<prefix>/partitions/<name>/<p>       {"replicas","leader","leaderEpoch","isr","partitionEpoch",
+//	                                      "addingReplicas","removingReplicas"} (the last two while reassigning)
+//	<prefix>/producer_ids                the last producer id block handed out (producer_ids.go)
 //
 // A topic is created by one transaction (if topics/<name> is absent: put it and
 // every partitions/<name>/<p>) and deleted by one (delete topics/<name> and the
@@ -37,4 +47,25 @@
 // listeners are called on the watch goroutine, in revision order, after the
 // snapshot of that revision is published; writes (CreateTopic, DeleteTopic)
 // return only after this controller's cache and listeners have applied them.
+//
+// # Leadership and ISR
+//
+// Partition states change as in Kafka's controller (PartitionChangeBuilder,
+// partition_change.go), each change a compare-and-swap on the partition key
+// that also checks the registrations of the brokers it relies on
+// (changes.go), so the writers below never overwrite each other:
+//
+//   - the active controller (active.go) keeps leaders and ISRs consistent
+//     with the registered brokers: a broker whose lease expired, or that is in
+//     controlled shutdown, loses its leaderships to the next ISR member (leader
+//     epoch bumped) and leaves the ISRs; a partition with no live ISR member
+//     has leader -1 until one returns (or an unclean election); with
+//     auto.leader.rebalance.enable it runs preferred leader elections;
+//   - a broker registers fenced, leaves what its previous incarnation held,
+//     then unfences (rejoin, broker_lifecycle.go); ControlledShutdown moves
+//     its leaderships away before it deregisters;
+//   - a leader changes its ISR with AlterPartition (alter_partition.go), which
+//     also completes reassignments (reassign.go);
+//   - ElectLeaders, AlterPartitionReassignments and CreatePartitions run on
+//     the broker that receives the request.
 package controller

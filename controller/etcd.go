@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -24,21 +23,23 @@ const embeddedReadyTimeout = time.Minute
 // member has no peers) and a client listener on 127.0.0.1:0 for other
 // processes (EtcdClientURL). On error nothing is left running.
 func startEmbeddedEtcd(ctx context.Context, dataDir string, log *slog.Logger, quiet *atomic.Bool) (*embed.Etcd, *clientv3.Client, error) {
+	return startEmbeddedMember(ctx, dataDir, singleMember(), log, quiet)
+}
+
+// startEmbeddedMember starts the embedded etcd member m in dataDir and returns
+// it with an in-process client, once the member has joined a cluster with a
+// leader (with peers, that needs a majority of the initial cluster started).
+// On error nothing is left running.
+func startEmbeddedMember(ctx context.Context, dataDir string, m embeddedMember, log *slog.Logger, quiet *atomic.Bool) (*embed.Etcd, *clientv3.Client, error) {
 	cfg := embed.NewConfig()
-	cfg.Name = defaultEmbeddedName
 	cfg.Dir = dataDir
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapLogger(log, zapcore.ErrorLevel, quiet))
 	// A fresh single member elects itself 1 to ElectionMs/TickMs ticks after
 	// start (etcd advances the rest), so a short election timeout makes start
 	// fast (about 20-60 ms to ready); it is safe with no peers to time out.
 	// Ticks cost idle CPU (about 1% of a core at 10 ms, 3% at 1 ms), hence 10.
-	cfg.TickMs, cfg.ElectionMs = embeddedTickMs, embeddedElectMs
-	loopback := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg.ListenPeerUrls = nil
-	cfg.AdvertisePeerUrls = []url.URL{loopback}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.ListenClientUrls = []url.URL{loopback}
-	cfg.AdvertiseClientUrls = []url.URL{loopback}
+	// Members with peers default to etcd's own 100 ms / 1 s.
+	m.apply(cfg)
 	cfg.EnableGRPCGateway = false
 	// A topic is created by one transaction of 1 + partitions operations.
 	cfg.MaxTxnOps = embeddedMaxTxnOps
@@ -72,11 +73,11 @@ func startEmbeddedEtcd(ctx context.Context, dataDir string, log *slog.Logger, qu
 
 // connectEtcd returns a client of the etcd cluster at endpoints. The dial is
 // lazy: the first request reports an unreachable cluster.
-func connectEtcd(endpoints []string, log *slog.Logger) (*clientv3.Client, error) {
+func connectEtcd(endpoints []string, log *slog.Logger, quiet *atomic.Bool) (*clientv3.Client, error) {
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:          endpoints,
 		DialTimeout:        externalDialTimeoutMs * time.Millisecond,
-		Logger:             newZapLogger(log, zapcore.WarnLevel, nil),
+		Logger:             newZapLogger(log, zapcore.WarnLevel, quiet),
 		MaxCallSendMsgSize: clientMaxCallSendMsgSize,
 	})
 	if err != nil {

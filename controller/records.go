@@ -21,6 +21,9 @@ type partitionRecord struct {
 	LeaderEpoch    int32   `json:"leaderEpoch"`
 	ISR            []int32 `json:"isr"`
 	PartitionEpoch int32   `json:"partitionEpoch"`
+	// Set only while a reassignment is in progress.
+	AddingReplicas   []int32 `json:"addingReplicas,omitempty"`
+	RemovingReplicas []int32 `json:"removingReplicas,omitempty"`
 }
 
 type endpointRecord struct {
@@ -31,13 +34,16 @@ type endpointRecord struct {
 }
 
 type brokerRecord struct {
-	NodeID    int32            `json:"nodeId"`
-	Rack      string           `json:"rack,omitempty"`
-	Endpoints []endpointRecord `json:"endpoints"`
+	NodeID               int32            `json:"nodeId"`
+	Rack                 string           `json:"rack,omitempty"`
+	Endpoints            []endpointRecord `json:"endpoints"`
+	Fenced               bool             `json:"fenced,omitempty"`
+	InControlledShutdown bool             `json:"inControlledShutdown,omitempty"`
 }
 
 func encodeBroker(b BrokerInfo) string {
-	rec := brokerRecord{NodeID: b.NodeID, Rack: b.Rack, Endpoints: make([]endpointRecord, len(b.Endpoints))}
+	rec := brokerRecord{NodeID: b.NodeID, Rack: b.Rack, Endpoints: make([]endpointRecord, len(b.Endpoints)),
+		Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown}
 	for i, e := range b.Endpoints {
 		rec.Endpoints[i] = endpointRecord(e)
 	}
@@ -50,7 +56,8 @@ func decodeBroker(value []byte) (BrokerInfo, error) {
 	if err := json.Unmarshal(value, &rec); err != nil {
 		return BrokerInfo{}, err
 	}
-	b := BrokerInfo{NodeID: rec.NodeID, Rack: rec.Rack, Endpoints: make([]Endpoint, len(rec.Endpoints))}
+	b := BrokerInfo{NodeID: rec.NodeID, Rack: rec.Rack, Endpoints: make([]Endpoint, len(rec.Endpoints)),
+		Fenced: rec.Fenced, InControlledShutdown: rec.InControlledShutdown}
 	for i, e := range rec.Endpoints {
 		b.Endpoints[i] = Endpoint(e)
 	}
@@ -79,6 +86,7 @@ func encodePartition(p PartitionInfo) string {
 	out, _ := json.Marshal(partitionRecord{
 		Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 		ISR: p.ISR, PartitionEpoch: p.PartitionEpoch,
+		AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
 	})
 	return string(out)
 }
@@ -91,5 +99,6 @@ func decodePartition(index int32, value []byte) (PartitionInfo, error) {
 	return PartitionInfo{
 		Partition: index, Replicas: slices.Clip(rec.Replicas), Leader: rec.Leader,
 		LeaderEpoch: rec.LeaderEpoch, ISR: slices.Clip(rec.ISR), PartitionEpoch: rec.PartitionEpoch,
+		AddingReplicas: slices.Clip(rec.AddingReplicas), RemovingReplicas: slices.Clip(rec.RemovingReplicas),
 	}, nil
 }

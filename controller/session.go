@@ -11,8 +11,9 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// establishSession grants a lease, registers the broker under it and starts
-// campaigning for controller with it. It returns the registration's revision.
+// establishSession grants a lease, registers the broker under it (fenced),
+// unfences it (rejoin) and starts campaigning for controller with it. It
+// returns the revision at which the broker is registered and unfenced.
 func (c *Controller) establishSession(ctx context.Context) (int64, error) {
 	// The lease is granted here rather than by NewSession, whose grant would
 	// ignore ctx (it uses the session's long-lived context).
@@ -27,6 +28,9 @@ func (c *Controller) establishSession(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("controller: keeping the registration lease alive: %w", err)
 	}
 	rev, err := c.register(ctx, lease.ID)
+	if err == nil {
+		rev, err = c.rejoin(ctx, rev)
+	}
 	if err != nil {
 		session.Orphan()
 		c.revoke(lease.ID)
@@ -61,12 +65,15 @@ func (c *Controller) revoke(lease clientv3.LeaseID) {
 
 // register puts brokers/<id> under lease if no live broker holds that id, as
 // Kafka refuses a second registration of a live broker id. An existing
-// registration in the embedded etcd can only be this broker's own from before
-// a crash (nobody else can have used this private etcd under our id), so its
-// lease is revoked at once; in a shared etcd we wait for it to expire.
+// registration in an embedded etcd without peers can only be this broker's
+// own from before a crash (nobody else can have used this private etcd under
+// our id), so its lease is revoked at once; in a shared etcd (external, or an
+// embedded member of a cluster) we wait for it to expire.
 func (c *Controller) register(ctx context.Context, lease clientv3.LeaseID) (int64, error) {
 	key := c.ks.broker(c.cfg.NodeID)
-	value := encodeBroker(BrokerInfo{NodeID: c.cfg.NodeID, Rack: c.cfg.Rack, Endpoints: c.cfg.Endpoints})
+	// Registered fenced, as Kafka registers brokers: rejoin unfences it.
+	value := encodeBroker(BrokerInfo{NodeID: c.cfg.NodeID, Rack: c.cfg.Rack, Endpoints: c.cfg.Endpoints,
+		Fenced: true, InControlledShutdown: c.shuttingDown.Load()})
 	for {
 		resp, err := c.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
@@ -84,7 +91,7 @@ func (c *Controller) register(ctx context.Context, lease clientv3.LeaseID) (int6
 			continue // deleted in between
 		}
 		existing := kvs[0]
-		if c.etcd != nil && existing.Lease != 0 {
+		if c.etcd != nil && !c.cfg.member.hasPeers() && existing.Lease != 0 {
 			c.log.Info("revoking this broker's registration left by a previous run", "node.id", c.cfg.NodeID)
 			if _, err := c.client.Revoke(ctx, clientv3.LeaseID(existing.Lease)); err != nil {
 				return 0, fmt.Errorf("controller: revoking the stale registration of broker %d: %w", c.cfg.NodeID, err)
@@ -117,16 +124,18 @@ func (c *Controller) waitDeleted(ctx context.Context, key string, rev int64) err
 	return ctx.Err()
 }
 
-// campaign runs for controller under session until elected or ctx ends. Being
-// elected only matters to later controller duties; ControllerID is read from
-// the cache, which sees every candidate.
+// campaign runs for controller under session until ctx ends: once elected it
+// performs the active controller's duties (runActive) for as long as it holds
+// the election key. ControllerID is read from the cache, which sees every
+// candidate.
 func (c *Controller) campaign(ctx context.Context, session *concurrency.Session) {
 	election := concurrency.NewElection(session, c.ks.election())
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 		err := election.Campaign(ctx, strconv.Itoa(int(c.cfg.NodeID)))
 		if err == nil {
 			c.log.Info("this broker is the active controller", "node.id", c.cfg.NodeID)
-			return
+			err = c.runActive(ctx, election)
+			backoff = 100 * time.Millisecond
 		}
 		if ctx.Err() != nil {
 			return
@@ -136,7 +145,8 @@ func (c *Controller) campaign(ctx context.Context, session *concurrency.Session)
 			return
 		default:
 		}
-		c.log.Warn("controller election failed; retrying", "err", err, "backoff", backoff)
+		c.log.Warn("not the active controller any more or election failed; campaigning again",
+			"node.id", c.cfg.NodeID, "err", err, "backoff", backoff)
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -86,7 +87,20 @@ func (c *Controller) planTopic(snap *metadataSnapshot, req CreateTopicRequest) (
 		if err := validateBatchSize(int(numPartitions), len(req.Configs)); err != nil {
 			return nil, err
 		}
-		assignment = assignReplicas(snap.brokers, int(numPartitions), int(replicationFactor))
+		if assignment, err = assignReplicas(snap.brokers, int(numPartitions), int(replicationFactor)); err != nil {
+			return nil, err
+		}
+	}
+	active := brokerSetOf(snap.brokers).active
+	for p, replicas := range assignment {
+		if !slices.ContainsFunc(replicas, active) {
+			if len(req.Assignments) > 0 {
+				return nil, apiError(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition "+
+					"assignment for partition %d are fenced or in controlled shutdown.", p)
+			}
+			return nil, apiError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): "+
+				"All brokers are currently fenced or in controlled shutdown.", len(replicas))
+		}
 	}
 	if err := validateBatchSize(len(assignment), len(req.Configs)); err != nil {
 		return nil, err
@@ -104,7 +118,7 @@ func (c *Controller) planTopic(snap *metadataSnapshot, req CreateTopicRequest) (
 		ID:         id,
 		Internal:   req.Internal,
 		Configs:    configs,
-		Partitions: newPartitionStates(assignment),
+		Partitions: newPartitionStates(0, assignment, active),
 	}, nil
 }
 

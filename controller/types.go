@@ -16,6 +16,18 @@ type BrokerInfo struct {
 	NodeID    int32
 	Rack      string
 	Endpoints []Endpoint
+	// Epoch is Kafka's broker epoch: the etcd revision that created this
+	// registration, so every registration (each start, each re-registration
+	// after a lost lease) has a new, higher one.
+	Epoch int64
+	// Fenced is set while a broker that just registered has not yet taken
+	// its previous incarnation out of the ISRs and leaderships (a few
+	// milliseconds; Kafka registers brokers fenced too). A fenced broker may
+	// neither lead nor join an ISR.
+	Fenced bool
+	// InControlledShutdown is set by ControlledShutdown: the broker is leaving
+	// and may neither lead nor join an ISR (Kafka's inControlledShutdown).
+	InControlledShutdown bool
 }
 
 // PartitionInfo is the replication state of one partition.
@@ -26,6 +38,11 @@ type PartitionInfo struct {
 	LeaderEpoch    int32
 	ISR            []int32
 	PartitionEpoch int32
+	// AddingReplicas and RemovingReplicas are set while a reassignment is in
+	// progress (both are already part of Replicas), as in Kafka's
+	// PartitionRegistration.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 }
 
 // TopicInfo is a topic as the cache knows it.

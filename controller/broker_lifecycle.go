@@ -1,0 +1,330 @@
+package controller
+
+// Broker lifecycle and partition leadership, as Kafka's controller handles
+// fencing (ReplicationControlManager.handleBrokerFenced / Unregistered),
+// unfencing (handleBrokerUnfenced) and controlled shutdown
+// (handleBrokerInControlledShutdown), all through generateLeaderAndIsrUpdates:
+//
+//   - A broker whose registration is gone (lease expired or revoked) or that
+//     is in controlled shutdown is inactive: it leaves every ISR, except that
+//     an ISR is never emptied (its last member stays, without ELR, so the
+//     partition can come back with it), and every partition it led gets the
+//     first active ISR member, in replica order, as leader with the leader
+//     epoch bumped; with no active ISR member the leader is -1 and the
+//     partition is offline, unless unclean.leader.election.enable lets the
+//     first active replica outside the ISR take over (the ISR is then reset
+//     to it).
+//   - An active broker that is in the ISR of a leaderless partition becomes
+//     its leader (the partition comes back online when its last ISR member
+//     returns). A broker that comes back is otherwise not leader of anything
+//     until an election makes it (preferred leader election, auto rebalance)
+//     and is not in any ISR until a leader adds it (AlterPartition).
+//
+// The active controller applies this to every partition whenever the set of
+// registered brokers changes (activeController.reconcile). A broker applies it
+// to itself twice: when it registers (rejoin: it is fenced and unfenced at
+// once, as Kafka fences a new incarnation until it registers) and in
+// ControlledShutdown. All of it goes through changePartitions, so the three
+// writers never undo each other.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// isrAndLeaderChange is generateLeaderAndIsrUpdates for one partition:
+// inactive brokers (acceptable false) leave the ISR unless none would remain,
+// and the leader is re-elected if it is no longer acceptable or missing.
+func isrAndLeaderChange(cur PartitionInfo, acceptable func(int32) bool, unclean bool) (PartitionInfo, bool) {
+	b := newPartitionChange(cur, acceptable)
+	b.targetISR = slices.DeleteFunc(slices.Clone(cur.ISR), func(r int32) bool { return !acceptable(r) })
+	if unclean {
+		b.election = electionUnclean
+	}
+	return b.build()
+}
+
+// brokerChange returns the changeFunc applying isrAndLeaderChange with the
+// brokers read, treating excluded (unless -1) as inactive too.
+func (c *Controller) brokerChange(excluded int32) changeFunc {
+	return func(v *partitionView, brokers brokerSet) (*PartitionInfo, []int32, error) {
+		if !v.exists || v.topic == nil {
+			return nil, nil, nil // deleted meanwhile
+		}
+		acceptable := func(id int32) bool { return id != excluded && brokers.active(id) }
+		next, changed := isrAndLeaderChange(v.state, acceptable, c.uncleanElectionEnabled(v.topic))
+		if !changed {
+			return nil, nil, nil
+		}
+		return &next, nil, nil
+	}
+}
+
+// partitionsWithBroker returns the partitions in snap that id leads or is in
+// the ISR of.
+func partitionsWithBroker(snap *metadataSnapshot, id int32) []partitionRef {
+	var refs []partitionRef
+	for _, t := range snap.topicList {
+		for _, p := range t.Partitions {
+			if p.Leader == id || slices.Contains(p.ISR, id) {
+				refs = append(refs, partitionRef{t.Name, p.Partition})
+			}
+		}
+	}
+	return refs
+}
+
+// rejoin takes this broker from fenced to active right after it registered
+// (fenced) at regRev, as Kafka's controller handles a new registration:
+//
+//  1. it leaves the ISRs and leaderships its previous incarnation may still
+//     hold (its log may have lost unflushed records), as if that
+//     incarnation's end had been processed; nobody adds a fenced broker to an
+//     ISR, so the cache at regRev lists every partition concerned;
+//  2. it clears the fenced mark (handleBrokerUnfenced);
+//  3. it leads the partitions that have no leader and whose ISR it is in
+//     (it was their last member), as the active controller would too.
+//
+// It returns the revision of its last write.
+func (c *Controller) rejoin(ctx context.Context, regRev int64) (int64, error) {
+	self := c.cfg.NodeID
+	began := time.Now()
+	if err := c.cache.waitForRevision(ctx, c.stop, regRev); err != nil {
+		return 0, err
+	}
+	var fenced changeSummary
+	if refs := partitionsWithBroker(c.cache.snapshot(), self); len(refs) > 0 {
+		outcomes, err := c.changePartitions(ctx, refs, changeOptions{waitForCache: true}, c.brokerChange(self))
+		if err != nil {
+			return 0, fmt.Errorf("controller: fencing this broker's previous registration: %w", err)
+		}
+		fenced = summarize(outcomes, self)
+	}
+	rev, err := c.updateRegistration(ctx, func(b *BrokerInfo) bool {
+		if !b.Fenced {
+			return false
+		}
+		b.Fenced = false
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("controller: unfencing this broker: %w", err)
+	}
+	if err := c.cache.waitForRevision(ctx, c.stop, rev); err != nil {
+		return 0, err
+	}
+	var led changeSummary
+	if refs := leaderlessWithBroker(c.cache.snapshot(), self); len(refs) > 0 {
+		outcomes, err := c.changePartitions(ctx, refs, changeOptions{waitForCache: true}, c.brokerChange(noLeader))
+		if err != nil {
+			return 0, fmt.Errorf("controller: electing this broker for its leaderless partitions: %w", err)
+		}
+		led = summarize(outcomes, self)
+	}
+	if fenced.changed > 0 || led.changed > 0 {
+		c.log.Info("registered: fenced the previous registration of this broker, then unfenced",
+			"node.id", self, "left.leadership", fenced.leaderMoved, "left.isr", fenced.leftISR,
+			"leading.again", led.ledBy, "elapsed", time.Since(began))
+	}
+	return max(rev, c.cache.snapshot().rev), nil
+}
+
+// leaderlessWithBroker returns the partitions in snap without a leader whose
+// ISR holds id.
+func leaderlessWithBroker(snap *metadataSnapshot, id int32) []partitionRef {
+	var refs []partitionRef
+	for _, t := range snap.topicList {
+		for _, p := range t.Partitions {
+			if p.Leader == noLeader && slices.Contains(p.ISR, id) {
+				refs = append(refs, partitionRef{t.Name, p.Partition})
+			}
+		}
+	}
+	return refs
+}
+
+// updateRegistration changes this broker's registration with update (which
+// reports whether it changed anything), keeping its lease, as a
+// compare-and-swap. It returns the revision written, or the current one when
+// update changed nothing.
+func (c *Controller) updateRegistration(ctx context.Context, update func(*BrokerInfo) bool) (int64, error) {
+	key := c.ks.broker(c.cfg.NodeID)
+	for {
+		resp, err := c.client.Get(ctx, key)
+		if err != nil {
+			return 0, fmt.Errorf("reading the registration: %w", err)
+		}
+		if len(resp.Kvs) == 0 {
+			return 0, errors.New("this broker is not registered")
+		}
+		kv := resp.Kvs[0]
+		b, err := decodeBroker(kv.Value)
+		if err != nil {
+			return 0, err
+		}
+		if !update(&b) {
+			return resp.Header.Revision, nil
+		}
+		txn, err := c.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+			Then(clientv3.OpPut(key, encodeBroker(b), clientv3.WithIgnoreLease())).
+			Commit()
+		if err != nil {
+			return 0, fmt.Errorf("updating the registration: %w", err)
+		}
+		if txn.Succeeded {
+			return txn.Header.Revision, nil
+		}
+	}
+}
+
+// ControlledShutdown prepares this broker to leave, as Kafka's controlled
+// shutdown: it marks the registration as in controlled shutdown (from then
+// on the broker may neither lead nor join an ISR, and new partitions are not
+// placed on it), moves the leadership of every partition it leads to another
+// active ISR member with the leader epoch bumped (a partition with no other
+// active ISR member is left without a leader, offline, as Kafka does) and
+// removes it from every ISR it is not the last member of. It returns once
+// this broker's cache shows the result. The broker keeps its registration
+// until Close; Close calls ControlledShutdown itself when other active
+// brokers exist.
+func (c *Controller) ControlledShutdown(ctx context.Context) error {
+	if !c.running() {
+		return ErrNotStarted
+	}
+	return c.controlledShutdown(ctx, false)
+}
+
+func (c *Controller) controlledShutdown(ctx context.Context, fromClose bool) error {
+	self := c.cfg.NodeID
+	began := time.Now()
+	// Close has already closed c.stop; the cache runs until after this.
+	stop := c.stop
+	if fromClose {
+		stop = nil
+	}
+	c.shuttingDown.Store(true)
+	rev, err := c.markControlledShutdown(ctx)
+	if err != nil {
+		return err
+	}
+	var total changeSummary
+	// The cache at the mark lists every partition this broker is in; a topic
+	// created from a snapshot taken before the mark may still place a
+	// partition here afterwards: go again until nothing is left.
+	for pass := 0; pass < 3; pass++ {
+		if err := c.cache.waitForRevision(ctx, stop, rev); err != nil {
+			return fmt.Errorf("controller: controlled shutdown: waiting for the metadata cache: %w", err)
+		}
+		refs := partitionsWithBroker(c.cache.snapshot(), self)
+		if len(refs) == 0 {
+			break
+		}
+		outcomes, err := c.changePartitions(ctx, refs, changeOptions{}, c.brokerChange(self))
+		if err != nil {
+			return fmt.Errorf("controller: controlled shutdown: %w", err)
+		}
+		s := summarize(outcomes, self)
+		total.add(s)
+		if s.changed == 0 {
+			break
+		}
+		rev = lastRevision(outcomes)
+	}
+	c.log.Info("controlled shutdown: moved leadership and left the ISRs", "node.id", self,
+		"leaders.moved", total.leaderMoved, "left.isr", total.leftISR, "offline", total.offline,
+		"elapsed", time.Since(began))
+	return nil
+}
+
+// markControlledShutdown sets InControlledShutdown in this broker's
+// registration, keeping its lease, and returns the revision it is set at.
+func (c *Controller) markControlledShutdown(ctx context.Context) (int64, error) {
+	rev, err := c.updateRegistration(ctx, func(b *BrokerInfo) bool {
+		if b.InControlledShutdown {
+			return false
+		}
+		b.InControlledShutdown = true
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("controller: controlled shutdown: %w", err)
+	}
+	return rev, nil
+}
+
+// BrokerEpoch returns this broker's epoch: the etcd revision that created its
+// current registration (see BrokerInfo.Epoch), or -1 when not registered. A
+// follower sends it in its fetches (ReplicaState.ReplicaEpoch) and the leader
+// passes it on in AlterPartitionISR, so a restarted follower is not added to
+// the ISR on the strength of its previous incarnation's fetches.
+func (c *Controller) BrokerEpoch() int64 {
+	for _, b := range c.cache.snapshot().brokers {
+		if b.NodeID == c.cfg.NodeID {
+			return b.Epoch
+		}
+	}
+	return -1
+}
+
+// otherActiveBrokers reports whether the cache shows an active broker other
+// than this one.
+func (c *Controller) otherActiveBrokers() bool {
+	for _, b := range c.cache.snapshot().brokers {
+		if b.NodeID != c.cfg.NodeID && isActive(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// changeSummary counts what a batch of changes did, for one log line.
+type changeSummary struct {
+	changed     int // partitions written
+	leaderMoved int // leader changed to another broker
+	ledBy       int // partitions whose leader is now the broker summarized for
+	leftISR     int // partitions whose ISR lost the broker summarized for
+	offline     int // partitions now without a leader
+	isrChanged  int
+}
+
+func (s *changeSummary) add(o changeSummary) {
+	s.changed += o.changed
+	s.leaderMoved += o.leaderMoved
+	s.ledBy += o.ledBy
+	s.leftISR += o.leftISR
+	s.offline += o.offline
+	s.isrChanged += o.isrChanged
+}
+
+// summarize counts the outcomes; broker is the one leaving or joining (or -1).
+func summarize(outcomes []changeOutcome, broker int32) changeSummary {
+	var s changeSummary
+	for _, o := range outcomes {
+		if !o.changed {
+			continue
+		}
+		s.changed++
+		if o.after.Leader != o.before.Leader {
+			s.leaderMoved++
+		}
+		if broker >= 0 && o.after.Leader == broker {
+			s.ledBy++
+		}
+		if broker >= 0 && slices.Contains(o.before.ISR, broker) && !slices.Contains(o.after.ISR, broker) {
+			s.leftISR++
+		}
+		if o.after.Leader == noLeader {
+			s.offline++
+		}
+		if !slices.Equal(o.before.ISR, o.after.ISR) {
+			s.isrChanged++
+		}
+	}
+	return s
+}
