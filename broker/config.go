@@ -792,7 +792,8 @@ func oneOf(allowed ...string) func(key, raw string) error {
 }
 
 // topicKeys is LogConfig's topic ConfigDef, in its definition order (the order
-// Kafka parses, hence which error a request with several bad values gets).
+// Kafka parses, hence which error a request with several bad values gets), as
+// in Kafka 4.4 (topicCatalog in config_catalog.go; a test keeps them equal).
 var topicKeys = []topicKey{
 	{"segment.bytes", typeInt, atLeast(minSegmentBytes)},
 	{"segment.ms", typeLong, atLeast(1)},
@@ -803,6 +804,7 @@ var topicKeys = []topicKey{
 	{"retention.bytes", typeLong, nil},
 	{"retention.ms", typeLong, atLeast(-1)},
 	{"max.message.bytes", typeInt, atLeast(0)},
+	{"max.decompressed.message.bytes", typeInt, between(1, math.MaxInt32-8)},
 	{"index.interval.bytes", typeInt, atLeast(0)},
 	{"delete.retention.ms", typeLong, atLeast(0)},
 	{"min.compaction.lag.ms", typeLong, atLeast(0)},
@@ -839,18 +841,19 @@ var topicKeys = []topicKey{
 	{"compression.lz4.level", typeInt, between(1, 17)},
 	{"compression.zstd.level", typeInt, between(-131072, 22)},
 	{"preallocate", typeBoolean, nil},
-	{"message.format.version", typeString, nil}, // ignored since 4.0 (KIP-724)
 	{"message.timestamp.type", typeString, oneOf("CreateTime", "LogAppendTime")},
 	{"message.timestamp.before.max.ms", typeLong, atLeast(0)},
 	{"message.timestamp.after.max.ms", typeLong, atLeast(0)},
 	{"leader.replication.throttled.replicas", typeList, validThrottledReplicas},
 	{"follower.replication.throttled.replicas", typeList, validThrottledReplicas},
-	{"message.downconversion.enable", typeBoolean, nil},
 	{"remote.storage.enable", typeBoolean, nil},
 	{"local.retention.ms", typeLong, atLeast(-2)},
 	{"local.retention.bytes", typeLong, atLeast(-2)},
 	{"remote.log.copy.disable", typeBoolean, nil},
+	{"remote.copy.lag.ms", typeLong, atLeast(-1)},
+	{"remote.copy.lag.bytes", typeLong, atLeast(-1)},
 	{"remote.log.delete.on.disable", typeBoolean, nil},
+	{"errors.deadletterqueue.group.enable", typeBoolean, nil},
 }
 
 var throttledReplicaPattern = regexp.MustCompile(`^([0-9]+:[0-9]+)?$`)
@@ -906,6 +909,11 @@ func ValidateTopicConfigs(configs map[string]string) error {
 		if err != nil {
 			return &TopicConfigError{Err: kerr.InvalidConfig, Key: k.name, Message: err.Error()}
 		}
+	}
+	// Strait has no tiered storage, as a Kafka broker with
+	// remote.log.storage.system.enable=false (its default).
+	if v, ok := configs["remote.storage.enable"]; ok && strings.EqualFold(strings.TrimSpace(v), "true") {
+		return &TopicConfigError{Err: kerr.InvalidConfig, Key: "remote.storage.enable", Message: "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."}
 	}
 	// LogConfig.validateValues, with Kafka's defaults for the absent side.
 	minLag, maxLag := int64(0), int64(math.MaxInt64)

@@ -47,6 +47,7 @@ func newHandlerTable() handlerTable {
 	reg(kmsg.AddPartitionsToTxn, 5, handleAddPartitionsToTxn)
 	reg(kmsg.AddOffsetsToTxn, 4, handleAddOffsetsToTxn)
 	reg(kmsg.EndTxn, 5, handleEndTxn)
+	reg(kmsg.TxnOffsetCommit, 5, handleTxnOffsetCommit)
 	reg(kmsg.WriteTxnMarkers, 1, handleWriteTxnMarkers)
 	reg(kmsg.DescribeProducers, 0, handleDescribeProducers)
 	reg(kmsg.DescribeTransactions, 0, handleDescribeTransactions)
@@ -63,6 +64,14 @@ func newHandlerTable() handlerTable {
 	reg(kmsg.DeleteGroups, 2, handleDeleteGroups)
 	reg(kmsg.ConsumerGroupHeartbeat, 1, handleConsumerGroupHeartbeat)
 	reg(kmsg.ConsumerGroupDescribe, 1, handleConsumerGroupDescribe)
+	reg(kmsg.DescribeConfigs, 4, handleDescribeConfigs)
+	reg(kmsg.AlterConfigs, 2, handleAlterConfigs)
+	reg(kmsg.IncrementalAlterConfigs, 1, handleIncrementalAlterConfigs)
+	reg(kmsg.DescribeCluster, 2, handleDescribeCluster)
+	reg(kmsg.DescribeTopicPartitions, 0, handleDescribeTopicPartitions)
+	reg(kmsg.DescribeLogDirs, 4, handleDescribeLogDirs)
+	reg(kmsg.OffsetForLeaderEpoch, 4, handleOffsetForLeaderEpoch)
+	reg(kmsg.ListPartitionReassignments, 0, handleListPartitionReassignments)
 	return t
 }
 

@@ -166,10 +166,11 @@ func (pm *partitionManager) applyTopic(t controller.TopicInfo) error {
 		old = nil
 	}
 	lt := &localTopic{name: t.Name, id: t.ID, parts: make([]*partition, len(t.Partitions))}
-	logCfg, err := pm.srv.cfg.TopicLogConfig(t.Configs)
+	// Topic configs over the broker's current defaults, dynamic ones included.
+	logCfg, err := pm.srv.topicLogConfig(t.Configs)
 	if err != nil {
 		pm.srv.logger.Warn("invalid topic config, using broker defaults", "topic", t.Name, "err", err)
-		logCfg = pm.srv.cfg.LogDefaults
+		logCfg = pm.srv.currentConfig().LogDefaults
 	}
 	var errs []error
 	for i, pi := range t.Partitions {

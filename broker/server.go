@@ -121,6 +121,9 @@ func (s *Server) start() error {
 		return fmt.Errorf("broker: controller start: %w", err)
 	}
 
+	// Dynamic broker configs first: the logs opened next take their defaults.
+	s.dynamicConfigs()
+
 	s.parts = newPartitionManager(s)
 	if err := s.parts.start(); err != nil {
 		return err

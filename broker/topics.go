@@ -107,19 +107,8 @@ func handleCreateTopics(c *conn, x *exchange) {
 			continue
 		}
 		st.TopicID = t.ID
-		// v5+: the topic's configs. Only the ones the request set are listed
-		// (source DYNAMIC_TOPIC_CONFIG) until DescribeConfigs knows every
-		// default; the list must not be null (the Java admin client reads it).
-		st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
-		for _, cf := range rt.Configs {
-			if cf.Value == nil {
-				continue
-			}
-			rc := kmsg.NewCreateTopicsResponseTopicConfig()
-			rc.Name, rc.Value = cf.Name, cf.Value
-			rc.Source = 1
-			st.Configs = append(st.Configs, rc)
-		}
+		// v5+: every topic config with its value and source, as Kafka.
+		st.Configs = s.createTopicsResponseConfigs(configs)
 		st.NumPartitions = np
 		st.ReplicationFactor = rf
 		if len(t.Partitions) > 0 {

@@ -87,12 +87,10 @@ func sorted(vs ...[]string) []string {
 	return out
 }
 
-// ensureTxnStateTopic makes the transaction coordinator reachable.
-func ensureTxnStateTopic(t *testing.T, srv *broker.Server, cl *kgo.Client) {
+// ensureTxnStateTopic has FindCoordinator create __transaction_state, as
+// the first transactional client does, and waits for its coordinator.
+func ensureTxnStateTopic(t *testing.T, cl *kgo.Client) {
 	t.Helper()
-	if err := broker.EnsureTxnStateTopic(srv); err != nil {
-		t.Fatal(err)
-	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorType = 1
 	req.CoordinatorKeys = []string{"probe"}
@@ -115,7 +113,7 @@ func TestTransactionsReadCommitted(t *testing.T) {
 	admin := newClient(t, srv)
 	const topic = "txn-rc"
 	createTopic(t, admin, topic, 2, nil)
-	ensureTxnStateTopic(t, srv, admin)
+	ensureTxnStateTopic(t, admin)
 
 	p := txnClient(t, srv, "tx-rc", time.Minute)
 	committed1, aborted, committed2 := values("c1-", 10), values("ab-", 10), values("c2-", 10)
@@ -197,7 +195,7 @@ func TestTransactionTimeoutAbortsDeadProducer(t *testing.T) {
 	admin := newClient(t, srv)
 	const topic = "txn-timeout"
 	createTopic(t, admin, topic, 2, nil)
-	ensureTxnStateTopic(t, srv, admin)
+	ensureTxnStateTopic(t, admin)
 
 	dead := txnClient(t, srv, "tx-dead", time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -241,7 +239,7 @@ func TestTransactionsSurviveRestart(t *testing.T) {
 	admin := newClient(t, srv)
 	const topic = "txn-restart"
 	createTopic(t, admin, topic, 2, nil)
-	ensureTxnStateTopic(t, srv, admin)
+	ensureTxnStateTopic(t, admin)
 
 	committer := txnClient(t, srv, "tx-committer", time.Minute)
 	committed := values("committed-", 8)
@@ -288,7 +286,7 @@ func TestWriteTxnMarkersAbortsHangingTransaction(t *testing.T) {
 	admin := newClient(t, srv)
 	const topic = "txn-hanging"
 	createTopic(t, admin, topic, 1, nil)
-	ensureTxnStateTopic(t, srv, admin)
+	ensureTxnStateTopic(t, admin)
 
 	p := txnClient(t, srv, "tx-hang", 10*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -347,7 +345,7 @@ func TestTransactionalProduceNeedsTheCoordinator(t *testing.T) {
 	cl := newClient(t, srv)
 	const topic = "txn-verify"
 	createTopic(t, cl, topic, 1, nil)
-	ensureTxnStateTopic(t, srv, cl)
+	ensureTxnStateTopic(t, cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -443,7 +441,7 @@ func TestTransactionalProducerStream(t *testing.T) {
 	admin := newClient(t, srv)
 	const topic, n = "txn-stream", 30000
 	createTopic(t, admin, topic, 4, nil)
-	ensureTxnStateTopic(t, srv, admin)
+	ensureTxnStateTopic(t, admin)
 
 	p := newClient(t, srv, kgo.TransactionalID("tx-stream"), kgo.TransactionTimeout(time.Minute),
 		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.MaxBufferedRecords(10000))
@@ -501,4 +499,121 @@ func TestTransactionalProducerStream(t *testing.T) {
 	if len(seen) != n {
 		t.Fatalf("read %d records, want %d", len(seen), n)
 	}
+}
+
+// TestGroupTransactSessionETL is franz-go's transactional ETL in small:
+// two GroupTransactSessions in one group consume a topic read_committed and
+// copy every record to another topic in transactions that also commit the
+// group's offsets (TxnOffsetCommit). Every record arrives exactly once, and
+// the group's committed offsets end at the source's end.
+func TestGroupTransactSessionETL(t *testing.T) {
+	srv := startBroker(t, t.TempDir(), "group.initial.rebalance.delay.ms", "0")
+	defer srv.Close()
+	admin := newClient(t, srv)
+	const src, dst, group, n = "etl-src", "etl-dst", "etl-group", 4000
+	createTopic(t, admin, src, 4, nil)
+	createTopic(t, admin, dst, 4, nil)
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: src, Key: []byte(strconv.Itoa(i)), Value: []byte("v")}
+	}
+	produceAll(t, admin, recs)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	copied := make(chan int, n*2)
+	run := func(name string, quitAfter int) {
+		sess, err := kgo.NewGroupTransactSession(
+			kgo.SeedBrokers(srv.Addr()),
+			kgo.TransactionalID("etl-"+name), kgo.TransactionTimeout(30*time.Second),
+			kgo.ConsumerGroup(group), kgo.ConsumeTopics(src),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.SessionTimeout(6*time.Second), kgo.FetchMaxWait(100*time.Millisecond),
+			// Small fetches: many transactions, some across rebalances.
+			kgo.FetchMaxBytes(4000), kgo.FetchMaxPartitionBytes(2000),
+		)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer sess.Close()
+		txns := 0
+		for ctx.Err() == nil {
+			pollCtx, pollCancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			fs := sess.PollFetches(pollCtx)
+			pollCancel()
+			if len(fs.Records()) == 0 {
+				if len(copied) >= n {
+					return
+				}
+				continue
+			}
+			if err := sess.Begin(); err != nil {
+				t.Errorf("%s begin: %v", name, err)
+				return
+			}
+			var keys []int
+			fs.EachRecord(func(r *kgo.Record) {
+				k, _ := strconv.Atoi(string(r.Key))
+				keys = append(keys, k)
+				sess.Produce(ctx, &kgo.Record{Topic: dst, Key: r.Key, Value: r.Value}, nil)
+			})
+			committed, err := sess.End(ctx, kgo.TryCommit)
+			if err != nil {
+				t.Errorf("%s end: %v", name, err)
+				return
+			}
+			if committed {
+				for _, k := range keys {
+					copied <- k
+				}
+			}
+			if txns++; quitAfter >= 0 && txns >= quitAfter {
+				return
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() { run("a", 3); run("a2", -1); close(done) }()
+	run("b", -1)
+	<-done
+
+	got := readValues(t, srv, dst, kgo.ReadCommitted(), n, 30*time.Second)
+	if len(got) != n {
+		t.Fatalf("the destination has %d records, want %d", len(got), n)
+	}
+	want := make([]string, n)
+	for i := range want {
+		want[i] = "v"
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("unexpected values in the destination")
+	}
+	c := newClient(t, srv, kgo.ConsumeTopics(dst), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	seen := map[string]bool{}
+	for len(seen) < n && ctx.Err() == nil {
+		c.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			if seen[string(r.Key)] {
+				t.Fatalf("record %s copied twice", r.Key)
+			}
+			seen[string(r.Key)] = true
+		})
+	}
+	adm := kadm.NewClient(admin)
+	offsets, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(lo kadm.ListedOffset) {
+		o, ok := offsets.Lookup(src, lo.Partition)
+		if !ok || o.At != lo.Offset {
+			t.Errorf("partition %d: committed %+v, end %d", lo.Partition, o, lo.Offset)
+		}
+	})
 }

@@ -1,10 +1,163 @@
 package broker
 
+// TxnOffsetCommit (key 28), versions 0-5: offsets committed inside a
+// transaction. The group coordinator (coordinator/group) validates the
+// group and member and keeps the offsets pending until the transaction's
+// marker; this side does what Kafka's CoordinatorRuntime and
+// ReplicaManager do around it:
+//
+//   - the group's __consumer_offsets partition log starts a verification
+//     for the producer, unless its transaction is already open there, and
+//     the transaction coordinator is asked: from v5 (transaction version 2)
+//     to add the partition to the transaction itself, below that to confirm
+//     AddOffsetsToTxn added it;
+//   - the errors are mapped as Kafka does: PRODUCER_FENCED is
+//     INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE is INVALID_TXN_STATE
+//     below v4, and the coordinator-runtime mapping applies (NOT_ENOUGH_REPLICAS
+//     and UNKNOWN_TOPIC_OR_PARTITION are COORDINATOR_NOT_AVAILABLE,
+//     NOT_LEADER_OR_FOLLOWER is NOT_COORDINATOR); every partition of the
+//     request gets the error;
+//   - the batch is appended as the coordinator's (no sequence) with the
+//     guard; below v2, COORDINATOR_LOAD_IN_PROGRESS is
+//     COORDINATOR_NOT_AVAILABLE for clients that crashed on it (KAFKA-7296).
+//
+// When the marker lands on the partition (writeTxnMarker),
+// txnOffsetsCompleted settles the producer's pending offsets.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/coordinator/group"
+	"github.com/strait/strait/coordinator/txn"
+	"github.com/strait/strait/storage"
+)
+
+func handleTxnOffsetCommit(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.TxnOffsetCommitRequest)
+	s := c.srv
+	svc := s.groups()
+	v := x.req.Version
+	idx := svc.coord.PartitionFor(req.Group)
+	part := s.parts.get(group.TopicName, idx)
+	verify := s.txnVerificationEnabled()
+
+	var guard *storage.VerificationGuard
+	if verify && req.Group != "" && part != nil && part.isLeader(s.cfg.NodeID) {
+		var code int16
+		guard, code = s.verifyTxnOffsetCommit(req, v, part, idx)
+		if code != 0 {
+			x.respond(txnOffsetCommitError(req, code))
+			return
+		}
+	}
+	write := func(p int32, batch []byte) error {
+		target := s.parts.get(group.TopicName, p)
+		if target == nil || !target.isLeader(s.cfg.NodeID) {
+			return fmt.Errorf("%s-%d is not led here: %w", group.TopicName, p, kerr.NotLeaderForPartition)
+		}
+		g := guard
+		if target != part {
+			g = nil
+		}
+		return s.appendCoordinatorBatch(target, batch, verify, g)
+	}
+	resp := svc.coord.TxnOffsetCommit(groupClient(c, x), req, write)
+	if v < 2 {
+		for ti := range resp.Topics {
+			for pi := range resp.Topics[ti].Partitions {
+				if p := &resp.Topics[ti].Partitions[pi]; p.ErrorCode == kerr.CoordinatorLoadInProgress.Code {
+					p.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				}
+			}
+		}
+	}
+	x.respond(resp)
+}
+
+// verifyTxnOffsetCommit checks (v0-4) or adds (v5+) the group's offsets
+// partition in the producer's transaction; it returns the guard the append
+// presents, or an error code for the whole request.
+func (s *Server) verifyTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, version int16, part *partition, idx int32) (*storage.VerificationGuard, int16) {
+	guard := part.log.StartTxnVerification(req.ProducerID, req.ProducerEpoch, -1)
+	if guard == nil {
+		return nil, 0
+	}
+	coord := s.txnCoordinator()
+	if coord == nil {
+		return nil, kerr.CoordinatorNotAvailable.Code
+	}
+	tp := txn.TopicPartition{Topic: group.TopicName, Partition: idx}
+	var code int16
+	if version >= 5 {
+		code = coord.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, txn.TV2)
+	} else {
+		code = coord.VerifyPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})[tp]
+	}
+	switch code {
+	case 0:
+		return guard, 0
+	case kerr.ProducerFenced.Code:
+		return nil, kerr.InvalidProducerEpoch.Code
+	case kerr.TransactionAbortable.Code:
+		if version < 4 {
+			return nil, kerr.InvalidTxnState.Code
+		}
+	case kerr.NetworkException.Code:
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.RequestTimedOut.Code:
+		return nil, kerr.CoordinatorNotAvailable.Code
+	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
+		return nil, kerr.NotCoordinator.Code
+	}
+	return nil, code
+}
+
+// txnOffsetCommitError answers every partition of the request with code
+// (Kafka's TxnOffsetCommitRequest.getErrorResponse).
+func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewTxnOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// appendCoordinatorBatch appends a batch the group coordinator built: a
+// transactional one (a TxnOffsetCommit) as Kafka's AppendOrigin.COORDINATOR
+// with its verification guard, any other as appendAsLeader does.
+func (s *Server) appendCoordinatorBatch(p *partition, batch []byte, verify bool, guard *storage.VerificationGuard) error {
+	if _, _, _, ok := transactionalBatch(batch); !ok {
+		_, err := s.appendAsLeader(p, batch)
+		return err
+	}
+	if _, err := p.log.AppendAsCoordinator(batch, p.leaderEpoch(), verify, guard); err != nil {
+		return err
+	}
+	p.log.UpdateHighWatermark(p.log.LogEndOffset())
+	p.wakeWaiters()
+	return nil
+}
+
+// txnVerificationEnabled is transaction.partition.verification.enable.
+func (s *Server) txnVerificationEnabled() bool {
+	svc := s.txns()
+	return svc == nil || svc.settings.verification
+}
+
 // txnOffsetsCompleted tells the group coordinator that a producer's
 // transaction on a __consumer_offsets partition ended with a marker, so
 // that its pending transactional offset commits become committed offsets
 // or are dropped (Kafka's GroupCoordinator.onTransactionCompleted).
 func (s *Server) txnOffsetsCompleted(partition int32, producerID int64, commit bool) {
-	// TxnOffsetCommit lands with the group coordinator (issue 4); until then
-	// no transactional offset is ever pending.
+	s.groups().coord.CompleteTransaction(partition, producerID, commit)
 }

@@ -33,6 +33,8 @@
 //	<prefix>/partitions/<name>/<p>       {"replicas","leader","leaderEpoch","isr","partitionEpoch",
 //	                                      "addingReplicas","removingReplicas"} (the last two while reassigning)
 //	<prefix>/producer_ids                the last producer id block handed out (producer_ids.go)
+//	<prefix>/configs/brokers/<node id>   {"key":"value",...} one broker's dynamic configs (topic_configs.go)
+//	<prefix>/configs/brokers/<default>   {"key":"value",...} the cluster-wide dynamic defaults
 //
 // A topic is created by one transaction (if topics/<name> is absent: put it and
 // every partitions/<name>/<p>) and deleted by one (delete topics/<name> and the

@@ -580,10 +580,10 @@ func (l *Log) removeProducerSnapshots() error {
 // AppendAsCoordinator appends a batch a coordinator built (the group
 // coordinator's transactional offset commits) as Kafka appends with
 // AppendOrigin.COORDINATOR: the producer's epoch is checked, its sequence
-// is not (such batches carry none), and a transactional batch opening a
-// transaction must present its verification guard.
-func (l *Log) AppendAsCoordinator(records []byte, leaderEpoch int32, guard *VerificationGuard) (AppendInfo, error) {
-	return l.appendAsLeader(records, leaderEpoch, originCoordinator, true, guard)
+// is not (such batches carry none), and, with verify, a transactional batch
+// opening a transaction must present its verification guard.
+func (l *Log) AppendAsCoordinator(records []byte, leaderEpoch int32, verify bool, guard *VerificationGuard) (AppendInfo, error) {
+	return l.appendAsLeader(records, leaderEpoch, originCoordinator, verify, guard)
 }
 
 // validateFromCoordinator is validateProduce without the checks Kafka's

@@ -355,22 +355,22 @@ func TestTxnCoordinatorAppend(t *testing.T) {
 	if _, err := l.AppendAsLeader(b, 7); kerrCode(err) != kerr.InvalidRecord.Code {
 		t.Fatalf("a client batch without a sequence: %v", err)
 	}
-	if _, err := l.AppendAsCoordinator(b, 7, nil); kerrCode(err) != kerr.InvalidTxnState.Code {
+	if _, err := l.AppendAsCoordinator(b, 7, true, nil); kerrCode(err) != kerr.InvalidTxnState.Code {
 		t.Fatalf("unverified coordinator append: %v", err)
 	}
 	g := l.StartTxnVerification(42, 3, -1)
-	if _, err := l.AppendAsCoordinator(b, 7, g); err != nil {
+	if _, err := l.AppendAsCoordinator(b, 7, true, g); err != nil {
 		t.Fatal(err)
 	}
 	// The next commit of the transaction needs no guard, whatever its sequence.
-	if _, err := l.AppendAsCoordinator(b, 7, nil); err != nil {
+	if _, err := l.AppendAsCoordinator(b, 7, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	appendMarker(t, l, 42, 3, true)
 	old := txnBatch(t, 42, 2, 0, 1, testEpoch.UnixMilli())
 	binary.BigEndian.PutUint32(old[offBaseSequence:], 0xffffffff)
 	binary.BigEndian.PutUint32(old[offCRC:], batchCRC(old))
-	if _, err := l.AppendAsCoordinator(old, 7, l.StartTxnVerification(42, 2, -1)); kerrCode(err) != kerr.InvalidProducerEpoch.Code {
+	if _, err := l.AppendAsCoordinator(old, 7, true, l.StartTxnVerification(42, 2, -1)); kerrCode(err) != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("coordinator append at an old epoch: %v", err)
 	}
 	if l.LastStableOffset() != l.LogEndOffset() {

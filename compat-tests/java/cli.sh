@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kafka's own CLI tools (the kafka-tools and kafka_2.13 jars from Maven
 # Central, fetched by bench/kafka/kafka.sh) against a running broker:
-# kafka-topics, kafka-console-producer/-consumer, kafka-consumer-groups.
+# kafka-topics, kafka-configs, kafka-console-producer/-consumer,
+# kafka-consumer-groups.
 # Usage: cli.sh HOST:PORT WORKDIR; appends results to WORKDIR/results.tsv.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -23,6 +24,32 @@ run org.apache.kafka.tools.TopicCommand --describe --topic cli-topic >"$out/desc
 check "kafka-topics --describe topic" "$out/describe" "PartitionCount: 3"
 run org.apache.kafka.tools.TopicCommand --list >"$out/list" 2>&1
 check "kafka-topics --list topic" "$out/list" "^cli-topic$"
+
+configs() { run org.apache.kafka.tools.ConfigCommand "$@"; }
+configs --alter --entity-type topics --entity-name cli-topic \
+  --add-config 'retention.ms=86400000,cleanup.policy=[compact,delete]' >"$out/configs-alter" 2>&1
+check "kafka-configs --alter topic" "$out/configs-alter" "Completed updating config for topic cli-topic"
+configs --describe --entity-type topics --entity-name cli-topic >"$out/configs-describe" 2>&1
+check "kafka-configs --describe topic (dynamic config)" "$out/configs-describe" \
+  "retention.ms=86400000 sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:retention.ms=86400000\}"
+check "kafka-configs --describe topic (list config with its broker default)" "$out/configs-describe" \
+  "cleanup.policy=compact,delete sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:cleanup.policy=compact,delete, DEFAULT_CONFIG:log.cleanup.policy=delete\}"
+run org.apache.kafka.tools.TopicCommand --describe --topic cli-topic >"$out/describe-configs" 2>&1
+check "kafka-topics --describe topic shows its configs" "$out/describe-configs" "Configs: .*retention.ms=86400000"
+configs --alter --entity-type topics --entity-name cli-topic --delete-config retention.ms,cleanup.policy >"$out/configs-delete" 2>&1
+configs --describe --entity-type topics --entity-name cli-topic >>"$out/configs-delete" 2>&1
+check "kafka-configs --alter --delete-config topic" "$out/configs-delete" "^Dynamic configs for topic cli-topic are:$"
+configs --alter --entity-type brokers --entity-default --add-config log.retention.ms=604800000 >"$out/configs-broker" 2>&1
+configs --describe --entity-type brokers --entity-default >>"$out/configs-broker" 2>&1
+check "kafka-configs --alter and --describe cluster-wide broker default" "$out/configs-broker" \
+  "log.retention.ms=604800000 sensitive=false synonyms=\{DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=604800000\}"
+configs --alter --entity-type brokers --entity-default --delete-config log.retention.ms >/dev/null 2>&1
+configs --describe --entity-type brokers --entity-name 1 --all >"$out/configs-broker-all" 2>&1
+check "kafka-configs --describe --all broker" "$out/configs-broker-all" \
+  "log.segment.bytes=1073741824 sensitive=false synonyms=\{DEFAULT_CONFIG:log.segment.bytes=1073741824\}"
+configs --alter --entity-type brokers --entity-name 1 --add-config num.partitions=3 >"$out/configs-readonly" 2>&1
+check "kafka-configs --alter refuses a read-only broker config" "$out/configs-readonly" \
+  "Cannot update these configs dynamically: \[num.partitions\]"
 
 seq 1 100 | run org.apache.kafka.tools.ConsoleProducer --topic cli-topic >"$out/produce" 2>&1
 run org.apache.kafka.tools.consumer.ConsoleConsumer --topic cli-topic --from-beginning --max-messages 100 \

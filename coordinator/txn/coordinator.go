@@ -369,6 +369,11 @@ func (c *Coordinator) owns(sh *shard) bool {
 // 0 or the error code for the client. With keepPending, a failure with
 // COORDINATOR_NOT_AVAILABLE leaves the transition pending for a retry.
 func (c *Coordinator) write(sh *shard, m *txnMetadata, t transit, keepPendingOnUnavailable bool) int16 {
+	if !c.owns(sh) {
+		// The partition moved (or the coordinator closed): its next owner
+		// holds the state now, and this write must not reach its log.
+		return kerr.NotCoordinator.Code
+	}
 	batch := buildBatch(encodeKey(m.id), encodeValue(t, c.cfg.TransactionVersion), c.now())
 	code := int16(0)
 	if err := c.log.Append(sh.partition, batch); err != nil {

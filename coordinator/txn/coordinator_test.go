@@ -92,7 +92,14 @@ func newTestCoordinator(t *testing.T, log *memLog, b *memBroker) *Coordinator {
 	c := New(cfg, log, b)
 	t.Cleanup(c.Close)
 	c.LoadOwned()
-	waitFor(t, func() bool { _, code := c.shardOf("x"); return code == 0 })
+	waitFor(t, func() bool {
+		for _, sh := range *c.shards.Load() {
+			if sh.loading.Load() {
+				return false
+			}
+		}
+		return len(*c.shards.Load()) == 50
+	})
 	return c
 }
 
@@ -232,8 +239,11 @@ func TestTransactionStateReloadCompletesPrepared(t *testing.T) {
 		t.Fatalf("init while committing: %d", code)
 	}
 	// The coordinator goes away mid-commit; another loads the partition.
-	c.Close()
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	waitFor(t, func() bool { return len(*c.shards.Load()) == 0 })
 	close(b.block)
+	<-closed
 	b2 := &memBroker{}
 	log.mu.Lock()
 	log.epoch = 2

@@ -161,13 +161,17 @@ func (c *Coordinator) prepareEnd(m *txnMetadata, producerID int64, epoch int16, 
 		return transit{}, isEpochFence, false, c.invalidTxnState(m.id, m.state, commit)
 	}
 
+	// A transition in flight comes before the epoch check (KAFKA-18464):
+	// an EndTxn at the epoch the previous EndTxn returned, while that
+	// one's markers are still being written, is CONCURRENT_TRANSACTIONS,
+	// not a fenced producer.
 	switch {
 	case m.producerID != producerID && !retryOnOverflow:
 		return transit{}, isEpochFence, false, kerr.InvalidProducerIDMapping.Code
-	case !validEpoch:
-		return transit{}, isEpochFence, false, kerr.ProducerFenced.Code
 	case m.pending != noState && m.pending != PrepareEpochFence:
 		return transit{}, isEpochFence, false, kerr.ConcurrentTransactions.Code
+	case !validEpoch:
+		return transit{}, isEpochFence, false, kerr.ProducerFenced.Code
 	}
 	switch m.state {
 	case Ongoing:
@@ -182,6 +186,11 @@ func (c *Coordinator) prepareEnd(m *txnMetadata, producerID int64, epoch int16, 
 		return gen(PrepareAbort, true)
 	case CompleteAbort:
 		switch {
+		case commit && isRetry:
+			// The coordinator aborted the transaction itself (a timeout)
+			// while the client's commit was on its way: the producer is
+			// fenced, which clients recover from (KAFKA-20785).
+			return transit{}, isEpochFence, false, kerr.ProducerFenced.Code
 		case commit:
 			return its()
 		case isRetry:

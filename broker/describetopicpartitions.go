@@ -1,0 +1,143 @@
+package broker
+
+// DescribeTopicPartitions (key 75), version 0 (KIP-966): what kafka-topics
+// --describe and the Java admin client's describeTopics use in Kafka 4.
+//
+// Topics are answered in name order, with every partition's leader, leader
+// epoch, replicas, ISR and offline replicas; the eligible leader replicas
+// lists are empty (Strait has no ELR). An empty topic list means every topic.
+// At most response_partition_limit partitions are returned (capped by
+// max.request.partition.size.limit, default 2000, and at least 1); when more
+// remain, next_cursor names the topic and partition to continue from, and a
+// request with that cursor continues there. A cursor whose topic is not in
+// the requested list, or whose partition is negative, fails the request: every
+// requested topic gets INVALID_REQUEST, as Kafka's error response has it.
+// Requested topics that do not exist are UNKNOWN_TOPIC_OR_PARTITION (a
+// malformed name INVALID_TOPIC_EXCEPTION); without an authorizer every topic
+// operation is allowed.
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/controller"
+)
+
+// defaultMaxRequestPartitionSizeLimit is max.request.partition.size.limit.
+const defaultMaxRequestPartitionSizeLimit = 2000
+
+func handleDescribeTopicPartitions(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.DescribeTopicPartitionsRequest)
+	s := c.srv
+	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
+
+	fetchAll := len(req.Topics) == 0
+	cursorTopic := ""
+	if req.Cursor != nil {
+		cursorTopic = req.Cursor.Topic
+	}
+	var names []string
+	if fetchAll {
+		for _, t := range s.ctrl.Topics() {
+			if t.Name >= cursorTopic {
+				names = append(names, t.Name)
+			}
+		}
+	} else {
+		for _, t := range req.Topics {
+			if t.Topic >= cursorTopic && !slices.Contains(names, t.Topic) {
+				names = append(names, t.Topic)
+			}
+		}
+	}
+	var bad string
+	switch {
+	case req.Cursor != nil && !fetchAll && !slices.Contains(names, req.Cursor.Topic):
+		bad = "DescribeTopicPartitionsRequest topic list should contain the cursor topic: " + req.Cursor.Topic
+	case req.Cursor != nil && req.Cursor.Partition < 0:
+		bad = "DescribeTopicPartitionsRequest cursor partition must be valid: Cursor(topicName=" +
+			req.Cursor.Topic + ", partitionIndex=" + strconv.Itoa(int(req.Cursor.Partition)) + ")"
+	}
+	if bad != "" {
+		s.logger.Info("refusing DescribeTopicPartitions", "reason", bad)
+		for _, t := range req.Topics {
+			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			name := t.Topic
+			rt.Topic, rt.ErrorCode = &name, kerr.InvalidRequest.Code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		x.respond(resp)
+		return
+	}
+	slices.Sort(names)
+
+	live := make(map[int32]bool)
+	for _, b := range s.ctrl.Brokers() {
+		live[b.NodeID] = true
+	}
+	remaining := max(min(req.ResponsePartitionLimit, defaultMaxRequestPartitionSizeLimit), 1)
+	for _, name := range names {
+		if remaining == 0 {
+			// The previous topics are complete: continue with this one.
+			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name}
+			break
+		}
+		t, ok := s.ctrl.Topic(name)
+		if !ok {
+			if fetchAll {
+				continue // deleted since listed
+			}
+			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			n := name
+			rt.Topic, rt.ErrorCode = &n, kerr.UnknownTopicOrPartition.Code
+			if controller.ValidateTopicName(name) != nil {
+				rt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			rt.AuthorizedOperations = topicAuthorizedOperations
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		start := int32(0)
+		if req.Cursor != nil && name == cursorTopic {
+			start = req.Cursor.Partition
+		}
+		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		n := name
+		rt.Topic, rt.TopicID, rt.IsInternal = &n, t.ID, t.Internal
+		rt.AuthorizedOperations = topicAuthorizedOperations
+		rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+		upper := min(int32(len(t.Partitions)), start+remaining)
+		for i := start; i < upper; i++ {
+			rt.Partitions = append(rt.Partitions, describedPartition(t.Partitions[i], live))
+		}
+		resp.Topics = append(resp.Topics, rt)
+		if upper < int32(len(t.Partitions)) {
+			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: upper}
+			break
+		}
+		remaining -= max(upper-start, 0)
+	}
+	x.respond(resp)
+}
+
+func describedPartition(pi controller.PartitionInfo, live map[int32]bool) kmsg.DescribeTopicPartitionsResponseTopicPartition {
+	p := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+	p.Partition = pi.Partition
+	p.LeaderID = pi.Leader
+	if !live[pi.Leader] {
+		p.LeaderID = -1
+	}
+	p.LeaderEpoch = pi.LeaderEpoch
+	p.Replicas = slices.Clone(pi.Replicas)
+	p.ISR = slices.Clone(pi.ISR)
+	p.EligibleLeaderReplicas, p.LastKnownELR, p.OfflineReplicas = []int32{}, []int32{}, []int32{}
+	for _, r := range pi.Replicas {
+		if !live[r] {
+			p.OfflineReplicas = append(p.OfflineReplicas, r)
+		}
+	}
+	return p
+}

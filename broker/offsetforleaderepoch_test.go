@@ -1,0 +1,77 @@
+package broker
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/storage"
+)
+
+// plainBatch is a magic-v2 batch of n records without a producer id.
+func plainBatch(n int) []byte {
+	var recs []byte
+	for i := range n {
+		rec := kmsg.NewRecord()
+		rec.OffsetDelta = int32(i)
+		rec.Value = []byte("v")
+		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+		recs = rec.AppendTo(recs)
+	}
+	b := kmsg.NewRecordBatch()
+	b.Magic = 2
+	b.ProducerID, b.ProducerEpoch, b.FirstSequence = -1, -1, -1
+	now := time.Now().UnixMilli()
+	b.FirstTimestamp, b.MaxTimestamp = now, now
+	b.LastOffsetDelta = int32(n - 1)
+	b.NumRecords = int32(n)
+	b.Records = recs
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+// TestEndOffsetForEpoch: the epochs recorded in the batches answer as
+// Kafka's leader epoch cache would, also once the log start offset has moved
+// into the middle of an epoch.
+func TestEndOffsetForEpoch(t *testing.T) {
+	l, err := storage.Open(t.TempDir(), storage.DefaultLogConfig(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// Offsets 0-2 and 3-4 in epoch 0, 5-7 in epoch 2, 8 in epoch 5; the
+	// partition is now at epoch 6, not written to yet.
+	for _, b := range []struct{ n, epoch int }{{3, 0}, {2, 0}, {3, 2}, {1, 5}} {
+		if _, err := l.AppendAsLeader(plainBatch(b.n), int32(b.epoch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+	check := func(requested, wantEpoch int32, wantEnd int64) {
+		t.Helper()
+		epoch, end, err := endOffsetForEpoch(l, 6, requested)
+		if err != nil || epoch != wantEpoch || end != wantEnd {
+			t.Errorf("epoch %d: (%d, %d, %v), want (%d, %d)", requested, epoch, end, err, wantEpoch, wantEnd)
+		}
+	}
+	check(0, 0, 5)
+	check(1, 0, 5)
+	check(2, 2, 8)
+	check(3, 2, 8)
+	check(5, 5, 9)
+	check(6, 6, 9)
+	check(7, -1, -1)
+	check(-1, -1, -1)
+
+	if _, err := l.DeleteRecordsBefore(6); err != nil {
+		t.Fatal(err)
+	}
+	check(0, 0, 6) // epoch 2 now starts at the log start offset
+	check(1, 1, 6)
+	check(2, 2, 8)
+}
