@@ -80,7 +80,10 @@ func TestCreateTopicsResponseConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{cfg: cfg} // not started: the static layers only
+	s, err := New(cfg) // not started: the static layers only
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := map[string]string{}
 	for _, c := range s.createTopicsResponseConfigs(map[string]string{"retention.ms": "1000"}) {
 		v := "<nil>"

@@ -40,25 +40,20 @@ type dynamicConfigState struct {
 type dynamicConfigs struct {
 	srv     *Server
 	state   atomic.Pointer[dynamicConfigState]
-	once    sync.Once
 	applyMu sync.Mutex // serializes apply (the watch) and reapply
 }
 
-var dynamicConfigServices sync.Map // *Server -> *dynamicConfigs
-
-// dynamicConfigs returns the broker's dynamic config follower, loading the
-// configs from etcd and starting the watch on first use.
-func (s *Server) dynamicConfigs() *dynamicConfigs {
-	v, ok := dynamicConfigServices.Load(s)
-	if !ok {
-		d := &dynamicConfigs{srv: s}
-		d.state.Store(&dynamicConfigState{layers: newBrokerLayers(s.cfg, nil, nil), effective: s.cfg, next: make(chan struct{})})
-		v, _ = dynamicConfigServices.LoadOrStore(s, d)
-	}
-	d := v.(*dynamicConfigs)
-	d.once.Do(d.start)
+// newDynamicConfigs returns a follower holding the static configuration
+// until start loads the dynamic configs from etcd.
+func newDynamicConfigs(s *Server) *dynamicConfigs {
+	d := &dynamicConfigs{srv: s}
+	d.state.Store(&dynamicConfigState{layers: newBrokerLayers(s.cfg, nil, nil), effective: s.cfg, next: make(chan struct{})})
 	return d
 }
+
+// dynamicConfigs returns the broker's dynamic config follower (New creates
+// it; Start loads the configs and starts the watch).
+func (s *Server) dynamicConfigs() *dynamicConfigs { return s.dynCfg }
 
 // currentConfig is the broker's configuration with the dynamic log defaults.
 func (s *Server) currentConfig() Config { return s.dynamicConfigs().state.Load().effective }
@@ -79,7 +74,6 @@ func (d *dynamicConfigs) start() {
 	go func() {
 		<-s.closing
 		cancel()
-		dynamicConfigServices.Delete(s)
 	}()
 	// The watch stops with ctx, or with the controller's own shutdown.
 	load := func() error { return s.ctrl.WatchBrokerConfigs(ctx, 10*time.Second, d.apply) }

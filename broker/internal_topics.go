@@ -109,25 +109,8 @@ type groupService struct {
 	createMu sync.Mutex // one creation of __consumer_offsets at a time
 }
 
-// lazyGroupService starts a server's group service once.
-type lazyGroupService struct {
-	once sync.Once
-	svc  *groupService
-}
-
-// groupServices holds each running server's group service. It stands in
-// for a Server field until server.go gets one (with the coordinator started
-// in start and closed in Close); until then the service starts on the first
-// group request and stops when the server begins closing.
-var groupServices sync.Map // *Server -> *lazyGroupService
-
-// groups returns the server's group service, starting it if needed.
-func (s *Server) groups() *groupService {
-	v, _ := groupServices.LoadOrStore(s, &lazyGroupService{})
-	l := v.(*lazyGroupService)
-	l.once.Do(func() { l.svc = s.startGroupService() })
-	return l.svc
-}
+// groups returns the server's group service (started in Start).
+func (s *Server) groups() *groupService { return s.groupSvc }
 
 func (s *Server) startGroupService() *groupService {
 	settings := s.groupSettingsFrom(s.cfg.Props)
@@ -147,7 +130,6 @@ func (s *Server) startGroupService() *groupService {
 	go func() {
 		<-s.closing
 		svc.coord.Close()
-		groupServices.Delete(s)
 	}()
 	s.logger.Info("group coordinator started", "offsets.topic.num.partitions", settings.coord.NumPartitions,
 		"consumer_protocol", settings.coord.ConsumerProtocol)

@@ -41,6 +41,11 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// dynCfg follows the dynamic broker configs in etcd; groupSvc is the
+	// group coordinator (started in Start, stopped when closing begins).
+	dynCfg   *dynamicConfigs
+	groupSvc *groupService
+
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
 	connWG  sync.WaitGroup
@@ -77,6 +82,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.handlers = newHandlerTable()
 	s.versions = s.handlers.versionTable()
+	s.dynCfg = newDynamicConfigs(s)
 	return s, nil
 }
 
@@ -122,12 +128,14 @@ func (s *Server) start() error {
 	}
 
 	// Dynamic broker configs first: the logs opened next take their defaults.
-	s.dynamicConfigs()
+	s.dynCfg.start()
 
 	s.parts = newPartitionManager(s)
 	if err := s.parts.start(); err != nil {
 		return err
 	}
+	// The group coordinator loads __consumer_offsets before clients come.
+	s.groupSvc = s.startGroupService()
 	s.startTxnService()
 
 	for _, l := range s.listeners {
