@@ -41,10 +41,12 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// dynCfg follows the dynamic broker configs in etcd; groupSvc is the
-	// group coordinator (started in Start, stopped when closing begins).
+	// dynCfg follows the dynamic broker configs in etcd; groupSvc and
+	// txnSvc are the group and transaction coordinators (started in Start,
+	// stopped when closing begins).
 	dynCfg   *dynamicConfigs
 	groupSvc *groupService
+	txnSvc   *txnService
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}

@@ -8,9 +8,7 @@ package broker
 //
 // The coordinator starts with the broker (startTxnService, from Start) so
 // that transactions found in progress are completed and open ones time out
-// without waiting for a client, and stops when the broker closes. It is
-// kept in txnServices, keyed by server, as groups.go does for the group
-// coordinator, until Server has a field for it.
+// without waiting for a client, and stops when the broker closes.
 
 import (
 	"context"
@@ -94,17 +92,8 @@ type txnService struct {
 	createMu sync.Mutex // one creation of __transaction_state at a time
 }
 
-// txnServices holds each running server's transaction service.
-var txnServices sync.Map // *Server -> *txnService
-
 // txns returns the server's transaction service (nil before Start).
-func (s *Server) txns() *txnService {
-	v, ok := txnServices.Load(s)
-	if !ok {
-		return nil
-	}
-	return v.(*txnService)
-}
+func (s *Server) txns() *txnService { return s.txnSvc }
 
 // startTxnService starts the transaction coordinator and has it load the
 // __transaction_state partitions this broker leads, now and whenever they
@@ -114,7 +103,7 @@ func (s *Server) startTxnService() {
 	svc := &txnService{srv: s, settings: settings, ids: newProducerIDPool()}
 	state := &txnStateTopic{srv: s, loadBuffer: settings.loadBufferBytes}
 	svc.coord = txn.New(settings.coord, state, svc)
-	txnServices.Store(s, svc)
+	s.txnSvc = svc
 	s.ctrl.Listen(func(ch controller.TopicChange) {
 		if ch.Topic.Name == txn.TopicName {
 			svc.coord.LoadOwned()
@@ -123,7 +112,6 @@ func (s *Server) startTxnService() {
 	go func() {
 		<-s.closing
 		svc.coord.Close()
-		txnServices.Delete(s)
 	}()
 }
 
