@@ -11,15 +11,11 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/coordinator/group"
@@ -114,7 +110,7 @@ func (s *Server) groups() *groupService { return s.groupSvc }
 
 func (s *Server) startGroupService() *groupService {
 	settings := s.groupSettingsFrom(s.cfg.Props)
-	adapter := &offsetsTopic{srv: s, loadBuffer: settings.loadBufferBytes}
+	adapter := &offsetsTopic{internalTopicLog{srv: s, topic: group.TopicName, loadBuffer: settings.loadBufferBytes}}
 	svc := &groupService{srv: s, settings: settings}
 	svc.coord = group.New(settings.coord, adapter, adapter)
 	s.ctrl.Listen(func(ch controller.TopicChange) {
@@ -180,88 +176,11 @@ func (g *groupService) ensureOffsetsTopic() (controller.TopicInfo, error) {
 
 // offsetsTopic implements group.Log and group.Metadata over the broker's
 // partitions and metadata.
-type offsetsTopic struct {
-	srv        *Server
-	loadBuffer int64
-}
-
-func (o *offsetsTopic) Partitions() int32 {
-	t, ok := o.srv.ctrl.Topic(group.TopicName)
-	if !ok {
-		return 0
-	}
-	return int32(len(t.Partitions))
-}
-
-func (o *offsetsTopic) partition(p int32) (*partition, error) {
-	part := o.srv.parts.get(group.TopicName, p)
-	if part == nil || !part.isLeader(o.srv.cfg.NodeID) {
-		return nil, fmt.Errorf("%s-%d is not led here: %w", group.TopicName, p, kerr.NotLeaderForPartition)
-	}
-	return part, nil
-}
+type offsetsTopic struct{ internalTopicLog }
 
 func (o *offsetsTopic) Leads(p int32) bool {
 	_, err := o.partition(p)
 	return err == nil
-}
-
-func (o *offsetsTopic) Append(p int32, batch []byte) error {
-	part, err := o.partition(p)
-	if err != nil {
-		return err
-	}
-	_, err = o.srv.appendAsLeader(part, batch)
-	return err
-}
-
-// ReadFrom reads the partition's batches from its files, offsets.load.buffer.size
-// at a time.
-func (o *offsetsTopic) ReadFrom(p int32, offset int64, fn func(batch []byte) error) error {
-	part, err := o.partition(p)
-	if err != nil {
-		return err
-	}
-	l := part.log
-	offset = max(offset, l.LogStartOffset())
-	var buf []byte
-	for {
-		end := l.LogEndOffset()
-		if offset >= end {
-			return nil
-		}
-		res, err := l.Read(offset, o.loadBuffer, end, true)
-		if err != nil {
-			return err
-		}
-		if res.Size == 0 {
-			return nil
-		}
-		for _, sl := range res.Slices {
-			if int64(cap(buf)) < sl.Len {
-				buf = make([]byte, sl.Len)
-			}
-			b := buf[:sl.Len]
-			if _, err := sl.File.ReadAt(b, sl.Pos); err != nil {
-				return fmt.Errorf("reading %s-%d at position %d: %w", group.TopicName, p, sl.Pos, err)
-			}
-			for len(b) >= 12 {
-				size := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
-				if size < 61 || size > len(b) {
-					return fmt.Errorf("%s-%d: malformed batch at offset %d", group.TopicName, p, offset)
-				}
-				batch := b[:size]
-				last := int64(binary.BigEndian.Uint64(batch)) + int64(int32(binary.BigEndian.Uint32(batch[23:27])))
-				if last >= offset {
-					if err := fn(batch); err != nil {
-						return err
-					}
-				}
-				offset = max(offset, last+1)
-				b = b[size:]
-			}
-		}
-	}
 }
 
 func (o *offsetsTopic) Topic(name string) (group.TopicMeta, bool) {

@@ -12,7 +12,6 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -101,7 +100,7 @@ func (s *Server) txns() *txnService { return s.txnSvc }
 func (s *Server) startTxnService() {
 	settings := s.txnSettingsFrom(s.cfg.Props)
 	svc := &txnService{srv: s, settings: settings, ids: newProducerIDPool()}
-	state := &txnStateTopic{srv: s, loadBuffer: settings.loadBufferBytes}
+	state := &txnStateTopic{internalTopicLog{srv: s, topic: txn.TopicName, loadBuffer: settings.loadBufferBytes}}
 	svc.coord = txn.New(settings.coord, state, svc)
 	s.txnSvc = svc
 	s.ctrl.Listen(func(ch controller.TopicChange) {
@@ -217,26 +216,7 @@ func (s *Server) writeTxnMarker(topic string, idx int32, m storage.TxnMarker) er
 }
 
 // txnStateTopic implements txn.StateLog over the broker's partitions.
-type txnStateTopic struct {
-	srv        *Server
-	loadBuffer int64
-}
-
-func (o *txnStateTopic) Partitions() int32 {
-	t, ok := o.srv.ctrl.Topic(txn.TopicName)
-	if !ok {
-		return 0
-	}
-	return int32(len(t.Partitions))
-}
-
-func (o *txnStateTopic) partition(p int32) (*partition, error) {
-	part := o.srv.parts.get(txn.TopicName, p)
-	if part == nil || !part.isLeader(o.srv.cfg.NodeID) {
-		return nil, fmt.Errorf("%s-%d is not led here: %w", txn.TopicName, p, kerr.NotLeaderForPartition)
-	}
-	return part, nil
-}
+type txnStateTopic struct{ internalTopicLog }
 
 func (o *txnStateTopic) LeaderEpoch(p int32) (int32, bool) {
 	part, err := o.partition(p)
@@ -244,70 +224,6 @@ func (o *txnStateTopic) LeaderEpoch(p int32) (int32, bool) {
 		return 0, false
 	}
 	return part.leaderEpoch(), true
-}
-
-func (o *txnStateTopic) Append(p int32, batch []byte) error {
-	part, err := o.partition(p)
-	if err != nil {
-		return err
-	}
-	_, err = o.srv.appendAsLeader(part, batch)
-	return err
-}
-
-// ReadFrom reads the partition's batches from its files,
-// transaction.state.log.load.buffer.size at a time.
-func (o *txnStateTopic) ReadFrom(p int32, offset int64, fn func(batch []byte) error) error {
-	part, err := o.partition(p)
-	if err != nil {
-		return err
-	}
-	return readBatches(part.log, offset, o.loadBuffer, fn)
-}
-
-// readBatches calls fn with each whole batch of a log from offset (clamped
-// to the log start) to its end, reading bufBytes at a time.
-func readBatches(l *storage.Log, offset, bufBytes int64, fn func(batch []byte) error) error {
-	offset = max(offset, l.LogStartOffset())
-	var buf []byte
-	for {
-		end := l.LogEndOffset()
-		if offset >= end {
-			return nil
-		}
-		res, err := l.Read(offset, bufBytes, end, true)
-		if err != nil {
-			return err
-		}
-		if res.Size == 0 {
-			return nil
-		}
-		for _, sl := range res.Slices {
-			if int64(cap(buf)) < sl.Len {
-				buf = make([]byte, sl.Len)
-			}
-			b := buf[:sl.Len]
-			if _, err := sl.File.ReadAt(b, sl.Pos); err != nil {
-				return fmt.Errorf("reading %s at position %d: %w", l.Dir(), sl.Pos, err)
-			}
-			for len(b) >= 12 {
-				size := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
-				if size < 61 || size > len(b) {
-					return fmt.Errorf("%s: malformed batch at offset %d", l.Dir(), offset)
-				}
-				batch := b[:size]
-				last := int64(binary.BigEndian.Uint64(batch)) + int64(int32(binary.BigEndian.Uint32(batch[23:27])))
-				if last >= offset {
-					if err := fn(batch); err != nil {
-						return err
-					}
-				}
-				offset = max(offset, last+1)
-				b = b[size:]
-			}
-		}
-		offset = max(offset, res.EndOffset)
-	}
 }
 
 // finalizedTransactionVersion is the transaction.version level ApiVersions

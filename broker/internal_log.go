@@ -1,0 +1,100 @@
+package broker
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/storage"
+)
+
+// internalTopicLog is what the group and transaction coordinators need of
+// their internal topic (__consumer_offsets, __transaction_state): its
+// partition count, appends to the partitions this broker leads, and reading
+// a partition back batch by batch when the coordinator loads it.
+type internalTopicLog struct {
+	srv        *Server
+	topic      string
+	loadBuffer int64 // offsets.load.buffer.size / transaction.state.log.load.buffer.size
+}
+
+func (o *internalTopicLog) Partitions() int32 {
+	t, ok := o.srv.ctrl.Topic(o.topic)
+	if !ok {
+		return 0
+	}
+	return int32(len(t.Partitions))
+}
+
+func (o *internalTopicLog) partition(p int32) (*partition, error) {
+	part := o.srv.parts.get(o.topic, p)
+	if part == nil || !part.isLeader(o.srv.cfg.NodeID) {
+		return nil, fmt.Errorf("%s-%d is not led here: %w", o.topic, p, kerr.NotLeaderForPartition)
+	}
+	return part, nil
+}
+
+func (o *internalTopicLog) Append(p int32, batch []byte) error {
+	part, err := o.partition(p)
+	if err != nil {
+		return err
+	}
+	_, err = o.srv.appendAsLeader(part, batch)
+	return err
+}
+
+// ReadFrom reads the partition's batches from its files, loadBuffer bytes at
+// a time.
+func (o *internalTopicLog) ReadFrom(p int32, offset int64, fn func(batch []byte) error) error {
+	part, err := o.partition(p)
+	if err != nil {
+		return err
+	}
+	return readBatches(part.log, offset, o.loadBuffer, fn)
+}
+
+// readBatches calls fn with each whole batch of a log from offset (clamped
+// to the log start) to its end, reading bufBytes at a time.
+func readBatches(l *storage.Log, offset, bufBytes int64, fn func(batch []byte) error) error {
+	offset = max(offset, l.LogStartOffset())
+	var buf []byte
+	for {
+		end := l.LogEndOffset()
+		if offset >= end {
+			return nil
+		}
+		res, err := l.Read(offset, bufBytes, end, true)
+		if err != nil {
+			return err
+		}
+		if res.Size == 0 {
+			return nil
+		}
+		for _, sl := range res.Slices {
+			if int64(cap(buf)) < sl.Len {
+				buf = make([]byte, sl.Len)
+			}
+			b := buf[:sl.Len]
+			if _, err := sl.File.ReadAt(b, sl.Pos); err != nil {
+				return fmt.Errorf("reading %s at position %d: %w", l.Dir(), sl.Pos, err)
+			}
+			for len(b) >= 12 {
+				size := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
+				if size < 61 || size > len(b) {
+					return fmt.Errorf("%s: malformed batch at offset %d", l.Dir(), offset)
+				}
+				batch := b[:size]
+				last := int64(binary.BigEndian.Uint64(batch)) + int64(int32(binary.BigEndian.Uint32(batch[23:27])))
+				if last >= offset {
+					if err := fn(batch); err != nil {
+						return err
+					}
+				}
+				offset = max(offset, last+1)
+				b = b[size:]
+			}
+		}
+		offset = max(offset, res.EndOffset)
+	}
+}
