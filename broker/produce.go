@@ -53,6 +53,10 @@ func handleProduce(c *conn, x *exchange) {
 			case x.req.Version < 7 && isZstd(rp.Records):
 				// zstd needs Produce v7 (KIP-110), as Kafka enforces.
 				code = kerr.UnsupportedCompressionType.Code
+			case internalTopics[rt.Topic] && clientID(x) != adminClientID:
+				// Clients write the coordinators' topics only through the
+				// coordinators, as in Kafka's ReplicaManager.
+				code, msg = kerr.InvalidTopicException.Code, "Cannot append to internal topic "+rt.Topic
 			default:
 				code, msg = s.produceTo(lt, rt.Topic, rp.Partition, rp.Records, &sp, txnCheck)
 			}
@@ -125,6 +129,13 @@ func errorCode(err error) (int16, string) {
 	}
 	return kerr.UnknownServerError.Code, err.Error()
 }
+
+// internalTopics are Kafka's internal topics (Topic.isInternal).
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
+
+// adminClientID is the client id Kafka lets append to internal topics
+// (AdminUtils.ADMIN_CLIENT_ID).
+const adminClientID = "__admin_client"
 
 // appendAsLeader appends records (one validated batch) to a partition this
 // broker leads and makes them visible to fetches. Coordinators writing their

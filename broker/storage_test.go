@@ -151,3 +151,28 @@ func TestDeleteRecordsMovesLogStart(t *testing.T) {
 		t.Fatalf("first record after DeleteRecords: %v", rs)
 	}
 }
+
+// TestProduceToInternalTopicRefused: clients cannot append to
+// __consumer_offsets directly (INVALID_TOPIC_EXCEPTION), as in Kafka.
+func TestProduceToInternalTopicRefused(t *testing.T) {
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	cl := newClient(t, srv, kgo.ConsumerGroup("makes-offsets-topic"), kgo.ConsumeTopics("nothing"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Creating the group's coordinator creates __consumer_offsets.
+	for _, r := range kadm.NewClient(cl).FindGroupCoordinators(ctx, "makes-offsets-topic") {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	req := produceRequest(t, "__consumer_offsets", 0, 1)
+	req.Acks = -1
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidTopicException.Code {
+		t.Fatalf("produce to __consumer_offsets: code %d, want INVALID_TOPIC_EXCEPTION", code)
+	}
+}
