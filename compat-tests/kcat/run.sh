@@ -31,6 +31,13 @@ for codec in none gzip snappy lz4 zstd; do
   check "-P/-C round trip with $codec" "$want" "$got"
 done
 
+# -G: a balanced consumer group (librdkafka's group protocol) reads a topic
+# to its end, commits, and a second run of the same group has nothing left.
+got=$(timeout 60 kcat -b "$BROKER" -G kcat-group -X auto.offset.reset=earliest -e -q -f '%s\n' kcat-gzip | wc -l)
+check "-G consumer group reads every record" "1000" "$got"
+got=$(timeout 60 kcat -b "$BROKER" -G kcat-group -X auto.offset.reset=earliest -e -q -f '%s\n' kcat-gzip | wc -l)
+check "-G consumer group resumes from its committed offsets" "0" "$got"
+
 meta=$(kcat -b "$BROKER" -L -J -t kcat-zstd)
 check "-L shows the auto-created topic" "kcat-zstd 1 1" "$(python3 -c 'import json,sys; t=json.loads(sys.argv[1])["topics"][0]; print(t["topic"], len(t["partitions"]), t["partitions"][0]["leader"])' "$meta")"
 

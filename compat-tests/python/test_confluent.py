@@ -53,3 +53,43 @@ def test_produce_consume(bootstrap, topic_name, codec):
     c.close()
     for i in range(N):
         assert got[f"k{i}"] == (f"v{i}", i % 3, i // 3, str(i).encode())
+
+
+def test_consumer_group_commits(bootstrap, topic_name):
+    """A librdkafka consumer group reads a topic, commits, and a new member resumes after the commit."""
+    topic = topic_name("py-group")
+    create(bootstrap, topic, 3)
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(300):
+        p.produce(topic, key=f"k{i}", value=f"v{i}")
+    assert p.flush(30) == 0
+    group = f"g-{topic}"
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False}
+    c = Consumer(conf)
+    c.subscribe([topic])
+    seen = set()
+    while len(seen) < 200:
+        msgs = c.consume(200 - len(seen), timeout=10)
+        assert msgs, f"no records after {len(seen)}"
+        for m in msgs:
+            assert m.error() is None, m.error()
+            seen.add(m.value().decode())
+        c.commit(asynchronous=False)
+    committed = c.committed([TopicPartition(topic, p) for p in range(3)], timeout=10)
+    # A partition nothing was read from has no committed offset (-1001).
+    assert sum(tp.offset for tp in committed if tp.offset >= 0) == len(seen)
+    c.close()
+
+    c = Consumer(conf)
+    c.subscribe([topic])
+    rest = set()
+    while len(seen) + len(rest) < 300:
+        msgs = c.consume(300, timeout=10)
+        assert msgs, f"no records after {len(rest)} more"
+        for m in msgs:
+            assert m.error() is None, m.error()
+            rest.add(m.value().decode())
+    c.close()
+    assert not (seen & rest), "records delivered again after their offsets were committed"
+    assert len(seen | rest) == 300

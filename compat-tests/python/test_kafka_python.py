@@ -30,3 +30,31 @@ def test_produce_consume(bootstrap, topic_name):
     assert len(got) == N
     for i in range(N):
         assert got[f"k{i}"] == (f"v{i}", i % 2, i // 2)
+
+
+def test_consumer_group(bootstrap, topic_name):
+    """kafka-python's group consumer reads every record and commits its offsets."""
+    topic = topic_name("kpy-group")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(300):
+        producer.send(topic, value=f"v{i}".encode())
+    producer.flush()
+    producer.close()
+    group = f"g-{topic}"
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False, consumer_timeout_ms=15000)
+    got = set()
+    for m in consumer:
+        got.add(m.value.decode())
+        if len(got) == 300:
+            break
+    consumer.commit()
+    consumer.close()
+    assert len(got) == 300
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    offsets = admin.list_group_offsets(group)[group]
+    admin.close()
+    assert sum(o.offset for o in offsets.values()) == 300
