@@ -49,6 +49,21 @@ const (
 // maps each to itself by default.
 var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
+// EtcdClusterConfig is the embedded etcd's membership in a cluster of
+// brokers' etcd members, as etcd's own flags name it.
+type EtcdClusterConfig struct {
+	Name                     string   // etcd.name
+	InitialCluster           string   // etcd.initial.cluster: name=peerURL,...
+	InitialClusterState      string   // etcd.initial.cluster.state: new or existing
+	InitialClusterToken      string   // etcd.initial.cluster.token
+	ListenPeerURLs           []string // etcd.listen.peer.urls
+	InitialAdvertisePeerURLs []string // etcd.initial.advertise.peer.urls
+	ListenClientURLs         []string // etcd.listen.client.urls
+	AdvertiseClientURLs      []string // etcd.advertise.client.urls
+	HeartbeatIntervalMs      int      // etcd.heartbeat.interval
+	ElectionTimeoutMs        int      // etcd.election.timeout
+}
+
 // Listener is one entry of listeners or advertised.listeners.
 type Listener struct {
 	Name             string // listener name, e.g. PLAINTEXT (upper case, as Kafka normalises it)
@@ -64,22 +79,26 @@ func (l Listener) String() string {
 
 // Config is the broker's static configuration.
 type Config struct {
-	NodeID                   int32             // node.id (default 1); broker.id is accepted as its alias
-	Listeners                []Listener        // listeners (default PLAINTEXT://127.0.0.1:9092), without the controller listeners
-	AdvertisedListeners      []Listener        // advertised.listeners (default: listeners; a port 0 there is replaced by the bound port at start)
-	LogDirs                  []string          // log.dirs, else log.dir (Strait default: /tmp/strait-logs, mirroring Kafka's /tmp/kafka-logs)
-	NumPartitions            int32             // num.partitions (1)
-	DefaultReplicationFactor int16             // default.replication.factor (1)
-	AutoCreateTopicsEnable   bool              // auto.create.topics.enable (true)
-	MessageMaxBytes          int32             // message.max.bytes (1048588)
-	SocketRequestMaxBytes    int32             // socket.request.max.bytes (104857600)
-	Rack                     string            // broker.rack
-	EtcdEndpoints            []string          // etcd.endpoints (empty: embedded etcd)
-	EtcdDataDir              string            // etcd.data.dir (default: <first log dir>/etcd)
-	EtcdPrefix               string            // etcd.prefix (default /strait)
-	LogDefaults              storage.LogConfig // broker-level log.* defaults for every topic
-	Logger                   *slog.Logger      // nil = slog.Default()
-	Props                    map[string]string // the effective properties as given (for DescribeConfigs later)
+	NodeID                   int32      // node.id (default 1); broker.id is accepted as its alias
+	Listeners                []Listener // listeners (default PLAINTEXT://127.0.0.1:9092), without the controller listeners
+	AdvertisedListeners      []Listener // advertised.listeners (default: listeners; a port 0 there is replaced by the bound port at start)
+	LogDirs                  []string   // log.dirs, else log.dir (Strait default: /tmp/strait-logs, mirroring Kafka's /tmp/kafka-logs)
+	NumPartitions            int32      // num.partitions (1)
+	DefaultReplicationFactor int16      // default.replication.factor (1)
+	AutoCreateTopicsEnable   bool       // auto.create.topics.enable (true)
+	MessageMaxBytes          int32      // message.max.bytes (1048588)
+	SocketRequestMaxBytes    int32      // socket.request.max.bytes (104857600)
+	Rack                     string     // broker.rack
+	EtcdEndpoints            []string   // etcd.endpoints (empty: embedded etcd)
+	EtcdDataDir              string     // etcd.data.dir (default: <first log dir>/etcd)
+	EtcdPrefix               string     // etcd.prefix (default /strait)
+	// EtcdCluster makes the embedded etcd one member of a cluster
+	// (etcd.name, etcd.initial.cluster, etcd.*.urls, ...); zero values
+	// keep the single-member default.
+	EtcdCluster EtcdClusterConfig
+	LogDefaults storage.LogConfig // broker-level log.* defaults for every topic
+	Logger      *slog.Logger      // nil = slog.Default()
+	Props       map[string]string // the effective properties as given (for DescribeConfigs later)
 
 	// InterBrokerListenerName is inter.broker.listener.name, else the listener named
 	// after security.inter.broker.protocol (PLAINTEXT).
@@ -94,6 +113,12 @@ type Config struct {
 	// log.message.timestamp.before/after.max.ms, also copied into LogDefaults.
 	MessageTimestampBeforeMaxMs int64
 	MessageTimestampAfterMaxMs  int64
+	// UncleanLeaderElectionEnable, AutoLeaderRebalanceEnable and
+	// LeaderImbalanceCheckIntervalSeconds are Kafka's keys of the same names
+	// (false, true, 300), used by the active controller.
+	UncleanLeaderElectionEnable         bool
+	AutoLeaderRebalanceEnable           bool
+	LeaderImbalanceCheckIntervalSeconds int64
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms (300000).
 	RetentionCheckIntervalMs int64
 	// LogCleanerEnable is log.cleaner.enable (true): whether compacted
@@ -135,6 +160,8 @@ func DefaultConfig() Config {
 		RetentionCheckIntervalMs:    300000,
 
 		ProducerIDExpirationCheckIntervalMs: 600000,
+		AutoLeaderRebalanceEnable:           true,
+		LeaderImbalanceCheckIntervalSeconds: 300,
 		LogCleanerEnable:                    true,
 		Cleaner:                             storage.DefaultCleanerConfig(),
 	}
@@ -425,6 +452,25 @@ func ParseConfig(in map[string]string) (Config, []string, error) {
 	if c.EtcdDataDir == "" {
 		return Config{}, warnings, invalidValue("etcd.data.dir", p.m["etcd.data.dir"], "String must be non-empty")
 	}
+	c.EtcdCluster = EtcdClusterConfig{
+		Name:                     p.str("etcd.name", ""),
+		InitialCluster:           p.str("etcd.initial.cluster", ""),
+		InitialClusterState:      p.str("etcd.initial.cluster.state", ""),
+		InitialClusterToken:      p.str("etcd.initial.cluster.token", ""),
+		ListenPeerURLs:           parseCsvList(p.str("etcd.listen.peer.urls", "")),
+		InitialAdvertisePeerURLs: parseCsvList(p.str("etcd.initial.advertise.peer.urls", "")),
+		ListenClientURLs:         parseCsvList(p.str("etcd.listen.client.urls", "")),
+		AdvertiseClientURLs:      parseCsvList(p.str("etcd.advertise.client.urls", "")),
+		HeartbeatIntervalMs:      int(p.int("etcd.heartbeat.interval", 0)),
+		ElectionTimeoutMs:        int(p.int("etcd.election.timeout", 0)),
+	}
+	if st := c.EtcdCluster.InitialClusterState; st != "" && st != "new" && st != "existing" {
+		return Config{}, warnings, invalidValue("etcd.initial.cluster.state", st, "String must be one of: new, existing")
+	}
+	c.UncleanLeaderElectionEnable = p.bool("unclean.leader.election.enable", false)
+	c.AutoLeaderRebalanceEnable = p.bool("auto.leader.rebalance.enable", true)
+	c.LeaderImbalanceCheckIntervalSeconds = p.long("leader.imbalance.check.interval.seconds", 300)
+	p.atLeast("leader.imbalance.check.interval.seconds", c.LeaderImbalanceCheckIntervalSeconds, 1)
 	c.EtcdPrefix = p.str("etcd.prefix", defaultEtcdPrefix)
 	if !strings.HasPrefix(c.EtcdPrefix, "/") {
 		return Config{}, warnings, invalidValue("etcd.prefix", p.m["etcd.prefix"], "Value must start with /")

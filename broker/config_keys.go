@@ -21,4 +21,16 @@ var straitKeys = map[string]configType{
 	"etcd.endpoints": typeList,   // external etcd cluster; empty = embedded etcd
 	"etcd.data.dir":  typeString, // embedded etcd's data directory (default <first log dir>/etcd)
 	"etcd.prefix":    typeString, // key prefix of Strait's metadata in etcd (default /strait)
+	// The embedded etcd as one member of a cluster, in the style of etcd's
+	// own flags (--name, --initial-cluster, ...); see controller.Config.
+	"etcd.name":                        typeString,
+	"etcd.initial.cluster":             typeString,
+	"etcd.initial.cluster.state":       typeString,
+	"etcd.initial.cluster.token":       typeString,
+	"etcd.listen.peer.urls":            typeList,
+	"etcd.initial.advertise.peer.urls": typeList,
+	"etcd.listen.client.urls":          typeList,
+	"etcd.advertise.client.urls":       typeList,
+	"etcd.heartbeat.interval":          typeInt,
+	"etcd.election.timeout":            typeInt,
 }

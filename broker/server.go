@@ -119,7 +119,22 @@ func (s *Server) start() error {
 
 		DefaultNumPartitions:     s.cfg.NumPartitions,
 		DefaultReplicationFactor: s.cfg.DefaultReplicationFactor,
-		Logger:                   s.logger,
+
+		EtcdName:                     s.cfg.EtcdCluster.Name,
+		EtcdInitialCluster:           s.cfg.EtcdCluster.InitialCluster,
+		EtcdInitialClusterState:      s.cfg.EtcdCluster.InitialClusterState,
+		EtcdInitialClusterToken:      s.cfg.EtcdCluster.InitialClusterToken,
+		EtcdListenPeerURLs:           s.cfg.EtcdCluster.ListenPeerURLs,
+		EtcdInitialAdvertisePeerURLs: s.cfg.EtcdCluster.InitialAdvertisePeerURLs,
+		EtcdListenClientURLs:         s.cfg.EtcdCluster.ListenClientURLs,
+		EtcdAdvertiseClientURLs:      s.cfg.EtcdCluster.AdvertiseClientURLs,
+		EtcdHeartbeatIntervalMs:      s.cfg.EtcdCluster.HeartbeatIntervalMs,
+		EtcdElectionTimeoutMs:        s.cfg.EtcdCluster.ElectionTimeoutMs,
+
+		UncleanLeaderElectionEnable:  s.cfg.UncleanLeaderElectionEnable,
+		AutoLeaderRebalanceEnable:    &s.cfg.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval: time.Duration(s.cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+		Logger:                       s.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: controller: %w", err)
