@@ -97,16 +97,26 @@ func TestThreeBrokersOneEtcdCluster(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	createTopic(t, cl, "spread", 6, nil)
-	topics, err := adm.ListTopics(ctx, "spread")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// CreateTopics returns once the broker that handled it has the topic;
+	// the others apply it from etcd a moment later, so look until all six
+	// partitions are listed (by a fresh client: kadm caches metadata).
+	fresh := kadm.NewClient(newClient(t, srvs[2]))
 	leaders := map[int32]bool{}
-	for _, p := range topics["spread"].Partitions {
-		leaders[p.Leader] = true
+	for {
+		topics, err := fresh.ListTopics(ctx, "spread")
+		if err == nil && len(topics["spread"].Partitions) == 6 {
+			for _, p := range topics["spread"].Partitions {
+				leaders[p.Leader] = true
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("topic spread not listed with 6 partitions: %v %+v", err, topics["spread"])
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if len(leaders) != 3 {
-		t.Fatalf("6 partitions led by %d brokers, want all 3: %+v", len(leaders), topics["spread"].Partitions)
+		t.Fatalf("6 partitions led by %d brokers, want all 3: %v", len(leaders), leaders)
 	}
 
 	recs := testRecords("spread", 3000)

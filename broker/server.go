@@ -144,10 +144,11 @@ func (s *Server) start() error {
 		return fmt.Errorf("broker: controller start: %w", err)
 	}
 
-	// Dynamic broker configs first: the logs opened next take their defaults.
-	s.dynCfg.start()
-
+	// Dynamic broker configs before the logs open, so they take their
+	// defaults; the partition manager exists first because a config change
+	// reapplies to it from the watch's goroutine.
 	s.parts = newPartitionManager(s)
+	s.dynCfg.start()
 	if err := s.parts.start(); err != nil {
 		return err
 	}
