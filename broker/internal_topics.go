@@ -32,22 +32,28 @@ type groupSettings struct {
 	loadBufferBytes   int64 // offsets.load.buffer.size (5 MiB)
 }
 
+// coordinatorSetting reads an integer setting of the group or transaction
+// coordinator from the broker properties; a missing key gives def, and an
+// unreadable or too small value (config.go has already checked the types)
+// gives def with a warning.
+func (s *Server) coordinatorSetting(props map[string]string, key string, def, min int64) int64 {
+	raw, ok := props[key]
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	if err != nil || n < min {
+		s.logger.Warn("invalid coordinator setting, using the default", "key", key, "value", raw, "default", def)
+		return def
+	}
+	return n
+}
+
 // groupSettingsFrom reads the group coordinator's settings from the broker
 // properties, with Kafka's defaults; an unreadable value (config.go has
 // already checked the types) falls back to the default.
 func (s *Server) groupSettingsFrom(props map[string]string) groupSettings {
-	num := func(key string, def, min int64) int64 {
-		raw, ok := props[key]
-		if !ok {
-			return def
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-		if err != nil || n < min {
-			s.logger.Warn("invalid group coordinator setting, using the default", "key", key, "value", raw, "default", def)
-			return def
-		}
-		return n
-	}
+	num := func(key string, def, min int64) int64 { return s.coordinatorSetting(props, key, def, min) }
 	ms := func(key string, def int64) time.Duration {
 		return time.Duration(num(key, def, 0)) * time.Millisecond
 	}

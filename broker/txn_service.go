@@ -44,18 +44,7 @@ type txnSettings struct {
 // with Kafka's defaults; an unreadable value (config.go has checked the
 // types) falls back to the default.
 func (s *Server) txnSettingsFrom(props map[string]string) txnSettings {
-	num := func(key string, def, min int64) int64 {
-		raw, ok := props[key]
-		if !ok {
-			return def
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-		if err != nil || n < min {
-			s.logger.Warn("invalid transaction setting, using the default", "key", key, "value", raw, "default", def)
-			return def
-		}
-		return n
-	}
+	num := func(key string, def, min int64) int64 { return s.coordinatorSetting(props, key, def, min) }
 	ms := func(key string, def int64) time.Duration {
 		return time.Duration(num(key, def, 1)) * time.Millisecond
 	}
