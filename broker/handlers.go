@@ -42,6 +42,8 @@ func newHandlerTable() handlerTable {
 	reg(kmsg.CreateTopics, 7, handleCreateTopics)
 	reg(kmsg.DeleteTopics, 6, handleDeleteTopics)
 	reg(kmsg.DeleteRecords, 2, handleDeleteRecords)
+	reg(kmsg.CreatePartitions, 3, handleCreatePartitions)
+	reg(kmsg.ElectLeaders, 2, handleElectLeaders)
 	reg(kmsg.InitProducerID, 5, newInitProducerIDHandler())
 	reg(kmsg.FindCoordinator, 6, handleFindCoordinator)
 	reg(kmsg.AddPartitionsToTxn, 5, handleAddPartitionsToTxn)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Kafka's own CLI tools (the kafka-tools and kafka_2.13 jars from Maven
 # Central, fetched by bench/kafka/kafka.sh) against a running broker:
-# kafka-topics, kafka-configs, kafka-console-producer/-consumer,
-# kafka-consumer-groups.
+# kafka-topics (incl. --alter --partitions and --delete), kafka-configs,
+# kafka-console-producer/-consumer, kafka-consumer-groups, kafka-producer-perf-test,
+# kafka-consumer-perf-test, and VerifiableProducer/VerifiableConsumer (the
+# tools Kafka's own system tests drive).
 # Usage: cli.sh HOST:PORT WORKDIR; appends results to WORKDIR/results.tsv.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -67,6 +69,85 @@ check "kafka-consumer-groups --list group" "$out/glist" "^cli-group$"
 run org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --reset-offsets --group cli-group --topic cli-topic \
   --to-earliest --execute >"$out/reset" 2>&1
 check "kafka-consumer-groups --reset-offsets commit group" "$out/reset" "cli-topic +[0-2] +0"
+
+# kafka-topics --alter --partitions (CreatePartitions) and --delete.
+run org.apache.kafka.tools.TopicCommand --create --topic cli-alter --partitions 1 --replication-factor 1 >"$out/alter" 2>&1
+run org.apache.kafka.tools.TopicCommand --alter --topic cli-alter --partitions 4 >>"$out/alter" 2>&1
+run org.apache.kafka.tools.TopicCommand --describe --topic cli-alter >>"$out/alter" 2>&1
+check "kafka-topics --alter --partitions then --describe topic" "$out/alter" "PartitionCount: 4"
+run org.apache.kafka.tools.TopicCommand --alter --topic cli-alter --partitions 2 >"$out/alter-decrease" 2>&1
+check "kafka-topics --alter refuses fewer partitions topic" "$out/alter-decrease" \
+  "The topic cli-alter currently has 4 partition\(s\); 2 would not be an increase"
+run org.apache.kafka.tools.TopicCommand --delete --topic cli-alter >"$out/delete" 2>&1
+# Kafka deletes asynchronously, so allow the listing a few tries.
+for _ in 1 2 3 4 5; do
+  run org.apache.kafka.tools.TopicCommand --list >"$out/delete-list" 2>&1
+  grep -q '^cli-alter$' "$out/delete-list" || break
+  sleep 1
+done
+{ grep -q '^cli-topic$' "$out/delete-list" && ! grep -q '^cli-alter$' "$out/delete-list" && echo gone; } >"$out/delete-gone"
+check "kafka-topics --delete then --list no longer shows the topic" "$out/delete-gone" "^gone$"
+
+# The perf tools: 50000 records of 100 bytes through the producer, then read
+# back by a consumer group.
+run org.apache.kafka.tools.TopicCommand --create --topic cli-perf --partitions 3 --replication-factor 1 >/dev/null 2>&1
+run org.apache.kafka.tools.ProducerPerformance --topic cli-perf --num-records 50000 --record-size 100 \
+  --throughput -1 >"$out/producer-perf" 2>&1
+check "kafka-producer-perf-test produce 50000 records" "$out/producer-perf" "^50000 records sent, "
+run org.apache.kafka.tools.ConsumerPerformance --topic cli-perf --num-records 50000 --group cli-perf-classic \
+  --timeout 30000 >"$out/consumer-perf" 2>&1
+# The CSV line's fifth field is data.consumed.in.nMsg.
+check "kafka-consumer-perf-test consume 50000 records (classic group)" "$out/consumer-perf" \
+  "^[^,]+, [^,]+, [0-9.]+, [0-9.]+, 50000, "
+run org.apache.kafka.tools.ConsumerPerformance --topic cli-perf --num-records 50000 --group cli-perf-consumer \
+  --command-property group.protocol=consumer --timeout 30000 >"$out/consumer-perf-848" 2>&1
+check "kafka-consumer-perf-test consume 50000 records (consumer group protocol)" "$out/consumer-perf-848" \
+  "^[^,]+, [^,]+, [0-9.]+, [0-9.]+, 50000, "
+
+# VerifiableProducer and VerifiableConsumer (what Kafka's system tests drive)
+# print one JSON event a line; summarize them.
+verifiable_summary() { # JSON lines file -> one summary line
+  python3 - "$1" <<'EOF'
+import json, sys
+acked = failed = consumed = commit_failures = 0
+committed, tool = {}, {}
+for line in open(sys.argv[1]):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    n = e.get("name")
+    if n == "producer_send_success": acked += 1
+    elif n == "producer_send_error": failed += 1
+    elif n == "tool_data": tool = e
+    elif n == "records_consumed": consumed += e["count"]
+    elif n == "offsets_committed":
+        if not e.get("success"): commit_failures += 1
+        for o in e.get("offsets") or []:
+            committed[(o["topic"], o["partition"])] = o["offset"]
+if tool:
+    print("sent %d acked %d failed %d (tool_data acked %d)" % (tool["sent"], acked, failed, tool["acked"]))
+else:
+    print("consumed %d committed %d commit_failures %d" % (consumed, sum(committed.values()), commit_failures))
+EOF
+}
+run org.apache.kafka.tools.TopicCommand --create --topic cli-verifiable --partitions 3 --replication-factor 1 >/dev/null 2>&1
+# Keys spread the records over the three partitions.
+run org.apache.kafka.tools.VerifiableProducer --topic cli-verifiable --max-messages 3000 --repeating-keys 30 \
+  >"$out/verifiable-producer.json" 2>"$out/verifiable-producer.err"
+verifiable_summary "$out/verifiable-producer.json" >"$out/verifiable-producer"
+check "VerifiableProducer produce 3000 acked, none failed" "$out/verifiable-producer" \
+  "^sent 3000 acked 3000 failed 0 \(tool_data acked 3000\)$"
+for protocol in classic consumer; do
+  # It would consume until killed without --max-messages; the timeout stops
+  # it if it never gets there.
+  timeout 120 java -Dlog4j2.level=error -cp "$cp" org.apache.kafka.tools.VerifiableConsumer --bootstrap-server "$broker" \
+    --topic cli-verifiable --group-id "cli-verifiable-$protocol" --group-protocol "$protocol" --max-messages 3000 \
+    >"$out/verifiable-consumer-$protocol.json" 2>"$out/verifiable-consumer-$protocol.err"
+  verifiable_summary "$out/verifiable-consumer-$protocol.json" >"$out/verifiable-consumer-$protocol"
+  check "VerifiableConsumer consume 3000 and commit them ($protocol group protocol)" \
+    "$out/verifiable-consumer-$protocol" "^consumed 3000 committed 3000 commit_failures 0$"
+done
 
 echo "cli: $pass passed, $failed failed"
 [ "$failed" -eq 0 ]
