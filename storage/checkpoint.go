@@ -17,6 +17,7 @@ import (
 //	recovery-point-offset-checkpoint   "0\n<offset>\n"
 //	log-start-offset-checkpoint        "0\n<offset>\n"
 //	cleaner-offset-checkpoint          "0\n<offset>\n"  compacted logs: first dirty offset
+//	high-watermark-checkpoint          "0\n<offset>\n"  see high_watermark.go
 //
 // The first line is the format version (0, as Kafka's checkpoint files).
 // Files are replaced atomically: written to <name>.tmp, fsynced, renamed,

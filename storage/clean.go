@@ -493,7 +493,7 @@ var errStopIteration = errors.New("stop")
 // under a fresh CRC. It checks for an abort between chunks.
 func (w *cleanerWorker) forEachBatch(c *cleanCandidate, seg *segment, from, to int64, fn func(pos int64, h *batchHeader, batch []byte) error) error {
 	for pos := from; pos < to; {
-		if w.stopped() || c.log.cleanAbort.Load() {
+		if w.stopped() || c.log.cleaningAborted() {
 			return errCleaningAborted
 		}
 		n := min(int64(len(w.readBuf)), to-pos)
@@ -545,7 +545,7 @@ func (w *cleanerWorker) readErr(c *cleanCandidate, seg *segment, err error) erro
 	l.mu.RLock()
 	gone := l.closed || !slices.Contains(l.segments, seg)
 	l.mu.RUnlock()
-	if gone || l.cleanAbort.Load() {
+	if gone || l.cleaningAborted() {
 		return errCleaningAborted
 	}
 	return fmt.Errorf("read segment %d: %w", seg.baseOffset, err)

@@ -12,9 +12,12 @@
 //	  00000000000000000000.timeindex  time index
 //	  00000000000000000000.txnindex   aborted transactions with their marker here (txn_index.go)
 //	  00000000000000004711.log ...    next segment, named by its base offset
+//	  00000000000000000000.snapshot   producer state at that offset (producer_snapshot.go)
 //	  recovery-point-offset-checkpoint  offsets below are fsynced (see checkpoint.go)
 //	  log-start-offset-checkpoint       first readable offset after DeleteRecords
 //	  cleaner-offset-checkpoint         compacted logs: the first dirty offset
+//	  high-watermark-checkpoint         the high watermark at the last flush (high_watermark.go)
+//	  leader-epoch-checkpoint           leader epochs and their start offsets (leader_epoch.go)
 //	  .kafka_cleanshutdown            present only while the log is closed cleanly
 //	  *.deleted                       files of a deleted segment awaiting removal
 //	  *.cleaned, *.swap               a segment the cleaner is writing / swapping in
@@ -41,6 +44,16 @@
 // A produced batch is validated and then written byte for byte, with only
 // the broker-owned fields changed, so a fetch hands file ranges to the
 // socket without decoding anything.
+//
+// # Replication
+//
+// A follower appends the leader's batches as they are, offsets and leader
+// epochs included (AppendAsFollower, follower.go), and cuts its log back
+// where it diverged from a new leader's (TruncateTo, TruncateFullyAndStartAt,
+// truncate.go), found with the leader epoch cache (leader_epoch.go) that
+// every append keeps. The high watermark is checkpointed so that a
+// restarted replica does not expose records that were never committed
+// (high_watermark.go).
 //
 // # Cleanup policies
 //

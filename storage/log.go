@@ -59,6 +59,12 @@ type Log struct {
 	// producers is the idempotent producers' state (producer_state.go),
 	// guarded by mu; set by Open.
 	producers *producerStateManager
+	// epochs is the leader epoch cache (leader_epoch.go), guarded by mu;
+	// set by Open.
+	epochs *leaderEpochCache
+	// hwMu serializes writes of the high-watermark checkpoint
+	// (high_watermark.go); taken before mu, never while holding it.
+	hwMu sync.Mutex
 
 	// Compaction state (see clean.go). cleanMu is held by the one Cleaner
 	// worker cleaning this log, for the whole cleaning; Close and Delete
@@ -69,6 +75,7 @@ type Log struct {
 	cleanMu           sync.Mutex
 	cleanAbort        atomic.Bool
 	uncleanable       atomic.Bool  // a cleaning failed; the Cleaner skips the log
+	cleanPaused       atomic.Int32 // truncations in progress: a cleaning aborts (truncate.go)
 	cleanerCheckpoint atomic.Int64 // first dirty offset (cleaner-offset-checkpoint), -1 if none
 }
 
@@ -107,7 +114,8 @@ func (l *Log) config() *LogConfig { return l.cfg.Load() }
 func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 
 // AppendAsLeader validates one produce batch (see validateProduce),
-// assigns it offsets from the log end offset and the leader epoch, and
+// assigns it offsets from the log end offset and the leader epoch (a new
+// epoch starts there in the leader epoch cache, leader_epoch.go), and
 // appends it to the active segment, rolling first if needed. records is
 // modified in place and written byte for byte. Errors unwrap to a
 // *kerr.Error: validation failures are *AppendError, disk failures
@@ -156,6 +164,11 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 	}
 
 	base := l.logEndOffset.Load()
+	// Kafka's appendAsLeader: the epoch stamped on the batch starts here if
+	// it is new.
+	if err := l.maybeAssignEpochLocked(leaderEpoch, base); err != nil {
+		return AppendInfo{}, err
+	}
 	setBaseOffset(vb.bytes, base)
 	setLeaderEpoch(vb.bytes, leaderEpoch)
 	vb.header.BaseOffset, vb.header.LeaderEpoch = base, leaderEpoch
@@ -210,16 +223,24 @@ func (l *Log) maybeRollLocked(h *batchHeader, now time.Time) (*segment, error) {
 	if !roll {
 		return seg, nil
 	}
-	return l.rollLocked(now)
+	// A replicated batch may start past the log end offset (offsets the
+	// leader's cleaner removed): the new segment starts at the batch, as
+	// Kafka's roll(expectedNextOffset) does.
+	return l.rollAtLocked(max(l.logEndOffset.Load(), h.BaseOffset), now)
 }
 
 // rollLocked seals the active segment and starts a new one at the log end
 // offset. The sealed segment is fsynced, so the recovery point moves to the
 // new base offset.
 func (l *Log) rollLocked(now time.Time) (*segment, error) {
+	return l.rollAtLocked(l.logEndOffset.Load(), now)
+}
+
+// rollAtLocked is rollLocked with the new segment's base offset given
+// (at least the log end offset).
+func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 	cfg := l.config()
 	old := l.active()
-	base := l.logEndOffset.Load()
 	if old.size == 0 && old.baseOffset == base {
 		return old, nil // nothing to seal; an index cannot be full either
 	}
@@ -280,8 +301,11 @@ func (l *Log) flushLocked(now time.Time) error {
 	return nil
 }
 
-// Flush fsyncs everything appended so far and checkpoints the recovery point.
+// Flush fsyncs everything appended so far and checkpoints the recovery
+// point and the high watermark.
 func (l *Log) Flush() error {
+	l.hwMu.Lock()
+	defer l.hwMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -291,6 +315,9 @@ func (l *Log) Flush() error {
 		return storageErr("flush", err)
 	}
 	l.setRecoveryPointLocked(l.logEndOffset.Load())
+	if err := l.writeHighWatermarkLocked(); err != nil {
+		return storageErr("checkpoint high watermark", err)
+	}
 	return nil
 }
 
@@ -319,6 +346,8 @@ func (l *Log) MaybeFlush(now time.Time) error {
 // holding FileSlices must have finished.
 func (l *Log) Close() error {
 	l.stopCleaning()
+	l.hwMu.Lock()
+	defer l.hwMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -357,6 +386,9 @@ func (l *Log) shutdownLocked() error {
 		return storageErr("close", err)
 	}
 	l.setRecoveryPointLocked(l.logEndOffset.Load())
+	if err := l.writeHighWatermarkLocked(); err != nil {
+		return storageErr("close: high watermark checkpoint", err)
+	}
 	// A clean shutdown without any producer snapshot is taken for a log
 	// that never had producer state (Kafka's upgrade path, no replay), so
 	// the marker must not outlive a failed snapshot.
@@ -376,6 +408,8 @@ func (l *Log) shutdownLocked() error {
 // from them complete.
 func (l *Log) Delete() error {
 	l.stopCleaning()
+	l.hwMu.Lock()
+	defer l.hwMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

@@ -365,6 +365,7 @@ func TestReopenAfterClose(t *testing.T) {
 	l := openTestLog(t, dir, cfg, nil)
 	stored := appendBatches(t, l, compress.Snappy, 120, testEpoch.UnixMilli())
 	leo := l.LogEndOffset()
+	l.UpdateHighWatermark(leo) // checkpointed by Close
 	maxO, maxTs := l.MaxTimestamp()
 	nseg := len(l.segments)
 	if err := l.Close(); err != nil {

@@ -28,7 +28,10 @@ import (
 //     re-validated batch by batch (length bounds, magic, CRC32C, increasing
 //     offsets): the first bad byte and everything after it are cut, later
 //     segments are deleted, and indexes are rebuilt from the log;
-//   - a segment failing a sanity check is recovered the same way.
+//   - a segment failing a sanity check is recovered the same way;
+//   - the high watermark starts at its checkpoint (high_watermark.go),
+//     and the leader epoch cache (leader_epoch.go) loses the entries at
+//     or past the log end and starts at the log start offset.
 //
 // The marker is removed before Open returns: from then on the log is open
 // for writing and only Close writes it again.
@@ -138,7 +141,10 @@ func (l *Log) load() error {
 		lso = leo
 	}
 	l.logStartOffset.Store(lso)
-	l.highWatermark.Store(leo)
+	l.highWatermark.Store(l.loadHighWatermark(lso, leo))
+	if err := l.loadLeaderEpochsLocked(); err != nil {
+		return err
+	}
 	// Transaction indexes (txn_index.go): entries past the log end went
 	// with a cut tail; a corrupt index is rebuilt by replaying the whole
 	// log, as if no producer snapshot and no clean shutdown were there.

@@ -107,7 +107,8 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	return offset, nil
 }
 
-// setLogStartOffsetLocked moves the log start offset and checkpoints it.
+// setLogStartOffsetLocked moves the log start offset and checkpoints it;
+// the leader epoch cache then starts there (Kafka's truncateFromStart).
 func (l *Log) setLogStartOffsetLocked(offset int64) error {
 	l.logStartOffset.Store(offset)
 	if hw := l.highWatermark.Load(); hw < offset {
@@ -115,6 +116,9 @@ func (l *Log) setLogStartOffsetLocked(offset int64) error {
 	}
 	if err := writeCheckpoint(l.fs, l.dir, logStartOffsetFile, offset); err != nil {
 		return storageErr("checkpoint log start offset", err)
+	}
+	if err := l.epochs.truncateFromStart(offset); err != nil {
+		return storageErr("leader epoch checkpoint", err)
 	}
 	return nil
 }

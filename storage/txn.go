@@ -389,6 +389,9 @@ func (l *Log) AppendMarker(mk TxnMarker, leaderEpoch int32) (AppendInfo, error) 
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	if err := l.maybeAssignEpochLocked(leaderEpoch, base); err != nil {
+		return AppendInfo{}, err
+	}
 	setBaseOffset(batch, base)
 	setLeaderEpoch(batch, leaderEpoch)
 	h := parseBatchHeader(batch)

@@ -1,0 +1,52 @@
+package storage
+
+// The high watermark is checkpointed in the partition directory, in
+// high-watermark-checkpoint ("0\n<offset>\n", as the other checkpoints in
+// checkpoint.go; Kafka keeps one replication-offset-checkpoint per log
+// directory instead). Flush and Close write it, and the broker calls
+// CheckpointHighWatermark periodically (Kafka's
+// replica.high.watermark.checkpoint.interval.ms). Open starts the high
+// watermark at the checkpoint, clamped to [log start, log end], or at the
+// log end offset without one: a restarted follower must not expose records
+// its leader never committed, and a restarted leader's high watermark only
+// moves once the followers have caught up again.
+//
+// Lock order: hwMu, then mu. CheckpointHighWatermark holds only hwMu while
+// it writes, so appends and reads never wait for its fsync.
+const highWatermarkFile = "high-watermark-checkpoint"
+
+// CheckpointHighWatermark writes the current high watermark to
+// high-watermark-checkpoint. Errors unwrap to KAFKA_STORAGE_ERROR.
+func (l *Log) CheckpointHighWatermark() error {
+	l.hwMu.Lock()
+	defer l.hwMu.Unlock()
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return errLogClosed
+	}
+	// Close and Delete take hwMu first, so the directory stays in place
+	// until this write is done.
+	if err := l.writeHighWatermarkLocked(); err != nil {
+		return storageErr("checkpoint high watermark", err)
+	}
+	return nil
+}
+
+// writeHighWatermarkLocked writes the checkpoint; hwMu must be held.
+func (l *Log) writeHighWatermarkLocked() error {
+	return writeCheckpoint(l.fs, l.dir, highWatermarkFile, l.highWatermark.Load())
+}
+
+// loadHighWatermark is the high watermark Open starts with: the checkpoint
+// clamped to [logStart, logEnd], or logEnd without a (valid) checkpoint.
+func (l *Log) loadHighWatermark(logStart, logEnd int64) int64 {
+	hw := logEnd
+	if off, ok, err := readCheckpoint(l.fs, l.dir, highWatermarkFile); err != nil {
+		l.logger.Warn("ignoring high watermark checkpoint", "dir", l.dir, "err", err)
+	} else if ok {
+		hw = min(off, logEnd)
+	}
+	return max(hw, logStart)
+}
