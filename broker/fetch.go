@@ -48,11 +48,17 @@ type fetchOp struct {
 	targets []fetchTarget
 	records [][][]protocol.Chunk
 	hasErr  bool
+	// replica is the fetching follower's broker id, -1 for a consumer.
+	replica     int32
+	brokerEpoch int64
 }
 
 func handleFetch(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.FetchRequest)
-	f := &fetchOp{srv: c.srv, c: c, x: x, req: req}
+	f := &fetchOp{srv: c.srv, c: c, x: x, req: req, replica: req.ReplicaID, brokerEpoch: -1}
+	if x.req.Version >= 15 {
+		f.replica, f.brokerEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
+	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(x.req.Version)
 	f.resp = resp
@@ -62,6 +68,9 @@ func handleFetch(c *conn, x *exchange) {
 		return
 	}
 	f.resolve()
+	if f.replica >= 0 {
+		f.recordFollowerFetch()
+	}
 	if f.read() || req.MaxWaitMillis <= 0 {
 		f.finish()
 		return
@@ -123,6 +132,34 @@ func (f *fetchOp) resolve() {
 	}
 }
 
+// recordFollowerFetch checks a follower's fetch and records its position on
+// each partition: a replica id that is not a live broker at the given
+// broker epoch, or not a replica of the partition, is refused with
+// NOT_LEADER_OR_FOLLOWER (only brokers replicate, Kafka's
+// followerReplicaOrThrow), with one log line per request.
+func (f *fetchOp) recordFollowerFetch() {
+	s := f.srv
+	live := s.brokerLive(f.replica, f.brokerEpoch)
+	refused := 0
+	for i := range f.targets {
+		ft := &f.targets[i]
+		if ft.code != 0 || ft.part == nil {
+			continue
+		}
+		if !live || !s.followerFetched(ft.part, f.replica, f.brokerEpoch, ft.offset) {
+			ft.code = kerr.NotLeaderForPartition.Code
+			f.resp.Topics[ft.t].Partitions[ft.p].ErrorCode = ft.code
+			f.hasErr = true
+			refused++
+		}
+	}
+	if refused > 0 {
+		s.logger.Warn("refused a replica fetch: not a live broker replicating these partitions",
+			"replica_id", f.replica, "broker_epoch", f.brokerEpoch, "live", live, "partitions", refused,
+			"remote", f.c.nc.RemoteAddr().String())
+	}
+}
+
 // checkLeader validates that this broker leads p at the client's epoch
 // (-1: no check), as Kafka does from Fetch v9 and ListOffsets v4.
 func checkLeader(p *partition, node int32, clientEpoch int32) int16 {
@@ -160,9 +197,12 @@ func (f *fetchOp) read() bool {
 		log := ft.part.log
 		hw := log.HighWatermark()
 		lso := min(log.LastStableOffset(), hw)
-		readCommitted := f.req.IsolationLevel == 1
+		readCommitted := f.req.IsolationLevel == 1 && f.replica < 0
 		upTo := hw
-		if readCommitted {
+		switch {
+		case f.replica >= 0:
+			upTo = log.LogEndOffset() // followers copy everything
+		case readCommitted:
 			upTo = lso
 		}
 		max := ft.max

@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -35,14 +36,27 @@ func (o *internalTopicLog) partition(p int32) (*partition, error) {
 	return part, nil
 }
 
+// Append writes a coordinator's batch and returns once the in-sync replicas
+// have it (Kafka's coordinators append with acks=all), so that a commit the
+// coordinator acknowledges survives a failover.
 func (o *internalTopicLog) Append(p int32, batch []byte) error {
 	part, err := o.partition(p)
 	if err != nil {
 		return err
 	}
-	_, err = o.srv.appendAsLeader(part, batch)
-	return err
+	if o.srv.notEnoughReplicas(part) {
+		return fmt.Errorf("%s-%d: %w", o.topic, p, kerr.NotEnoughReplicas)
+	}
+	info, err := o.srv.appendAsLeader(part, batch)
+	if err != nil {
+		return err
+	}
+	return o.srv.waitReplicated(part, info.LastOffset+1, internalAppendTimeout)
 }
+
+// internalAppendTimeout bounds a coordinator's wait for its followers
+// (offsets.commit.timeout.ms and transaction.state.log's equivalent default).
+const internalAppendTimeout = 5 * time.Second
 
 // ReadFrom reads the partition's batches from its files, loadBuffer bytes at
 // a time.

@@ -35,9 +35,9 @@ func plainBatch(n int) []byte {
 	return raw
 }
 
-// TestEndOffsetForEpoch: the epochs recorded in the batches answer as
-// Kafka's leader epoch cache would, also once the log start offset has moved
-// into the middle of an epoch.
+// TestEndOffsetForEpoch: the leader epoch cache filled by leader appends
+// and by a leadership starting (epoch 6 at offset 9) answers as Kafka's,
+// also once the log start offset has moved into the middle of an epoch.
 func TestEndOffsetForEpoch(t *testing.T) {
 	l, err := storage.Open(t.TempDir(), storage.DefaultLogConfig(), storage.Options{})
 	if err != nil {
@@ -52,11 +52,14 @@ func TestEndOffsetForEpoch(t *testing.T) {
 		}
 	}
 	l.UpdateHighWatermark(l.LogEndOffset())
+	if err := l.AssignEpochStartOffset(6, l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
 	check := func(requested, wantEpoch int32, wantEnd int64) {
 		t.Helper()
-		epoch, end, err := endOffsetForEpoch(l, 6, requested)
-		if err != nil || epoch != wantEpoch || end != wantEnd {
-			t.Errorf("epoch %d: (%d, %d, %v), want (%d, %d)", requested, epoch, end, err, wantEpoch, wantEnd)
+		epoch, end := l.EndOffsetForEpoch(requested)
+		if epoch != wantEpoch || end != wantEnd {
+			t.Errorf("epoch %d: (%d, %d), want (%d, %d)", requested, epoch, end, wantEpoch, wantEnd)
 		}
 	}
 	check(0, 0, 5)

@@ -27,6 +27,9 @@ type partition struct {
 
 	waitMu  sync.Mutex
 	waiters map[*fetchWaiter]struct{}
+
+	// repl is the partition's replication state (replica.go).
+	repl replication
 }
 
 // fetchWaiter is a parked Fetch; wake is signalled (never blocking) when any
@@ -172,28 +175,94 @@ func (pm *partitionManager) applyTopic(t controller.TopicInfo) error {
 		pm.srv.logger.Warn("invalid topic config, using broker defaults", "topic", t.Name, "err", err)
 		logCfg = pm.srv.currentConfig().LogDefaults
 	}
+	minISR, err := pm.srv.currentConfig().TopicMinInsyncReplicas(t.Configs)
+	if err != nil {
+		minISR = pm.srv.currentConfig().MinInsyncReplicas
+	}
 	var errs []error
 	for i, pi := range t.Partitions {
 		pi := pi
 		if !slices.Contains(pi.Replicas, node) {
+			if p := old.partition(int32(i)); p != nil {
+				// Reassigned away: stop replicating and delete the replica,
+				// as Kafka's StopReplica with deletion.
+				pm.stopReplica(p)
+			}
 			continue
 		}
-		if p := old.partition(int32(i)); p != nil {
-			p.state.Store(&pi)
+		p := old.partition(int32(i))
+		if p != nil {
 			p.log.SetConfig(logCfg)
-			lt.parts[i] = p
-			continue
+		} else {
+			p, err = pm.openPartition(t, int32(i), logCfg)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if len(pi.Replicas) <= 1 {
+				// A single replica's high watermark is its log end offset.
+				p.log.UpdateHighWatermark(p.log.LogEndOffset())
+			}
 		}
-		p, err := pm.openPartition(t, int32(i), logCfg)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+		p.repl.mu.Lock()
+		p.repl.minISR = minISR
+		p.repl.mu.Unlock()
 		p.state.Store(&pi)
+		pm.transition(p, &pi)
 		lt.parts[i] = p
 	}
 	pm.publishLocked(lt, nil)
 	return errors.Join(errs...)
+}
+
+// transition moves a partition to the role its new state gives this broker:
+// leader (a new leadership when the epoch changed, else an ISR or replica
+// change), or follower of the current leader (fetching, after truncation),
+// as Kafka's makeLeader/makeFollower.
+func (pm *partitionManager) transition(p *partition, pi *controller.PartitionInfo) {
+	s := pm.srv
+	p.repl.mu.Lock()
+	role, epoch := p.repl.role, p.repl.epoch
+	p.repl.mu.Unlock()
+	if pi.Leader == s.cfg.NodeID {
+		if role == roleLeader && epoch == pi.LeaderEpoch {
+			s.leaderStateChanged(p, pi)
+			return
+		}
+		s.fetchers.unfollow(p)
+		s.becomeLeader(p, pi)
+		return
+	}
+	if role == roleFollower && epoch == pi.LeaderEpoch {
+		return
+	}
+	if role == roleLeader {
+		s.resignLeadership(p, roleFollower, pi.LeaderEpoch)
+	} else {
+		p.repl.mu.Lock()
+		p.repl.role, p.repl.epoch = roleFollower, pi.LeaderEpoch
+		p.repl.mu.Unlock()
+	}
+	if pi.Leader < 0 {
+		s.fetchers.unfollow(p)
+		s.logger.Info("partition has no leader", "topic", p.topic, "partition", p.index, "leader_epoch", pi.LeaderEpoch)
+		return
+	}
+	s.fetchers.follow(p, pi.Leader, pi.LeaderEpoch)
+	s.logger.Info("became follower", "topic", p.topic, "partition", p.index, "leader", pi.Leader,
+		"leader_epoch", pi.LeaderEpoch, "log_end_offset", p.log.LogEndOffset())
+}
+
+// stopReplica ends this broker's part in a partition and deletes its log.
+func (pm *partitionManager) stopReplica(p *partition) {
+	pm.srv.fetchers.unfollow(p)
+	pm.srv.resignLeadership(p, roleNone, -1)
+	p.wakeWaiters()
+	if err := p.log.Delete(); err != nil {
+		pm.srv.logger.Error("deleting partition log", "topic", p.topic, "partition", p.index, "err", err)
+	} else {
+		pm.srv.logger.Info("deleted replica moved to other brokers", "topic", p.topic, "partition", p.index)
+	}
 }
 
 func (pm *partitionManager) deleteTopic(t controller.TopicInfo) {
@@ -210,6 +279,8 @@ func (pm *partitionManager) deleteLocked(lt *localTopic) {
 		if p == nil {
 			continue
 		}
+		pm.srv.fetchers.unfollow(p)
+		pm.srv.resignLeadership(p, roleNone, -1)
 		p.wakeWaiters()
 		if err := p.log.Delete(); err != nil {
 			pm.srv.logger.Error("deleting partition log", "topic", p.topic, "partition", p.index, "err", err)
@@ -282,10 +353,8 @@ func (pm *partitionManager) openPartition(t controller.TopicInfo, idx int32, cfg
 	if err != nil {
 		return nil, fmt.Errorf("opening log %s: %w", dir, err)
 	}
-	pm.srv.logger.Debug("opened partition log", "dir", dir, "log_end_offset", l.LogEndOffset(), "took", time.Since(start))
-	// A single replica's high watermark is its log end offset; with followers
-	// the replica layer will own it.
-	l.UpdateHighWatermark(l.LogEndOffset())
+	pm.srv.logger.Debug("opened partition log", "dir", dir, "log_end_offset", l.LogEndOffset(),
+		"high_watermark", l.HighWatermark(), "took", time.Since(start))
 	return &partition{topic: t.Name, topicID: t.ID, index: idx, log: l}, nil
 }
 
@@ -352,13 +421,24 @@ func (pm *partitionManager) maintenanceLoop() {
 	start := time.Now()
 	retention := periodic{interval: time.Duration(pm.srv.cfg.RetentionCheckIntervalMs) * time.Millisecond, last: start}
 	expiry := periodic{interval: time.Duration(pm.srv.cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond, last: start}
+	hwCheckpoint := periodic{interval: time.Duration(pm.srv.coordinatorSetting(pm.srv.cfg.Props,
+		"replica.high.watermark.checkpoint.interval.ms", 5000, 1)) * time.Millisecond, last: start}
 	for {
 		select {
 		case <-pm.stop:
 			return
 		case now := <-t.C:
-			checkRetention, expire := retention.due(now), expiry.due(now)
-			pm.forEach(func(p *partition) { pm.maintain(p, now, checkRetention, expire) })
+			checkRetention, expire, checkpoint := retention.due(now), expiry.due(now), hwCheckpoint.due(now)
+			lagMax := pm.srv.replicaLagMax()
+			pm.forEach(func(p *partition) {
+				pm.maintain(p, now, checkRetention, expire)
+				pm.srv.maybeShrinkISR(p, now, lagMax)
+				if checkpoint {
+					if err := p.log.CheckpointHighWatermark(); err != nil {
+						pm.srv.logger.Warn("checkpointing the high watermark", "topic", p.topic, "partition", p.index, "err", err)
+					}
+				}
+			})
 		}
 	}
 }
@@ -422,6 +502,7 @@ func (pm *partitionManager) stopMaintenance() {
 
 // close flushes and closes every log (writing the clean-shutdown markers).
 func (pm *partitionManager) close() error {
+	pm.srv.fetchers.close()
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
 	var errs []error

@@ -18,6 +18,8 @@ package broker
 
 import (
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,7 +38,8 @@ func handleProduce(c *conn, x *exchange) {
 		txnCheck = s.verifyTransaction(req, x.req.Version)
 	}
 	anyErr := false
-	for _, rt := range req.Topics {
+	var pending []pendingAck
+	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		lt := s.parts.topicByName(rt.Topic)
@@ -58,7 +61,11 @@ func handleProduce(c *conn, x *exchange) {
 				// coordinators, as in Kafka's ReplicaManager.
 				code, msg = kerr.InvalidTopicException.Code, "Cannot append to internal topic "+rt.Topic
 			default:
-				code, msg = s.produceTo(lt, rt.Topic, rp.Partition, rp.Records, &sp, txnCheck)
+				var w *ackWaiter
+				code, msg, w = s.produceTo(lt, rt.Topic, rp.Partition, rp.Records, req.Acks, &sp, txnCheck)
+				if w != nil {
+					pending = append(pending, pendingAck{topic: ti, partition: len(st.Partitions), part: lt.partition(rp.Partition), w: w})
+				}
 			}
 			if code != 0 {
 				anyErr = true
@@ -76,21 +83,73 @@ func handleProduce(c *conn, x *exchange) {
 		x.noResponse()
 		return
 	}
+	if len(pending) == 0 {
+		x.respond(resp)
+		return
+	}
+	// acks=all with followers: answer once the high watermark passes every
+	// partition's records, or at timeout_ms (REQUEST_TIMED_OUT for those
+	// not yet replicated, as Kafka's DelayedProduce); the read loop goes on.
+	go s.awaitProduceAcks(x, resp, pending, time.Duration(req.TimeoutMillis)*time.Millisecond)
+}
+
+// pendingAck is one partition of a produce waiting for its followers.
+type pendingAck struct {
+	topic, partition int // indexes into the response
+	part             *partition
+	w                *ackWaiter
+}
+
+func (s *Server) awaitProduceAcks(x *exchange, resp *kmsg.ProduceResponse, pending []pendingAck, timeout time.Duration) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	expired := false
+	for _, pa := range pending {
+		sp := &resp.Topics[pa.topic].Partitions[pa.partition]
+		var code int16
+		if expired {
+			select {
+			case code = <-pa.w.done:
+			default:
+				code = kerr.RequestTimedOut.Code
+			}
+		} else {
+			select {
+			case code = <-pa.w.done:
+			case <-timer.C:
+				expired = true
+				code = kerr.RequestTimedOut.Code
+			case <-s.closing:
+				expired = true
+				code = kerr.NotLeaderForPartition.Code
+			}
+		}
+		if code != 0 {
+			s.dropAckWaiter(pa.part, pa.w)
+			sp.ErrorCode = code
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+		}
+	}
 	x.respond(resp)
 }
 
 // produceTo appends one partition's records and fills the response fields,
 // returning an error code and message on failure.
-func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []byte, sp *kmsg.ProduceResponseTopicPartition, txnCheck *txnProduce) (int16, string) {
+func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []byte, acks int16, sp *kmsg.ProduceResponseTopicPartition, txnCheck *txnProduce) (int16, string, *ackWaiter) {
 	p := lt.partition(idx)
 	if p == nil {
-		return s.missingPartitionCode(topic, idx), ""
+		return s.missingPartitionCode(topic, idx), "", nil
 	}
 	if !p.isLeader(s.cfg.NodeID) {
-		return kerr.NotLeaderForPartition.Code, ""
+		return kerr.NotLeaderForPartition.Code, "", nil
 	}
 	if code, msg, failed := txnCheck.failure(topic, idx); failed {
-		return code, msg
+		return code, msg, nil
+	}
+	if acks == -1 && s.notEnoughReplicas(p) {
+		st := p.state.Load()
+		return kerr.NotEnoughReplicas.Code, fmt.Sprintf("The size of the current ISR %v is insufficient to satisfy the min.isr requirement of %d for partition %s-%d",
+			st.ISR, p.minISR(), topic, idx), nil
 	}
 	info, err := s.appendProduced(p, records, txnCheck, topic, idx)
 	if err != nil {
@@ -107,12 +166,17 @@ func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []by
 		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
 			s.logger.Error("produce failed", "topic", topic, "partition", idx, "err", err)
 		}
-		return code, msg
+		return code, msg, nil
 	}
 	sp.BaseOffset = info.FirstOffset
 	sp.LogAppendTime = info.LogAppendTime
 	sp.LogStartOffset = info.LogStartOffset
-	return 0, ""
+	if acks == -1 {
+		// A duplicate answers with its original offsets, which the high
+		// watermark may have passed already.
+		return 0, "", s.awaitAcks(p, info.LastOffset+1)
+	}
+	return 0, "", nil
 }
 
 // errorCode maps an error to its Kafka error code and message: storage and
@@ -145,11 +209,7 @@ func (s *Server) appendAsLeader(p *partition, records []byte) (storage.AppendInf
 	if err != nil {
 		return info, err
 	}
-	// One replica: the high watermark follows the log end offset (not the
-	// batch's last offset: a duplicate answers with an earlier batch's, and
-	// a concurrent append may already have moved the end further).
-	p.log.UpdateHighWatermark(p.log.LogEndOffset())
-	p.wakeWaiters()
+	s.appended(p)
 	return info, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,10 @@ type Server struct {
 	dynCfg   *dynamicConfigs
 	groupSvc *groupService
 	txnSvc   *txnService
+	// fetchers replicate the partitions this broker follows.
+	fetchers *replicaFetchers
+	// interBroker holds the clients for requests to other brokers.
+	interBroker interBrokerClients
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -85,6 +90,7 @@ func New(cfg Config) (*Server, error) {
 	s.handlers = newHandlerTable()
 	s.versions = s.handlers.versionTable()
 	s.dynCfg = newDynamicConfigs(s)
+	s.fetchers = newReplicaFetchers(s)
 	return s, nil
 }
 
@@ -116,6 +122,10 @@ func (s *Server) start() error {
 		DataDir:       s.cfg.EtcdDataDir,
 		EtcdEndpoints: s.cfg.EtcdEndpoints,
 		Prefix:        s.cfg.EtcdPrefix,
+
+		// broker.session.timeout.ms (Kafka's 9 s) is the registration
+		// lease: a broker silent for that long loses its leaderships.
+		LeaseTTLSeconds: (s.coordinatorSetting(s.cfg.Props, "broker.session.timeout.ms", 9000, 1000) + 999) / 1000,
 
 		DefaultNumPartitions:     s.cfg.NumPartitions,
 		DefaultReplicationFactor: s.cfg.DefaultReplicationFactor,
@@ -289,6 +299,7 @@ func (s *Server) NodeID() int32 { return s.cfg.NodeID }
 // every connection, deregisters the broker and closes the partition logs.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.controlledShutdown()
 		close(s.closing)
 		for _, l := range s.listeners {
 			l.ln.Close()
@@ -314,10 +325,43 @@ func (s *Server) Close() error {
 				errs = append(errs, err)
 			}
 		}
+		s.closeInterBrokerClients()
 		s.closeErr = errors.Join(errs...)
 		s.logger.Info("broker stopped", "node.id", s.cfg.NodeID)
 	})
 	return s.closeErr
+}
+
+// controlledShutdown moves leadership of this broker's partitions to other
+// in-sync replicas while the broker still serves, so that clients and
+// followers switch over without waiting for the lease to expire (Kafka's
+// controlled.shutdown). With no other live broker there is nowhere to go.
+func (s *Server) controlledShutdown() {
+	if s.ctrl == nil || strings.TrimSpace(s.cfg.Props["controlled.shutdown.enable"]) == "false" {
+		return
+	}
+	select {
+	case <-s.ready:
+	default:
+		return // never started
+	}
+	others := false
+	for _, b := range s.ctrl.Brokers() {
+		if b.NodeID != s.cfg.NodeID && !b.Fenced && !b.InControlledShutdown {
+			others = true
+		}
+	}
+	if !others {
+		return
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.ctrl.ControlledShutdown(ctx); err != nil {
+		s.logger.Warn("controlled shutdown failed; leadership moves when the lease expires", "err", err)
+		return
+	}
+	s.logger.Info("controlled shutdown complete", "took", time.Since(start))
 }
 
 // fail reports a fatal error on Err once.

@@ -137,15 +137,18 @@ func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) *kmsg.Tx
 // with its verification guard, any other as appendAsLeader does.
 func (s *Server) appendCoordinatorBatch(p *partition, batch []byte, verify bool, guard *storage.VerificationGuard) error {
 	if _, _, _, ok := transactionalBatch(batch); !ok {
-		_, err := s.appendAsLeader(p, batch)
+		info, err := s.appendAsLeader(p, batch)
+		if err != nil {
+			return err
+		}
+		return s.waitReplicated(p, info.LastOffset+1, internalAppendTimeout)
+	}
+	info, err := p.log.AppendAsCoordinator(batch, p.leaderEpoch(), verify, guard)
+	if err != nil {
 		return err
 	}
-	if _, err := p.log.AppendAsCoordinator(batch, p.leaderEpoch(), verify, guard); err != nil {
-		return err
-	}
-	p.log.UpdateHighWatermark(p.log.LogEndOffset())
-	p.wakeWaiters()
-	return nil
+	s.appended(p)
+	return s.waitReplicated(p, info.LastOffset+1, internalAppendTimeout)
 }
 
 // txnVerificationEnabled is transaction.partition.verification.enable.

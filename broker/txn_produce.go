@@ -187,7 +187,6 @@ func (s *Server) appendProduced(p *partition, records []byte, t *txnProduce, top
 	if err != nil {
 		return info, err
 	}
-	p.log.UpdateHighWatermark(p.log.LogEndOffset())
-	p.wakeWaiters()
+	s.appended(p)
 	return info, nil
 }

@@ -166,13 +166,19 @@ func (t *txnService) OffsetsPartition(groupID string) (txn.TopicPartition, error
 }
 
 // WriteMarker implements txn.Broker: the marker goes to the partition's log
-// if this broker leads it. With one broker that is always the case; other
-// brokers' partitions answer NOT_LEADER_OR_FOLLOWER until markers travel
-// as WriteTxnMarkers requests (replication, issue 7).
+// if this broker leads it, else to its leader as a WriteTxnMarkers request.
 func (t *txnService) WriteMarker(tp txn.TopicPartition, m txn.Marker) error {
-	err := t.srv.writeTxnMarker(tp.Topic, tp.Partition, storage.TxnMarker{
+	marker := storage.TxnMarker{
 		ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch,
-	})
+	}
+	s := t.srv
+	var err error
+	if ti, ok := s.ctrl.Topic(tp.Topic); ok && tp.Partition >= 0 && int(tp.Partition) < len(ti.Partitions) &&
+		ti.Partitions[tp.Partition].Leader >= 0 && ti.Partitions[tp.Partition].Leader != s.cfg.NodeID {
+		err = s.sendTxnMarker(ti.Partitions[tp.Partition].Leader, tp.Topic, tp.Partition, marker)
+	} else {
+		err = s.writeTxnMarker(tp.Topic, tp.Partition, marker)
+	}
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return txn.ErrPartitionGone
 	}
@@ -193,15 +199,16 @@ func (s *Server) writeTxnMarker(topic string, idx int32, m storage.TxnMarker) er
 	if p == nil || !p.isLeader(s.cfg.NodeID) {
 		return fmt.Errorf("%w: %s-%d", kerr.NotLeaderForPartition, topic, idx)
 	}
-	if _, err := p.log.AppendMarker(m, p.leaderEpoch()); err != nil {
+	info, err := p.log.AppendMarker(m, p.leaderEpoch())
+	if err != nil {
 		return err
 	}
-	p.log.UpdateHighWatermark(p.log.LogEndOffset())
-	p.wakeWaiters()
+	s.appended(p)
 	if topic == group.TopicName {
 		s.txnOffsetsCompleted(idx, m.ProducerID, m.Commit)
 	}
-	return nil
+	// Markers are written with acks=all, as Kafka's coordinator sends them.
+	return s.waitReplicated(p, info.LastOffset+1, internalAppendTimeout)
 }
 
 // txnStateTopic implements txn.StateLog over the broker's partitions.

@@ -1,0 +1,437 @@
+package broker
+
+// The leader's side of replication (Kafka's Partition and ReplicaManager).
+//
+// A partition this broker leads tracks each follower's log end offset, which
+// a follower reports as the fetch offset of its Fetch (replica id set); the
+// high watermark is the smallest log end offset among the leader and the
+// in-sync followers that are caught up (a member silent for longer than
+// replica.lag.time.max.ms no longer holds it back, as in Kafka), and never
+// moves backwards while the leadership lasts. Produce with acks=all waits in
+// ackWaiters until the high watermark passes its records; min.insync.replicas
+// refuses it before the append when the ISR is too small
+// (NOT_ENOUGH_REPLICAS), and after it when the ISR shrank meanwhile
+// (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+//
+// ISR changes are asked of the controller (AlterPartition as an etcd
+// compare-and-swap, controller/alter_partition.go) and take effect when the
+// new partition state comes back through the metadata watch: a follower
+// joins once its log end offset reaches the high watermark and the start of
+// the current leader epoch; a member leaves once it has not caught up to the
+// leader's log end offset for replica.lag.time.max.ms (the maintenance loop
+// checks every second).
+//
+// The follower's side is in replica_fetcher.go.
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/controller"
+)
+
+type replicaRole int8
+
+const (
+	roleNone replicaRole = iota
+	roleLeader
+	roleFollower
+)
+
+// replication is one partition's replication state on this broker, guarded
+// by mu.
+type replication struct {
+	mu    sync.Mutex
+	role  replicaRole
+	epoch int32 // the leader epoch the role was taken in
+	// Leader only.
+	epochStartOffset int64 // log end offset when this leadership began
+	followers        map[int32]*followerState
+	ackWaiters       map[*ackWaiter]struct{}
+	// isrProposal is the partition epoch an AlterPartition in flight was
+	// based on, -1 when none: one change at a time, as Kafka's
+	// PendingShrinkIsr/PendingExpandIsr states.
+	isrProposal int32
+	// minISR is the topic's min.insync.replicas.
+	minISR int32
+}
+
+// followerState is what the leader knows of one follower (Kafka's Replica).
+type followerState struct {
+	leo                int64 // -1 until its first fetch in this leadership
+	brokerEpoch        int64
+	lastCaughtUp       time.Time
+	lastFetch          time.Time
+	lastFetchLeaderLEO int64
+}
+
+// ackWaiter is a parked acks=all produce to one partition: done gets its
+// error code once the high watermark reaches required.
+type ackWaiter struct {
+	required int64
+	done     chan int16
+}
+
+func (w *ackWaiter) complete(code int16) {
+	select {
+	case w.done <- code:
+	default:
+	}
+}
+
+// replicaLagMax is replica.lag.time.max.ms.
+func (s *Server) replicaLagMax() time.Duration {
+	return time.Duration(s.coordinatorSetting(s.cfg.Props, "replica.lag.time.max.ms", 30000, 1)) * time.Millisecond
+}
+
+// becomeLeader starts a leadership at pi's epoch: the epoch begins at the
+// log end offset (leader-epoch-checkpoint), every follower's position is
+// unknown until it fetches, and in-sync followers count as caught up from now
+// so that they are not dropped before they could fetch.
+func (s *Server) becomeLeader(p *partition, pi *controller.PartitionInfo) {
+	now := time.Now()
+	r := &p.repl
+	r.mu.Lock()
+	leo := p.log.LogEndOffset()
+	if err := p.log.AssignEpochStartOffset(pi.LeaderEpoch, leo); err != nil {
+		s.logger.Error("recording leader epoch", "topic", p.topic, "partition", p.index, "epoch", pi.LeaderEpoch, "err", err)
+	}
+	r.role, r.epoch, r.epochStartOffset, r.isrProposal = roleLeader, pi.LeaderEpoch, leo, -1
+	r.followers = make(map[int32]*followerState, len(pi.Replicas))
+	for _, id := range pi.Replicas {
+		if id == s.cfg.NodeID {
+			continue
+		}
+		fs := &followerState{leo: -1, lastFetchLeaderLEO: -1}
+		if slices.Contains(pi.ISR, id) {
+			fs.lastCaughtUp = now
+		}
+		r.followers[id] = fs
+	}
+	r.mu.Unlock()
+	s.logger.Info("became leader", "topic", p.topic, "partition", p.index, "leader_epoch", pi.LeaderEpoch,
+		"isr", pi.ISR, "log_end_offset", leo, "high_watermark", p.log.HighWatermark())
+	s.advanceHighWatermark(p)
+}
+
+// leaderStateChanged applies a new partition state within the same
+// leadership (ISR or replica set changed).
+func (s *Server) leaderStateChanged(p *partition, pi *controller.PartitionInfo) {
+	r := &p.repl
+	r.mu.Lock()
+	for _, id := range pi.Replicas {
+		if id != s.cfg.NodeID && r.followers[id] == nil {
+			r.followers[id] = &followerState{leo: -1, lastFetchLeaderLEO: -1}
+		}
+	}
+	for id := range r.followers {
+		if !slices.Contains(pi.Replicas, id) {
+			delete(r.followers, id)
+		}
+	}
+	if r.isrProposal >= 0 && pi.PartitionEpoch != r.isrProposal {
+		r.isrProposal = -1
+	}
+	r.mu.Unlock()
+	// A smaller ISR may let the high watermark move.
+	s.advanceHighWatermark(p)
+}
+
+// resignLeadership ends a leadership (the partition now follows, or is
+// gone): parked acks=all produces answer NOT_LEADER_OR_FOLLOWER, as Kafka's
+// purgatory does when the leader changes.
+func (s *Server) resignLeadership(p *partition, role replicaRole, epoch int32) {
+	r := &p.repl
+	r.mu.Lock()
+	r.role, r.epoch = role, epoch
+	r.followers = nil
+	waiters := r.ackWaiters
+	r.ackWaiters = nil
+	r.mu.Unlock()
+	for w := range waiters {
+		w.complete(kerr.NotLeaderForPartition.Code)
+	}
+}
+
+// appended makes an append by this broker as leader visible: the high
+// watermark moves if no follower holds it back, and parked fetches
+// (followers' and consumers') wake.
+func (s *Server) appended(p *partition) {
+	st := p.state.Load()
+	if st == nil || len(st.Replicas) <= 1 {
+		// One replica: the high watermark is the log end offset.
+		p.log.UpdateHighWatermark(p.log.LogEndOffset())
+		p.wakeWaiters()
+		s.completeAckWaiters(p)
+		return
+	}
+	s.advanceHighWatermark(p)
+	p.wakeWaiters()
+}
+
+// advanceHighWatermark recomputes a leader's high watermark from its
+// in-sync, caught-up followers and completes the acks=all produces it
+// satisfies. It returns whether the high watermark moved.
+func (s *Server) advanceHighWatermark(p *partition) bool {
+	st := p.state.Load()
+	if st == nil || st.Leader != s.cfg.NodeID {
+		return false
+	}
+	lagMax := s.replicaLagMax()
+	now := time.Now()
+	r := &p.repl
+	r.mu.Lock()
+	if r.role != roleLeader {
+		r.mu.Unlock()
+		return false
+	}
+	hw := p.log.LogEndOffset()
+	for _, id := range st.ISR {
+		if id == s.cfg.NodeID {
+			continue
+		}
+		fs := r.followers[id]
+		if fs == nil || now.Sub(fs.lastCaughtUp) > lagMax {
+			continue
+		}
+		hw = min(hw, fs.leo)
+	}
+	moved := hw > p.log.HighWatermark()
+	if moved {
+		p.log.UpdateHighWatermark(hw)
+	}
+	r.mu.Unlock()
+	if moved {
+		p.wakeWaiters()
+		s.completeAckWaiters(p)
+	}
+	return moved
+}
+
+// completeAckWaiters answers the acks=all produces the high watermark has
+// passed (Kafka's checkEnoughReplicasReachOffset).
+func (s *Server) completeAckWaiters(p *partition) {
+	r := &p.repl
+	hw := p.log.HighWatermark()
+	r.mu.Lock()
+	if len(r.ackWaiters) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	st := p.state.Load()
+	code := int16(0)
+	if st != nil && int32(len(st.ISR)) < r.minISR {
+		code = kerr.NotEnoughReplicasAfterAppend.Code
+	}
+	for w := range r.ackWaiters {
+		if w.required <= hw {
+			delete(r.ackWaiters, w)
+			w.complete(code)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// awaitAcks parks an acks=all produce until the high watermark reaches
+// required; nil when it has already (the caller answers at once).
+func (s *Server) awaitAcks(p *partition, required int64) *ackWaiter {
+	if p.log.HighWatermark() >= required {
+		return nil
+	}
+	w := &ackWaiter{required: required, done: make(chan int16, 1)}
+	r := &p.repl
+	r.mu.Lock()
+	if r.role != roleLeader {
+		r.mu.Unlock()
+		w.complete(kerr.NotLeaderForPartition.Code)
+		return w
+	}
+	if r.ackWaiters == nil {
+		r.ackWaiters = make(map[*ackWaiter]struct{})
+	}
+	r.ackWaiters[w] = struct{}{}
+	r.mu.Unlock()
+	// The high watermark may have passed between the check and the
+	// registration.
+	s.completeAckWaiters(p)
+	return w
+}
+
+func (s *Server) dropAckWaiter(p *partition, w *ackWaiter) {
+	p.repl.mu.Lock()
+	delete(p.repl.ackWaiters, w)
+	p.repl.mu.Unlock()
+}
+
+// waitReplicated blocks until the high watermark reaches required (an
+// internal-topic append by a coordinator, which Kafka makes with acks=all),
+// the timeout passes (REQUEST_TIMED_OUT) or leadership is lost.
+func (s *Server) waitReplicated(p *partition, required int64, timeout time.Duration) error {
+	w := s.awaitAcks(p, required)
+	if w == nil {
+		return nil
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case code := <-w.done:
+		if code != 0 {
+			return kerr.ErrorForCode(code)
+		}
+		return nil
+	case <-t.C:
+		s.dropAckWaiter(p, w)
+		return kerr.RequestTimedOut
+	case <-s.closing:
+		s.dropAckWaiter(p, w)
+		return kerr.NotLeaderForPartition
+	}
+}
+
+// notEnoughReplicas reports whether an acks=all produce must be refused
+// before the append: the ISR is smaller than min.insync.replicas.
+func (s *Server) notEnoughReplicas(p *partition) bool {
+	st := p.state.Load()
+	return st != nil && int32(len(st.ISR)) < p.minISR()
+}
+
+func (p *partition) minISR() int32 {
+	p.repl.mu.Lock()
+	defer p.repl.mu.Unlock()
+	return p.repl.minISR
+}
+
+// followerFetched records a follower's fetch at fetchOffset (its log end
+// offset) on a partition this broker leads, as Kafka's
+// updateFollowerFetchState, then lets the ISR grow and the high watermark
+// move. It returns false when the fetching broker is not a replica of the
+// partition.
+func (s *Server) followerFetched(p *partition, replica int32, brokerEpoch, fetchOffset int64) bool {
+	now := time.Now()
+	r := &p.repl
+	r.mu.Lock()
+	fs := r.followers[replica]
+	if r.role != roleLeader || fs == nil {
+		r.mu.Unlock()
+		return false
+	}
+	leaderLEO := p.log.LogEndOffset()
+	switch {
+	case fetchOffset >= leaderLEO:
+		fs.lastCaughtUp = later(fs.lastCaughtUp, now)
+	case fetchOffset >= fs.lastFetchLeaderLEO && fs.lastFetchLeaderLEO >= 0:
+		fs.lastCaughtUp = later(fs.lastCaughtUp, fs.lastFetch)
+	}
+	fs.lastFetchLeaderLEO, fs.lastFetch = leaderLEO, now
+	fs.leo, fs.brokerEpoch = fetchOffset, brokerEpoch
+	r.mu.Unlock()
+	s.maybeExpandISR(p, replica)
+	s.advanceHighWatermark(p)
+	return true
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// maybeExpandISR asks the controller to add a follower that has caught up:
+// its log end offset is at the high watermark and past the start of this
+// leader epoch (Kafka's isFollowerInSync).
+func (s *Server) maybeExpandISR(p *partition, replica int32) {
+	st := p.state.Load()
+	if st == nil || slices.Contains(st.ISR, replica) {
+		return
+	}
+	r := &p.repl
+	r.mu.Lock()
+	fs := r.followers[replica]
+	ok := r.role == roleLeader && fs != nil && r.isrProposal < 0 &&
+		fs.leo >= p.log.HighWatermark() && fs.leo >= r.epochStartOffset
+	if ok {
+		r.isrProposal = st.PartitionEpoch
+	}
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	newISR := append(slices.Clone(st.ISR), replica)
+	s.proposeISR(p, st, newISR, "follower caught up", replica)
+}
+
+// shrinkISRs drops the in-sync followers of the partitions this broker leads
+// that have not caught up for replica.lag.time.max.ms (the maintenance
+// loop's ISR check, Kafka's maybeShrinkIsr).
+func (s *Server) maybeShrinkISR(p *partition, now time.Time, lagMax time.Duration) {
+	st := p.state.Load()
+	if st == nil || st.Leader != s.cfg.NodeID || len(st.ISR) <= 1 {
+		return
+	}
+	r := &p.repl
+	r.mu.Lock()
+	if r.role != roleLeader || r.isrProposal >= 0 {
+		r.mu.Unlock()
+		return
+	}
+	var out []int32
+	for _, id := range st.ISR {
+		if id == s.cfg.NodeID {
+			continue
+		}
+		if fs := r.followers[id]; fs == nil || now.Sub(fs.lastCaughtUp) > lagMax {
+			out = append(out, id)
+		}
+	}
+	if len(out) > 0 {
+		r.isrProposal = st.PartitionEpoch
+	}
+	r.mu.Unlock()
+	if len(out) == 0 {
+		return
+	}
+	newISR := slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return slices.Contains(out, id) })
+	s.proposeISR(p, st, newISR, "followers out of sync", out...)
+}
+
+// proposeISR sends the AlterPartition in the background; the change applies
+// when the metadata watch delivers it (leaderStateChanged clears the
+// proposal), a failure clears it for the next attempt.
+func (s *Server) proposeISR(p *partition, st *controller.PartitionInfo, newISR []int32, why string, changed ...int32) {
+	members := make([]controller.ISRMember, 0, len(newISR))
+	p.repl.mu.Lock()
+	for _, id := range newISR {
+		epoch := int64(-1)
+		if fs := p.repl.followers[id]; fs != nil && fs.brokerEpoch > 0 {
+			epoch = fs.brokerEpoch
+		}
+		members = append(members, controller.ISRMember{BrokerID: id, BrokerEpoch: epoch})
+	}
+	p.repl.mu.Unlock()
+	req := controller.AlterPartitionRequest{
+		Topic: p.topic, TopicID: p.topicID, Partition: p.index,
+		LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, NewISR: members,
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		got, err := s.ctrl.AlterPartitionISR(ctx, req)
+		if err != nil {
+			p.repl.mu.Lock()
+			if p.repl.isrProposal == st.PartitionEpoch {
+				p.repl.isrProposal = -1
+			}
+			p.repl.mu.Unlock()
+			s.logger.Warn("ISR change refused", "topic", p.topic, "partition", p.index, "reason", why,
+				"proposed_isr", newISR, "err", err)
+			return
+		}
+		s.logger.Info("ISR changed", "topic", p.topic, "partition", p.index, "reason", why, "replicas", changed,
+			"isr", got.ISR, "partition_epoch", got.PartitionEpoch)
+	}()
+}

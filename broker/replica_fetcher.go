@@ -1,0 +1,586 @@
+package broker
+
+// The follower's side of replication (Kafka's ReplicaFetcherThread).
+//
+// One fetcher per leader broker fetches every partition this broker follows
+// from it, with Kafka's Fetch protocol and this broker's replica id and
+// broker epoch (replica_state from v15), reading up to the leader's log end
+// offset. A partition that starts following (a new leader or epoch) first
+// truncates its log where it diverges from the leader's, by leader epoch
+// (KIP-101/KIP-279: OffsetForLeaderEpoch for its latest epoch, then Kafka's
+// AbstractFetcherThread rules), never by high watermark alone unless it has
+// no epochs at all. Fetched batches are appended byte for byte
+// (storage.Log.AppendAsFollower); the follower's high watermark is the
+// leader's, bounded by its own log end offset, and its log start offset
+// follows the leader's. A fetch below the leader's log start offset starts
+// the log afresh there. Errors back off for replica.fetch.backoff.ms.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// replicaFetchers owns the fetchers, one per leader broker.
+type replicaFetchers struct {
+	srv      *Server
+	mu       sync.Mutex
+	byLeader map[int32]*replicaFetcher
+	of       map[*partition]*replicaFetcher
+}
+
+func newReplicaFetchers(s *Server) *replicaFetchers {
+	return &replicaFetchers{srv: s, byLeader: map[int32]*replicaFetcher{}, of: map[*partition]*replicaFetcher{}}
+}
+
+// follow makes p fetch from leader at leaderEpoch, truncating first.
+func (rf *replicaFetchers) follow(p *partition, leader, leaderEpoch int32) {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	if f := rf.of[p]; f != nil && f.leader != leader {
+		f.remove(p)
+		delete(rf.of, p)
+		rf.stopIfIdleLocked(f)
+	}
+	f := rf.byLeader[leader]
+	if f == nil {
+		f = newReplicaFetcher(rf.srv, leader)
+		rf.byLeader[leader] = f
+		go f.run()
+	}
+	f.add(p, leaderEpoch)
+	rf.of[p] = f
+}
+
+// unfollow stops fetching p; once it returns, no fetched data is appended
+// to p's log any more.
+func (rf *replicaFetchers) unfollow(p *partition) {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	f := rf.of[p]
+	if f == nil {
+		return
+	}
+	f.remove(p)
+	delete(rf.of, p)
+	rf.stopIfIdleLocked(f)
+}
+
+func (rf *replicaFetchers) stopIfIdleLocked(f *replicaFetcher) {
+	if f.size() == 0 {
+		delete(rf.byLeader, f.leader)
+		f.stop()
+	}
+}
+
+// close stops every fetcher and waits for them.
+func (rf *replicaFetchers) close() {
+	rf.mu.Lock()
+	fs := make([]*replicaFetcher, 0, len(rf.byLeader))
+	for _, f := range rf.byLeader {
+		fs = append(fs, f)
+	}
+	rf.byLeader, rf.of = map[int32]*replicaFetcher{}, map[*partition]*replicaFetcher{}
+	rf.mu.Unlock()
+	for _, f := range fs {
+		f.stop()
+		<-f.done
+	}
+}
+
+// followState is one followed partition in a fetcher.
+type followState struct {
+	leaderEpoch int32
+	truncate    bool // must truncate by leader epoch before fetching
+	backoffTill time.Time
+}
+
+type replicaFetcher struct {
+	srv    *Server
+	leader int32
+
+	mu    sync.Mutex // guards parts; held while appending fetched data
+	parts map[*partition]*followState
+
+	wake     chan struct{}
+	quit     chan struct{}
+	quitOnce sync.Once
+	done     chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	client     *kgo.Client
+	clientAddr string
+}
+
+func newReplicaFetcher(s *Server, leader int32) *replicaFetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &replicaFetcher{
+		srv: s, leader: leader, parts: map[*partition]*followState{},
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		ctx: ctx, cancel: cancel,
+	}
+}
+
+func (f *replicaFetcher) add(p *partition, leaderEpoch int32) {
+	f.mu.Lock()
+	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *replicaFetcher) remove(p *partition) {
+	f.mu.Lock()
+	delete(f.parts, p)
+	f.mu.Unlock()
+}
+
+func (f *replicaFetcher) size() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.parts)
+}
+
+func (f *replicaFetcher) stop() {
+	f.quitOnce.Do(func() {
+		close(f.quit)
+		f.cancel()
+	})
+}
+
+// backoff is replica.fetch.backoff.ms.
+func (f *replicaFetcher) backoff() time.Duration {
+	return time.Duration(f.srv.coordinatorSetting(f.srv.cfg.Props, "replica.fetch.backoff.ms", 1000, 0)) * time.Millisecond
+}
+
+func (f *replicaFetcher) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-f.quit:
+		return false
+	}
+}
+
+func (f *replicaFetcher) run() {
+	defer close(f.done)
+	defer func() {
+		if f.client != nil {
+			f.client.Close()
+		}
+	}()
+	log := f.srv.logger.With("fetcher_leader", f.leader)
+	log.Debug("replica fetcher started")
+	var lastErr string
+	for {
+		select {
+		case <-f.quit:
+			log.Debug("replica fetcher stopped")
+			return
+		default:
+		}
+		if err := f.ensureClient(); err != nil {
+			if err.Error() != lastErr {
+				log.Warn("replica fetcher cannot reach the leader", "err", err)
+				lastErr = err.Error()
+			}
+			if !f.sleep(f.backoff()) {
+				return
+			}
+			continue
+		}
+		if err := f.truncateDiverged(); err != nil {
+			if err.Error() != lastErr && !errors.Is(err, context.Canceled) {
+				log.Warn("replica fetcher: truncation", "err", err)
+				lastErr = err.Error()
+			}
+			if !f.sleep(f.backoff()) {
+				return
+			}
+			continue
+		}
+		progressed, err := f.fetchOnce()
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				continue
+			}
+			if err.Error() != lastErr {
+				log.Warn("replica fetch failed", "err", err)
+				lastErr = err.Error()
+			}
+			// The leader may have moved to a new address (restart).
+			f.closeClient()
+			if !f.sleep(f.backoff()) {
+				return
+			}
+			continue
+		}
+		lastErr = ""
+		if !progressed {
+			// Nothing to fetch (all partitions backing off, or none).
+			select {
+			case <-f.wake:
+			case <-f.quit:
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// leaderAddr is the leader's first advertised endpoint.
+func (f *replicaFetcher) leaderAddr() (string, error) {
+	for _, b := range f.srv.ctrl.Brokers() {
+		if b.NodeID == f.leader && len(b.Endpoints) > 0 {
+			ep := b.Endpoints[0]
+			return net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), nil
+		}
+	}
+	return "", fmt.Errorf("leader %d is not registered", f.leader)
+}
+
+func (f *replicaFetcher) ensureClient() error {
+	addr, err := f.leaderAddr()
+	if err != nil {
+		return err
+	}
+	if f.client != nil && f.clientAddr == addr {
+		return nil
+	}
+	f.closeClient()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(addr),
+		kgo.ClientID(fmt.Sprintf("broker-%d-fetcher-%d", f.srv.cfg.NodeID, f.leader)),
+		kgo.DialTimeout(5*time.Second),
+		kgo.RequestRetries(0),
+	)
+	if err != nil {
+		return err
+	}
+	f.client, f.clientAddr = cl, addr
+	return nil
+}
+
+func (f *replicaFetcher) closeClient() {
+	if f.client != nil {
+		f.client.Close()
+		f.client, f.clientAddr = nil, ""
+	}
+}
+
+func (f *replicaFetcher) request(req kmsg.Request) (kmsg.Response, error) {
+	seeds := f.client.SeedBrokers()
+	if len(seeds) == 0 {
+		return nil, errors.New("no seed broker")
+	}
+	return seeds[0].Request(f.ctx, req)
+}
+
+// truncateDiverged truncates every partition that starts following, as
+// Kafka's fetcher does before its first fetch from a new leader.
+func (f *replicaFetcher) truncateDiverged() error {
+	type pending struct {
+		p      *partition
+		epoch  int32 // leader epoch the state was taken in
+		latest int32 // our latest epoch
+	}
+	var todo []pending
+	f.mu.Lock()
+	for p, st := range f.parts {
+		if !st.truncate || time.Now().Before(st.backoffTill) {
+			continue
+		}
+		latest, ok := p.log.LatestEpoch()
+		if !ok {
+			// No epochs recorded (an empty log, or one written before
+			// epochs were kept): the high watermark is all we can trust,
+			// Kafka's fallback.
+			if err := p.log.TruncateTo(p.log.HighWatermark()); err != nil {
+				f.mu.Unlock()
+				return fmt.Errorf("truncating %s-%d: %w", p.topic, p.index, err)
+			}
+			st.truncate = false
+			continue
+		}
+		todo = append(todo, pending{p, st.leaderEpoch, latest})
+	}
+	f.mu.Unlock()
+	if len(todo) == 0 {
+		return nil
+	}
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = f.srv.cfg.NodeID
+	byTopic := map[string]int{}
+	for _, t := range todo {
+		i, ok := byTopic[t.p.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[t.p.topic] = i
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = t.p.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = t.p.index, t.epoch, t.latest
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	raw, err := f.request(req)
+	if err != nil {
+		return err
+	}
+	resp := raw.(*kmsg.OffsetForLeaderEpochResponse)
+	answers := map[string]map[int32]kmsg.OffsetForLeaderEpochResponseTopicPartition{}
+	for _, rt := range resp.Topics {
+		m := answers[rt.Topic]
+		if m == nil {
+			m = map[int32]kmsg.OffsetForLeaderEpochResponseTopicPartition{}
+			answers[rt.Topic] = m
+		}
+		for _, rp := range rt.Partitions {
+			m[rp.Partition] = rp
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range todo {
+		st := f.parts[t.p]
+		if st == nil || st.leaderEpoch != t.epoch {
+			continue // unfollowed or moved on meanwhile
+		}
+		a, ok := answers[t.p.topic][t.p.index]
+		if !ok {
+			continue
+		}
+		if a.ErrorCode != 0 {
+			// The leader does not know its leadership yet (or lost it):
+			// ask again after a pause.
+			st.backoffTill = time.Now().Add(f.backoff())
+			continue
+		}
+		offset, done := truncationOffset(t.p, a.LeaderEpoch, a.EndOffset)
+		if offset < t.p.log.LogEndOffset() {
+			f.srv.logger.Info("truncating follower log to the leader's", "topic", t.p.topic, "partition", t.p.index,
+				"from", t.p.log.LogEndOffset(), "to", offset, "leader_epoch", a.LeaderEpoch, "leader_end_offset", a.EndOffset)
+			if err := t.p.log.TruncateTo(offset); err != nil {
+				return fmt.Errorf("truncating %s-%d: %w", t.p.topic, t.p.index, err)
+			}
+		}
+		st.truncate = !done
+	}
+	return nil
+}
+
+// truncationOffset is Kafka's AbstractFetcherThread.getOffsetTruncationState
+// for the leader's answer (leaderEpoch, leaderEnd) to our latest epoch: the
+// offset to truncate to and whether truncation is complete.
+func truncationOffset(p *partition, leaderEpoch int32, leaderEnd int64) (int64, bool) {
+	leo := p.log.LogEndOffset()
+	if leaderEnd < 0 {
+		// The leader knows no epoch at or below ours.
+		return min(p.log.HighWatermark(), leo), true
+	}
+	if leaderEpoch < 0 {
+		return min(leaderEnd, leo), true
+	}
+	ourEpoch, ourEnd := p.log.EndOffsetForEpoch(leaderEpoch)
+	switch {
+	case ourEpoch == leaderEpoch:
+		return min(leaderEnd, ourEnd), true
+	case ourEpoch < 0:
+		return min(leaderEnd, leo), true
+	default:
+		// We hold an older epoch only: cut back to its end and ask again
+		// with it.
+		return min(ourEnd, leo), false
+	}
+}
+
+// fetchOnce sends one Fetch for the partitions ready to fetch and applies
+// the response; progressed is false when there was nothing to ask for.
+func (f *replicaFetcher) fetchOnce() (progressed bool, err error) {
+	s := f.srv
+	type sent struct {
+		p     *partition
+		epoch int32
+		at    int64
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = s.cfg.NodeID
+	req.ReplicaState.ID = s.cfg.NodeID
+	req.ReplicaState.Epoch = s.ctrl.BrokerEpoch()
+	req.MaxWaitMillis = int32(s.coordinatorSetting(s.cfg.Props, "replica.fetch.wait.max.ms", 500, 0))
+	req.MinBytes = int32(s.coordinatorSetting(s.cfg.Props, "replica.fetch.min.bytes", 1, 0))
+	req.MaxBytes = int32(s.coordinatorSetting(s.cfg.Props, "replica.fetch.response.max.bytes", 10<<20, 0))
+	partMax := int32(s.coordinatorSetting(s.cfg.Props, "replica.fetch.max.bytes", 1<<20, 0))
+	req.SessionEpoch = -1 // full fetches, no session
+	byTopic := map[[16]byte]int{}
+	sentBy := map[[16]byte]map[int32]sent{}
+	now := time.Now()
+	f.mu.Lock()
+	for p, st := range f.parts {
+		if st.truncate || now.Before(st.backoffTill) {
+			continue
+		}
+		i, ok := byTopic[p.topicID]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.topicID] = i
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = p.topic, p.topicID
+			req.Topics = append(req.Topics, rt)
+			sentBy[p.topicID] = map[int32]sent{}
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p.index
+		rp.CurrentLeaderEpoch = st.leaderEpoch
+		rp.FetchOffset = p.log.LogEndOffset()
+		rp.LastFetchedEpoch = -1
+		rp.LogStartOffset = p.log.LogStartOffset()
+		rp.PartitionMaxBytes = partMax
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		sentBy[p.topicID][p.index] = sent{p, st.leaderEpoch, rp.FetchOffset}
+	}
+	f.mu.Unlock()
+	if len(req.Topics) == 0 {
+		return false, nil
+	}
+	raw, err := f.request(req)
+	if err != nil {
+		return true, err
+	}
+	resp := raw.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return true, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rt := range resp.Topics {
+		id := rt.TopicID
+		if id == ([16]byte{}) {
+			if lt := s.parts.topicByName(rt.Topic); lt != nil {
+				id = lt.id
+			}
+		}
+		for _, rp := range rt.Partitions {
+			sn, ok := sentBy[id][rp.Partition]
+			if !ok {
+				continue
+			}
+			st := f.parts[sn.p]
+			if st == nil || st.leaderEpoch != sn.epoch || sn.p.log.LogEndOffset() != sn.at {
+				continue // unfollowed, new epoch or truncated meanwhile
+			}
+			f.applyFetched(sn.p, st, &rp)
+		}
+	}
+	return true, nil
+}
+
+// applyFetched appends one partition's fetched batches, under f.mu.
+func (f *replicaFetcher) applyFetched(p *partition, st *followState, rp *kmsg.FetchResponseTopicPartition) {
+	s := f.srv
+	switch rp.ErrorCode {
+	case 0:
+	case kerr.OffsetOutOfRange.Code:
+		f.outOfRange(p, st)
+		return
+	default:
+		// NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, unknown
+		// topic...: the metadata will move us on; pause this partition.
+		st.backoffTill = time.Now().Add(f.backoff())
+		s.logger.Debug("replica fetch partition error", "topic", p.topic, "partition", p.index,
+			"leader", f.leader, "err", kerr.ErrorForCode(rp.ErrorCode))
+		return
+	}
+	records := wholeBatches(rp.RecordBatches)
+	if len(records) > 0 {
+		if _, err := p.log.AppendAsFollower(records); err != nil {
+			s.logger.Error("appending fetched records", "topic", p.topic, "partition", p.index,
+				"offset", p.log.LogEndOffset(), "err", err)
+			st.backoffTill = time.Now().Add(f.backoff())
+			return
+		}
+	}
+	if rp.HighWatermark >= 0 {
+		p.log.UpdateHighWatermark(min(rp.HighWatermark, p.log.LogEndOffset()))
+	}
+	// DeleteRecordsBefore refuses offsets above the high watermark: it
+	// moves first.
+	if start := min(rp.LogStartOffset, p.log.HighWatermark()); start > p.log.LogStartOffset() {
+		if _, err := p.log.DeleteRecordsBefore(start); err != nil {
+			s.logger.Warn("following the leader's log start offset", "topic", p.topic, "partition", p.index, "err", err)
+		}
+	}
+}
+
+// outOfRange handles OFFSET_OUT_OF_RANGE: below the leader's log start
+// offset the log starts afresh there; above its end (it truncated further
+// than we did) we truncate by epoch again.
+func (f *replicaFetcher) outOfRange(p *partition, st *followState) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = f.srv.cfg.NodeID
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = p.topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = p.index, st.leaderEpoch, -2
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	raw, err := f.request(req)
+	if err != nil {
+		st.backoffTill = time.Now().Add(f.backoff())
+		return
+	}
+	resp := raw.(*kmsg.ListOffsetsResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		st.backoffTill = time.Now().Add(f.backoff())
+		return
+	}
+	start := resp.Topics[0].Partitions[0].Offset
+	if p.log.LogEndOffset() < start {
+		f.srv.logger.Info("follower log is below the leader's log start offset; starting afresh",
+			"topic", p.topic, "partition", p.index, "log_end_offset", p.log.LogEndOffset(), "leader_log_start_offset", start)
+		if err := p.log.TruncateFullyAndStartAt(start); err != nil {
+			f.srv.logger.Error("restarting follower log", "topic", p.topic, "partition", p.index, "err", err)
+			st.backoffTill = time.Now().Add(f.backoff())
+		}
+		return
+	}
+	st.truncate = true
+}
+
+// wholeBatches cuts a fetched record set after its last complete batch (a
+// response may end in a partial one, KIP-74).
+func wholeBatches(b []byte) []byte {
+	n := 0
+	for len(b)-n >= 12 {
+		size := 12 + int(int32(binary.BigEndian.Uint32(b[n+8:n+12])))
+		if size < 12 || n+size > len(b) {
+			break
+		}
+		n += size
+	}
+	return b[:n]
+}
+
+// brokerLive reports whether id is a registered broker at epoch (-1: any).
+func (s *Server) brokerLive(id int32, epoch int64) bool {
+	for _, b := range s.ctrl.Brokers() {
+		if b.NodeID == id {
+			return epoch < 0 || b.Epoch == epoch
+		}
+	}
+	return false
+}
