@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-reference bench clean bench-compare
+.PHONY: all build run test vet unit compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-cluster compat-reference bench clean bench-compare
 
 all: build
 
@@ -54,6 +54,14 @@ compat-python: build
 # compat-tests/franz-go/expected-failures.txt.
 compat-franz-go: build
 	./compat-tests/franz-go/run.sh
+
+# Three bin/strait processes as one cluster: kill -9 and restart of each
+# broker under an acks=all idempotent producer (nothing acknowledged lost,
+# nothing doubled, order kept), a SIGSTOPped follower leaving and rejoining
+# the ISR, min.insync.replicas refusals; writes compat-tests/cluster/work/
+# results.md, quoted by RELIABILITY.md. About 1.5 minutes.
+compat-cluster: build
+	./compat-tests/cluster/run.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./storage/

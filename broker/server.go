@@ -355,7 +355,7 @@ func (s *Server) controlledShutdown() {
 		return
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.ctrl.ControlledShutdown(ctx); err != nil {
 		s.logger.Warn("controlled shutdown failed; leadership moves when the lease expires", "err", err)

@@ -56,6 +56,8 @@ def collect():
     rows = []
     for path in glob.glob(os.path.join(HERE, "java/target/surefire-reports/TEST-*.xml")):
         rows += junit(path, lambda c: "Java kafka-clients")
+    for path in glob.glob(os.path.join(HERE, "streams/target/surefire-reports/TEST-*.xml")):
+        rows += junit(path, lambda c: "Kafka Streams")
     py = os.path.join(HERE, "python/work/junit.xml")
     if os.path.exists(py):
         rows += junit(py, lambda c: "kafka-python" if "kafka_python" in (c.get("classname") or "") else "confluent-kafka (librdkafka)")

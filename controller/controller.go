@@ -226,7 +226,10 @@ func (c *Controller) shutdown() error {
 		session.Orphan()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if _, err := c.client.Revoke(ctx, session.Lease()); err != nil {
-			errs = append(errs, fmt.Errorf("controller: revoking the registration lease: %w", err))
+			// Not an error of this broker's shutdown: the lease expires on
+			// its own (etcd without quorum, the last broker of a cluster
+			// stopping).
+			c.log.Warn("could not revoke the registration lease; it expires by itself", "err", err)
 		}
 		cancel()
 	}
