@@ -1,6 +1,7 @@
 """Writes compat-tests/REPORT.md: a client x feature matrix generated from the
 results the suites leave in their work/ directories (JUnit XML from Maven
-Surefire, pytest and node's test runner; results.tsv from the shell suites;
+Surefire, pytest and node's test runner; results.tsv from the shell suites: kcat,
+the Kafka CLI tools, Kafka Connect;
 franz-go's RESULTS.md counts). Never edit REPORT.md by hand: run `make compat`.
 
 A test's features come from its name (codec names, admin, group, commit,
