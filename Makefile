@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-cluster compat-reference bench clean bench-compare
+.PHONY: all build run test vet unit compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-cluster compat-etcd compat-streams compat-connect compat-reference bench clean bench-compare
 
 all: build
 
@@ -55,6 +55,15 @@ compat-python: build
 compat-franz-go: build
 	./compat-tests/franz-go/run.sh
 
+# Kafka Streams 4.4: exactly_once_v2 word count, state restored after a
+# restart (Maven Central jars).
+compat-streams: build
+	./compat-tests/streams/run.sh
+
+# Kafka Connect 4.4 distributed worker: FileStream source -> topic -> sink.
+compat-connect: build
+	./compat-tests/connect/run.sh
+
 # Three bin/strait processes as one cluster: kill -9 and restart of each
 # broker under an acks=all idempotent producer (nothing acknowledged lost,
 # nothing doubled, order kept), a SIGSTOPped follower leaving and rejoining
@@ -62,6 +71,14 @@ compat-franz-go: build
 # results.md, quoted by RELIABILITY.md. About 1.5 minutes.
 compat-cluster: build
 	./compat-tests/cluster/run.sh
+
+# Two bin/strait processes sharing an external etcd (etcd.endpoints), the
+# etcd server from Debian's etcd-server package (apt-get download + dpkg -x
+# into compat-tests/etcd/.deb/, no root needed): one cluster in Metadata,
+# an RF=2 topic, acks=all writes read back; writes compat-tests/etcd/work/
+# results.tsv. About 30 seconds.
+compat-etcd: build
+	./compat-tests/etcd/run.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./storage/

@@ -73,6 +73,7 @@ func newHandlerTable() handlerTable {
 	reg(kmsg.DescribeTopicPartitions, 0, handleDescribeTopicPartitions)
 	reg(kmsg.DescribeLogDirs, 4, handleDescribeLogDirs)
 	reg(kmsg.OffsetForLeaderEpoch, 4, handleOffsetForLeaderEpoch)
+	reg(kmsg.AlterPartitionAssignments, 1, handleAlterPartitionReassignments)
 	reg(kmsg.ListPartitionReassignments, 0, handleListPartitionReassignments)
 	return t
 }

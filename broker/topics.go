@@ -92,14 +92,19 @@ func handleCreateTopics(c *conn, x *exchange) {
 			np = int32(len(assign))
 			rf = int16(len(rt.ReplicaAssignment[0].Replicas))
 		}
-		t, err := s.ctrl.CreateTopic(ctx, controller.CreateTopicRequest{
+		creq := controller.CreateTopicRequest{
 			Name:              rt.Topic,
 			NumPartitions:     np,
 			ReplicationFactor: rf,
 			Assignments:       assign,
 			Configs:           configs,
 			ValidateOnly:      req.ValidateOnly,
-		})
+		}
+		if assign != nil {
+			// The controller wants both at -1 beside an assignment, as Kafka's.
+			creq.NumPartitions, creq.ReplicationFactor = -1, -1
+		}
+		t, err := s.ctrl.CreateTopic(ctx, creq)
 		if err != nil {
 			code, msg := errorCode(err)
 			setErr(code, msg)

@@ -34,6 +34,18 @@ type PartitionReassignment struct {
 	Replicas  []int32
 }
 
+// ReassignmentOptions are the request-wide settings of
+// AlterPartitionReassignments.
+type ReassignmentOptions struct {
+	// DisallowReplicationFactorChange is KIP-860's
+	// allowReplicationFactorChange=false (AlterPartitionReassignments v1,
+	// kafka-reassign-partitions --disallow-replication-factor-change): a target
+	// whose length differs from the replica count the partition has, or is
+	// headed for when a reassignment is in progress, is refused with
+	// INVALID_REPLICATION_FACTOR.
+	DisallowReplicationFactorChange bool
+}
+
 // OngoingReassignment is a partition being reassigned (ListPartitionReassignments).
 type OngoingReassignment struct {
 	Topic            string
@@ -48,9 +60,10 @@ type OngoingReassignment struct {
 // entry in order. Per partition errors, as Kafka: UNKNOWN_TOPIC_OR_PARTITION;
 // INVALID_REPLICA_ASSIGNMENT for an empty, duplicated or unregistered target
 // replica, or a cancellation that needs an unclean election the topic does
-// not allow; NO_REASSIGNMENT_IN_PROGRESS for cancelling none. It returns once
-// this controller's cache shows the changes.
-func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []PartitionReassignment) ([]PartitionResult, error) {
+// not allow; INVALID_REPLICATION_FACTOR for a changed replica count with
+// opts.DisallowReplicationFactorChange; NO_REASSIGNMENT_IN_PROGRESS for
+// cancelling none. It returns once this controller's cache shows the changes.
+func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []PartitionReassignment, opts ReassignmentOptions) ([]PartitionResult, error) {
 	if !c.running() {
 		return nil, ErrNotStarted
 	}
@@ -69,7 +82,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Par
 			if reqs[v.index].Replicas == nil {
 				return c.cancelReassignment(v, brokers)
 			}
-			return changeReassignment(v, reqs[v.index].Replicas, brokers)
+			return changeReassignment(v, reqs[v.index].Replicas, brokers, !opts.DisallowReplicationFactorChange)
 		})
 	if err != nil {
 		return nil, err
@@ -94,11 +107,16 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Par
 }
 
 // changeReassignment is ReplicationControlManager.changePartitionReassignment.
-func changeReassignment(v *partitionView, target []int32, brokers brokerSet) (*PartitionInfo, []int32, error) {
+func changeReassignment(v *partitionView, target []int32, brokers brokerSet, allowRFChange bool) (*PartitionInfo, []int32, error) {
 	if err := validateReassignmentTarget(target, brokers); err != nil {
 		return nil, nil, err
 	}
 	p := v.state
+	if !allowRFChange {
+		if err := validateReplicationFactorUnchanged(p, target); err != nil {
+			return nil, nil, err
+		}
+	}
 	removing := without(p.Replicas, target...)
 	adding := without(target, p.Replicas...)
 	slices.Sort(removing) // Kafka computes both as sorted sets
@@ -141,6 +159,31 @@ func validateReassignmentTarget(target []int32, brokers brokerSet) error {
 			return apiError(kerr.InvalidReplicaAssignment,
 				"The manual partition assignment includes the broker %d more than once.", id)
 		}
+	}
+	return nil
+}
+
+// validateReplicationFactorUnchanged is Kafka's
+// validatePartitionReplicationFactorUnchanged (KIP-860): the target must be
+// as long as the replica set, or during a reassignment as the set it is
+// headed for (replicas and adding, without removing).
+func validateReplicationFactorUnchanged(p PartitionInfo, target []int32) error {
+	current := len(p.Replicas)
+	if reassignmentInProgress(p) {
+		set := map[int32]bool{}
+		for _, r := range p.Replicas {
+			set[r] = true
+		}
+		for _, r := range p.AddingReplicas {
+			set[r] = true
+		}
+		for _, r := range p.RemovingReplicas {
+			delete(set, r)
+		}
+		current = len(set)
+	}
+	if current != len(target) {
+		return apiError(kerr.InvalidReplicationFactor, "The replication factor is changed from %d to %d", current, len(target))
 	}
 	return nil
 }

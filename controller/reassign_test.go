@@ -19,7 +19,7 @@ func TestReassignmentCompletesThroughAlterPartition(t *testing.T) {
 
 	res, err := cs[2].AlterPartitionReassignments(ctxT(t), []PartitionReassignment{
 		{Topic: "t", Partition: 0, Replicas: []int32{2, 3}},
-	})
+	}, ReassignmentOptions{})
 	if err != nil || len(res) != 1 || res[0].Err != nil {
 		t.Fatalf("AlterPartitionReassignments = %+v, %v", res, err)
 	}
@@ -60,7 +60,7 @@ func TestReassignmentWithinISRCompletesAtOnce(t *testing.T) {
 	endpoints := sharedEtcd(t)
 	cs := startMembers(t, endpoints, 3)
 	createAssigned(t, cs[0], "t", [][]int32{{1, 2, 3}}, nil)
-	res, err := cs[0].AlterPartitionReassignments(ctxT(t), []PartitionReassignment{{"t", 0, []int32{3, 1}}})
+	res, err := cs[0].AlterPartitionReassignments(ctxT(t), []PartitionReassignment{{"t", 0, []int32{3, 1}}}, ReassignmentOptions{})
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -82,7 +82,7 @@ func TestReassignmentCancelAndErrors(t *testing.T) {
 		{"t", 1, []int32{}},
 		{"t", 1, []int32{1, 4}},
 		{"t", 1, []int32{1, 1}},
-	})
+	}, ReassignmentOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestReassignmentCancelAndErrors(t *testing.T) {
 	if _, err := cs[0].AlterPartition(ctxT(t), "t", 0, 0, 1, []int32{1, 2}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = cs[1].AlterPartitionReassignments(ctxT(t), []PartitionReassignment{{"t", 0, nil}})
+	res, err = cs[1].AlterPartitionReassignments(ctxT(t), []PartitionReassignment{{"t", 0, nil}}, ReassignmentOptions{})
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("cancel: %+v, %v", res, err)
 	}
@@ -115,5 +115,41 @@ func TestReassignmentCancelAndErrors(t *testing.T) {
 	requirePartition(t, p, 1, []int32{1}, []int32{1}, 1, 3)
 	if reassignmentInProgress(p) {
 		t.Fatalf("cancelled reassignment still in progress: %+v", p)
+	}
+}
+
+// KIP-860: with DisallowReplicationFactorChange a target must keep the
+// replica count, counted during a reassignment on the set it is headed for;
+// the assignment itself is checked first.
+func TestReassignmentDisallowReplicationFactorChange(t *testing.T) {
+	endpoints := sharedEtcd(t)
+	cs := startMembers(t, endpoints, 3)
+	createAssigned(t, cs[0], "t", [][]int32{{1, 2}}, nil)
+	keep := ReassignmentOptions{DisallowReplicationFactorChange: true}
+	res, err := cs[0].AlterPartitionReassignments(ctxT(t), []PartitionReassignment{
+		{"t", 0, []int32{1}},
+		{"t", 0, []int32{1, 1, 2}},
+		{"t", 0, []int32{2, 3}},
+		{"t", 0, []int32{3, 1, 2}},
+	}, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireCode(t, res[0].Err, kerr.InvalidReplicationFactor, "The replication factor is changed from 2 to 1")
+	requireCode(t, res[1].Err, kerr.InvalidReplicaAssignment,
+		"The manual partition assignment includes the broker 1 more than once.")
+	if res[2].Err != nil {
+		t.Fatal(res[2].Err)
+	}
+	// In progress: replicas [2 3 1], adding [3], removing [1], headed for two.
+	requireCode(t, res[3].Err, kerr.InvalidReplicationFactor, "The replication factor is changed from 2 to 3")
+	p := partitionOn(t, cs[0], "t", 0)
+	if !slices.Equal(p.Replicas, []int32{2, 3, 1}) {
+		t.Fatalf("replicas %v, want [2 3 1]", p.Replicas)
+	}
+	// Without the option the count may change.
+	res, err = cs[0].AlterPartitionReassignments(ctxT(t), []PartitionReassignment{{"t", 0, []int32{3, 1, 2}}}, ReassignmentOptions{})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("%+v, %v", res, err)
 	}
 }

@@ -33,7 +33,9 @@ type VersionTable map[int16]VersionRange
 // a controller listener serves (AlterPartition, Envelope, BrokerRegistration,
 // BrokerHeartbeat, AllocateProducerIds, Vote, BeginQuorumEpoch, ...) are not
 // listed. Kafka 4.1 adds Produce 13, Fetch 18, JoinGroup from 0 and the share
-// group APIs; those are deliberately not here.
+// group APIs; those are deliberately not here. The one exception is
+// AlterPartitionReassignments v1 (KIP-860, 4.1), served for
+// kafka-reassign-partitions --disallow-replication-factor-change.
 var KafkaVersions = VersionTable{
 	0:  {Min: 0, Max: 12, MinAccepted: 3}, // Produce: v0-2 advertised for librdkafka (KAFKA-18659), refused
 	1:  {Min: 4, Max: 17},                 // Fetch
@@ -76,7 +78,7 @@ var KafkaVersions = VersionTable{
 	42: {Min: 0, Max: 2},                  // DeleteGroups
 	43: {Min: 0, Max: 2},                  // ElectLeaders
 	44: {Min: 0, Max: 1},                  // IncrementalAlterConfigs
-	45: {Min: 0, Max: 0},                  // AlterPartitionAssignments
+	45: {Min: 0, Max: 1},                  // AlterPartitionAssignments (v1: KIP-860, 4.1)
 	46: {Min: 0, Max: 0},                  // ListPartitionReassignments
 	47: {Min: 0, Max: 0},                  // OffsetDelete
 	48: {Min: 0, Max: 1},                  // DescribeClientQuotas
