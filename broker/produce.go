@@ -39,6 +39,7 @@ func handleProduce(c *conn, x *exchange) {
 	}
 	anyErr := false
 	var pending []pendingAck
+	var leaders map[int32]bool // named in CurrentLeader fields (KIP-951)
 	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -73,11 +74,15 @@ func handleProduce(c *conn, x *exchange) {
 				if msg != "" && x.req.Version >= 8 {
 					sp.ErrorMessage = &msg
 				}
+				if code == kerr.NotLeaderForPartition.Code && x.req.Version >= 10 {
+					leaders = s.pointToLeader(rt.Topic, rp.Partition, &sp.CurrentLeader, leaders)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	resp.Brokers = s.leaderEndpoints(leaders, c.listener, resp.Brokers)
 	if req.Acks == 0 {
 		x.closeConn = anyErr
 		x.noResponse()
@@ -211,6 +216,47 @@ func (s *Server) appendAsLeader(p *partition, records []byte) (storage.AppendInf
 	}
 	s.appended(p)
 	return info, nil
+}
+
+// pointToLeader fills a NOT_LEADER_OR_FOLLOWER partition's current leader
+// and epoch from the metadata (KIP-951, Produce v10+), so that clients go
+// to the new leader without waiting for a metadata refresh; it notes the
+// leader for leaderEndpoints.
+func (s *Server) pointToLeader(topic string, idx int32, cl *kmsg.ProduceResponseTopicPartitionCurrentLeader, leaders map[int32]bool) map[int32]bool {
+	t, ok := s.ctrl.Topic(topic)
+	if !ok || idx < 0 || int(idx) >= len(t.Partitions) || t.Partitions[idx].Leader < 0 {
+		return leaders
+	}
+	pi := t.Partitions[idx]
+	cl.LeaderID, cl.LeaderEpoch = pi.Leader, pi.LeaderEpoch
+	if leaders == nil {
+		leaders = map[int32]bool{}
+	}
+	leaders[pi.Leader] = true
+	return leaders
+}
+
+// leaderEndpoints lists the endpoints of the brokers named as current
+// leaders (the response's node_endpoints, KIP-951), on the listener the
+// client connected to, as Metadata does.
+func (s *Server) leaderEndpoints(leaders map[int32]bool, listener string, out []kmsg.ProduceResponseBroker) []kmsg.ProduceResponseBroker {
+	if len(leaders) == 0 {
+		return out
+	}
+	for _, b := range s.ctrl.Brokers() {
+		ep, ok := endpointFor(b, listener)
+		if !leaders[b.NodeID] || !ok {
+			continue
+		}
+		nb := kmsg.NewProduceResponseBroker()
+		nb.NodeID, nb.Host, nb.Port = b.NodeID, ep.Host, ep.Port
+		if b.Rack != "" {
+			rack := b.Rack
+			nb.Rack = &rack
+		}
+		out = append(out, nb)
+	}
+	return out
 }
 
 // missingPartitionCode is the error for a partition this broker does not

@@ -447,3 +447,46 @@ func TestReplicaFetchFromNonBrokerRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestProduceToFollowerNamesTheLeader: a produce sent to a follower gets
+// NOT_LEADER_OR_FOLLOWER with the current leader, its epoch and its endpoint
+// (KIP-951), so that clients switch without a metadata round trip.
+func TestProduceToFollowerNamesTheLeader(t *testing.T) {
+	c := startReplicatedCluster(t, 3, nil)
+	c.createTopic("redirect", 1, 3, nil)
+	leaderIdx, followerIdx := -1, -1
+	for i := range c.srvs {
+		if c.partitionOn(i, "redirect", 0).isLeader(c.srvs[i].cfg.NodeID) {
+			leaderIdx = i
+		} else {
+			followerIdx = i
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[followerIdx]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "redirect"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = plainBatch(1)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	raw, err := cl.SeedBrokers()[0].Request(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := raw.(*kmsg.ProduceResponse)
+	sp := resp.Topics[0].Partitions[0]
+	st := c.partitionOn(leaderIdx, "redirect", 0).state.Load()
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != st.Leader || sp.CurrentLeader.LeaderEpoch != st.LeaderEpoch {
+		t.Fatalf("got error %v, current leader %+v; want NOT_LEADER_OR_FOLLOWER naming leader %d epoch %d",
+			kerr.ErrorForCode(sp.ErrorCode), sp.CurrentLeader, st.Leader, st.LeaderEpoch)
+	}
+	if len(resp.Brokers) != 1 || fmt.Sprintf("%s:%d", resp.Brokers[0].Host, resp.Brokers[0].Port) != c.addrs[leaderIdx] {
+		t.Fatalf("node endpoints %+v, want the leader at %s", resp.Brokers, c.addrs[leaderIdx])
+	}
+}
