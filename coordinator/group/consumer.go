@@ -135,6 +135,14 @@ func (c *Coordinator) ConsumerGroupHeartbeat(cl Client, req *kmsg.ConsumerGroupH
 		return fail(code, "")
 	}
 	if g == nil {
+		if req.MemberEpoch > 0 {
+			// Kafka answers GROUP_ID_NOT_FOUND, but there a consumer group
+			// outlives a coordinator move; here its KIP-848 state lives in
+			// memory only, so a member of a group lost that way is told to
+			// rejoin with epoch 0 (UNKNOWN_MEMBER_ID), which clients do on
+			// their own (compat-tests/DIFFERENCES.md).
+			return fail(kerr.UnknownMemberID.Code, "Consumer group "+req.Group+" is not known to this coordinator; rejoin.")
+		}
 		return fail(kerr.GroupIDNotFound.Code, "Consumer group "+req.Group+" not found.")
 	}
 	defer g.mu.Unlock()
