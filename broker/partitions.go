@@ -433,7 +433,8 @@ func (pm *partitionManager) maintenanceLoop() {
 			pm.forEach(func(p *partition) {
 				pm.maintain(p, now, checkRetention, expire)
 				pm.srv.maybeShrinkISR(p, now, lagMax)
-				if checkpoint {
+				// A topic deleted since the snapshot has closed its logs.
+				if checkpoint && pm.get(p.topic, p.index) == p {
 					if err := p.log.CheckpointHighWatermark(); err != nil {
 						pm.srv.logger.Warn("checkpointing the high watermark", "topic", p.topic, "partition", p.index, "err", err)
 					}
