@@ -490,3 +490,50 @@ func TestProduceToFollowerNamesTheLeader(t *testing.T) {
 		t.Fatalf("node endpoints %+v, want the leader at %s", resp.Brokers, c.addrs[leaderIdx])
 	}
 }
+
+// TestTransactionsAcrossBrokers: a transactional producer whose coordinator
+// is on one broker writes to partitions led by all three (the produce
+// verification asks the coordinator over AddPartitionsToTxn, the markers
+// travel as WriteTxnMarkers); read_committed sees the committed
+// transactions only.
+func TestTransactionsAcrossBrokers(t *testing.T) {
+	c := startReplicatedCluster(t, 3, nil)
+	c.createTopic("txns", 6, 3, nil)
+	for i, txnID := range []string{"tx-a", "tx-b", "tx-c"} {
+		cl := c.client(kgo.TransactionalID(txnID), kgo.DefaultProduceTopic("txns"),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(20*time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		for round := range 2 {
+			if err := cl.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			var rs []*kgo.Record
+			for p := range int32(6) {
+				rs = append(rs, &kgo.Record{Partition: p, Value: []byte(fmt.Sprintf("%s-%d-%d", txnID, round, p))})
+			}
+			if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+				t.Fatalf("%s round %d: %v", txnID, round, err)
+			}
+			commit := kgo.TransactionEndTry(round == 0 || i == 1) // tx-a and tx-c abort their second round
+			if err := cl.EndTransaction(ctx, commit); err != nil {
+				t.Fatalf("%s round %d end: %v", txnID, round, err)
+			}
+		}
+		cancel()
+	}
+	// Committed: round 0 of each, round 1 of tx-b: 4 x 6 records.
+	got := consumeAll(t, c.client(kgo.ConsumeTopics("txns"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())), 24)
+	n := 0
+	for p, vals := range got {
+		for _, v := range vals {
+			n++
+			if strings.HasSuffix(v, fmt.Sprintf("-1-%d", p)) && !strings.HasPrefix(v, "tx-b") {
+				t.Errorf("partition %d: aborted record %q read with read_committed", p, v)
+			}
+		}
+	}
+	if n != 24 {
+		t.Fatalf("read %d committed records, want 24", n)
+	}
+}

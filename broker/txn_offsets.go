@@ -91,7 +91,10 @@ func (s *Server) verifyTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, version
 	}
 	tp := txn.TopicPartition{Topic: group.TopicName, Partition: idx}
 	var code int16
-	if version >= 5 {
+	if remote := s.remoteTxnCoordinator(req.TransactionalID); remote >= 0 {
+		code = s.addPartitionsRemotely(remote, req.TransactionalID, req.ProducerID, req.ProducerEpoch,
+			[]txn.TopicPartition{tp}, version < 5)[tp]
+	} else if version >= 5 {
 		code = coord.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, txn.TV2)
 	} else {
 		code = coord.VerifyPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})[tp]

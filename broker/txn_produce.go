@@ -21,13 +21,16 @@ package broker
 //   - the append then presents the guard; a transactional batch that opens
 //     a transaction without a valid one is INVALID_TXN_STATE.
 //
-// The coordinator is this broker's (one broker coordinates everything);
-// the request's read loop waits for it, which keeps a connection's
-// produces in order as Kafka's muted channel does.
+// The coordinator is the leader of the transactional id's
+// __transaction_state partition: this broker's own, or another broker asked
+// with AddPartitionsToTxn v4+; the request's read loop waits for it, which
+// keeps a connection's produces in order as Kafka's muted channel does.
 // transaction.partition.verification.enable=false skips all of it.
 
 import (
+	"context"
 	"encoding/binary"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,6 +45,10 @@ type txnProduce struct {
 	guards map[txn.TopicPartition]*storage.VerificationGuard
 	errs   map[txn.TopicPartition]txnProduceErr
 }
+
+// verifyNothing is the verification of a produce request without a
+// transactional id: nothing to check, shared and never modified.
+var verifyNothing = &txnProduce{verify: true}
 
 type txnProduceErr struct {
 	code int16
@@ -89,7 +96,7 @@ func (s *Server) verifyTransaction(req *kmsg.ProduceRequest, version int16) *txn
 		if !verify {
 			return nil
 		}
-		return &txnProduce{verify: true}
+		return verifyNothing
 	}
 	tp := &txnProduce{verify: verify, guards: map[txn.TopicPartition]*storage.VerificationGuard{}, errs: map[txn.TopicPartition]txnProduceErr{}}
 	if !verify {
@@ -128,30 +135,20 @@ func (s *Server) verifyTransaction(req *kmsg.ProduceRequest, version int16) *txn
 		}
 		return tp
 	}
-	var need []txn.TopicPartition
-	for _, cd := range cands {
-		if g := cd.p.log.StartTxnVerification(producerID, epoch, cd.baseSeq); g != nil {
-			tp.guards[cd.tp] = g
-			need = append(need, cd.tp)
+	// The guards start before the coordinator is asked, as Kafka's; a
+	// retry starts them again (a marker landing meanwhile ends them).
+	startGuards := func() []txn.TopicPartition {
+		var need []txn.TopicPartition
+		for _, cd := range cands {
+			delete(tp.guards, cd.tp)
+			if g := cd.p.log.StartTxnVerification(producerID, epoch, cd.baseSeq); g != nil {
+				tp.guards[cd.tp] = g
+				need = append(need, cd.tp)
+			}
 		}
+		return need
 	}
-	if len(need) == 0 {
-		return tp
-	}
-	codes := map[txn.TopicPartition]int16{}
-	switch coord := s.txnCoordinator(); {
-	case coord == nil:
-		for _, key := range need {
-			codes[key] = kerr.CoordinatorNotAvailable.Code
-		}
-	case version >= 12:
-		code := coord.AddPartitions(*req.TransactionID, producerID, epoch, need, txn.TV2)
-		for _, key := range need {
-			codes[key] = code
-		}
-	default:
-		codes = coord.VerifyPartitions(*req.TransactionID, producerID, epoch, need)
-	}
+	codes := s.askTxnCoordinator(*req.TransactionID, producerID, epoch, startGuards, version)
 	for key, code := range codes {
 		if code == 0 {
 			continue
@@ -189,4 +186,121 @@ func (s *Server) appendProduced(p *partition, records []byte, t *txnProduce, top
 	}
 	s.appended(p)
 	return info, nil
+}
+
+// askTxnCoordinator verifies (below Produce v12) or adds (v12+, transaction
+// version 2) a produce's partitions with the transactional id's coordinator,
+// here or on another broker. CONCURRENT_TRANSACTIONS, which the previous
+// transaction's markers still being written give, is retried here for a
+// short while (they take milliseconds, more when they go to other brokers):
+// the client would otherwise see NOT_ENOUGH_REPLICAS and back off for far
+// longer than the markers take.
+func (s *Server) askTxnCoordinator(id string, producerID int64, epoch int16, startGuards func() []txn.TopicPartition, version int16) map[txn.TopicPartition]int16 {
+	deadline := time.Now().Add(concurrentTxnRetryFor)
+	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
+		codes := map[txn.TopicPartition]int16{}
+		need := startGuards()
+		if len(need) == 0 {
+			return codes
+		}
+		switch coord, remote := s.txnCoordinator(), s.remoteTxnCoordinator(id); {
+		case remote >= 0:
+			// Another broker coordinates this transactional id: ask it with
+			// AddPartitionsToTxn v4+ as Kafka's AddPartitionsToTxnManager
+			// does (verify-only below Produce v12).
+			codes = s.addPartitionsRemotely(remote, id, producerID, epoch, need, version < 12)
+		case coord == nil:
+			for _, key := range need {
+				codes[key] = kerr.CoordinatorNotAvailable.Code
+			}
+		case version >= 12:
+			code := coord.AddPartitions(id, producerID, epoch, need, txn.TV2)
+			for _, key := range need {
+				codes[key] = code
+			}
+		default:
+			codes = coord.VerifyPartitions(id, producerID, epoch, need)
+		}
+		concurrent := false
+		for _, code := range codes {
+			concurrent = concurrent || code == kerr.ConcurrentTransactions.Code
+		}
+		if !concurrent || time.Now().Add(backoff).After(deadline) {
+			return codes
+		}
+		select {
+		case <-time.After(backoff):
+		case <-s.closing:
+			return codes
+		}
+	}
+}
+
+// concurrentTxnRetryFor bounds askTxnCoordinator's retries.
+const concurrentTxnRetryFor = time.Second
+
+// remoteTxnCoordinator is the broker coordinating transactionalID when it
+// is not this one (the leader of its __transaction_state partition), -1
+// when it is this broker or unknown (the local coordinator then answers,
+// NOT_COORDINATOR if need be).
+func (s *Server) remoteTxnCoordinator(transactionalID string) int32 {
+	t, ok := s.ctrl.Topic(txn.TopicName)
+	if !ok || len(t.Partitions) == 0 {
+		return -1
+	}
+	leader := t.Partitions[txn.PartitionFor(transactionalID, int32(len(t.Partitions)))].Leader
+	if leader < 0 || leader == s.cfg.NodeID {
+		return -1
+	}
+	return leader
+}
+
+// addPartitionsRemotely sends one transaction's partitions to its
+// coordinator on another broker; every partition gets the coordinator's
+// answer, or COORDINATOR_NOT_AVAILABLE (retriable) when it cannot be asked.
+func (s *Server) addPartitionsRemotely(node int32, transactionalID string, producerID int64, epoch int16,
+	parts []txn.TopicPartition, verifyOnly bool) map[txn.TopicPartition]int16 {
+	codes := make(map[txn.TopicPartition]int16, len(parts))
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = transactionalID, producerID, epoch, verifyOnly
+	byTopic := map[string]int{}
+	for _, tp := range parts {
+		codes[tp] = kerr.CoordinatorNotAvailable.Code
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			i = len(tr.Topics)
+			byTopic[tp.Topic] = i
+			rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			rt.Topic = tp.Topic
+			tr.Topics = append(tr.Topics, rt)
+		}
+		tr.Topics[i].Partitions = append(tr.Topics[i].Partitions, tp.Partition)
+	}
+	req.Transactions = append(req.Transactions, tr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := s.sendToBroker(ctx, node, req)
+	if err != nil {
+		s.logger.Debug("asking the transaction coordinator on another broker", "broker", node, "err", err)
+		return codes
+	}
+	resp := raw.(*kmsg.AddPartitionsToTxnResponse)
+	if resp.ErrorCode != 0 {
+		for tp := range codes {
+			codes[tp] = resp.ErrorCode
+		}
+		return codes
+	}
+	for _, rtx := range resp.Transactions {
+		for _, rt := range rtx.Topics {
+			for _, rp := range rt.Partitions {
+				tp := txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+				if _, ok := codes[tp]; ok {
+					codes[tp] = rp.ErrorCode
+				}
+			}
+		}
+	}
+	return codes
 }
