@@ -85,6 +85,9 @@ func (s *Server) verifyTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, version
 	if guard == nil {
 		return nil, 0
 	}
+	if version >= 5 {
+		guard.ExpectEpochBump()
+	}
 	coord := s.txnCoordinator()
 	if coord == nil {
 		return nil, kerr.CoordinatorNotAvailable.Code

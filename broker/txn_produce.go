@@ -142,6 +142,9 @@ func (s *Server) verifyTransaction(req *kmsg.ProduceRequest, version int16) *txn
 		for _, cd := range cands {
 			delete(tp.guards, cd.tp)
 			if g := cd.p.log.StartTxnVerification(producerID, epoch, cd.baseSeq); g != nil {
+				if version >= 12 {
+					g.ExpectEpochBump()
+				}
 				tp.guards[cd.tp] = g
 				need = append(need, cd.tp)
 			}

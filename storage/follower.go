@@ -219,7 +219,7 @@ func (l *Log) applyReplicatedBatchLocked(seg *segment, batch []byte, h *batchHea
 		return err
 	}
 	m.update(pa)
-	delete(m.verifying, h.ProducerID)
+	m.clearVerificationForMarker(h.ProducerID, h.ProducerEpoch)
 	if ct != nil {
 		return l.completeTxnLocked(seg, ct)
 	}

@@ -66,6 +66,30 @@ type VerificationGuard struct {
 	epoch      int16
 	lowestSeq  int32
 	startedMs  int64
+	// epochBump: the producer runs transaction version 2, whose markers
+	// carry the epoch its next transaction uses (see clearVerification).
+	epochBump bool
+}
+
+// ExpectEpochBump marks the guard as a transaction version 2 producer's
+// (Produce v12+, TxnOffsetCommit v5+), Kafka's supportsEpochBump.
+func (g *VerificationGuard) ExpectEpochBump() {
+	if g != nil {
+		g.epochBump = true
+	}
+}
+
+// clearVerificationForMarker ends a producer's verification when a marker
+// of its transaction lands, as Kafka's UnifiedLog does, except when the
+// marker is transaction version 2's, whose (bumped) epoch is the one the
+// producer's next transaction already started verifying with: that guard
+// belongs to the next transaction and must survive its predecessor's
+// late-landing marker.
+func (m *producerStateManager) clearVerificationForMarker(producerID int64, markerEpoch int16) {
+	if g := m.verifying[producerID]; g != nil && g.epochBump && g.epoch == markerEpoch {
+		return
+	}
+	delete(m.verifying, producerID)
 }
 
 // TxnMarker is a transaction marker to append (a WriteTxnMarkers entry).
@@ -405,7 +429,7 @@ func (l *Log) AppendMarker(mk TxnMarker, leaderEpoch int32) (AppendInfo, error) 
 	}
 	l.logEndOffset.Store(h.nextOffset())
 	l.producers.update(pa)
-	delete(l.producers.verifying, mk.ProducerID)
+	l.producers.clearVerificationForMarker(mk.ProducerID, mk.ProducerEpoch)
 	var ixErr error
 	if ct != nil {
 		ixErr = l.completeTxnLocked(seg, ct)

@@ -377,3 +377,37 @@ func TestTxnCoordinatorAppend(t *testing.T) {
 		t.Fatalf("LSO %d, log end %d", l.LastStableOffset(), l.LogEndOffset())
 	}
 }
+
+// TestTxnV2GuardSurvivesPredecessorMarker: a transaction version 2
+// producer's next transaction starts verifying with the bumped epoch its
+// previous transaction's markers carry; that marker landing afterwards
+// leaves the guard valid (Kafka's isV2NextTransactionStarted), while a
+// transaction version 1 guard is ended by any marker of its producer.
+func TestTxnV2GuardSurvivesPredecessorMarker(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		epochBump bool
+		wantErr   bool
+	}{{"v2", true, false}, {"v1", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := openTestLog(t, t.TempDir(), testConfig(), producerClock())
+			defer l.Close()
+			appendTxn(t, l, 300, 0, 0, 2) // transaction 1 at epoch 0, sequences 0-1
+			// Its commit marker carries the bumped epoch 1 under version 2
+			// (epoch 0 under version 1); transaction 2 starts verifying first.
+			next, seq := int16(0), int32(2)
+			if tc.epochBump {
+				next, seq = 1, 0 // a new epoch starts its sequences at 0
+			}
+			g := l.StartTxnVerification(300, next, seq)
+			if tc.epochBump {
+				g.ExpectEpochBump()
+			}
+			appendMarker(t, l, 300, next, true)
+			_, err := l.AppendAsLeaderVerified(txnBatch(t, 300, next, seq, 1, testEpoch.UnixMilli()), 7, g)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("append after the predecessor's marker: %v, want error %v", err, tc.wantErr)
+			}
+		})
+	}
+}
