@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-cluster compat-etcd compat-streams compat-connect compat-reference bench clean bench-compare
+.PHONY: all build run test vet unit compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-streams compat-connect compat-reference bench clean bench-compare
 
 all: build
 
@@ -54,6 +54,10 @@ compat-python: build
 # compat-tests/franz-go/expected-failures.txt.
 compat-franz-go: build
 	./compat-tests/franz-go/run.sh
+
+# The same suite against three brokers, KGO_TEST_RF=3 (RESULTS-rf3.md).
+compat-franz-go-rf3: build
+	./compat-tests/franz-go-rf3/run.sh
 
 # Kafka Streams 4.4: exactly_once_v2 word count, state restored after a
 # restart (Maven Central jars).

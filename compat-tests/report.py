@@ -89,12 +89,13 @@ def main(out):
             p, fl = matrix[client].get(f, [0, 0])
             cells.append("" if p + fl == 0 else ("FAIL" if fl else "pass"))
         lines.append(f"| {client} | " + " | ".join(cells) + " |")
-    franz = os.path.join(HERE, "franz-go/RESULTS.md")
-    if os.path.exists(franz):
-        m = re.search(r"\| (\d+) \| (\d+) \| (\d+) \|", open(franz).read())
-        if m:
-            lines += ["", f"franz-go kgo integration suite: {m.group(1)} passed, {m.group(2)} failed, "
-                          f"{m.group(3)} skipped (details: franz-go/RESULTS.md)."]
+    for name, what in (("RESULTS.md", "one broker"), ("RESULTS-rf3.md", "three brokers, KGO_TEST_RF=3")):
+        franz = os.path.join(HERE, "franz-go", name)
+        if os.path.exists(franz):
+            m = re.search(r"\| (\d+) \| (\d+) \| (\d+) \|", open(franz).read())
+            if m:
+                lines += ["", f"franz-go kgo integration suite ({what}): {m.group(1)} passed, {m.group(2)} failed, "
+                              f"{m.group(3)} skipped (details: franz-go/{name})."]
     failed = [(c, n) for c, n, ok in rows if not ok]
     lines += ["", "## Failing tests", ""] + ([f"- {c}: {n}" for c, n in failed] or ["None."])
     notes = os.path.join(HERE, "DIFFERENCES.md")

@@ -4,7 +4,7 @@
 # non-zero if any suite failed; the report is written either way.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-suites=(kcat java streams connect js python franz-go cluster etcd)
+suites=(kcat java streams connect js python franz-go franz-go-rf3 cluster etcd)
 [ $# -gt 0 ] && suites=("$@")
 failed=()
 for s in "${suites[@]}"; do
