@@ -28,7 +28,7 @@ func freeLoopbackPort(t *testing.T) int {
 // keys so that their embedded etcd members form one etcd cluster, make one
 // Kafka cluster: each lists all three, partitions of an RF=1 topic spread
 // over them, and clients produce, consume and run a consumer group across
-// the three. (Replication between brokers is not built yet: issue 7.)
+// the three (replication between them: replication_test.go).
 func TestThreeBrokersOneEtcdCluster(t *testing.T) {
 	peers := make([]int, 3)
 	var initial []string
