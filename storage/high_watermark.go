@@ -16,7 +16,9 @@ package storage
 const highWatermarkFile = "high-watermark-checkpoint"
 
 // CheckpointHighWatermark writes the current high watermark to
-// high-watermark-checkpoint. Errors unwrap to KAFKA_STORAGE_ERROR.
+// high-watermark-checkpoint, unless the file holds it already (an idle
+// partition costs no write and no fsync). Errors unwrap to
+// KAFKA_STORAGE_ERROR.
 func (l *Log) CheckpointHighWatermark() error {
 	l.hwMu.Lock()
 	defer l.hwMu.Unlock()
@@ -25,6 +27,9 @@ func (l *Log) CheckpointHighWatermark() error {
 	l.mu.RUnlock()
 	if closed {
 		return errLogClosed
+	}
+	if l.highWatermark.Load() == l.hwCheckpointed {
+		return nil
 	}
 	// Close and Delete take hwMu first, so the directory stays in place
 	// until this write is done.
@@ -36,7 +41,13 @@ func (l *Log) CheckpointHighWatermark() error {
 
 // writeHighWatermarkLocked writes the checkpoint; hwMu must be held.
 func (l *Log) writeHighWatermarkLocked() error {
-	return writeCheckpoint(l.fs, l.dir, highWatermarkFile, l.highWatermark.Load())
+	hw := l.highWatermark.Load()
+	l.hwCheckpointed = -1
+	if err := writeCheckpoint(l.fs, l.dir, highWatermarkFile, hw); err != nil {
+		return err
+	}
+	l.hwCheckpointed = hw
+	return nil
 }
 
 // loadHighWatermark is the high watermark Open starts with: the checkpoint
@@ -47,6 +58,7 @@ func (l *Log) loadHighWatermark(logStart, logEnd int64) int64 {
 		l.logger.Warn("ignoring high watermark checkpoint", "dir", l.dir, "err", err)
 	} else if ok {
 		hw = min(off, logEnd)
+		l.hwCheckpointed = off
 	}
 	return max(hw, logStart)
 }

@@ -134,3 +134,36 @@ func TestHighWatermarkCheckpointConcurrent(t *testing.T) {
 		t.Fatalf("checkpoint %q after close", got)
 	}
 }
+
+// TestHighWatermarkCheckpointSkipsUnchanged: the periodic checkpoint of a
+// high watermark the file already holds writes and fsyncs nothing (with
+// fsyncs failing, it still succeeds); a changed one is written again.
+func TestHighWatermarkCheckpointSkipsUnchanged(t *testing.T) {
+	fs := NewFaultFS(nil)
+	dir := t.TempDir()
+	l, err := Open(dir, testConfig(), Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendBatches(t, l, compress.None, 4, testEpoch.UnixMilli())
+	l.UpdateHighWatermark(5)
+	if err := l.CheckpointHighWatermark(); err != nil {
+		t.Fatal(err)
+	}
+	fs.FailSyncs(true)
+	if err := l.CheckpointHighWatermark(); err != nil {
+		t.Fatalf("unchanged high watermark written again: %v", err)
+	}
+	l.UpdateHighWatermark(7)
+	if err := l.CheckpointHighWatermark(); kerrCode(err) != kerr.KafkaStorageError.Code {
+		t.Fatalf("changed high watermark: %v, want the injected fsync failure", err)
+	}
+	fs.FailSyncs(false)
+	if err := l.CheckpointHighWatermark(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readHWFile(t, dir); got != "0\n7\n" {
+		t.Fatalf("checkpoint %q", got)
+	}
+}

@@ -65,6 +65,9 @@ type Log struct {
 	// hwMu serializes writes of the high-watermark checkpoint
 	// (high_watermark.go); taken before mu, never while holding it.
 	hwMu sync.Mutex
+	// hwCheckpointed is the offset the checkpoint file holds, -1 when not
+	// known; guarded by hwMu.
+	hwCheckpointed int64
 
 	// Compaction state (see clean.go). cleanMu is held by the one Cleaner
 	// worker cleaning this log, for the whole cleaning; Close and Delete

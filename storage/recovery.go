@@ -36,7 +36,7 @@ import (
 // The marker is removed before Open returns: from then on the log is open
 // for writing and only Close writes it again.
 func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now}
+	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, hwCheckpointed: -1}
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}

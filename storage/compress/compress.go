@@ -81,107 +81,157 @@ const (
 )
 
 // NewReader returns a reader of the decompressed form of src. The caller
-// must Close it to return pooled decoders; reading after Close is invalid.
+// must Close it, once, to return pooled decoders; reading after Close is
+// invalid. A pooled decoder costs no allocation.
 func NewReader(c Codec, src []byte) (io.ReadCloser, error) {
 	switch c {
 	case None:
 		return io.NopCloser(bytes.NewReader(src)), nil
 	case Gzip:
-		gz, _ := gzipReaders.Get().(*gzip.Reader)
+		d, _ := gzipDecoders.Get().(*gzipDecoder)
+		if d == nil {
+			d = new(gzipDecoder)
+		}
+		d.src.Reset(src)
 		var err error
-		if gz == nil {
-			gz, err = gzip.NewReader(bytes.NewReader(src))
+		if d.zr == nil {
+			d.zr, err = gzip.NewReader(&d.src)
 		} else {
-			err = gz.Reset(bytes.NewReader(src))
+			err = d.zr.Reset(&d.src)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
-		return &pooledReader{Reader: gz, release: func() { gzipReaders.Put(gz) }}, nil
+		return d, nil
 	case Snappy:
 		return newSnappyReader(src)
 	case LZ4:
-		lr, _ := lz4Readers.Get().(*lz4.Reader)
-		if lr == nil {
-			lr = lz4.NewReader(bytes.NewReader(src))
-		} else {
-			lr.Reset(bytes.NewReader(src))
+		d, _ := lz4Decoders.Get().(*lz4Decoder)
+		if d == nil {
+			d = new(lz4Decoder)
+			d.zr = lz4.NewReader(nil)
 		}
-		return &pooledReader{Reader: lr, release: func() { lr.Reset(nil); lz4Readers.Put(lr) }}, nil
+		d.src.Reset(src)
+		d.zr.Reset(&d.src)
+		return d, nil
 	case Zstd:
-		zr, _ := zstdReaders.Get().(*zstd.Decoder)
-		if zr == nil {
-			var err error
-			zr, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		d, _ := zstdDecoders.Get().(*zstdDecoder)
+		if d == nil {
+			zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
 				zstd.WithDecoderMaxWindow(MaxZstdWindow))
 			if err != nil {
 				return nil, fmt.Errorf("zstd: %w", err)
 			}
+			d = &zstdDecoder{zr: zr}
 		}
-		if err := zr.Reset(bytes.NewReader(src)); err != nil {
-			zstdReaders.Put(zr)
+		d.src.Reset(src)
+		if err := d.zr.Reset(&d.src); err != nil {
+			d.src.Reset(nil)
+			zstdDecoders.Put(d)
 			return nil, fmt.Errorf("zstd: %w", err)
 		}
-		return &pooledReader{Reader: zr, release: func() { _ = zr.Reset(nil); zstdReaders.Put(zr) }}, nil
+		return d, nil
 	}
 	return nil, fmt.Errorf("%w: %d", ErrUnknownCodec, c)
 }
 
 var (
-	gzipReaders sync.Pool
-	lz4Readers  sync.Pool
-	zstdReaders sync.Pool
+	gzipDecoders   sync.Pool // *gzipDecoder
+	lz4Decoders    sync.Pool // *lz4Decoder
+	zstdDecoders   sync.Pool // *zstdDecoder
+	snappyDecoders sync.Pool // *snappyReader
 )
 
-type pooledReader struct {
-	io.Reader
-	release func()
+// gzipDecoder, lz4Decoder and zstdDecoder are pooled decoders with their
+// input reader, so that a batch costs no allocation; Close returns them.
+type gzipDecoder struct {
+	zr  *gzip.Reader
+	src bytes.Reader
 }
 
-func (p *pooledReader) Close() error {
-	if p.release != nil {
-		p.release()
-		p.release = nil
-		p.Reader = eofReader{}
-	}
+func (d *gzipDecoder) Read(p []byte) (int, error) { return d.zr.Read(p) }
+
+func (d *gzipDecoder) Close() error {
+	d.src.Reset(nil)
+	gzipDecoders.Put(d)
 	return nil
 }
 
-type eofReader struct{}
+type lz4Decoder struct {
+	zr  *lz4.Reader
+	src bytes.Reader
+}
 
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+func (d *lz4Decoder) Read(p []byte) (int, error) { return d.zr.Read(p) }
 
-// snappyReader decodes xerial-framed or raw snappy one block at a time.
+func (d *lz4Decoder) Close() error {
+	d.zr.Reset(nil)
+	d.src.Reset(nil)
+	lz4Decoders.Put(d)
+	return nil
+}
+
+type zstdDecoder struct {
+	zr  *zstd.Decoder
+	src bytes.Reader
+}
+
+func (d *zstdDecoder) Read(p []byte) (int, error) { return d.zr.Read(p) }
+
+func (d *zstdDecoder) Close() error {
+	_ = d.zr.Reset(nil)
+	d.src.Reset(nil)
+	zstdDecoders.Put(d)
+	return nil
+}
+
+// snappyReader decodes xerial-framed or raw snappy one block at a time
+// into a buffer kept across blocks and, when pooled, across batches.
 type snappyReader struct {
 	src    []byte // remaining framed input (xerial) or nil after the raw block
 	xerial bool
 	block  []byte // decoded bytes not yet returned
+	buf    []byte // backing store of block
 }
+
+// maxPooledSnappyBuffer is the largest block buffer a pooled snappy reader
+// keeps; a larger one (a big raw block) is left to the collector.
+const maxPooledSnappyBuffer = 1 << 20
 
 func newSnappyReader(src []byte) (*snappyReader, error) {
-	if len(src) >= xerialHeaderSize && bytes.Equal(src[:len(xerialMagic)], xerialMagic) {
-		return &snappyReader{src: src[xerialHeaderSize:], xerial: true}, nil
+	r, _ := snappyDecoders.Get().(*snappyReader)
+	if r == nil {
+		r = new(snappyReader)
 	}
-	block, err := decodeSnappyBlock(src)
-	if err != nil {
+	if len(src) >= xerialHeaderSize && bytes.Equal(src[:len(xerialMagic)], xerialMagic) {
+		r.src, r.xerial = src[xerialHeaderSize:], true
+		return r, nil
+	}
+	if err := r.decodeBlock(src); err != nil {
+		r.Close()
 		return nil, err
 	}
-	return &snappyReader{block: block}, nil
+	return r, nil
 }
 
-func decodeSnappyBlock(b []byte) ([]byte, error) {
+// decodeBlock decodes one snappy block into r.buf and makes it r.block.
+func (r *snappyReader) decodeBlock(b []byte) error {
 	n, err := snappy.DecodedLen(b)
 	if err != nil {
-		return nil, fmt.Errorf("snappy: %w", err)
+		return fmt.Errorf("snappy: %w", err)
 	}
 	if n > MaxSnappyBlock {
-		return nil, fmt.Errorf("snappy: block decodes to %d bytes, over the %d limit", n, MaxSnappyBlock)
+		return fmt.Errorf("snappy: block decodes to %d bytes, over the %d limit", n, MaxSnappyBlock)
 	}
-	out, err := snappy.Decode(make([]byte, n), b)
+	if cap(r.buf) < n {
+		r.buf = make([]byte, n)
+	}
+	out, err := snappy.Decode(r.buf[:n], b)
 	if err != nil {
-		return nil, fmt.Errorf("snappy: %w", err)
+		return fmt.Errorf("snappy: %w", err)
 	}
-	return out, nil
+	r.block = out
+	return nil
 }
 
 func (r *snappyReader) Read(p []byte) (int, error) {
@@ -197,19 +247,24 @@ func (r *snappyReader) Read(p []byte) (int, error) {
 		if uint64(n) > uint64(len(r.src)) {
 			return 0, fmt.Errorf("snappy: xerial block of %d bytes with %d remaining", n, len(r.src))
 		}
-		block, err := decodeSnappyBlock(r.src[:n])
-		if err != nil {
+		if err := r.decodeBlock(r.src[:n]); err != nil {
 			return 0, err
 		}
 		r.src = r.src[n:]
-		r.block = block
 	}
 	n := copy(p, r.block)
 	r.block = r.block[n:]
 	return n, nil
 }
 
-func (r *snappyReader) Close() error { r.src, r.block = nil, nil; return nil }
+func (r *snappyReader) Close() error {
+	r.src, r.block, r.xerial = nil, nil, false
+	if cap(r.buf) > maxPooledSnappyBuffer {
+		r.buf = nil
+	}
+	snappyDecoders.Put(r)
+	return nil
+}
 
 // Decompress returns the whole decompressed form of src, failing if it
 // would exceed limit bytes.
