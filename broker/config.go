@@ -420,6 +420,8 @@ func ParseConfig(in map[string]string) (Config, []string, error) {
 	p.atLeast("message.max.bytes", int64(c.MessageMaxBytes), 0)
 	c.SocketRequestMaxBytes = p.int("socket.request.max.bytes", defaultSocketRequestMaxBytes)
 	p.atLeast("socket.request.max.bytes", int64(c.SocketRequestMaxBytes), 1)
+	// Read where the fetch session cache is made (fetchsession.go).
+	p.atLeast("max.incremental.fetch.session.cache.slots", int64(p.int("max.incremental.fetch.session.cache.slots", defaultFetchSessionSlots)), 0)
 	c.Rack = p.str("broker.rack", "")
 	c.MinInsyncReplicas = p.int("min.insync.replicas", 1)
 	p.atLeast("min.insync.replicas", int64(c.MinInsyncReplicas), 1)

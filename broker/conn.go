@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,39 +16,71 @@ import (
 )
 
 // maxInFlight bounds the requests a connection may have read but not yet
-// answered; the read loop stops reading until the writer catches up, which is
-// the backpressure a pipelining client sees.
+// answered; the read loop stops reading until the responses are written,
+// which is the backpressure a pipelining client sees.
 const maxInFlight = 64
 
-// conn is one client connection: serve runs the read loop (read a frame,
-// decode, handle in order), writeLoop writes the responses in request order.
-// Handlers run on the read goroutine, so requests on one connection take
-// effect in the order they were sent (two produces to one partition append in
-// order); a handler that must wait (a long-poll Fetch) completes its exchange
+// conn is one client connection. serve runs the read loop (read a frame,
+// decode, handle in order); handlers run on the read goroutine, so requests
+// on one connection take effect in the order they were sent (two produces
+// to one partition append in order). A handler that must wait (a long-poll
+// Fetch, an acks=all Produce waiting for followers) completes its exchange
 // later from another goroutine while the read loop goes on.
+//
+// Responses are written in request order by whichever goroutine completes
+// the exchange at the head of the queue: usually the read goroutine itself,
+// right after a handler answered at once, so a request costs no hand-off to
+// another goroutine. Only one goroutine writes at a time (the writer role,
+// taken under mu); one that completes an exchange while another writes, or
+// behind one not yet answered, leaves it queued for the writer. The writer
+// writes every answered exchange at the head, flushes once no more are
+// answered, and gives the role up; its buffer comes from a pool, so an idle
+// connection holds no write buffer and no second goroutine.
 type conn struct {
 	srv      *Server
 	nc       net.Conn
 	listener string
 	logger   *slog.Logger
 
-	queue chan *exchange // in request order; closed by the read loop
+	slots chan struct{} // one per exchange read and not yet written (maxInFlight)
+
+	mu       sync.Mutex
+	ring     [maxInFlight]*exchange // exchanges not yet written, in request order
+	head, n  int                    // ring[head] is the oldest of n
+	writing  bool                   // a goroutine holds the writer role
+	failed   bool                   // a write failed or the connection closes: responses are dropped
+	readDone bool                   // the read loop has returned
+	drained  chan struct{}          // closed once readDone and nothing is queued or being written
+
+	w *bufio.Writer // the writer role's buffer (from writers), nil without the role
 
 	closeOnce sync.Once
 	dead      chan struct{} // closed when the connection is torn down
 }
 
-// exchange is one request and, once done is closed, its response: either a
-// kmsg response, a chunked frame (Fetch), or nothing (acks=0 produce).
+// exchange is one request and, once answered, its response: either a
+// kmsg response (frame), a chunked frame (Fetch), or nothing (acks=0
+// produce). Exactly one of respond, respondChunks and noResponse answers it.
 type exchange struct {
+	c      *conn
 	req    *protocol.Request
-	done   chan struct{}
 	frame  []byte
+	pooled *[]byte // frame's buffer, returned to frames once written
 	chunks []protocol.Chunk
 	// closeConn asks the writer to close the connection after this exchange
 	// (Kafka closes an acks=0 producer's connection on error).
 	closeConn bool
+	done      atomic.Bool
 }
+
+// writers and frames pool the writer role's buffer and kmsg response
+// frames; a frame that grew past maxPooledFrame is left to the collector.
+var (
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+	frames  = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+)
+
+const maxPooledFrame = 64 << 10
 
 func newConn(s *Server, nc net.Conn, listenerName string) *conn {
 	if tc, ok := nc.(*net.TCPConn); ok {
@@ -58,59 +91,89 @@ func newConn(s *Server, nc net.Conn, listenerName string) *conn {
 		nc:       nc,
 		listener: listenerName,
 		logger:   s.logger.With("remote", nc.RemoteAddr().String(), "listener", listenerName),
-		queue:    make(chan *exchange, maxInFlight),
+		slots:    make(chan struct{}, maxInFlight),
+		drained:  make(chan struct{}),
 		dead:     make(chan struct{}),
 	}
 }
 
-// respond completes the exchange with a kmsg response.
+// respond answers the exchange with a kmsg response. The calling
+// goroutine may write it (and others answered behind it) to the socket, so
+// it must not hold a lock others need: callbacks run under a lock use
+// respondAsync.
 func (x *exchange) respond(resp kmsg.Response) {
-	x.frame = protocol.AppendResponse(nil, x.req, resp)
-	close(x.done)
+	x.setFrame(resp)
+	x.c.complete(x, true)
 }
 
-// respondChunks completes the exchange with a frame laid out as chunks.
+// respondAsync is respond for a caller that must not block on the socket
+// (a coordinator's callback under its lock): the write, if due, happens on
+// a new goroutine.
+func (x *exchange) respondAsync(resp kmsg.Response) {
+	x.setFrame(resp)
+	x.c.complete(x, false)
+}
+
+func (x *exchange) setFrame(resp kmsg.Response) {
+	buf := frames.Get().(*[]byte)
+	x.frame = protocol.AppendResponse((*buf)[:0], x.req, resp)
+	x.pooled = buf
+}
+
+// respondChunks answers the exchange with a frame laid out as chunks; the
+// calling goroutine may write it, as with respond.
 func (x *exchange) respondChunks(chunks []protocol.Chunk) {
 	x.chunks = chunks
-	close(x.done)
+	x.c.complete(x, true)
 }
 
-// completed reports whether the exchange has its response already.
-func (x *exchange) completed() bool {
-	select {
-	case <-x.done:
-		return true
-	default:
-		return false
+// noResponse answers the exchange without writing anything.
+func (x *exchange) noResponse() { x.c.complete(x, true) }
+
+// completed reports whether the exchange has been answered.
+func (x *exchange) completed() bool { return x.done.Load() }
+
+// release returns the exchange's pooled frame once it is written or dropped.
+func (x *exchange) release() {
+	if x.pooled != nil {
+		if cap(x.frame) <= maxPooledFrame {
+			*x.pooled = x.frame[:0]
+			frames.Put(x.pooled)
+		}
+		x.pooled, x.frame = nil, nil
 	}
+	x.chunks = nil
 }
-
-// noResponse completes the exchange without writing anything.
-func (x *exchange) noResponse() { close(x.done) }
 
 func (c *conn) serve() {
 	defer c.srv.removeConn(c)
-	writerDone := make(chan struct{})
-	go func() {
-		c.writeLoop()
-		close(writerDone)
-	}()
 	c.readLoop()
-	close(c.queue)
-	<-writerDone
+	// Requests already read are answered before the connection closes (a
+	// shutdown stops reading, not answering).
+	c.mu.Lock()
+	c.readDone = true
+	idle := c.n == 0 && !c.writing
+	c.mu.Unlock()
+	if !idle {
+		select {
+		case <-c.drained:
+		case <-c.dead: // a write failed: what is left is dropped
+		}
+	}
 	c.teardown()
 }
 
 func (c *conn) readLoop() {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var buf []byte
+	var clientIDs protocol.ClientIDCache
 	for {
 		frame, err := protocol.ReadFrame(r, c.srv.cfg.SocketRequestMaxBytes, buf)
 		if err != nil {
 			c.logReadError(err)
 			return
 		}
-		req, err := protocol.ParseRequest(frame, c.srv.versions)
+		req, err := protocol.ParseRequestCached(frame, c.srv.versions, &clientIDs)
 		if err != nil {
 			// Unknown keys, versions we do not serve (Produce v0-2 included)
 			// and malformed bodies close the connection, as in Kafka. An
@@ -120,7 +183,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		buf = nil
-		x := &exchange{req: req, done: make(chan struct{})}
+		x := &exchange{c: c, req: req}
 		if !c.enqueue(x) {
 			return
 		}
@@ -148,13 +211,144 @@ func (c *conn) readLoop() {
 	}
 }
 
+// enqueue queues x behind the exchanges not yet written, waiting for a
+// slot while maxInFlight are.
 func (c *conn) enqueue(x *exchange) bool {
 	select {
-	case c.queue <- x:
-		return true
+	case c.slots <- struct{}{}:
 	case <-c.dead:
 		return false
 	}
+	c.mu.Lock()
+	c.ring[(c.head+c.n)%maxInFlight] = x
+	c.n++
+	c.mu.Unlock()
+	return true
+}
+
+// complete marks x answered and, if that lets responses go out and no one
+// else is writing, writes them: on the calling goroutine when inline, else
+// on a new one.
+func (c *conn) complete(x *exchange, inline bool) {
+	c.mu.Lock()
+	if x.done.Swap(true) {
+		c.mu.Unlock()
+		c.logger.Error("request answered twice", "key", x.req.Key, "correlation_id", x.req.CorrelationID)
+		return
+	}
+	if c.writing || c.n == 0 || !c.ring[c.head].done.Load() {
+		c.mu.Unlock()
+		return
+	}
+	c.writing = true
+	if !inline {
+		c.mu.Unlock()
+		go func() {
+			c.mu.Lock()
+			c.writeLocked()
+		}()
+		return
+	}
+	c.writeLocked()
+}
+
+// writeLocked runs the writer role: called with mu held and writing set,
+// it writes every answered exchange at the head of the queue, flushing
+// when none is left, and returns with mu released and the role given up.
+func (c *conn) writeLocked() {
+	var batch [maxInFlight]*exchange
+	dirty := false
+	for {
+		k := 0
+		for c.n > 0 && c.ring[c.head].done.Load() {
+			batch[k] = c.ring[c.head]
+			c.ring[c.head] = nil
+			c.head = (c.head + 1) % maxInFlight
+			c.n--
+			k++
+		}
+		if k == 0 {
+			if dirty {
+				// Flush without the lock, then look again: exchanges
+				// answered meanwhile go out with this role.
+				c.mu.Unlock()
+				err := c.w.Flush()
+				c.mu.Lock()
+				dirty = false
+				if err != nil {
+					c.writeFailedLocked(err)
+				}
+				continue
+			}
+			c.writing = false
+			if c.w != nil {
+				c.w.Reset(nil)
+				writers.Put(c.w)
+				c.w = nil
+			}
+			if c.readDone && c.n == 0 {
+				close(c.drained)
+			}
+			c.mu.Unlock()
+			return
+		}
+		failed := c.failed || c.isDead()
+		c.mu.Unlock()
+
+		var err error
+		closeAfter := false
+		if !failed {
+			if c.w == nil {
+				c.w = writers.Get().(*bufio.Writer)
+				c.w.Reset(c.nc)
+			}
+			for _, x := range batch[:k] {
+				if err = c.writeExchange(x); err != nil || x.closeConn {
+					closeAfter = x.closeConn
+					break
+				}
+			}
+			dirty = err == nil
+			if err == nil && closeAfter {
+				err = c.w.Flush()
+				dirty = false
+			}
+		}
+		for i, x := range batch[:k] {
+			x.release()
+			batch[i] = nil
+			<-c.slots
+		}
+
+		c.mu.Lock()
+		switch {
+		case err != nil:
+			c.writeFailedLocked(err)
+		case closeAfter:
+			c.failed = true
+			c.teardown()
+		}
+	}
+}
+
+// writeFailedLocked drops every later response and closes the connection.
+func (c *conn) writeFailedLocked(err error) {
+	if !c.failed {
+		c.logger.Debug("write failed", "err", err)
+	}
+	c.failed = true
+	c.teardown()
+}
+
+func (c *conn) writeExchange(x *exchange) error {
+	switch {
+	case x.frame != nil:
+		_, err := c.w.Write(x.frame)
+		return err
+	case x.chunks != nil:
+		return c.writeChunks(x.chunks)
+	}
+	return nil
 }
 
 func (c *conn) logReadError(err error) {
@@ -172,51 +366,12 @@ func (c *conn) logReadError(err error) {
 	}
 }
 
-// writeLoop writes responses in request order, batching small frames into one
-// write and sending file regions with sendfile.
-func (c *conn) writeLoop() {
-	w := bufio.NewWriterSize(c.nc, 64<<10)
-	failed := false
-	for x := range c.queue {
-		select {
-		case <-x.done:
-		case <-c.dead:
-			failed = true
-		}
-		if failed {
-			continue // drain the queue so the read loop never blocks
-		}
-		var err error
-		switch {
-		case x.frame != nil:
-			_, err = w.Write(x.frame)
-		case x.chunks != nil:
-			err = c.writeChunks(w, x.chunks)
-		}
-		if err == nil && len(c.queue) == 0 {
-			err = w.Flush()
-		}
-		if err != nil {
-			c.logger.Debug("write failed", "err", err)
-			failed = true
-			c.teardown()
-			continue
-		}
-		if x.closeConn {
-			w.Flush()
-			failed = true
-			c.teardown()
-		}
-	}
-	if !failed {
-		w.Flush()
-	}
-}
-
-func (c *conn) writeChunks(w *bufio.Writer, chunks []protocol.Chunk) error {
+// writeChunks writes a chunked frame: bytes through the buffer, file
+// regions with sendfile after a flush.
+func (c *conn) writeChunks(chunks []protocol.Chunk) error {
 	for _, ch := range chunks {
 		if ch.File == nil {
-			if _, err := w.Write(ch.Bytes); err != nil {
+			if _, err := c.w.Write(ch.Bytes); err != nil {
 				return err
 			}
 			continue
@@ -224,7 +379,7 @@ func (c *conn) writeChunks(w *bufio.Writer, chunks []protocol.Chunk) error {
 		if ch.Len == 0 {
 			continue
 		}
-		if err := w.Flush(); err != nil {
+		if err := c.w.Flush(); err != nil {
 			return err
 		}
 		if err := sendFileRegion(c.nc, ch.File, ch.Pos, ch.Len); err != nil {
@@ -238,6 +393,15 @@ func (c *conn) writeChunks(w *bufio.Writer, chunks []protocol.Chunk) error {
 // responses be written.
 func (c *conn) stopReading() {
 	c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) isDead() bool {
+	select {
+	case <-c.dead:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *conn) teardown() {

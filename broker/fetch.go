@@ -14,10 +14,10 @@ package broker
 // wait expires, or the broker shuts down; the connection's read loop goes on
 // meanwhile and the response keeps its place in the write order.
 //
-// Fetch sessions (KIP-227) are not kept: a request to create one is answered
-// with session id 0, which clients take as "full fetches from now on"; an
-// incremental request gets FETCH_SESSION_ID_NOT_FOUND. Topics are named up to
-// v12 and identified by topic id from v13 (UNKNOWN_TOPIC_ID if unknown).
+// Fetch sessions (KIP-227, fetchsession.go) decide which partitions a
+// request reads (an incremental fetch: every partition of its session) and
+// which the response lists. Topics are named up to v12 and identified by
+// topic id from v13 (UNKNOWN_TOPIC_ID if unknown).
 
 import (
 	"time"
@@ -45,8 +45,10 @@ type fetchOp struct {
 	x       *exchange
 	req     *kmsg.FetchRequest
 	resp    *kmsg.FetchResponse
+	ctx     *fetchContext // the request's fetch session context (fetchsession.go)
 	targets []fetchTarget
 	records [][][]protocol.Chunk
+	chunks  []protocol.Chunk // backing store of records' chunks, refilled by each read
 	hasErr  bool
 	// replica is the fetching follower's broker id, -1 for a consumer.
 	replica     int32
@@ -62,8 +64,9 @@ func handleFetch(c *conn, x *exchange) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(x.req.Version)
 	f.resp = resp
-	if req.SessionID != 0 || req.SessionEpoch > 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	f.ctx = c.srv.fetchSessions.newContext(req, x.req.Version, f.replica >= 0)
+	if f.ctx.kind == fetchSessionError {
+		resp.ErrorCode = f.ctx.errCode
 		x.respondChunks(protocol.AppendFetchResponse(nil, x.req, resp, func(int, int) []protocol.Chunk { return nil }))
 		return
 	}
@@ -78,20 +81,43 @@ func handleFetch(c *conn, x *exchange) {
 	go f.park()
 }
 
-// resolve builds the response skeleton and the list of partitions to read.
+// resolve builds the response skeleton and the list of partitions to read,
+// from the fetch context's partitions: one response topic per group.
 func (f *fetchOp) resolve() {
 	s := f.srv
 	byID := f.x.req.Version >= 13
-	f.records = make([][][]protocol.Chunk, len(f.req.Topics))
-	for ti, rt := range f.req.Topics {
+	parts := f.ctx.parts
+	groups := 0
+	for i := range parts {
+		if i == 0 || parts[i].group != parts[i-1].group {
+			groups++
+		}
+	}
+	// One allocation each for every partition's target, response entry
+	// and record chunks, rather than one per partition.
+	total := len(parts)
+	f.targets = make([]fetchTarget, 0, total)
+	f.chunks = make([]protocol.Chunk, 0, total)
+	partitions := make([]kmsg.FetchResponseTopicPartition, 0, total)
+	records := make([][]protocol.Chunk, total)
+	f.records = make([][][]protocol.Chunk, 0, groups)
+	f.resp.Topics = make([]kmsg.FetchResponseTopic, 0, groups)
+	for i := 0; i < len(parts); {
+		j := i + 1
+		for j < len(parts) && parts[j].group == parts[i].group {
+			j++
+		}
+		group := parts[i:j]
+		ti := len(f.resp.Topics)
 		st := kmsg.NewFetchResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = partitions[len(partitions) : len(partitions) : len(partitions)+len(group)]
+		st.Topic, st.TopicID = group[0].topic, group[0].topicID
 		var lt *localTopic
 		topicCode := int16(0)
 		if byID {
-			lt = s.parts.topicByID(rt.TopicID)
+			lt = s.parts.topicByID(st.TopicID)
 			if lt == nil {
-				if t, ok := s.ctrl.TopicByID(rt.TopicID); ok {
+				if t, ok := s.ctrl.TopicByID(st.TopicID); ok {
 					st.Topic = t.Name
 					topicCode = kerr.NotLeaderForPartition.Code
 				} else {
@@ -101,24 +127,25 @@ func (f *fetchOp) resolve() {
 				st.Topic = lt.name
 			}
 		} else {
-			lt = s.parts.topicByName(rt.Topic)
+			lt = s.parts.topicByName(st.Topic)
 		}
-		f.records[ti] = make([][]protocol.Chunk, len(rt.Partitions))
-		for pi, rp := range rt.Partitions {
+		f.records = append(f.records, records[:len(group):len(group)])
+		records = records[len(group):]
+		for pi, fp := range group {
 			sp := kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
+			sp.Partition = fp.partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
-			ft := fetchTarget{t: ti, p: pi, offset: rp.FetchOffset, max: int64(rp.PartitionMaxBytes), epoch: rp.CurrentLeaderEpoch}
+			ft := fetchTarget{t: ti, p: pi, offset: fp.fetchOffset, max: int64(fp.maxBytes), epoch: fp.leaderEpoch}
 			switch {
 			case topicCode != 0:
 				ft.code = topicCode
 			default:
-				ft.part = lt.partition(rp.Partition)
+				ft.part = lt.partition(fp.partition)
 				if ft.part == nil {
-					ft.code = s.missingPartitionCode(st.Topic, rp.Partition)
+					ft.code = s.missingPartitionCode(st.Topic, fp.partition)
 				} else {
-					ft.code = checkLeader(ft.part, s.cfg.NodeID, rp.CurrentLeaderEpoch)
+					ft.code = checkLeader(ft.part, s.cfg.NodeID, fp.leaderEpoch)
 				}
 			}
 			if ft.code != 0 {
@@ -128,7 +155,9 @@ func (f *fetchOp) resolve() {
 			st.Partitions = append(st.Partitions, sp)
 			f.targets = append(f.targets, ft)
 		}
+		partitions = partitions[:len(partitions)+len(st.Partitions)]
 		f.resp.Topics = append(f.resp.Topics, st)
+		i = j
 	}
 }
 
@@ -188,6 +217,7 @@ func (f *fetchOp) read() bool {
 	var total int64
 	minOne := true
 	errNow := f.hasErr
+	f.chunks = f.chunks[:0]
 	for i := range f.targets {
 		ft := &f.targets[i]
 		if ft.code != 0 || ft.part == nil {
@@ -226,11 +256,11 @@ func (f *fetchOp) read() bool {
 		sp.HighWatermark = hw
 		sp.LastStableOffset = lso
 		sp.LogStartOffset = res.LogStartOffset
-		chunks := f.records[ft.t][ft.p][:0]
+		start := len(f.chunks)
 		for _, sl := range res.Slices {
-			chunks = append(chunks, protocol.Chunk{File: sl.File, Pos: sl.Pos, Len: sl.Len})
+			f.chunks = append(f.chunks, protocol.Chunk{File: sl.File, Pos: sl.Pos, Len: sl.Len})
 		}
-		f.records[ft.t][ft.p] = chunks
+		f.records[ft.t][ft.p] = f.chunks[start:len(f.chunks):len(f.chunks)]
 		if res.Size > 0 {
 			minOne = false
 			total += res.Size
@@ -285,11 +315,52 @@ func (f *fetchOp) park() {
 	}
 }
 
+// finish lets the fetch session see the response (a full fetch creates
+// one, an incremental one keeps only what changed) and answers.
 func (f *fetchOp) finish() {
-	chunks := protocol.AppendFetchResponse(nil, f.x.req, f.resp, func(t, p int) []protocol.Chunk {
-		return f.records[t][p]
+	recordBytes := func(t, p int) int64 {
+		var n int64
+		for _, ch := range f.records[t][p] {
+			n += ch.Size()
+		}
+		return n
+	}
+	resp, records := f.resp, f.records
+	if keep := f.srv.fetchSessions.finishSession(f.ctx, f.resp, recordBytes, f.replica >= 0, f.x.req.Version >= 13); keep != nil {
+		resp, records = keepPartitions(f.resp, f.records, keep)
+	}
+	chunks := protocol.AppendFetchResponse(nil, f.x.req, resp, func(t, p int) []protocol.Chunk {
+		return records[t][p]
 	})
 	f.x.respondChunks(chunks)
+}
+
+// keepPartitions is resp with only the partitions keep selects, those of
+// one topic that end up next to each other in one topic entry, as Kafka's
+// FetchResponse lays them out.
+func keepPartitions(resp *kmsg.FetchResponse, records [][][]protocol.Chunk, keep func(t, p int) bool) (*kmsg.FetchResponse, [][][]protocol.Chunk) {
+	out := *resp
+	out.Topics = nil
+	var outRecords [][][]protocol.Chunk
+	for ti := range resp.Topics {
+		rt := &resp.Topics[ti]
+		for pi := range rt.Partitions {
+			if !keep(ti, pi) {
+				continue
+			}
+			n := len(out.Topics)
+			if n == 0 || out.Topics[n-1].Topic != rt.Topic || out.Topics[n-1].TopicID != rt.TopicID {
+				nt := *rt
+				nt.Partitions = nil
+				out.Topics = append(out.Topics, nt)
+				outRecords = append(outRecords, nil)
+				n++
+			}
+			out.Topics[n-1].Partitions = append(out.Topics[n-1].Partitions, rt.Partitions[pi])
+			outRecords[n-1] = append(outRecords[n-1], records[ti][pi])
+		}
+	}
+	return &out, outRecords
 }
 
 // setAbortedTransactions fills a read_committed partition's aborted

@@ -35,12 +35,12 @@ func groupClient(c *conn, x *exchange) group.Client {
 
 func handleJoinGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.JoinGroupRequest)
-	c.srv.groups().coord.JoinGroup(groupClient(c, x), req, func(r *kmsg.JoinGroupResponse) { x.respond(r) })
+	c.srv.groups().coord.JoinGroup(groupClient(c, x), req, func(r *kmsg.JoinGroupResponse) { x.respondAsync(r) })
 }
 
 func handleSyncGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.SyncGroupRequest)
-	c.srv.groups().coord.SyncGroup(groupClient(c, x), req, func(r *kmsg.SyncGroupResponse) { x.respond(r) })
+	c.srv.groups().coord.SyncGroup(groupClient(c, x), req, func(r *kmsg.SyncGroupResponse) { x.respondAsync(r) })
 }
 
 func handleHeartbeat(c *conn, x *exchange) {

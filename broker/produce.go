@@ -40,9 +40,11 @@ func handleProduce(c *conn, x *exchange) {
 	anyErr := false
 	var pending []pendingAck
 	var leaders map[int32]bool // named in CurrentLeader fields (KIP-951)
+	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 		lt := s.parts.topicByName(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()

@@ -52,6 +52,8 @@ type Server struct {
 	fetchers *replicaFetchers
 	// interBroker holds the clients for requests to other brokers.
 	interBroker interBrokerClients
+	// fetchSessions holds the incremental fetch sessions (KIP-227).
+	fetchSessions *fetchSessionCache
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -91,6 +93,7 @@ func New(cfg Config) (*Server, error) {
 	s.versions = s.handlers.versionTable()
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchers = newReplicaFetchers(s)
+	s.fetchSessions = newFetchSessionCache(fetchSessionSlots(cfg.Props))
 	return s, nil
 }
 

@@ -44,7 +44,18 @@ func (c Chunk) Size() int64 {
 // cannot overwrite the next.
 func AppendFetchResponse(dst []Chunk, req *Request, resp *kmsg.FetchResponse, records func(t, p int) []Chunk) []Chunk {
 	resp.Version = req.Body.GetVersion()
-	w := fetchWriter{dst: dst, first: len(dst)}
+	// Size the fixed fields and the chunk list once: at most a
+	// record-set chunk and a bytes chunk after it per partition.
+	size, parts := 64, 0
+	for i := range resp.Topics {
+		size += 48 + len(resp.Topics[i].Topic)
+		parts += len(resp.Topics[i].Partitions)
+	}
+	size += 64 * parts
+	if dst == nil {
+		dst = make([]Chunk, 0, 2*parts+2)
+	}
+	w := fetchWriter{dst: dst, first: len(dst), buf: make([]byte, 0, size)}
 	version := resp.Version
 	flexible := resp.IsFlexible()
 

@@ -41,6 +41,17 @@ func (r *Request) ClientIDString() string {
 // shares memory with frame: the caller must not reuse frame while the
 // request is alive.
 func ParseRequest(frame []byte, table VersionTable) (*Request, error) {
+	return ParseRequestCached(frame, table, nil)
+}
+
+// ClientIDCache holds the last client id a connection sent: clients send
+// the same one with every request, which then costs no allocation. The
+// cached string is shared by the requests that carry it.
+type ClientIDCache struct{ last *string }
+
+// ParseRequestCached is ParseRequest reusing the client id in cache (nil:
+// none) when the request carries the same one.
+func ParseRequestCached(frame []byte, table VersionTable, cache *ClientIDCache) (*Request, error) {
 	r := wireReader{src: frame}
 	key := r.int16()
 	version := r.int16()
@@ -71,7 +82,7 @@ func ParseRequest(frame []byte, table VersionTable) (*Request, error) {
 		req.HeaderVersion = 1
 	}
 	if req.HeaderVersion >= 1 {
-		req.ClientID = r.nullableString()
+		req.ClientID = r.nullableStringCached(cache)
 	}
 	if req.HeaderVersion >= 2 {
 		r.skipTags()

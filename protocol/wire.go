@@ -140,8 +140,9 @@ func (r *wireReader) span(n int) []byte {
 	return v
 }
 
-// nullableString reads an int16-length nullable string (header client id).
-func (r *wireReader) nullableString() *string {
+// nullableStringCached reads an int16-length nullable string (header
+// client id), returning the cached one when the bytes are the same.
+func (r *wireReader) nullableStringCached(cache *ClientIDCache) *string {
 	n := r.int16()
 	if r.err != nil || n < 0 {
 		// Kafka's generated header reader treats any negative length as null.
@@ -151,7 +152,13 @@ func (r *wireReader) nullableString() *string {
 	if r.err != nil {
 		return nil
 	}
+	if cache != nil && cache.last != nil && *cache.last == string(b) {
+		return cache.last
+	}
 	s := string(b)
+	if cache != nil {
+		cache.last = &s
+	}
 	return &s
 }
 
