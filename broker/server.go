@@ -1,7 +1,9 @@
 // Package broker is Strait's Kafka broker: it owns the listeners, the client
-// connections (a read goroutine and an ordered write goroutine each), the
-// dispatch of requests to one handler per API (one file per API, each opening
-// with its behaviour and versions), and the partitions this node hosts.
+// connections (a read goroutine each; responses are written in order by the
+// goroutine that completes them, see conn.go), the dispatch of requests to
+// one handler per API (one file per API, each opening with its behaviour and
+// versions), the partitions this node hosts and their replication
+// (replica.go for the leader's side, replica_fetcher.go for the follower's).
 //
 // Lifecycle, modelled on etcd's embed: New validates the configuration, Start
 // binds the listeners, starts (or connects to) etcd, registers the broker and
