@@ -57,12 +57,19 @@ func readCheckpoint(fsys FS, dir, name string) (offset int64, ok bool, err error
 
 // writeCheckpoint atomically replaces a checkpoint file.
 func writeCheckpoint(fsys FS, dir, name string, offset int64) error {
-	path := filepath.Join(dir, name)
+	return replaceFile(fsys, dir, filepath.Join(dir, name), []byte("0\n"+strconv.FormatInt(offset, 10)+"\n"))
+}
+
+// replaceFile atomically replaces path (in dir) with data: written to
+// path.tmp, fsynced, renamed over path, the directory fsynced; the
+// temporary file is removed on failure. Checkpoints, the leader epoch
+// checkpoint and producer snapshots are all written this way.
+func replaceFile(fsys FS, dir, path string, data []byte) error {
 	f, err := fsys.OpenFile(path+checkpointTmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteAt([]byte("0\n"+strconv.FormatInt(offset, 10)+"\n"), 0)
+	_, err = f.WriteAt(data, 0)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -74,6 +81,9 @@ func writeCheckpoint(fsys FS, dir, name string, offset int64) error {
 	}
 	if err == nil {
 		err = fsys.SyncDir(dir)
+	}
+	if err != nil {
+		_ = fsys.Remove(path + checkpointTmp)
 	}
 	return err
 }

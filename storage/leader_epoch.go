@@ -141,28 +141,7 @@ func writeEpochCheckpoint(fsys FS, dir string, entries []EpochEntry) error {
 		b = strconv.AppendInt(b, e.StartOffset, 10)
 		b = append(b, '\n')
 	}
-	path := filepath.Join(dir, leaderEpochFile)
-	f, err := fsys.OpenFile(path+checkpointTmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteAt(b, 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(path+checkpointTmp, path)
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	if err != nil {
-		_ = fsys.Remove(path + checkpointTmp)
-	}
-	return err
+	return replaceFile(fsys, dir, filepath.Join(dir, leaderEpochFile), b)
 }
 
 // set persists entries and then makes them the cache's; on failure the

@@ -122,28 +122,7 @@ func decodeProducerSnapshot(b []byte) ([]*producerStateEntry, error) {
 
 // writeProducerSnapshot atomically writes the snapshot file for offset.
 func writeProducerSnapshot(fsys FS, dir string, offset int64, data []byte) error {
-	path := producerSnapshotPath(dir, offset)
-	f, err := fsys.OpenFile(path+checkpointTmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteAt(data, 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(path+checkpointTmp, path)
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	if err != nil {
-		_ = fsys.Remove(path + checkpointTmp)
-	}
-	return err
+	return replaceFile(fsys, dir, producerSnapshotPath(dir, offset), data)
 }
 
 // maxProducerSnapshotBytes bounds what readProducerSnapshot allocates: far
