@@ -94,7 +94,16 @@ EOF
   echo "127.0.0.1:$port" >"$dir/address"
   # A cluster id as StorageTool random-uuid makes it, without a second JVM start.
   local id
-  id="$(python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')"
+  # Like Kafka's Uuid.randomUuid, never one starting with "-" (the tool's
+  # argument parser would take it for an option: 1 run in 64 failed so).
+  id="$(python3 -c '
+import base64, uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not s.startswith("-"):
+        print(s)
+        break
+')"
   # shellcheck disable=SC2046
   $(java_cmd) -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$lib/*" \
     kafka.tools.StorageTool format --standalone -t "$id" -c "$dir/server.properties" >"$dir/format.log" 2>&1 ||
