@@ -429,7 +429,7 @@ func (pm *partitionManager) maintenanceLoop() {
 			return
 		case now := <-t.C:
 			checkRetention, expire, checkpoint := retention.due(now), expiry.due(now), hwCheckpoint.due(now)
-			lagMax := pm.srv.replicaLagMax()
+			lagMax := pm.srv.replica.lagMax
 			pm.forEach(func(p *partition) {
 				pm.maintain(p, now, checkRetention, expire)
 				pm.srv.maybeShrinkISR(p, now, lagMax)

@@ -83,9 +83,28 @@ func (w *ackWaiter) complete(code int16) {
 	}
 }
 
-// replicaLagMax is replica.lag.time.max.ms.
-func (s *Server) replicaLagMax() time.Duration {
-	return time.Duration(s.coordinatorSetting(s.cfg.Props, "replica.lag.time.max.ms", 30000, 1)) * time.Millisecond
+// replicaSettings are the replication keys, read once from the broker
+// properties (they are static): the high watermark and the fetchers use them
+// on every append and fetch.
+type replicaSettings struct {
+	lagMax             time.Duration // replica.lag.time.max.ms
+	fetchBackoff       time.Duration // replica.fetch.backoff.ms
+	fetchWaitMaxMs     int32         // replica.fetch.wait.max.ms
+	fetchMinBytes      int32         // replica.fetch.min.bytes
+	fetchResponseBytes int32         // replica.fetch.response.max.bytes
+	fetchMaxBytes      int32         // replica.fetch.max.bytes
+}
+
+func (s *Server) replicaSettingsFrom(props map[string]string) replicaSettings {
+	num := func(key string, def, min int64) int64 { return s.coordinatorSetting(props, key, def, min) }
+	return replicaSettings{
+		lagMax:             time.Duration(num("replica.lag.time.max.ms", 30000, 1)) * time.Millisecond,
+		fetchBackoff:       time.Duration(num("replica.fetch.backoff.ms", 1000, 0)) * time.Millisecond,
+		fetchWaitMaxMs:     int32(num("replica.fetch.wait.max.ms", 500, 0)),
+		fetchMinBytes:      int32(num("replica.fetch.min.bytes", 1, 0)),
+		fetchResponseBytes: int32(num("replica.fetch.response.max.bytes", 10<<20, 0)),
+		fetchMaxBytes:      int32(num("replica.fetch.max.bytes", 1<<20, 0)),
+	}
 }
 
 // becomeLeader starts a leadership at pi's epoch: the epoch begins at the
@@ -181,7 +200,7 @@ func (s *Server) advanceHighWatermark(p *partition) bool {
 	if st == nil || st.Leader != s.cfg.NodeID {
 		return false
 	}
-	lagMax := s.replicaLagMax()
+	lagMax := s.replica.lagMax
 	now := time.Now()
 	r := &p.repl
 	r.mu.Lock()

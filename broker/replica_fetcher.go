@@ -20,8 +20,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -161,9 +159,7 @@ func (f *replicaFetcher) stop() {
 }
 
 // backoff is replica.fetch.backoff.ms.
-func (f *replicaFetcher) backoff() time.Duration {
-	return time.Duration(f.srv.coordinatorSetting(f.srv.cfg.Props, "replica.fetch.backoff.ms", 1000, 0)) * time.Millisecond
-}
+func (f *replicaFetcher) backoff() time.Duration { return f.srv.replica.fetchBackoff }
 
 func (f *replicaFetcher) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -241,21 +237,10 @@ func (f *replicaFetcher) run() {
 	}
 }
 
-// leaderAddr is the leader's first advertised endpoint.
-func (f *replicaFetcher) leaderAddr() (string, error) {
-	for _, b := range f.srv.ctrl.Brokers() {
-		if b.NodeID == f.leader && len(b.Endpoints) > 0 {
-			ep := b.Endpoints[0]
-			return net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), nil
-		}
-	}
-	return "", fmt.Errorf("leader %d is not registered", f.leader)
-}
-
 func (f *replicaFetcher) ensureClient() error {
-	addr, err := f.leaderAddr()
-	if err != nil {
-		return err
+	addr, ok := f.srv.brokerAddr(f.leader)
+	if !ok {
+		return fmt.Errorf("leader %d is not registered", f.leader)
 	}
 	if f.client != nil && f.clientAddr == addr {
 		return nil
@@ -421,10 +406,10 @@ func (f *replicaFetcher) fetchOnce() (progressed bool, err error) {
 	req.ReplicaID = s.cfg.NodeID
 	req.ReplicaState.ID = s.cfg.NodeID
 	req.ReplicaState.Epoch = s.ctrl.BrokerEpoch()
-	req.MaxWaitMillis = int32(s.coordinatorSetting(s.cfg.Props, "replica.fetch.wait.max.ms", 500, 0))
-	req.MinBytes = int32(s.coordinatorSetting(s.cfg.Props, "replica.fetch.min.bytes", 1, 0))
-	req.MaxBytes = int32(s.coordinatorSetting(s.cfg.Props, "replica.fetch.response.max.bytes", 10<<20, 0))
-	partMax := int32(s.coordinatorSetting(s.cfg.Props, "replica.fetch.max.bytes", 1<<20, 0))
+	req.MaxWaitMillis = s.replica.fetchWaitMaxMs
+	req.MinBytes = s.replica.fetchMinBytes
+	req.MaxBytes = s.replica.fetchResponseBytes
+	partMax := s.replica.fetchMaxBytes
 	req.SessionEpoch = -1 // full fetches, no session
 	byTopic := map[[16]byte]int{}
 	sentBy := map[[16]byte]map[int32]sent{}

@@ -50,8 +50,10 @@ type Server struct {
 	dynCfg   *dynamicConfigs
 	groupSvc *groupService
 	txnSvc   *txnService
-	// fetchers replicate the partitions this broker follows.
+	// fetchers replicate the partitions this broker follows, with the
+	// replication settings in replica.
 	fetchers *replicaFetchers
+	replica  replicaSettings
 	// interBroker holds the clients for requests to other brokers.
 	interBroker interBrokerClients
 	// fetchSessions holds the incremental fetch sessions (KIP-227).
@@ -94,6 +96,7 @@ func New(cfg Config) (*Server, error) {
 	s.handlers = newHandlerTable()
 	s.versions = s.handlers.versionTable()
 	s.dynCfg = newDynamicConfigs(s)
+	s.replica = s.replicaSettingsFrom(cfg.Props)
 	s.fetchers = newReplicaFetchers(s)
 	s.fetchSessions = newFetchSessionCache(fetchSessionSlots(cfg.Props))
 	return s, nil
