@@ -1,14 +1,52 @@
 package broker
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strait/strait/controller"
 	"github.com/strait/strait/storage"
 )
+
+// ensureInternalTopic returns a coordinator's internal topic, creating it on
+// first use (Kafka creates __consumer_offsets and __transaction_state when a
+// client first asks for their coordinator). mu keeps this broker to one
+// creation at a time; another broker creating it meanwhile is no error. The
+// replication factor is capped at the live brokers, so a small cluster can
+// still start, and request builds the creation for that factor. loaded runs
+// after a creation, so the coordinator loads the partitions it now leads.
+func (s *Server) ensureInternalTopic(mu *sync.Mutex, name string, rf int16, request func(rf int16) controller.CreateTopicRequest, loaded func()) (controller.TopicInfo, error) {
+	if t, ok := s.ctrl.Topic(name); ok {
+		return t, nil
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if t, ok := s.ctrl.Topic(name); ok {
+		return t, nil
+	}
+	if live := int16(len(s.ctrl.Brokers())); live > 0 && rf > live {
+		rf = live
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := request(rf)
+	req.Name, req.ReplicationFactor, req.Internal = name, rf, true
+	t, err := s.ctrl.CreateTopic(ctx, req)
+	if err != nil {
+		if t, ok := s.ctrl.Topic(name); ok {
+			return t, nil // created by another broker meanwhile
+		}
+		return controller.TopicInfo{}, err
+	}
+	s.logger.Info("created internal topic", "topic", name, "partitions", len(t.Partitions), "replication_factor", rf)
+	loaded()
+	return t, nil
+}
 
 // internalTopicLog is what the group and transaction coordinators need of
 // their internal topic (__consumer_offsets, __transaction_state): its

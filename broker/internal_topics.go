@@ -10,7 +10,6 @@ package broker
 // Server has no field for it yet: see groupService.
 
 import (
-	"context"
 	"math"
 	"strconv"
 	"strings"
@@ -143,41 +142,16 @@ func (s *Server) startGroupService() *groupService {
 // offsets.topic.num.partitions partitions, offsets.topic.replication.factor
 // replicas (at most the live brokers).
 func (g *groupService) ensureOffsetsTopic() (controller.TopicInfo, error) {
-	s := g.srv
-	if t, ok := s.ctrl.Topic(group.TopicName); ok {
-		return t, nil
-	}
-	g.createMu.Lock()
-	defer g.createMu.Unlock()
-	if t, ok := s.ctrl.Topic(group.TopicName); ok {
-		return t, nil
-	}
-	rf := g.settings.replicationFactor
-	if live := int16(len(s.ctrl.Brokers())); live > 0 && rf > live {
-		rf = live
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	t, err := s.ctrl.CreateTopic(ctx, controller.CreateTopicRequest{
-		Name:              group.TopicName,
-		NumPartitions:     g.settings.coord.NumPartitions,
-		ReplicationFactor: rf,
-		Configs: map[string]string{
-			"cleanup.policy":   "compact",
-			"segment.bytes":    strconv.FormatInt(g.settings.segmentBytes, 10),
-			"compression.type": "producer",
-		},
-		Internal: true,
-	})
-	if err != nil {
-		if t, ok := s.ctrl.Topic(group.TopicName); ok {
-			return t, nil // created by another broker meanwhile
+	return g.srv.ensureInternalTopic(&g.createMu, group.TopicName, g.settings.replicationFactor, func(int16) controller.CreateTopicRequest {
+		return controller.CreateTopicRequest{
+			NumPartitions: g.settings.coord.NumPartitions,
+			Configs: map[string]string{
+				"cleanup.policy":   "compact",
+				"segment.bytes":    strconv.FormatInt(g.settings.segmentBytes, 10),
+				"compression.type": "producer",
+			},
 		}
-		return controller.TopicInfo{}, err
-	}
-	s.logger.Info("created offsets topic", "topic", group.TopicName, "partitions", len(t.Partitions), "replication_factor", rf)
-	g.coord.LoadOwned()
-	return t, nil
+	}, g.coord.LoadOwned)
 }
 
 // offsetsTopic implements group.Log and group.Metadata over the broker's

@@ -109,42 +109,17 @@ func (s *Server) startTxnService() {
 // partitions, transaction.state.log.replication.factor replicas (at most
 // the live brokers).
 func (t *txnService) ensureTopic() (controller.TopicInfo, error) {
-	s := t.srv
-	if ti, ok := s.ctrl.Topic(txn.TopicName); ok {
-		return ti, nil
-	}
-	t.createMu.Lock()
-	defer t.createMu.Unlock()
-	if ti, ok := s.ctrl.Topic(txn.TopicName); ok {
-		return ti, nil
-	}
-	rf := t.settings.replicationFactor
-	if live := int16(len(s.ctrl.Brokers())); live > 0 && rf > live {
-		rf = live
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ti, err := s.ctrl.CreateTopic(ctx, controller.CreateTopicRequest{
-		Name:              txn.TopicName,
-		NumPartitions:     t.settings.numPartitions,
-		ReplicationFactor: rf,
-		Configs: map[string]string{
-			"cleanup.policy":      "compact",
-			"compression.type":    "uncompressed",
-			"segment.bytes":       strconv.FormatInt(t.settings.segmentBytes, 10),
-			"min.insync.replicas": strconv.FormatInt(min(t.settings.minISR, int64(rf)), 10),
-		},
-		Internal: true,
-	})
-	if err != nil {
-		if ti, ok := s.ctrl.Topic(txn.TopicName); ok {
-			return ti, nil // created by another broker meanwhile
+	return t.srv.ensureInternalTopic(&t.createMu, txn.TopicName, t.settings.replicationFactor, func(rf int16) controller.CreateTopicRequest {
+		return controller.CreateTopicRequest{
+			NumPartitions: t.settings.numPartitions,
+			Configs: map[string]string{
+				"cleanup.policy":      "compact",
+				"compression.type":    "uncompressed",
+				"segment.bytes":       strconv.FormatInt(t.settings.segmentBytes, 10),
+				"min.insync.replicas": strconv.FormatInt(min(t.settings.minISR, int64(rf)), 10),
+			},
 		}
-		return controller.TopicInfo{}, err
-	}
-	s.logger.Info("created transaction state topic", "topic", txn.TopicName, "partitions", len(ti.Partitions), "replication_factor", rf)
-	t.coord.LoadOwned()
-	return ti, nil
+	}, t.coord.LoadOwned)
 }
 
 // NewProducerID implements txn.Broker from this service's block of ids.
