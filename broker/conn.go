@@ -35,22 +35,31 @@ const maxInFlight = 64
 // behind one not yet answered, leaves it queued for the writer. The writer
 // writes every answered exchange at the head, flushes once no more are
 // answered, and gives the role up; its buffer comes from a pool, so an idle
-// connection holds no write buffer and no second goroutine.
+// connection holds no write buffer and no second goroutine. Nor does it hold
+// a read buffer: the read loop's goes back to a pool while the socket is
+// empty (connReader), and the logger and the queue are built when first
+// needed, so an idle connection is its read goroutine's stack and about a
+// kilobyte of heap.
 type conn struct {
 	srv      *Server
 	nc       net.Conn
 	listener string
-	logger   *slog.Logger
+	logp     atomic.Pointer[slog.Logger] // built by logger on first use
+
+	rd connReader // the read loop's; holds a buffer only while there are bytes to read
 
 	slots chan struct{} // one per exchange read and not yet written (maxInFlight)
 
-	mu       sync.Mutex
-	ring     [maxInFlight]*exchange // exchanges not yet written, in request order
-	head, n  int                    // ring[head] is the oldest of n
-	writing  bool                   // a goroutine holds the writer role
-	failed   bool                   // a write failed or the connection closes: responses are dropped
-	readDone bool                   // the read loop has returned
-	drained  chan struct{}          // closed once readDone and nothing is queued or being written
+	mu sync.Mutex
+	// ring holds the exchanges not yet written, in request order; it is
+	// allocated by the first enqueue and doubles, up to maxInFlight, as
+	// more are in flight at once.
+	ring     []*exchange
+	head, n  int           // ring[head] is the oldest of n
+	writing  bool          // a goroutine holds the writer role
+	failed   bool          // a write failed or the connection closes: responses are dropped
+	readDone bool          // the read loop has returned
+	drained  chan struct{} // closed once readDone and nothing is queued or being written
 
 	w *bufio.Writer // the writer role's buffer (from writers), nil without the role
 
@@ -82,19 +91,34 @@ var (
 
 const maxPooledFrame = 64 << 10
 
+// writeBatch is how many answered exchanges the writer takes from the queue
+// at a time.
+const writeBatch = 16
+
 func newConn(s *Server, nc net.Conn, listenerName string) *conn {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	return &conn{
+	c := &conn{
 		srv:      s,
 		nc:       nc,
 		listener: listenerName,
-		logger:   s.logger.With("remote", nc.RemoteAddr().String(), "listener", listenerName),
 		slots:    make(chan struct{}, maxInFlight),
 		drained:  make(chan struct{}),
 		dead:     make(chan struct{}),
 	}
+	c.rd.init(nc)
+	return c
+}
+
+// logger is the connection's logger (the server's, with the remote address
+// and listener), built when the connection first logs: most never do.
+func (c *conn) logger() *slog.Logger {
+	if l := c.logp.Load(); l != nil {
+		return l
+	}
+	c.logp.CompareAndSwap(nil, c.srv.logger.With("remote", c.nc.RemoteAddr().String(), "listener", c.listener))
+	return c.logp.Load()
 }
 
 // respond answers the exchange with a kmsg response. The calling
@@ -164,11 +188,11 @@ func (c *conn) serve() {
 }
 
 func (c *conn) readLoop() {
-	r := bufio.NewReaderSize(c.nc, 64<<10)
+	defer c.rd.close()
 	var buf []byte
 	var clientIDs protocol.ClientIDCache
 	for {
-		frame, err := protocol.ReadFrame(r, c.srv.cfg.SocketRequestMaxBytes, buf)
+		frame, err := protocol.ReadFrame(&c.rd, c.srv.cfg.SocketRequestMaxBytes, buf)
 		if err != nil {
 			c.logReadError(err)
 			return
@@ -179,7 +203,7 @@ func (c *conn) readLoop() {
 			// and malformed bodies close the connection, as in Kafka. An
 			// ApiVersions at an unknown version is not an error: it parses
 			// to a v0 request that is answered with UNSUPPORTED_VERSION.
-			c.logger.Warn("closing connection: bad request", "err", err)
+			c.logger().Warn("closing connection: bad request", "err", err)
 			return
 		}
 		buf = nil
@@ -191,7 +215,7 @@ func (c *conn) readLoop() {
 		if h.fn == nil {
 			// ParseRequest only passes keys from the table, which is built
 			// from the handlers; this is a programming error, not bad input.
-			c.logger.Error("no handler for api key", "key", req.Key)
+			c.logger().Error("no handler for api key", "key", req.Key)
 			x.noResponse()
 			return
 		}
@@ -220,10 +244,24 @@ func (c *conn) enqueue(x *exchange) bool {
 		return false
 	}
 	c.mu.Lock()
-	c.ring[(c.head+c.n)%maxInFlight] = x
+	if c.n == len(c.ring) {
+		c.growRingLocked()
+	}
+	c.ring[(c.head+c.n)%len(c.ring)] = x
 	c.n++
 	c.mu.Unlock()
 	return true
+}
+
+// growRingLocked doubles the ring (4 entries at first), keeping the queued
+// exchanges in order from index 0. The slots bound n, so it never grows past
+// maxInFlight.
+func (c *conn) growRingLocked() {
+	ring := make([]*exchange, max(4, 2*len(c.ring)))
+	for i := range c.n {
+		ring[i] = c.ring[(c.head+i)%len(c.ring)]
+	}
+	c.ring, c.head = ring, 0
 }
 
 // complete marks x answered and, if that lets responses go out and no one
@@ -233,7 +271,7 @@ func (c *conn) complete(x *exchange, inline bool) {
 	c.mu.Lock()
 	if x.done.Swap(true) {
 		c.mu.Unlock()
-		c.logger.Error("request answered twice", "key", x.req.Key, "correlation_id", x.req.CorrelationID)
+		c.logger().Error("request answered twice", "key", x.req.Key, "correlation_id", x.req.CorrelationID)
 		return
 	}
 	if c.writing || c.n == 0 || !c.ring[c.head].done.Load() {
@@ -256,14 +294,17 @@ func (c *conn) complete(x *exchange, inline bool) {
 // it writes every answered exchange at the head of the queue, flushing
 // when none is left, and returns with mu released and the role given up.
 func (c *conn) writeLocked() {
-	var batch [maxInFlight]*exchange
+	// At most writeBatch exchanges are taken at a time (more are taken on
+	// the next turn), which keeps this frame, on the read goroutine's
+	// stack, small.
+	var batch [writeBatch]*exchange
 	dirty := false
 	for {
 		k := 0
-		for c.n > 0 && c.ring[c.head].done.Load() {
+		for k < writeBatch && c.n > 0 && c.ring[c.head].done.Load() {
 			batch[k] = c.ring[c.head]
 			c.ring[c.head] = nil
-			c.head = (c.head + 1) % maxInFlight
+			c.head = (c.head + 1) % len(c.ring)
 			c.n--
 			k++
 		}
@@ -334,7 +375,7 @@ func (c *conn) writeLocked() {
 // writeFailedLocked drops every later response and closes the connection.
 func (c *conn) writeFailedLocked(err error) {
 	if !c.failed {
-		c.logger.Debug("write failed", "err", err)
+		c.logger().Debug("write failed", "err", err)
 	}
 	c.failed = true
 	c.teardown()
@@ -356,13 +397,13 @@ func (c *conn) logReadError(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		c.logger.Debug("connection closed mid-frame")
+		c.logger().Debug("connection closed mid-frame")
 	default:
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			return // stopReading during shutdown
 		}
-		c.logger.Warn("closing connection", "err", err)
+		c.logger().Warn("closing connection", "err", err)
 	}
 }
 
