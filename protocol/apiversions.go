@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"sort"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -98,10 +99,16 @@ func ApiVersionsResponseWithFeatures(req *Request, table VersionTable, f Feature
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	resp.ApiKeys = make([]kmsg.ApiVersionsResponseApiKey, 0, len(keys))
+	maxDecodable := kmsgMaxVersions()
 	for _, k := range keys {
-		if vr, _, ok := decodableRange(table, k); ok {
-			resp.ApiKeys = append(resp.ApiKeys, apiKeyEntry(k, vr))
+		kmsgMax, ok := maxDecodable[k]
+		if !ok {
+			continue
 		}
+		vr := table[k]
+		vr.Max = min(vr.Max, kmsgMax)
+		resp.ApiKeys = append(resp.ApiKeys, apiKeyEntry(k, vr))
 	}
 	if resp.Version < 3 {
 		return resp
@@ -129,6 +136,23 @@ func ApiVersionsResponseWithFeatures(req *Request, table VersionTable, f Feature
 	resp.FinalizedFeaturesEpoch = f.Epoch
 	return resp
 }
+
+// kmsgMaxVersions is, for every API key kmsg knows, the newest version it
+// decodes: what decodableRange caps the table with, computed once rather
+// than with a new request value per key on every ApiVersions.
+var kmsgMaxVersions = sync.OnceValue(func() map[int16]int16 {
+	m := make(map[int16]int16)
+	for k := int16(0); k <= maxAPIKeyProbe; k++ {
+		if body := kmsg.RequestForKey(k); body != nil {
+			m[k] = body.MaxVersion()
+		}
+	}
+	return m
+})
+
+// maxAPIKeyProbe bounds the keys kmsgMaxVersions asks kmsg about (Kafka's
+// keys stop below 100).
+const maxAPIKeyProbe = 200
 
 func apiKeyEntry(key int16, vr VersionRange) kmsg.ApiVersionsResponseApiKey {
 	k := kmsg.NewApiVersionsResponseApiKey()
