@@ -98,6 +98,9 @@ const writeBatch = 16
 func newConn(s *Server, nc net.Conn, listenerName string) *conn {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+		// Fetch responses to a client on this host are not paced
+		// (sendfile_linux.go): two system calls per connection.
+		unpaceLoopback(tc)
 	}
 	c := &conn{
 		srv:      s,

@@ -17,7 +17,12 @@ package broker
 // Fetch sessions (KIP-227, fetchsession.go) decide which partitions a
 // request reads (an incremental fetch: every partition of its session) and
 // which the response lists. Topics are named up to v12 and identified by
-// topic id from v13 (UNKNOWN_TOPIC_ID if unknown).
+// topic id from v13 (UNKNOWN_TOPIC_ID if unknown). From v16 a partition
+// answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current
+// leader, and node_endpoints that leader's endpoint (KIP-951).
+//
+// A consumer on the same host (a loopback connection) gets its responses
+// without BBR's pacing (newConn calls unpaceLoopback, sendfile_linux.go).
 
 import (
 	"time"
@@ -325,6 +330,7 @@ func (f *fetchOp) finish() {
 		}
 		return n
 	}
+	f.pointToLeaders()
 	resp, records := f.resp, f.records
 	if keep := f.srv.fetchSessions.finishSession(f.ctx, f.resp, recordBytes, f.replica >= 0, f.x.req.Version >= 13); keep != nil {
 		resp, records = keepPartitions(f.resp, f.records, keep)
@@ -333,6 +339,56 @@ func (f *fetchOp) finish() {
 		return records[t][p]
 	})
 	f.x.respondChunks(chunks)
+}
+
+// pointToLeaders, from Fetch v16 (KIP-951), names the current leader and
+// leader epoch of every partition answered NOT_LEADER_OR_FOLLOWER or
+// FENCED_LEADER_EPOCH, and lists those leaders in node_endpoints on the
+// client's listener, so a consumer goes to the new leader without waiting
+// for a metadata refresh. As Kafka's KafkaApis.handleFetchRequest
+// (getCurrentLeader): the partition's state on this broker when it hosts
+// it, else the metadata; a leader that is not a live broker is named
+// without an endpoint.
+func (f *fetchOp) pointToLeaders() {
+	if f.x.req.Version < 16 {
+		return
+	}
+	var leaders map[int32]bool
+	for i := range f.targets {
+		ft := &f.targets[i]
+		rt := &f.resp.Topics[ft.t]
+		sp := &rt.Partitions[ft.p]
+		if sp.ErrorCode != kerr.NotLeaderForPartition.Code && sp.ErrorCode != kerr.FencedLeaderEpoch.Code {
+			continue
+		}
+		id, epoch := f.srv.currentLeader(ft.part, rt.Topic, sp.Partition)
+		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
+		if id >= 0 {
+			if leaders == nil {
+				leaders = map[int32]bool{}
+			}
+			leaders[id] = true
+		}
+	}
+	for _, b := range f.srv.leaderEndpoints(leaders, f.c.listener, nil) {
+		nb := kmsg.NewFetchResponseBroker()
+		nb.NodeID, nb.Host, nb.Port, nb.Rack = b.NodeID, b.Host, b.Port, b.Rack
+		f.resp.Brokers = append(f.resp.Brokers, nb)
+	}
+}
+
+// currentLeader is a partition's leader and leader epoch: from its state on
+// this broker if hosted here, else from the metadata; -1, -1 if unknown.
+func (s *Server) currentLeader(p *partition, topic string, idx int32) (leader, epoch int32) {
+	if p != nil {
+		if st := p.state.Load(); st != nil {
+			return st.Leader, st.LeaderEpoch
+		}
+	}
+	if t, ok := s.ctrl.Topic(topic); ok && idx >= 0 && int(idx) < len(t.Partitions) {
+		return t.Partitions[idx].Leader, t.Partitions[idx].LeaderEpoch
+	}
+	return -1, -1
 }
 
 // keepPartitions is resp with only the partitions keep selects, those of
