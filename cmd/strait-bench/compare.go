@@ -33,8 +33,11 @@ type compareOptions struct {
 	scaleLimit         time.Duration // longest one topic of a scaling step may take to serve
 	kfakeRounds        int           // kfake keeps every record in memory: fewer rounds
 	kfakeMaxPartitions int
-	skip               map[string]bool
-	log                io.Writer
+	// equalConsume has every broker's consume phase read the same number of
+	// records in a round (the fewest any produced), not all it produced.
+	equalConsume bool
+	skip         map[string]bool
+	log          io.Writer
 }
 
 // phases that -skip names.
@@ -246,6 +249,8 @@ func (o compareOptions) runScenarioRounds(ctx context.Context, rep *CompareRepor
 		for si, s := range o.scenarios {
 			order := rotate(o.targets, r+si)
 			byKind := map[string]*ScenarioResult{}
+			type span struct{ from, to offsets }
+			produced := map[string]span{}
 			for _, kind := range order {
 				p := procs[kind]
 				if p == nil || ctx.Err() != nil || (kind == kindKfake && r > o.kfakeRounds) {
@@ -253,10 +258,38 @@ func (o compareOptions) runScenarioRounds(ctx context.Context, rep *CompareRepor
 				}
 				res := &ScenarioResult{Scenario: s.Name, Target: kind, Round: r}
 				s.Topic = topics[kind][si]
-				if err := runThroughput(ctx, []string{p.addr}, s, pool, true, p.cpuTime, res); err != nil {
+				from, to, err := runProduce(ctx, []string{p.addr}, s, pool, p.cpuTime, res)
+				if err != nil {
 					res.Error = err.Error()
+				} else {
+					produced[kind] = span{from, to}
 				}
 				byKind[kind] = res
+			}
+			// The consume phases come after every broker's produce phase,
+			// in the same order. With equalConsume each reads as many
+			// records as the broker (kfake aside) that produced the fewest:
+			// a broker that acknowledges faster gets more data written in
+			// the same 2 s, and reading 2x more data in a phase of under a
+			// second is a different measurement (client start-up, the
+			// consumer's heap growth and the page cache weigh differently).
+			limit := int64(0)
+			if o.equalConsume {
+				for kind, sp := range produced {
+					if n := rangeRecords(sp.from, sp.to); kind != kindKfake && (limit == 0 || n < limit) {
+						limit = n
+					}
+				}
+			}
+			for _, kind := range order {
+				sp, ok := produced[kind]
+				if !ok || ctx.Err() != nil {
+					continue
+				}
+				res := byKind[kind]
+				if err := runConsume(ctx, []string{procs[kind].addr}, sp.from, sp.to, limit, procs[kind].cpuTime, res); err != nil {
+					res.Error = err.Error()
+				}
 			}
 			if s.LatencyRate >= 0 {
 				for _, kind := range order {

@@ -178,6 +178,7 @@ func cmdCompare(ctx context.Context, args []string) {
 	fs.DurationVar(&o.scaleLimit, "scale-limit", time.Minute, "longest one topic (of at most 1,000 partitions) of a scaling step may take to serve")
 	fs.IntVar(&o.kfakeRounds, "kfake-rounds", 1, "rounds kfake takes part in (it keeps every record in memory)")
 	fs.IntVar(&o.kfakeMaxPartitions, "kfake-max-partitions", 1000, "largest scaling step for kfake (memory again)")
+	fs.BoolVar(&o.equalConsume, "equal-consume", true, "each broker's consume phase reads as many records as the broker that produced the fewest in the round (false: all it produced)")
 	skip := fs.String("skip", "", "phases to leave out: startup, connections, scenarios, headtail, scaling")
 	_ = fs.Parse(args)
 

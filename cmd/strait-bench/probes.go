@@ -296,6 +296,6 @@ func scaleLoad(ctx context.Context, brokers []string, topics []string, d time.Du
 	if err != nil {
 		return p, Throughput{}, err
 	}
-	c, err := consumeRange(ctx, brokers, from, to)
+	c, err := consumeRange(ctx, brokers, from, to, 0)
 	return p, c, err
 }

@@ -51,6 +51,17 @@ func (c cpuClock) since() func() float64 {
 // measures the produce phase and (if consume) the consume phase over what
 // it produced.
 func runThroughput(ctx context.Context, brokers []string, s Scenario, pool *valuePool, consume bool, cpu cpuClock, res *ScenarioResult) error {
+	from, to, err := runProduce(ctx, brokers, s, pool, cpu, res)
+	if err != nil || !consume {
+		return err
+	}
+	return runConsume(ctx, brokers, from, to, 0, cpu, res)
+}
+
+// runProduce creates s's topic if missing, warms the producers up and
+// measures the produce phase; it returns every partition's end offsets
+// before and after it.
+func runProduce(ctx context.Context, brokers []string, s Scenario, pool *valuePool, cpu cpuClock, res *ScenarioResult) (from, to offsets, err error) {
 	adm := kadm.NewClient(mustClient(brokers))
 	defer adm.Close()
 	res.Topic = s.Topic
@@ -59,42 +70,54 @@ func runThroughput(ctx context.Context, brokers []string, s Scenario, pool *valu
 	}
 	if td, err := adm.ListTopics(ctx, res.Topic); err != nil || !td.Has(res.Topic) {
 		if err := createTopic(ctx, adm, res.Topic, s.Partitions); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	if _, err := touchPartitions(ctx, brokers, []string{res.Topic}, s.Partitions, pool); err != nil {
-		return fmt.Errorf("first write to every partition: %w", err)
+		return nil, nil, fmt.Errorf("first write to every partition: %w", err)
 	}
 	prods, err := newProducers(ctx, brokers, res.Topic, s, time.Duration(s.LingerMs)*time.Millisecond, pool)
 	if err != nil {
-		return fmt.Errorf("warm-up: %w", err)
+		return nil, nil, fmt.Errorf("warm-up: %w", err)
 	}
-	from, err := endOffsets(ctx, adm, res.Topic)
+	from, err = endOffsets(ctx, adm, res.Topic)
 	if err != nil {
 		closeAll(prods)
-		return err
+		return nil, nil, err
 	}
 	cpuUsed := cpu.since()
 	res.Produce, err = produceMax(ctx, prods, s, pool)
 	res.ProduceCPUSec = cpuUsed()
 	closeAll(prods)
 	if err != nil {
-		return fmt.Errorf("produce: %w", err)
+		return nil, nil, fmt.Errorf("produce: %w", err)
 	}
-	if !consume {
-		return nil
-	}
-	to, err := endOffsets(ctx, adm, res.Topic)
-	if err != nil {
-		return err
-	}
-	cpuUsed = cpu.since()
-	res.Consume, err = consumeRange(ctx, brokers, from, to)
+	to, err = endOffsets(ctx, adm, res.Topic)
+	return from, to, err
+}
+
+// runConsume measures the consume phase over [from, to): all of it, or
+// with limit > 0 the first limit records the consumer sees.
+func runConsume(ctx context.Context, brokers []string, from, to offsets, limit int64, cpu cpuClock, res *ScenarioResult) error {
+	cpuUsed := cpu.since()
+	var err error
+	res.Consume, err = consumeRange(ctx, brokers, from, to, limit)
 	res.ConsumeCPUSec = cpuUsed()
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
 	return nil
+}
+
+// rangeRecords is the number of records in [from, to).
+func rangeRecords(from, to offsets) int64 {
+	var n int64
+	for t, ends := range to {
+		for p, end := range ends {
+			n += max(0, end-from[t][p])
+		}
+	}
+	return n
 }
 
 // runLatency measures end-to-end latency on the scenario's topic at rate.

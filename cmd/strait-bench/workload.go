@@ -243,8 +243,11 @@ func produceMax(ctx context.Context, cls []*kgo.Client, s Scenario, pool *valueP
 }
 
 // consumeRange reads every partition from from[t][p] to to[t][p] with one
-// client and no group, and times it from the client's creation.
-func consumeRange(ctx context.Context, brokers []string, from, to offsets) (Throughput, error) {
+// client and no group, and times it from the client's creation. With
+// limit > 0 it stops once it has seen limit records of the range (the
+// partitions are read side by side, so that is about the first limit/n of
+// each of n partitions).
+func consumeRange(ctx context.Context, brokers []string, from, to offsets, limit int64) (Throughput, error) {
 	assign := map[string]map[int32]kgo.Offset{}
 	remaining := 0
 	for t, ends := range to {
@@ -275,7 +278,7 @@ func consumeRange(ctx context.Context, brokers []string, from, to offsets) (Thro
 		p int32
 	}
 	done := map[tp]bool{}
-	for remaining > 0 {
+	for remaining > 0 && (limit <= 0 || n < limit) {
 		fs := cl.PollFetches(cctx)
 		if cctx.Err() != nil {
 			return Throughput{}, fmt.Errorf("consumed %d records, %d partitions unfinished: %w", n, remaining, cctx.Err())
@@ -290,7 +293,7 @@ func consumeRange(ctx context.Context, brokers []string, from, to offsets) (Thro
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 			end := to[fp.Topic][fp.Partition]
 			for _, r := range fp.Records {
-				if r.Offset >= end {
+				if r.Offset >= end || (limit > 0 && n >= limit) {
 					break
 				}
 				n++
