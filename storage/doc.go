@@ -23,6 +23,18 @@
 //	  *.cleaned, *.swap               a segment the cleaner is writing / swapping in
 //	                                  (the protocol and its recovery: swap.go)
 //
+// # Open files
+//
+// A segment holds one file descriptor, its .log's, open until it is
+// deleted (fetches hand it to sendfile). Its .index and .timeindex hold
+// none: the active segment's are memory-mapped read-write, a sealed
+// segment's are mapped read-only on their first lookup, and both are
+// unmapped when the segment is closed or deleted (index.go says when and
+// why, and what bounds the number of mappings). The .txnindex, the
+// checkpoints, the producer snapshots and the leader-epoch-checkpoint are
+// opened for each read or write and closed after it. A broker thus needs
+// about one descriptor per segment, as Kafka does.
+//
 // # Record batch (magic v2), big-endian
 //
 //	baseOffset           int64   set by the broker

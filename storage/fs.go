@@ -40,6 +40,22 @@ type osFile struct{ *os.File }
 
 func (f osFile) OS() *os.File { return f.File }
 
+// plainOSFile is implemented by OSFS's files only, not by wrappers that
+// embed a File (FaultFS's): storage maps a file into memory only when
+// nothing sits between it and the system, since stores into a mapping
+// bypass a wrapper's WriteAt and Sync (see index.go).
+type plainOSFile interface{ plainOS() *os.File }
+
+func (f osFile) plainOS() *os.File { return f.File }
+
+// mappableFile returns the *os.File behind f if storage may map it, else nil.
+func mappableFile(f File) *os.File {
+	if p, ok := f.(plainOSFile); ok && mmapSupported {
+		return p.plainOS()
+	}
+	return nil
+}
+
 func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {

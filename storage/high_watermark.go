@@ -3,9 +3,9 @@ package storage
 // The high watermark is checkpointed in the partition directory, in
 // high-watermark-checkpoint ("0\n<offset>\n", as the other checkpoints in
 // checkpoint.go; Kafka keeps one replication-offset-checkpoint per log
-// directory instead). Flush and Close write it, and the broker calls
-// CheckpointHighWatermark periodically (Kafka's
-// replica.high.watermark.checkpoint.interval.ms). Open starts the high
+// directory instead). Flush writes it, Close too unless the file holds the
+// value already, and the broker calls CheckpointHighWatermark periodically
+// (Kafka's replica.high.watermark.checkpoint.interval.ms). Open starts the high
 // watermark at the checkpoint, clamped to [log start, log end], or at the
 // log end offset without one: a restarted follower must not expose records
 // its leader never committed, and a restarted leader's high watermark only

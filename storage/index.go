@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 )
 
 // Index file formats (Kafka's), all big-endian, entries sorted by offset:
@@ -20,36 +21,123 @@ import (
 // entries are added every index.interval.bytes of log.
 //
 // While a segment is active its index files are preallocated to
-// segment.index.bytes (like Kafka's mmap'd files) and the entries are also
-// kept in memory, so appends and lookups cost no I/O. When the segment is
-// sealed (rolled, or the log closed) the files are trimmed to their used
-// size and the memory copy is dropped: lookups then pread entries during a
-// binary search, served by the page cache. Go has no portable mmap, and this
-// keeps the memory held per partition bounded by its active segment.
+// segment.index.bytes; when it is sealed (rolled, or the log closed) they
+// are trimmed to their used size and fsynced. The files on disk are thus
+// exactly Kafka's.
 //
-// Thread-safety: none; the owning Log's lock guards every call.
+// # Memory-mapped, no file descriptor held
+//
+// As in Kafka, index files hold no file descriptor: only a segment's .log
+// does (fetches hand it to sendfile), so a broker needs about one
+// descriptor per segment, not three, and 10,000 partitions fit under a
+// 20,000 RLIMIT_NOFILE. An index file is opened only for as long as one of
+// the following takes:
+//
+//   - Active index: the preallocated file is mapped read-write (MAP_SHARED,
+//     MADV_RANDOM: see mmapFile) and the descriptor closed. Appends store
+//     entries into the mapping (no system call), lookups read it, and sync
+//     is msync(MS_SYNC) of the range written since the last sync. Blocks
+//     are reserved with fallocate ahead of the entries, in steps doubling
+//     from 4 KiB to 1 MiB (a reopen of the file and one fallocate per
+//     step), so that a store never lands on an unallocated block: on a full
+//     disk that would be SIGBUS, killing the broker, while a failed
+//     fallocate (ENOSPC) fails the open, roll or append with an error,
+//     which the Log handles as any write error. The whole
+//     segment.index.bytes is not reserved up front because it would take
+//     20 MiB of disk per partition (200 GB for 10,000 partitions); the
+//     file's length is still the whole preallocation, the rest sparse. A
+//     filesystem without fallocate leaves the file sparse, as Kafka does.
+//     The mapping takes segment.index.bytes of address space (VmSize grows
+//     by 20 MiB per partition) but only the pages written are resident.
+//   - Seal: the mapping is unmapped, the file reopened, truncated to its
+//     used size and fsynced (covering the stores made through the mapping:
+//     the page cache is shared, so no msync is needed first), and closed.
+//   - Sealed index: mapped read-only on its first search (Kafka's LazyIndex)
+//     and kept mapped until the segment is closed, deleted, truncated or
+//     reactivated. Loading a sealed segment reads only the last entry of
+//     each index (pread while the file is open for its size, then cached),
+//     so opening a log maps nothing but its active segment's indexes.
+//
+// vm.max_map_count (65530 by default) bounds the mappings of the process:
+// this package holds two per active segment (one per index), plus one per
+// sealed segment whose offset index was searched since the log was opened
+// (fetches, the cleaner) and one per sealed segment whose time index was
+// (ListOffsets by timestamp); empty indexes are never mapped. 10,000
+// partitions thus take 20,000 mappings, plus those of the sealed segments
+// read since. A sealed index that cannot be mapped (mmap failing with
+// ENOMEM at the limit) is searched with pread through a descriptor opened
+// for that search only; an active index that cannot be mapped fails its
+// open or roll. Raise vm.max_map_count (Kafka's operators use 262144 and
+// more) for brokers with many segments that are read.
+//
+// Files of an FS other than OSFS (FaultFS in tests) are not mapped: stores
+// into a mapping would bypass the injected faults. Their indexes take the
+// descriptor-based path: the file stays open, the active index's entries
+// are also kept in memory and written with one pwrite each, and sealed
+// lookups pread entries during the binary search.
+//
+// Thread-safety: the owning Log's lock guards every call. Searches of a
+// sealed index may run concurrently (under the Log's read lock, or from
+// the cleaner, which holds no Log lock while it reads sealed segments), so
+// the mapping itself is guarded by indexFile.mu: a search holds it shared
+// while it reads the mapping, and mapping, unmapping and closing take it
+// exclusively, so that a search never reads unmapped memory.
 
 const (
 	offsetIndexEntrySize = 8
 	timeIndexEntrySize   = 12
+
+	// Active index blocks are reserved in steps doubling from
+	// indexReserveMin up to indexReserveMaxStep.
+	indexReserveMin     = 4 << 10
+	indexReserveMaxStep = 1 << 20
 )
 
-var errCorruptIndex = errors.New("corrupt index")
+var (
+	errCorruptIndex = errors.New("corrupt index")
+	errIndexClosed  = errors.New("index closed")
+)
 
 // indexFile is one fixed-entry-size index file.
 type indexFile struct {
+	fsys       FS
 	path       string
-	file       File
 	entrySize  int
 	maxEntries int
-	n          int    // entries in use
-	mem        []byte // entries while active; nil when sealed
+	n          int  // entries in use
+	active     bool // takes appends; preallocated to maxEntries
+
+	// The descriptor-based path (files that are not plain OS files).
+	file File   // open until close
+	mem  []byte // entries while active
+
+	// The mmap path.
+	useMmap bool
+	// mu guards mm and closed against searches not under the Log's write
+	// lock; see the comment at the top.
+	mu sync.RWMutex
+	// mm maps the file: while active, read-write, maxEntries entries;
+	// while sealed, read-only, n entries, from the first search on (nil
+	// until then, and for an empty index).
+	mm     []byte
+	closed bool
+	// reserved is how many bytes from the start of an active file have
+	// their blocks reserved (fallocate), len(mm) when the filesystem
+	// cannot reserve them.
+	reserved int
+	// [dirtyFrom, dirtyTo) holds the bytes of an active mapping stored
+	// since the last msync; dirtyTo == 0 when none.
+	dirtyFrom, dirtyTo int
+	// last is entry n-1 when n > 0, so that loading a sealed segment maps
+	// nothing.
+	last [timeIndexEntrySize]byte
 }
 
 // openIndexFile opens (creating if absent) an index file. With fresh, the
-// file is emptied. With active, its entries are loaded into memory and the
-// file is extended to maxBytes. A file whose size is not a whole number of
-// entries is errCorruptIndex.
+// file is emptied. With active, it is preallocated to maxBytes and mapped
+// (or, off the mmap path, its entries loaded into memory). A file whose
+// size is not a whole number of entries is errCorruptIndex. On the mmap
+// path no descriptor stays open.
 func openIndexFile(fsys FS, path string, entrySize int, maxBytes int32, fresh, active bool) (*indexFile, error) {
 	flag := os.O_RDWR | os.O_CREATE
 	if fresh {
@@ -59,7 +147,7 @@ func openIndexFile(fsys FS, path string, entrySize int, maxBytes int32, fresh, a
 	if err != nil {
 		return nil, err
 	}
-	ix := &indexFile{path: path, file: f, entrySize: entrySize, maxEntries: max(1, int(maxBytes)/entrySize)}
+	ix := &indexFile{fsys: fsys, path: path, entrySize: entrySize, maxEntries: max(1, int(maxBytes)/entrySize)}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -70,17 +158,35 @@ func openIndexFile(fsys FS, path string, entrySize int, maxBytes int32, fresh, a
 		return nil, fmt.Errorf("%w: %s has %d bytes, not a multiple of %d", errCorruptIndex, path, fi.Size(), entrySize)
 	}
 	ix.n = int(fi.Size() / int64(entrySize))
+	osf := mappableFile(f)
+	if osf == nil {
+		ix.file = f
+		if active {
+			if err := ix.activateFD(); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
+		return ix, nil
+	}
+	ix.useMmap = true
+	defer f.Close()
+	if ix.n > 0 {
+		if _, err := f.ReadAt(ix.last[:entrySize], int64((ix.n-1)*entrySize)); err != nil {
+			return nil, err
+		}
+	}
 	if active {
-		if err := ix.activate(); err != nil {
-			f.Close()
+		if err := ix.mapActive(osf, true); err != nil {
 			return nil, err
 		}
 	}
 	return ix, nil
 }
 
-// activate loads the entries into memory and preallocates the file.
-func (ix *indexFile) activate() error {
+// activateFD loads the entries into memory and preallocates the file
+// (descriptor-based path).
+func (ix *indexFile) activateFD() error {
 	if ix.n > ix.maxEntries {
 		ix.maxEntries = ix.n // segment.index.bytes shrank; the index is simply full
 	}
@@ -88,33 +194,237 @@ func (ix *indexFile) activate() error {
 	// cost 10 MiB per index per partition.
 	ix.mem = make([]byte, ix.n*ix.entrySize)
 	if _, err := ix.file.ReadAt(ix.mem, 0); err != nil && !(errors.Is(err, io.EOF) && len(ix.mem) == 0) {
+		ix.mem = nil
 		return err
 	}
-	return ix.file.Truncate(int64(ix.maxEntries * ix.entrySize))
+	if err := ix.file.Truncate(int64(ix.maxEntries * ix.entrySize)); err != nil {
+		ix.mem = nil
+		return err
+	}
+	ix.active = true
+	return nil
+}
+
+// mapActive preallocates f (the index file, which must not be mapped),
+// reserves the blocks of the first step and maps it read-write. A failed
+// reservation is an error if strict, else left to the next append (which
+// fails until the disk has room): a segment whose roll failed takes
+// appends again even on a full disk, failing them cleanly.
+func (ix *indexFile) mapActive(f *os.File, strict bool) error {
+	if ix.n > ix.maxEntries {
+		ix.maxEntries = ix.n // segment.index.bytes shrank; the index is simply full
+	}
+	size := ix.maxEntries * ix.entrySize
+	ix.reserved = 0
+	// Blocks first: should the disk be full, the file is left as it was.
+	if err := ix.reserveWith(f, (ix.n+1)*ix.entrySize, size); err != nil && strict {
+		return err
+	}
+	if err := f.Truncate(int64(size)); err != nil {
+		return err
+	}
+	mm, err := mmapFile(f, size, true)
+	if err != nil {
+		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
+	}
+	ix.mu.Lock()
+	ix.mm, ix.active = mm, true
+	ix.mu.Unlock()
+	ix.dirtyFrom, ix.dirtyTo = size, 0
+	return nil
+}
+
+// reserveWith reserves, through f, the blocks of an active file of size
+// bytes up to need bytes at least: a step more than is reserved.
+func (ix *indexFile) reserveWith(f *os.File, need, size int) error {
+	need = min(need, size)
+	if need <= ix.reserved {
+		return nil
+	}
+	target := max(need, ix.reserved+min(max(ix.reserved, indexReserveMin), indexReserveMaxStep))
+	target = min((target+indexReserveMin-1)/indexReserveMin*indexReserveMin, size)
+	ok, err := reserveBlocks(f, int64(ix.reserved), int64(target-ix.reserved))
+	if err != nil {
+		return &os.PathError{Op: "fallocate", Path: ix.path, Err: err}
+	}
+	if !ok {
+		target = size // cannot reserve: sparse, as Kafka's files
+	}
+	ix.reserved = target
+	return nil
+}
+
+// reserve makes sure the blocks of an active mapping's first need bytes
+// are reserved, reopening the file when they are not yet.
+func (ix *indexFile) reserve(need int) error {
+	if need <= ix.reserved {
+		return nil
+	}
+	f, err := ix.fsys.OpenFile(ix.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	osf := mappableFile(f)
+	if osf == nil {
+		return fmt.Errorf("index %s: not an OS file", ix.path)
+	}
+	return ix.reserveWith(osf, need, len(ix.mm))
+}
+
+func (ix *indexFile) markDirty(from, to int) {
+	ix.dirtyFrom = min(ix.dirtyFrom, from)
+	ix.dirtyTo = max(ix.dirtyTo, to)
+}
+
+// unmap drops the mapping, if any.
+func (ix *indexFile) unmap() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.mm == nil {
+		return nil
+	}
+	err := munmap(ix.mm)
+	ix.mm = nil
+	return err
+}
+
+// mapSealed maps a sealed index read-only, unless it is mapped already.
+func (ix *indexFile) mapSealed() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.mm != nil || ix.closed || ix.active || ix.n == 0 {
+		return nil
+	}
+	f, err := ix.fsys.OpenFile(ix.path, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	osf := mappableFile(f)
+	if osf == nil {
+		return fmt.Errorf("index %s: not an OS file", ix.path)
+	}
+	mm, err := mmapFile(osf, ix.n*ix.entrySize, false)
+	if err != nil {
+		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
+	}
+	ix.mm = mm
+	return nil
 }
 
 func (ix *indexFile) full() bool { return ix.n >= ix.maxEntries }
 
-// entry returns entry i, read into buf (len >= entrySize) when sealed.
-func (ix *indexFile) entry(i int, buf []byte) ([]byte, error) {
-	if ix.mem != nil {
-		return ix.mem[i*ix.entrySize : (i+1)*ix.entrySize], nil
+// indexView is how a search reads an index's entries: from memory (the
+// mapping, or the descriptor-based path's copy) or with pread.
+type indexView struct {
+	data      []byte      // the entries, or nil: read r
+	r         io.ReaderAt // the file
+	n         int         // entries
+	entrySize int
+	rlocked   bool // holds ix.mu shared (data is the mapping)
+	tmp       File // opened for this view only, closed by endView
+}
+
+func (v *indexView) entry(i int, buf []byte) ([]byte, error) {
+	if v.data != nil {
+		return v.data[i*v.entrySize : (i+1)*v.entrySize], nil
 	}
-	buf = buf[:ix.entrySize]
-	if _, err := ix.file.ReadAt(buf, int64(i*ix.entrySize)); err != nil {
+	buf = buf[:v.entrySize]
+	if _, err := v.r.ReadAt(buf, int64(i*v.entrySize)); err != nil {
 		return nil, err
 	}
+	return buf, nil
+}
+
+// view returns a view of the entries; the caller must call endView. A
+// sealed index is mapped on its first view; should mapping fail (ENOMEM at
+// vm.max_map_count), the view preads a descriptor opened for it alone.
+func (ix *indexFile) view() (indexView, error) {
+	v := indexView{n: ix.n, entrySize: ix.entrySize}
+	if !ix.useMmap {
+		if ix.mem != nil {
+			v.data = ix.mem
+		} else {
+			v.r = ix.file
+		}
+		return v, nil
+	}
+	ix.mu.RLock()
+	if ix.mm == nil && !ix.closed && ix.n > 0 {
+		ix.mu.RUnlock()
+		mapErr := ix.mapSealed()
+		ix.mu.RLock()
+		if ix.mm == nil && !ix.closed {
+			ix.mu.RUnlock()
+			f, err := ix.fsys.OpenFile(ix.path, os.O_RDONLY, 0)
+			if err != nil {
+				return v, errors.Join(mapErr, err)
+			}
+			v.r, v.tmp = f, f
+			return v, nil
+		}
+	}
+	if ix.closed {
+		ix.mu.RUnlock()
+		return v, fmt.Errorf("%s: %w", ix.path, errIndexClosed)
+	}
+	v.data, v.rlocked = ix.mm, true
+	v.n = min(v.n, len(ix.mm)/ix.entrySize)
+	return v, nil
+}
+
+func (ix *indexFile) endView(v *indexView) {
+	if v.tmp != nil {
+		v.tmp.Close()
+	}
+	if v.rlocked {
+		ix.mu.RUnlock()
+	}
+}
+
+// read copies entry i into buf (len >= entrySize) and returns it.
+func (ix *indexFile) read(i int, buf []byte) ([]byte, error) {
+	buf = buf[:ix.entrySize]
+	if ix.useMmap && i >= 0 && i == ix.n-1 {
+		copy(buf, ix.last[:])
+		return buf, nil
+	}
+	v, err := ix.view()
+	if err != nil {
+		return nil, err
+	}
+	defer ix.endView(&v)
+	if i < 0 || i >= v.n {
+		return nil, fmt.Errorf("%s: entry %d of %d", ix.path, i, v.n)
+	}
+	e, err := v.entry(i, buf)
+	if err != nil {
+		return nil, err
+	}
+	copy(buf, e)
 	return buf, nil
 }
 
 // search returns the largest i whose entry satisfies pred, or -1; pred must
 // hold for a prefix of the entries.
 func (ix *indexFile) search(pred func(e []byte) bool) (int, error) {
+	return ix.searchInto(pred, nil)
+}
+
+// searchInto is search that also copies the entry found into out (when
+// not nil and an entry is found).
+func (ix *indexFile) searchInto(pred func(e []byte) bool, out []byte) (int, error) {
+	v, err := ix.view()
+	if err != nil {
+		return -1, err
+	}
+	defer ix.endView(&v)
 	var buf [timeIndexEntrySize]byte
-	lo, hi := 0, ix.n // invariant: entries < lo satisfy, entries >= hi do not
+	lo, hi := 0, v.n // invariant: entries < lo satisfy, entries >= hi do not
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		e, err := ix.entry(mid, buf[:])
+		e, err := v.entry(mid, buf[:])
 		if err != nil {
 			return -1, err
 		}
@@ -124,60 +434,184 @@ func (ix *indexFile) search(pred func(e []byte) bool) (int, error) {
 			hi = mid
 		}
 	}
+	if lo > 0 && out != nil {
+		e, err := v.entry(lo-1, buf[:])
+		if err != nil {
+			return -1, err
+		}
+		copy(out, e)
+	}
 	return lo - 1, nil
 }
 
 // append writes one entry at the end; the index must be active and not full.
 func (ix *indexFile) append(e []byte) error {
-	if ix.mem == nil {
+	if !ix.active {
 		return fmt.Errorf("append to sealed index %s", ix.path)
 	}
 	if ix.full() {
 		return fmt.Errorf("append to full index %s", ix.path)
 	}
-	if _, err := ix.file.WriteAt(e, int64(ix.n*ix.entrySize)); err != nil {
+	off := ix.n * ix.entrySize
+	if !ix.useMmap {
+		if _, err := ix.file.WriteAt(e, int64(off)); err != nil {
+			return err
+		}
+		ix.mem = append(ix.mem, e...)
+		ix.n++
+		return nil
+	}
+	if err := ix.reserve(off + ix.entrySize); err != nil {
 		return err
 	}
-	ix.mem = append(ix.mem, e...)
+	copy(ix.mm[off:off+ix.entrySize], e)
+	ix.markDirty(off, off+ix.entrySize)
+	copy(ix.last[:], e)
 	ix.n++
 	return nil
 }
 
-// truncateEntries drops entries from n on (used by rebuilds and, later,
-// replication truncation).
+// truncateEntries drops entries from n on (used by rebuilds and
+// replication truncation). An active index stays preallocated, the dropped
+// entries zeroed so that they do not look like data; a sealed one is cut.
 func (ix *indexFile) truncateEntries(n int) error {
 	if n >= ix.n {
 		return nil
 	}
 	old := ix.n
 	ix.n = n
-	if ix.mem != nil {
-		// The file stays preallocated: zero the dropped entries so that
-		// they do not look like data.
+	switch {
+	case !ix.useMmap && ix.active:
 		ix.mem = ix.mem[:n*ix.entrySize]
 		_, err := ix.file.WriteAt(make([]byte, (old-n)*ix.entrySize), int64(n*ix.entrySize))
 		return err
+	case !ix.useMmap:
+		return ix.file.Truncate(int64(n * ix.entrySize))
+	case ix.active:
+		clear(ix.mm[n*ix.entrySize : old*ix.entrySize])
+		ix.markDirty(n*ix.entrySize, old*ix.entrySize)
+		if n > 0 {
+			copy(ix.last[:], ix.mm[(n-1)*ix.entrySize:n*ix.entrySize])
+		}
+		return nil
 	}
-	return ix.file.Truncate(int64(n * ix.entrySize))
+	// Sealed: the mapping goes (it would outlast the file's end), the file
+	// is cut and fsynced, and the new last entry read.
+	if err := ix.unmap(); err != nil {
+		return err
+	}
+	f, err := ix.fsys.OpenFile(ix.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(int64(n * ix.entrySize)); err != nil {
+		return err
+	}
+	if n > 0 {
+		if _, err := f.ReadAt(ix.last[:ix.entrySize], int64((n-1)*ix.entrySize)); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
 }
 
-// trim cuts the file to its used size (Kafka does so on roll and close).
-func (ix *indexFile) trim() error { return ix.file.Truncate(int64(ix.n * ix.entrySize)) }
-
-// seal trims, fsyncs and drops the memory copy.
+// seal trims the file to its used size (Kafka does so on roll and close),
+// fsyncs it and makes the index sealed: off the mmap path the memory copy
+// is dropped; on it the mapping is, to be mapped read-only on the next
+// search. On failure an active index on the mmap path stays active if the
+// file could not be opened, else it is sealed (unmapped) but perhaps not
+// trimmed: activate maps it again.
 func (ix *indexFile) seal() error {
-	if err := ix.trim(); err != nil {
+	if !ix.useMmap {
+		if err := ix.file.Truncate(int64(ix.n * ix.entrySize)); err != nil {
+			return err
+		}
+		if err := ix.file.Sync(); err != nil {
+			return err
+		}
+		ix.mem, ix.active = nil, false
+		return nil
+	}
+	f, err := ix.fsys.OpenFile(ix.path, os.O_RDWR, 0)
+	if err != nil {
 		return err
 	}
-	if err := ix.file.Sync(); err != nil {
+	defer f.Close()
+	// The stores made through the mapping are in the page cache the fsync
+	// below writes back: no msync first.
+	uerr := ix.unmap()
+	ix.active = false
+	ix.reserved, ix.dirtyFrom, ix.dirtyTo = 0, 0, 0
+	if uerr != nil {
+		return uerr
+	}
+	if err := f.Truncate(int64(ix.n * ix.entrySize)); err != nil {
 		return err
 	}
-	ix.mem = nil
+	return f.Sync()
+}
+
+// activate makes a sealed index take appends again: preallocated and
+// mapped read-write (or loaded into memory off the mmap path).
+func (ix *indexFile) activate() error {
+	if ix.active {
+		return nil
+	}
+	if !ix.useMmap {
+		return ix.activateFD()
+	}
+	f, err := ix.fsys.OpenFile(ix.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	osf := mappableFile(f)
+	if osf == nil {
+		return fmt.Errorf("index %s: not an OS file", ix.path)
+	}
+	if err := ix.unmap(); err != nil {
+		return err
+	}
+	return ix.mapActive(osf, false)
+}
+
+// sync makes the entries durable: fsync off the mmap path, msync of the
+// range stored since the last sync on it (a sealed index was fsynced when
+// it was sealed or cut).
+func (ix *indexFile) sync() error {
+	if !ix.useMmap {
+		return ix.file.Sync()
+	}
+	if !ix.active || ix.dirtyTo == 0 {
+		return nil
+	}
+	from := ix.dirtyFrom &^ (pageSize - 1)
+	if err := msync(ix.mm[from:ix.dirtyTo]); err != nil {
+		return &os.PathError{Op: "msync", Path: ix.path, Err: err}
+	}
+	ix.dirtyFrom, ix.dirtyTo = len(ix.mm), 0
 	return nil
 }
 
-func (ix *indexFile) sync() error  { return ix.file.Sync() }
-func (ix *indexFile) close() error { return ix.file.Close() }
+// close releases the index: the descriptor, or the mapping. An active
+// index is left as it is on disk (preallocated: seal trims).
+func (ix *indexFile) close() error {
+	if !ix.useMmap {
+		return ix.file.Close()
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.closed, ix.active = true, false
+	if ix.mm == nil {
+		return nil
+	}
+	err := munmap(ix.mm)
+	ix.mm = nil
+	return err
+}
+
+var pageSize = os.Getpagesize()
 
 // offsetIndex maps offsets to log file positions.
 type offsetIndex struct {
@@ -192,25 +626,29 @@ func (oi *offsetIndex) decode(e []byte) (offset, pos int64) {
 // lookup returns the last entry whose offset is <= target, or the
 // segment start (baseOffset, 0).
 func (oi *offsetIndex) lookup(target int64) (offset, pos int64, err error) {
-	i, err := oi.search(func(e []byte) bool { o, _ := oi.decode(e); return o <= target })
+	var e [offsetIndexEntrySize]byte
+	i, err := oi.searchInto(func(e []byte) bool { o, _ := oi.decode(e); return o <= target }, e[:])
 	if err != nil || i < 0 {
 		return oi.baseOffset, 0, err
 	}
-	return oi.at(i)
+	offset, pos = oi.decode(e[:])
+	return offset, pos, nil
 }
 
 // lookupPosition returns the last entry whose position is <= pos.
 func (oi *offsetIndex) lookupPosition(pos int64) (offset, position int64, err error) {
-	i, err := oi.search(func(e []byte) bool { _, p := oi.decode(e); return p <= pos })
+	var e [offsetIndexEntrySize]byte
+	i, err := oi.searchInto(func(e []byte) bool { _, p := oi.decode(e); return p <= pos }, e[:])
 	if err != nil || i < 0 {
 		return oi.baseOffset, 0, err
 	}
-	return oi.at(i)
+	offset, position = oi.decode(e[:])
+	return offset, position, nil
 }
 
 func (oi *offsetIndex) at(i int) (offset, pos int64, err error) {
 	var buf [offsetIndexEntrySize]byte
-	e, err := oi.entry(i, buf[:])
+	e, err := oi.read(i, buf[:])
 	if err != nil {
 		return 0, 0, err
 	}
@@ -247,7 +685,7 @@ func (ti *timeIndex) decode(e []byte) (ts, offset int64) {
 
 func (ti *timeIndex) at(i int) (ts, offset int64, err error) {
 	var buf [timeIndexEntrySize]byte
-	e, err := ti.entry(i, buf[:])
+	e, err := ti.read(i, buf[:])
 	if err != nil {
 		return 0, 0, err
 	}
@@ -272,11 +710,13 @@ func (ti *timeIndex) loadLast() (ts, offset int64, ok bool, err error) {
 // lookup returns the last entry whose timestamp is <= target, or
 // (-1, baseOffset).
 func (ti *timeIndex) lookup(target int64) (ts, offset int64, err error) {
-	i, err := ti.search(func(e []byte) bool { t, _ := ti.decode(e); return t <= target })
+	var e [timeIndexEntrySize]byte
+	i, err := ti.searchInto(func(e []byte) bool { t, _ := ti.decode(e); return t <= target }, e[:])
 	if err != nil || i < 0 {
 		return noTimestamp, ti.baseOffset, err
 	}
-	return ti.at(i)
+	ts, offset = ti.decode(e[:])
+	return ts, offset, nil
 }
 
 // maybeAppend adds (ts, offset) if ts is larger than the last entry's, as

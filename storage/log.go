@@ -247,12 +247,17 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 	if old.size == 0 && old.baseOffset == base {
 		return old, nil // nothing to seal; an index cannot be full either
 	}
-	if err := old.seal(); err != nil {
-		l.reactivateLocked(old)
-		return nil, err
-	}
+	// The new segment first: should its files not be made (a full disk
+	// failing the reservation of index blocks), the old one is untouched.
 	seg, err := openSegmentFiles(l.fs, l.dir, base, cfg, segmentCreate, true, now)
 	if err != nil {
+		return nil, err
+	}
+	if err := old.seal(); err != nil {
+		seg.closeFiles()
+		if rerr := removeSegmentFiles(l.fs, l.dir, base, ""); rerr != nil {
+			l.logger.Warn("cannot remove the files of a segment whose roll failed", "dir", l.dir, "base_offset", base, "err", rerr)
+		}
 		l.reactivateLocked(old)
 		return nil, err
 	}
@@ -269,14 +274,12 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 	return seg, nil
 }
 
-// reactivateLocked makes a segment whose sealing or successor failed
-// take appends again: indexes already sealed are reloaded into memory.
+// reactivateLocked makes a segment whose sealing failed take appends
+// again: indexes already sealed are preallocated and mapped again.
 func (l *Log) reactivateLocked(s *segment) {
 	for _, ix := range []*indexFile{s.offsetIndex.indexFile, s.timeIndex.indexFile} {
-		if ix.mem == nil {
-			if err := ix.activate(); err != nil {
-				l.logger.Error("cannot reactivate segment index after a failed roll", "file", ix.path, "err", err)
-			}
+		if err := ix.activate(); err != nil {
+			l.logger.Error("cannot reactivate segment index after a failed roll", "file", ix.path, "err", err)
 		}
 	}
 }
@@ -373,24 +376,25 @@ func (l *Log) shutdownLocked() error {
 	if err := act.timeIndex.maybeAppend(act.maxTimestamp, act.offsetOfMaxTimestamp); err != nil {
 		return storageErr("close", err)
 	}
-	if err := act.flush(); err != nil {
+	if err := act.log.Sync(); err != nil {
 		return storageErr("close", err)
 	}
-	if err := act.offsetIndex.trim(); err != nil {
+	if err := act.txnIndex.sync(); err != nil {
 		return storageErr("close", err)
 	}
-	if err := act.timeIndex.trim(); err != nil {
+	// Trimmed to their used size and fsynced, as Kafka's close does (the
+	// fsync covers what was stored through the mapping: no msync first).
+	if err := act.offsetIndex.seal(); err != nil {
 		return storageErr("close", err)
 	}
-	if err := act.offsetIndex.sync(); err != nil {
-		return storageErr("close", err)
-	}
-	if err := act.timeIndex.sync(); err != nil {
+	if err := act.timeIndex.seal(); err != nil {
 		return storageErr("close", err)
 	}
 	l.setRecoveryPointLocked(l.logEndOffset.Load())
-	if err := l.writeHighWatermarkLocked(); err != nil {
-		return storageErr("close: high watermark checkpoint", err)
+	if l.highWatermark.Load() != l.hwCheckpointed { // else the file holds it
+		if err := l.writeHighWatermarkLocked(); err != nil {
+			return storageErr("close: high watermark checkpoint", err)
+		}
 	}
 	// A clean shutdown without any producer snapshot is taken for a log
 	// that never had producer state (Kafka's upgrade path, no replay), so

@@ -33,8 +33,9 @@ func segmentPath(dir string, baseOffset int64, suffix string) string {
 // so byte ranges below size never change while the segment exists and
 // readers may send them without the lock.
 //
-// Thread-safety: none; the owning Log's lock guards every call. The *os.File
-// stays open until the segment is deleted (and then some: see Log).
+// Thread-safety: none; the owning Log's lock guards every call. The log's
+// *os.File stays open until the segment is deleted (and then some: see
+// Log); it is the only descriptor a segment holds (index.go, txn_index.go).
 type segment struct {
 	dir         string
 	baseOffset  int64
@@ -62,7 +63,7 @@ const (
 )
 
 // openSegmentFiles opens a segment's log file and its indexes. With
-// active, the indexes are loaded into memory and preallocated.
+// active, the indexes are preallocated and mapped (see index.go).
 func openSegmentFiles(fsys FS, dir string, baseOffset int64, cfg *LogConfig, mode segmentOpenMode, active bool, now time.Time) (*segment, error) {
 	return openSegmentFilesNamed(fsys, dir, baseOffset, "", cfg, mode, active, now)
 }
@@ -262,7 +263,7 @@ func (s *segment) flush() error {
 // seal makes the segment inactive: the final time-index entry (Kafka's
 // onBecomeInactiveSegment), indexes trimmed and synced, log synced.
 func (s *segment) seal() error {
-	if s.timeIndex.mem != nil {
+	if s.timeIndex.active {
 		if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
 			return err
 		}

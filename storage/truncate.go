@@ -315,13 +315,11 @@ func (s *segment) truncateAt(pos, cut int64) error {
 }
 
 // activate makes a sealed segment take appends again: its indexes are
-// loaded into memory and preallocated (a no-op for the active segment).
+// preallocated and mapped (a no-op for the active segment).
 func (s *segment) activate() error {
 	for _, ix := range []*indexFile{s.offsetIndex.indexFile, s.timeIndex.indexFile} {
-		if ix.mem == nil {
-			if err := ix.activate(); err != nil {
-				return err
-			}
+		if err := ix.activate(); err != nil {
+			return err
 		}
 	}
 	return nil

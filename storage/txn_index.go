@@ -31,7 +31,13 @@ import (
 // appended to under the partition lock, fsynced when its segment is
 // flushed or sealed, and rebuilt by recovery from the markers in the log
 // (see rebuildTxnIndexesLocked). A torn trailing entry is dropped on load.
-// The entries are also kept in memory, so a fetch reads no file.
+// The entries are also kept in memory, so a fetch reads no file. No
+// descriptor stays open between uses (a segment holds only its .log's, see
+// index.go): an append opens, writes and closes the file, and a sync after
+// appends opens it again for the fsync (on Linux an fsync through any
+// descriptor writes back the file's dirty pages and reports a writeback
+// error not yet reported). Aborted transactions are rare enough for the
+// extra system calls not to matter.
 //
 // Thread-safety: none; the owning Log's lock guards it.
 
@@ -62,8 +68,8 @@ func (a AbortedTxn) appendTo(b []byte) []byte {
 type txnIndex struct {
 	fs      FS
 	path    string
-	file    File // nil until the first append (or a load found a file)
-	size    int64
+	size    int64 // bytes of the file (0: absent)
+	dirty   bool  // written since the last fsync
 	entries []AbortedTxn
 }
 
@@ -82,24 +88,23 @@ func loadTxnIndex(fsys FS, path string, segBase int64) (*txnIndex, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	whole := fi.Size() / abortedTxnSize * abortedTxnSize
 	b := make([]byte, whole)
 	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
-		f.Close()
 		return nil, err
 	}
 	if whole != fi.Size() {
 		if err := f.Truncate(whole); err != nil {
-			f.Close()
 			return nil, err
 		}
+		ix.dirty = true
 	}
-	ix.file, ix.size = f, whole
+	ix.size = whole
 	be := binary.BigEndian
 	last := int64(-1)
 	for ; len(b) >= abortedTxnSize; b = b[abortedTxnSize:] {
@@ -126,15 +131,17 @@ func (ix *txnIndex) append(a AbortedTxn) error {
 	if n := len(ix.entries); n > 0 && ix.entries[n-1].LastOffset >= a.LastOffset {
 		return fmt.Errorf("%s: aborted transaction ending at %d is not after the last one (%d)", ix.path, a.LastOffset, ix.entries[n-1].LastOffset)
 	}
-	if ix.file == nil {
-		f, err := ix.fs.OpenFile(ix.path, os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			return err
-		}
-		ix.file = f
+	f, err := ix.fs.OpenFile(ix.path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
 	}
-	if _, err := ix.file.WriteAt(a.appendTo(nil), ix.size); err != nil {
-		_ = ix.file.Truncate(ix.size)
+	ix.dirty = true
+	if _, err := f.WriteAt(a.appendTo(nil), ix.size); err != nil {
+		_ = f.Truncate(ix.size)
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return err
 	}
 	ix.size += abortedTxnSize
@@ -144,17 +151,32 @@ func (ix *txnIndex) append(a AbortedTxn) error {
 
 // truncateFrom drops the entries whose marker is at or after offset
 // (Kafka's truncateTo).
+// The file is cut to the entries kept, also when they are all kept but
+// the file holds more (a corrupt index whose entries were dropped).
 func (ix *txnIndex) truncateFrom(offset int64) error {
 	i := slices.IndexFunc(ix.entries, func(a AbortedTxn) bool { return a.LastOffset >= offset })
 	if i < 0 {
-		return nil
+		i = len(ix.entries)
 	}
 	ix.entries = ix.entries[:i]
-	ix.size = int64(i) * abortedTxnSize
-	if ix.file == nil {
+	size := int64(i) * abortedTxnSize
+	if size == ix.size {
 		return nil
 	}
-	return ix.file.Truncate(ix.size)
+	f, err := ix.fs.OpenFile(ix.path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		ix.size = 0
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	ix.size, ix.dirty = size, true
+	return nil
 }
 
 // collect appends to out the entries overlapping [from, upTo) and reports
@@ -175,21 +197,28 @@ func (ix *txnIndex) collect(from, upTo int64, out []AbortedTxn) ([]AbortedTxn, b
 	return out, false
 }
 
+// sync fsyncs the file if it was written since the last sync.
 func (ix *txnIndex) sync() error {
-	if ix == nil || ix.file == nil {
+	if ix == nil || !ix.dirty {
 		return nil
 	}
-	return ix.file.Sync()
-}
-
-func (ix *txnIndex) close() error {
-	if ix == nil || ix.file == nil {
-		return nil
+	f, err := ix.fs.OpenFile(ix.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
 	}
-	err := ix.file.Close()
-	ix.file = nil
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		ix.dirty = false
+	}
 	return err
 }
+
+// close releases nothing (no descriptor stays open); kept so that a
+// segment's files are closed alike.
+func (ix *txnIndex) close() error { return nil }
 
 // writeTxnIndexFile writes entries as a complete index at path, fsynced
 // (the cleaner's *.txnindex.cleaned); no file is written for no entries.
@@ -214,6 +243,9 @@ func writeTxnIndexFile(fsys FS, path string, entries []AbortedTxn) (*txnIndex, e
 		f.Close()
 		return nil, err
 	}
-	ix.file, ix.size, ix.entries = f, int64(len(b)), slices.Clone(entries)
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	ix.size, ix.entries = int64(len(b)), slices.Clone(entries)
 	return ix, nil
 }

@@ -1,0 +1,813 @@
+//go:build linux
+
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/strait/strait/storage/compress"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"golang.org/x/sys/unix"
+)
+
+// Tests of the mmap path of index files (index.go): OSFS files only, which
+// the FaultFS tests do not reach.
+
+// mappingsUnder returns the files under dir mapped into this process, with
+// how many mappings each (a removed file keeps its name plus " (deleted)").
+func mappingsUnder(t testing.TB, dir string) map[string]int {
+	t.Helper()
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			continue
+		}
+		if p := strings.Join(fields[5:], " "); strings.HasPrefix(p, dir+"/") {
+			out[p]++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// fdsUnder returns the files under dir this process holds descriptors of,
+// and how many descriptors the process holds in all.
+func fdsUnder(t testing.TB, dir string) (under []string, total int) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err != nil {
+			continue // the descriptor ReadDir used, closed since
+		}
+		total++
+		if strings.HasPrefix(target, dir+"/") {
+			under = append(under, target)
+		}
+	}
+	return under, total
+}
+
+func offsetEntry(rel, pos int32) []byte {
+	var e [offsetIndexEntrySize]byte
+	binary.BigEndian.PutUint32(e[:], uint32(rel))
+	binary.BigEndian.PutUint32(e[4:], uint32(pos))
+	return e[:]
+}
+
+func openMmapIndex(t *testing.T, path string, maxBytes int32, fresh, active bool) *indexFile {
+	t.Helper()
+	ix, err := openIndexFile(OSFS{}, path, offsetIndexEntrySize, maxBytes, fresh, active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ix.useMmap || ix.file != nil {
+		t.Fatalf("OSFS index not on the mmap path")
+	}
+	return ix
+}
+
+func TestIndexMmapHoldsNoDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.index")
+	ix := openMmapIndex(t, path, 1<<20, true, true)
+	for i := range 1000 {
+		if err := ix.append(offsetEntry(int32(i*2), int32(i*100))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fds, _ := fdsUnder(t, dir); len(fds) != 0 {
+		t.Fatalf("active index holds descriptors: %v", fds)
+	}
+	if m := mappingsUnder(t, dir); m[path] != 1 {
+		t.Fatalf("active index mappings %v", m)
+	}
+	if fileSize(t, path) != 1<<20 {
+		t.Fatalf("active index not preallocated: %d bytes", fileSize(t, path))
+	}
+	if ix.reserved < 8000 || ix.reserved >= 1<<20 {
+		t.Fatalf("%d bytes reserved for 8000 bytes of entries", ix.reserved)
+	}
+	if err := ix.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.seal(); err != nil {
+		t.Fatal(err)
+	}
+	if fileSize(t, path) != 8000 {
+		t.Fatalf("sealed index %d bytes, want 8000", fileSize(t, path))
+	}
+	if m := mappingsUnder(t, dir); len(m) != 0 {
+		t.Fatalf("sealed index mapped before any search: %v", m)
+	}
+	oi := &offsetIndex{indexFile: ix, baseOffset: 100}
+	o, p, err := oi.lookup(100 + 777)
+	if err != nil || o != 100+776 || p != 388*100 {
+		t.Fatalf("lookup = %d, %d, %v", o, p, err)
+	}
+	if m := mappingsUnder(t, dir); m[path] != 1 {
+		t.Fatalf("sealed index not mapped after a search: %v", m)
+	}
+	if fds, _ := fdsUnder(t, dir); len(fds) != 0 {
+		t.Fatalf("sealed index holds descriptors: %v", fds)
+	}
+	if err := ix.close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := mappingsUnder(t, dir); len(m) != 0 {
+		t.Fatalf("closed index still mapped: %v", m)
+	}
+	if _, err := ix.search(func([]byte) bool { return true }); !errors.Is(err, errIndexClosed) {
+		t.Fatalf("search of a closed index: %v", err)
+	}
+}
+
+// Stores into the mapping reach the file without a sync or seal: a process
+// killed after an append leaves the entry in the page cache.
+func TestIndexMmapEntriesSurviveUncleanStop(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.index")
+	ix := openMmapIndex(t, path, 4096, true, true)
+	var want []byte
+	for i := range 20 {
+		e := offsetEntry(int32(i), int32(i*10))
+		want = append(want, e...)
+		if err := ix.append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix.close() // no seal: the file stays preallocated, as after a crash
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != 4096 || !bytes.Equal(raw[:len(want)], want) || bytes.ContainsFunc(raw[len(want):], func(r rune) bool { return r != 0 }) {
+		t.Fatalf("file after an unclean stop: %d bytes, entries %x", len(raw), raw[:len(want)])
+	}
+	ix2 := openMmapIndex(t, path, 4096, false, true)
+	defer ix2.close()
+	if ix2.n != 4096/8 {
+		t.Fatalf("reopened untrimmed index has %d entries", ix2.n)
+	}
+	for i := range 20 {
+		var buf [8]byte
+		e, err := ix2.read(i, buf[:])
+		if err != nil || !bytes.Equal(e, want[i*8:i*8+8]) {
+			t.Fatalf("entry %d after reopen: %x, %v", i, e, err)
+		}
+	}
+}
+
+// A log killed without Close rebuilds its active segment's indexes at
+// Open: the same entries as before.
+func TestLogIndexesAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	cfg := recoveryConfig()
+	l := openTestLog(t, dir, cfg, nil)
+	stored := appendBatches(t, l, compress.None, 120, testEpoch.UnixMilli())
+	entries := func(l *Log) (out [][2]int64) {
+		for _, s := range l.segments {
+			for i := range s.offsetIndex.n {
+				o, p, err := s.offsetIndex.at(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, [2]int64{o, p})
+			}
+			for i := range s.timeIndex.n {
+				ts, o, err := s.timeIndex.at(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, [2]int64{ts, o})
+			}
+		}
+		return out
+	}
+	before := entries(l)
+	activeBase := l.active().baseOffset
+	crash(l)
+	if got := fileSize(t, segPath(dir, activeBase, indexFileSuffix)); got != int64(cfg.SegmentIndexBytes/8*8) {
+		t.Fatalf("active index after a crash: %d bytes", got)
+	}
+	l2 := openTestLog(t, dir, cfg, nil)
+	defer l2.Close()
+	verifyLog(t, l2, stored)
+	// Closing appended the final time-index entry Kafka's close does; the
+	// crashed log never got it, so compare offset-index entries and the
+	// time-index entries both have.
+	after := entries(l2)
+	if len(after) < len(before) {
+		t.Fatalf("%d index entries after a crash, %d before", len(after), len(before))
+	}
+	for i := range before {
+		if before[i] != after[i] {
+			t.Fatalf("index entry %d: %v before the crash, %v after", i, before[i], after[i])
+		}
+	}
+}
+
+func TestSealedIndexLookupAfterReopen(t *testing.T) {
+	dir := t.TempDir()
+	cfg := recoveryConfig()
+	l := openTestLog(t, dir, cfg, nil)
+	stored := appendBatches(t, l, compress.None, 150, testEpoch.UnixMilli())
+	l.Close()
+
+	l = openTestLog(t, dir, cfg, nil)
+	defer l.Close()
+	if len(l.segments) < 4 {
+		t.Fatalf("%d segments", len(l.segments))
+	}
+	act := l.active()
+	m := mappingsUnder(t, dir)
+	if len(m) != 2 || m[segPath(dir, act.baseOffset, indexFileSuffix)] != 1 || m[segPath(dir, act.baseOffset, timeIndexFileSuffix)] != 1 {
+		t.Fatalf("mappings after Open %v, want the active segment's two indexes", m)
+	}
+	if fds, _ := fdsUnder(t, dir); len(fds) != len(l.segments) {
+		t.Fatalf("%d descriptors for %d segments: %v", len(fds), len(l.segments), fds)
+	}
+
+	// Concurrent reads map the sealed indexes (the race detector watches).
+	leo := l.LogEndOffset()
+	l.UpdateHighWatermark(leo)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for off := int64(g); off < leo; off += 7 {
+				res, err := l.Read(off, 1, leo, true)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(res.Slices) != 1 {
+					errs <- fmt.Errorf("read at %d: %d slices", off, len(res.Slices))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	m = mappingsUnder(t, dir)
+	for _, s := range l.segments {
+		want := min(s.offsetIndex.n, 1)
+		if s == act {
+			want = 1 // mapped while active, even empty
+		}
+		if m[segPath(dir, s.baseOffset, indexFileSuffix)] != want {
+			t.Fatalf("segment %d offset index (%d entries, active %v, mapped %v) mapped %d times after reads, want %d", s.baseOffset, s.offsetIndex.n, s.offsetIndex.active, s.offsetIndex.mm != nil, m[segPath(dir, s.baseOffset, indexFileSuffix)], want)
+		}
+		if s != act && m[segPath(dir, s.baseOffset, timeIndexFileSuffix)] != 0 {
+			t.Fatalf("sealed time index %d mapped without a time search", s.baseOffset)
+		}
+	}
+	// A time search maps the time index of the segment it searches.
+	first := l.segments[0]
+	ts := first.maxTimestamp
+	if o, _, ok, err := l.OffsetForTimestamp(ts); err != nil || !ok || o < first.baseOffset {
+		t.Fatalf("OffsetForTimestamp(%d) = %d, %v, %v", ts, o, ok, err)
+	}
+	if mappingsUnder(t, dir)[segPath(dir, first.baseOffset, timeIndexFileSuffix)] != 1 {
+		t.Fatal("time index not mapped after a time search")
+	}
+	if fds, _ := fdsUnder(t, dir); len(fds) != len(l.segments) {
+		t.Fatalf("%d descriptors for %d segments after reads", len(fds), len(l.segments))
+	}
+	verifyLog(t, l, stored)
+}
+
+func TestIndexMmapTruncateEntries(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.index")
+	ix := openMmapIndex(t, path, 4096, true, true)
+	defer ix.close()
+	oi := &offsetIndex{indexFile: ix}
+	for i := range 10 {
+		if err := oi.appendEntry(int64(i*10), int64(i*100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Active: the dropped entries are zeroed, the file stays preallocated.
+	if err := ix.truncateEntries(4); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	if len(raw) != 4096 || !bytes.Equal(raw[32:80], make([]byte, 48)) || !bytes.Equal(raw[24:32], offsetEntry(30, 300)) {
+		t.Fatalf("active index after truncateEntries(4): %d bytes, %x", len(raw), raw[:80])
+	}
+	if o, p, ok, err := oi.last(); !ok || err != nil || o != 30 || p != 300 {
+		t.Fatalf("last after truncation: %d %d %v %v", o, p, ok, err)
+	}
+	if err := oi.appendEntry(45, 450); err != nil {
+		t.Fatal(err)
+	}
+	if o, p, _ := oi.lookup(1000); o != 45 || p != 450 {
+		t.Fatalf("lookup after append %d %d", o, p)
+	}
+	if err := ix.sync(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Sealed and mapped: the mapping goes, the file is cut.
+	if err := ix.seal(); err != nil {
+		t.Fatal(err)
+	}
+	if o, _, _ := oi.lookup(25); o != 20 {
+		t.Fatalf("sealed lookup(25) = %d", o)
+	}
+	if mappingsUnder(t, dir)[path] != 1 {
+		t.Fatal("sealed index not mapped after a lookup")
+	}
+	if err := ix.truncateEntries(2); err != nil {
+		t.Fatal(err)
+	}
+	if fileSize(t, path) != 16 || len(mappingsUnder(t, dir)) != 0 {
+		t.Fatalf("sealed index after truncateEntries(2): %d bytes, mappings %v", fileSize(t, path), mappingsUnder(t, dir))
+	}
+	if o, p, ok, err := oi.last(); !ok || err != nil || o != 10 || p != 100 {
+		t.Fatalf("last after sealed truncation: %d %d %v %v", o, p, ok, err)
+	}
+	if o, _, _ := oi.lookup(1000); o != 10 {
+		t.Fatalf("lookup after sealed truncation %d", o)
+	}
+
+	// Reactivated: preallocated and writable again.
+	if err := ix.activate(); err != nil {
+		t.Fatal(err)
+	}
+	if fileSize(t, path) != 4096 {
+		t.Fatalf("reactivated index %d bytes", fileSize(t, path))
+	}
+	if err := oi.appendEntry(50, 500); err != nil {
+		t.Fatal(err)
+	}
+	if o, p, _ := oi.lookup(1000); o != 50 || p != 500 || ix.n != 3 {
+		t.Fatalf("after reactivation: lookup %d %d, %d entries", o, p, ix.n)
+	}
+	if err := ix.truncateEntries(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, _ := oi.last(); ok {
+		t.Fatal("last entry of an emptied index")
+	}
+}
+
+func TestIndexMmapBadSizeIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{3, 13, 4097} {
+		for _, active := range []bool{false, true} {
+			path := filepath.Join(dir, fmt.Sprintf("%d-%v.index", size, active))
+			if err := os.WriteFile(path, make([]byte, size), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ix, err := openIndexFile(OSFS{}, path, offsetIndexEntrySize, 4096, false, active)
+			if !errors.Is(err, errCorruptIndex) {
+				t.Fatalf("%d-byte index (active %v): %v", size, active, err)
+			}
+			if ix != nil {
+				t.Fatal("index returned with an error")
+			}
+			if fileSize(t, path) != int64(size) {
+				t.Fatalf("corrupt index resized to %d", fileSize(t, path))
+			}
+		}
+	}
+	if fds, _ := fdsUnder(t, dir); len(fds) != 0 {
+		t.Fatalf("descriptors left open: %v", fds)
+	}
+	if m := mappingsUnder(t, dir); len(m) != 0 {
+		t.Fatalf("mappings left: %v", m)
+	}
+}
+
+// Deleting segments whose indexes are mapped unmaps them when the files
+// are removed (after file.delete.delay.ms), as does deleting the log.
+func TestDeleteSegmentWithMappedIndex(t *testing.T) {
+	dir := t.TempDir()
+	cfg := recoveryConfig()
+	cfg.RetentionMs = -1
+	l := openTestLog(t, dir, cfg, nil)
+	appendBatches(t, l, compress.None, 150, testEpoch.UnixMilli())
+	leo := l.LogEndOffset()
+	l.UpdateHighWatermark(leo)
+	for off := int64(0); off < leo; off += 3 {
+		if _, err := l.Read(off, 1, leo, true); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := l.OffsetForTimestamp(testEpoch.UnixMilli() + off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := l.segments[:2:2]
+	for _, s := range gone {
+		if mappingsUnder(t, dir)[segPath(dir, s.baseOffset, indexFileSuffix)] != 1 {
+			t.Fatalf("segment %d's index not mapped after reads", s.baseOffset)
+		}
+	}
+	if _, err := l.DeleteRecordsBefore(l.segments[2].baseOffset); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.DeleteOldSegments(testEpoch); err != nil || n != 2 {
+		t.Fatalf("deleted %d segments (%v)", n, err)
+	}
+	for p := range mappingsUnder(t, dir) {
+		for _, s := range gone {
+			if strings.HasPrefix(filepath.Base(p), segmentName(s.baseOffset, "")) {
+				t.Fatalf("deleted segment still mapped: %s", p)
+			}
+		}
+	}
+	for _, s := range gone {
+		for _, suffix := range segmentFileSuffixes {
+			if _, err := os.Stat(segPath(dir, s.baseOffset, suffix) + deletedFileSuffix); !os.IsNotExist(err) {
+				t.Fatalf("deleted segment file left: %v", err)
+			}
+		}
+	}
+	if fds, _ := fdsUnder(t, dir); len(fds) != len(l.segments) {
+		t.Fatalf("%d descriptors for %d segments", len(fds), len(l.segments))
+	}
+	if res, err := l.Read(l.LogStartOffset(), math.MaxInt64, leo, true); err != nil || res.Size == 0 {
+		t.Fatalf("read after deletion: %v", err)
+	}
+
+	if err := l.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Dir(dir)
+	for p := range mappingsUnder(t, parent) {
+		if strings.HasPrefix(p, dir) {
+			t.Fatalf("deleted log still mapped: %s", p)
+		}
+	}
+	if fds, _ := fdsUnder(t, parent); len(fds) != 0 {
+		t.Fatalf("deleted log holds descriptors: %v", fds)
+	}
+}
+
+// Opening many partitions costs one descriptor per segment (its .log):
+// indexes, transaction indexes, checkpoints, snapshots and the leader
+// epoch file hold none between uses.
+func TestManyLogsOneDescriptorPerSegment(t *testing.T) {
+	root := t.TempDir()
+	cfg := recoveryConfig()
+	const partitions = 200
+	_, baseline := fdsUnder(t, root)
+	open := func() []*Log {
+		logs := make([]*Log, partitions)
+		for i := range logs {
+			logs[i] = openTestLog(t, filepath.Join(root, fmt.Sprintf("t-%d", i)), cfg, producerClock())
+		}
+		return logs
+	}
+	check := func(logs []*Log, when string) {
+		t.Helper()
+		segments := 0
+		for _, l := range logs {
+			segments += len(l.segments)
+		}
+		fds, total := fdsUnder(t, root)
+		for _, p := range fds {
+			if !strings.HasSuffix(p, logFileSuffix) {
+				t.Fatalf("%s: descriptor of %s held", when, p)
+			}
+		}
+		if len(fds) != segments {
+			t.Fatalf("%s: %d descriptors under the log directories for %d segments", when, len(fds), segments)
+		}
+		if total-baseline > segments+10 {
+			t.Fatalf("%s: the process holds %d descriptors more than before opening %d segments", when, total-baseline, segments)
+		}
+		if m := mappingsUnder(t, root); len(m) > 2*partitions+segments {
+			t.Fatalf("%s: %d files mapped", when, len(m))
+		}
+		t.Logf("%s: %d partitions, %d segments, %d descriptors under them, %d in the process", when, partitions, segments, len(fds), total)
+	}
+
+	logs := open()
+	for i, l := range logs {
+		appendBatches(t, l, compress.None, 40, testEpoch.UnixMilli())
+		if i%10 == 0 { // an aborted transaction: a .txnindex
+			appendTxn(t, l, 100, 0, 0, 2)
+			appendMarker(t, l, 100, 0, false)
+			if len(l.segments[len(l.segments)-1].txnIndex.entries) != 1 {
+				t.Fatal("no aborted transaction indexed")
+			}
+		}
+		l.UpdateHighWatermark(l.LogEndOffset())
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(logs, "after appends")
+	for _, l := range logs {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fds, _ := fdsUnder(t, root); len(fds) != 0 {
+		t.Fatalf("closed logs hold descriptors: %v", fds)
+	}
+	if m := mappingsUnder(t, root); len(m) != 0 {
+		t.Fatalf("closed logs hold mappings: %v", m)
+	}
+
+	logs = open()
+	check(logs, "after reopening")
+	for _, l := range logs {
+		leo := l.LogEndOffset()
+		for off := int64(0); off < leo; off += 5 {
+			if _, err := l.Read(off, 1, leo, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := l.AbortedTransactions(0, leo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(logs, "after reads")
+	for _, l := range logs {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The mmap path's disk failures, injected below FaultFS's reach: a full
+// disk when blocks are reserved fails the roll or the append with an
+// error (not SIGBUS), and a failing msync fails the flush.
+func TestIndexMmapReserveAndSyncFailures(t *testing.T) {
+	enospc := func(*os.File, int64, int64) error { return syscall.ENOSPC }
+	realFallocate, realMsync := fallocate, msync
+	t.Cleanup(func() { fallocate, msync = realFallocate, realMsync })
+
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.SegmentBytes = 1000
+	cfg.IndexIntervalBytes = 1
+	l := openTestLog(t, dir, cfg, nil)
+	var stored [][]byte
+	for l.active().size < 900 {
+		stored = append(stored, appendBatches(t, l, compress.None, 1, testEpoch.UnixMilli())...)
+	}
+	fallocate = enospc
+	if _, err := l.AppendAsLeader(simpleBatch(t, compress.None, 5, testEpoch.UnixMilli()), 0); kerrCode(err) != kerr.KafkaStorageError.Code || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append needing a roll on a full disk: %v", err)
+	}
+	if len(l.segments) != 1 || !l.active().offsetIndex.active {
+		t.Fatalf("failed roll: %d segments, active index %v", len(l.segments), l.active().offsetIndex.active)
+	}
+	fallocate = realFallocate
+	stored = append(stored, appendBatches(t, l, compress.None, 1, testEpoch.UnixMilli())...)
+	if len(l.segments) != 2 {
+		t.Fatalf("%d segments, want a roll once the disk has room", len(l.segments))
+	}
+
+	// An entry past the reserved blocks needs a reservation; a full disk
+	// fails the append and rolls it back. (Equal timestamps: only the
+	// offset index grows.)
+	cfg.SegmentBytes = 1 << 20
+	l.SetConfig(cfg)
+	if _, err := l.rollLocked(testEpoch); err != nil {
+		t.Fatal(err)
+	}
+	oi := l.active().offsetIndex
+	for (oi.n+2)*offsetIndexEntrySize <= oi.reserved {
+		stored = append(stored, mustAppendStored(t, l, simpleBatch(t, compress.None, 1, testEpoch.UnixMilli())))
+	}
+	if (oi.n+1)*offsetIndexEntrySize != oi.reserved {
+		t.Fatalf("%d entries, %d bytes reserved", oi.n, oi.reserved)
+	}
+	n, leo := oi.n, l.LogEndOffset()
+	fallocate = enospc
+	if _, err := l.AppendAsLeader(simpleBatch(t, compress.None, 1, testEpoch.UnixMilli()), 0); err != nil {
+		t.Fatalf("append filling the reserved blocks: %v", err)
+	}
+	if _, err := l.AppendAsLeader(simpleBatch(t, compress.None, 1, testEpoch.UnixMilli()), 0); kerrCode(err) != kerr.KafkaStorageError.Code || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append needing index blocks on a full disk: %v", err)
+	}
+	if oi.n != n+1 || l.LogEndOffset() != leo+1 {
+		t.Fatalf("failed append left %d index entries (want %d), LEO %d (want %d)", oi.n, n+1, l.LogEndOffset(), leo+1)
+	}
+	fallocate = realFallocate
+	l.mu.Lock()
+	stored = append(stored, lastBatch(t, l))
+	l.mu.Unlock()
+
+	msync = func([]byte) error { return syscall.EIO }
+	if err := l.Flush(); kerrCode(err) != kerr.KafkaStorageError.Code || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("flush with a failing msync: %v", err)
+	}
+	msync = realMsync
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stored = append(stored, appendBatches(t, l, compress.None, 2, testEpoch.UnixMilli())...)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openTestLog(t, dir, cfg, nil)
+	defer l2.Close()
+	verifyLog(t, l2, stored)
+}
+
+func mustAppendStored(t *testing.T, l *Log, b []byte) []byte {
+	t.Helper()
+	mustAppend(t, l, b)
+	return b // updated in place
+}
+
+// lastBatch reads the active segment's last batch; l.mu held.
+func lastBatch(t *testing.T, l *Log) []byte {
+	t.Helper()
+	s := l.active()
+	pos, h, found, err := s.findBatch(s.nextOffset - 1)
+	if err != nil || !found {
+		t.Fatalf("last batch: %v", err)
+	}
+	b, err := s.readBatch(pos, &h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A sealed index reactivated on a full disk (a roll whose seal failed, a
+// truncation) takes appends again, failing them until there is room.
+func TestIndexMmapReactivateOnFullDisk(t *testing.T) {
+	realFallocate := fallocate
+	t.Cleanup(func() { fallocate = realFallocate })
+	path := filepath.Join(t.TempDir(), "x.index")
+	ix := openMmapIndex(t, path, 4096, true, true)
+	defer ix.close()
+	if err := ix.append(offsetEntry(1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.seal(); err != nil {
+		t.Fatal(err)
+	}
+	fallocate = func(*os.File, int64, int64) error { return syscall.ENOSPC }
+	if err := ix.activate(); err != nil {
+		t.Fatalf("reactivation on a full disk: %v", err)
+	}
+	if err := ix.append(offsetEntry(2, 20)); !errors.Is(err, syscall.ENOSPC) || ix.n != 1 {
+		t.Fatalf("append on a full disk: %v, %d entries", err, ix.n)
+	}
+	fallocate = realFallocate
+	if err := ix.append(offsetEntry(2, 20)); err != nil || ix.n != 2 {
+		t.Fatalf("append once there is room: %v, %d entries", err, ix.n)
+	}
+	ix2, err := openIndexFile(OSFS{}, path+"2", offsetIndexEntrySize, 4096, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix2.close()
+	fallocate = func(*os.File, int64, int64) error { return syscall.ENOSPC }
+	if _, err := openIndexFile(OSFS{}, path+"3", offsetIndexEntrySize, 4096, true, true); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("new active index on a full disk: %v", err)
+	}
+}
+
+// syncCountFS counts fsyncs (files and directories) and checkpoint writes.
+type syncCountFS struct {
+	OSFS
+	mu    sync.Mutex
+	syncs []string
+}
+
+type syncCountFile struct {
+	File
+	fs   *syncCountFS
+	name string
+}
+
+func (f *syncCountFile) Sync() error {
+	f.fs.note(f.name)
+	return f.File.Sync()
+}
+
+func (c *syncCountFS) note(name string) {
+	c.mu.Lock()
+	c.syncs = append(c.syncs, filepath.Base(name))
+	c.mu.Unlock()
+}
+
+func (c *syncCountFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := c.OSFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &syncCountFile{File: f, fs: c, name: name}, nil
+}
+
+func (c *syncCountFS) SyncDir(p string) error {
+	c.note(p + "/")
+	return c.OSFS.SyncDir(p)
+}
+
+// Opening a new log fsyncs nothing and writes no checkpoint: creating
+// 10,000 partitions at once would otherwise wait for 30,000 fsyncs. A
+// crash before the first checkpoint then recovers the whole log.
+func TestOpenNewLogWithoutFsync(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p-0")
+	fsys := &syncCountFS{}
+	cfg := recoveryConfig()
+	l, err := Open(dir, cfg, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fsys.syncs) != 0 {
+		t.Fatalf("opening a new log fsynced %v", fsys.syncs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, recoveryPointFile)); !os.IsNotExist(err) {
+		t.Fatalf("recovery point checkpoint of a new log: %v", err)
+	}
+	var stored [][]byte
+	for range 5 { // no roll
+		stored = append(stored, mustAppendStored(t, l, simpleBatch(t, compress.None, 2, testEpoch.UnixMilli())))
+	}
+	crash(l)
+	l = openTestLog(t, dir, cfg, nil)
+	verifyLog(t, l, stored)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := readCheckpoint(OSFS{}, dir, recoveryPointFile); !ok || err != nil {
+		t.Fatalf("recovery point checkpoint after a reopen and close: %v %v", ok, err)
+	}
+
+	// A log starting at a log start offset (its checkpoint left by an
+	// earlier life) behaves alike.
+	dir2 := filepath.Join(filepath.Dir(dir), "p-1")
+	if err := os.MkdirAll(dir2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCheckpoint(OSFS{}, dir2, logStartOffsetFile, 500); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir2, cfg, nil)
+	if l.LogStartOffset() != 500 || l.LogEndOffset() != 500 {
+		t.Fatalf("log start %d, end %d", l.LogStartOffset(), l.LogEndOffset())
+	}
+	info := mustAppend(t, l, simpleBatch(t, compress.None, 2, testEpoch.UnixMilli()))
+	crash(l)
+	l = openTestLog(t, dir2, cfg, nil)
+	defer l.Close()
+	if info.FirstOffset != 500 || l.LogEndOffset() != 502 {
+		t.Fatalf("appended at %d, log end after a crash %d", info.FirstOffset, l.LogEndOffset())
+	}
+}
+
+// A store into an active index faults in its page only, not a read-around
+// of the preallocated file (read_ahead_kb: 8 MiB on some disks), which at
+// 10,000 partitions made every index append a major fault of milliseconds.
+func TestActiveIndexFaultsInOnePage(t *testing.T) {
+	ix := openMmapIndex(t, filepath.Join(t.TempDir(), "x.index"), 10<<20, true, true)
+	defer ix.close()
+	if err := ix.append(offsetEntry(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.append(offsetEntry(2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	vec := make([]byte, (len(ix.mm)+pageSize-1)/pageSize)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&ix.mm[0])), uintptr(len(ix.mm)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	resident := 0
+	for _, v := range vec {
+		resident += int(v & 1)
+	}
+	if resident > 4 {
+		t.Fatalf("%d pages of a 10 MiB active index resident after two appends", resident)
+	}
+}
