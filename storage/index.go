@@ -260,16 +260,26 @@ func (ix *indexFile) reserve(need int) error {
 	if need <= ix.reserved {
 		return nil
 	}
-	f, err := ix.fsys.OpenFile(ix.path, os.O_RDWR, 0)
+	f, osf, err := ix.openMappable(os.O_RDWR)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	osf := mappableFile(f)
-	if osf == nil {
-		return fmt.Errorf("index %s: not an OS file", ix.path)
-	}
 	return ix.reserveWith(osf, need, len(ix.mm))
+}
+
+// openMappable opens the index file for mapping or reserving blocks; the
+// caller closes f (a mapping outlives its descriptor).
+func (ix *indexFile) openMappable(flag int) (f File, osf *os.File, err error) {
+	f, err = ix.fsys.OpenFile(ix.path, flag, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if osf = mappableFile(f); osf == nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("index %s: not an OS file", ix.path)
+	}
+	return f, osf, nil
 }
 
 func (ix *indexFile) markDirty(from, to int) {
@@ -296,15 +306,11 @@ func (ix *indexFile) mapSealed() error {
 	if ix.mm != nil || ix.closed || ix.active || ix.n == 0 {
 		return nil
 	}
-	f, err := ix.fsys.OpenFile(ix.path, os.O_RDONLY, 0)
+	f, osf, err := ix.openMappable(os.O_RDONLY)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	osf := mappableFile(f)
-	if osf == nil {
-		return fmt.Errorf("index %s: not an OS file", ix.path)
-	}
 	mm, err := mmapFile(osf, ix.n*ix.entrySize, false)
 	if err != nil {
 		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
@@ -561,15 +567,11 @@ func (ix *indexFile) activate() error {
 	if !ix.useMmap {
 		return ix.activateFD()
 	}
-	f, err := ix.fsys.OpenFile(ix.path, os.O_RDWR, 0)
+	f, osf, err := ix.openMappable(os.O_RDWR)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	osf := mappableFile(f)
-	if osf == nil {
-		return fmt.Errorf("index %s: not an OS file", ix.path)
-	}
 	if err := ix.unmap(); err != nil {
 		return err
 	}
