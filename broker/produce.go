@@ -19,6 +19,9 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,52 +40,62 @@ func handleProduce(c *conn, x *exchange) {
 	if acksValid {
 		txnCheck = s.verifyTransaction(req, x.req.Version)
 	}
-	anyErr := false
-	var pending []pendingAck
-	var leaders map[int32]bool // named in CurrentLeader fields (KIP-951)
-	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
+	// First the response skeleton and the checks that need no append, then
+	// the appends (in parallel when worth it, appendAll), then the codes.
+	var jobs []produceJob
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti, rt := range req.Topics {
-		st := kmsg.NewProduceResponseTopic()
+		st := &resp.Topics[ti]
+		*st = kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		lt := s.parts.topicByName(rt.Topic)
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewProduceResponseTopicPartition()
+		for pi, rp := range rt.Partitions {
+			sp := &st.Partitions[pi]
+			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset = -1
 			sp.LogAppendTime = -1
 			sp.LogStartOffset = -1
-			code, msg := int16(0), ""
+			job := produceJob{topic: ti, partition: pi, lt: lt, records: rp.Records}
 			switch {
 			case !acksValid:
-				code = kerr.InvalidRequiredAcks.Code
+				job.code = kerr.InvalidRequiredAcks.Code
 			case x.req.Version < 7 && isZstd(rp.Records):
 				// zstd needs Produce v7 (KIP-110), as Kafka enforces.
-				code = kerr.UnsupportedCompressionType.Code
+				job.code = kerr.UnsupportedCompressionType.Code
 			case internalTopics[rt.Topic] && clientID(x) != adminClientID:
 				// Clients write the coordinators' topics only through the
 				// coordinators, as in Kafka's ReplicaManager.
-				code, msg = kerr.InvalidTopicException.Code, "Cannot append to internal topic "+rt.Topic
+				job.code, job.msg = kerr.InvalidTopicException.Code, "Cannot append to internal topic "+rt.Topic
 			default:
-				var w *ackWaiter
-				code, msg, w = s.produceTo(lt, rt.Topic, rp.Partition, rp.Records, req.Acks, &sp, txnCheck)
-				if w != nil {
-					pending = append(pending, pendingAck{topic: ti, partition: len(st.Partitions), part: lt.partition(rp.Partition), w: w})
-				}
+				job.appends = true
 			}
-			if code != 0 {
-				anyErr = true
-				sp.ErrorCode = code
-				if msg != "" && x.req.Version >= 8 {
-					sp.ErrorMessage = &msg
-				}
-				if code == kerr.NotLeaderForPartition.Code && x.req.Version >= 10 {
-					leaders = s.pointToLeader(rt.Topic, rp.Partition, &sp.CurrentLeader, leaders)
-				}
-			}
-			st.Partitions = append(st.Partitions, sp)
+			jobs = append(jobs, job)
 		}
-		resp.Topics = append(resp.Topics, st)
+	}
+	s.appendAll(resp, jobs, req.Acks, txnCheck)
+	anyErr := false
+	var pending []pendingAck
+	var leaders map[int32]bool // named in CurrentLeader fields (KIP-951)
+	for _, j := range jobs {
+		rt := &resp.Topics[j.topic]
+		sp := &rt.Partitions[j.partition]
+		if j.waiter != nil {
+			pending = append(pending, pendingAck{topic: j.topic, partition: j.partition, part: j.lt.partition(sp.Partition), w: j.waiter})
+		}
+		if j.code == 0 {
+			continue
+		}
+		anyErr = true
+		sp.ErrorCode = j.code
+		if j.msg != "" && x.req.Version >= 8 {
+			msg := j.msg
+			sp.ErrorMessage = &msg
+		}
+		if j.code == kerr.NotLeaderForPartition.Code && x.req.Version >= 10 {
+			leaders = s.pointToLeader(rt.Topic, sp.Partition, &sp.CurrentLeader, leaders)
+		}
 	}
 	resp.Brokers = s.leaderEndpoints(leaders, c.listener, resp.Brokers)
 	if req.Acks == 0 {
@@ -98,6 +111,92 @@ func handleProduce(c *conn, x *exchange) {
 	// partition's records, or at timeout_ms (REQUEST_TIMED_OUT for those
 	// not yet replicated, as Kafka's DelayedProduce); the read loop goes on.
 	go s.awaitProduceAcks(x, resp, pending, time.Duration(req.TimeoutMillis)*time.Millisecond)
+}
+
+// produceJob is one partition of a produce request: where its response
+// goes, its records, and what became of them.
+type produceJob struct {
+	topic, partition int // indexes into the request and the response
+	lt               *localTopic
+	records          []byte
+	appends          bool // passed the request-level checks: append it
+	code             int16
+	msg              string
+	waiter           *ackWaiter // acks=all, waiting for followers
+}
+
+// parallelAppendBytes is the size of a produce request from which its
+// partitions are appended in parallel. Below it a goroutine hand-off costs
+// more than it saves.
+var parallelAppendBytes = 256 << 10
+
+// appendAll appends every job that passed the request-level checks. A
+// request that writes at least parallelAppendBytes to several distinct
+// partitions has them appended by up to GOMAXPROCS goroutines (this one
+// included): validation (CRC32C, decompression of compressed batches) and
+// the copy into the page cache then use every core for one producer's
+// request, where Kafka's request handler appends them one after another.
+// Partitions are independent logs with their own locks; a partition named
+// twice keeps the request's order (the sequential path).
+func (s *Server) appendAll(resp *kmsg.ProduceResponse, jobs []produceJob, acks int16, txnCheck *txnProduce) {
+	run := func(j *produceJob) {
+		rt := &resp.Topics[j.topic]
+		sp := &rt.Partitions[j.partition]
+		j.code, j.msg, j.waiter = s.produceTo(j.lt, rt.Topic, sp.Partition, j.records, acks, sp, txnCheck)
+	}
+	todo := make([]int, 0, len(jobs))
+	total := 0
+	for i := range jobs {
+		if jobs[i].appends {
+			todo = append(todo, i)
+			total += len(jobs[i].records)
+		}
+	}
+	workers := 1
+	if len(todo) > 1 && total >= parallelAppendBytes && distinctPartitions(resp, jobs, todo) {
+		workers = min(runtime.GOMAXPROCS(0), len(todo))
+	}
+	if workers < 2 {
+		for _, i := range todo {
+			run(&jobs[i])
+		}
+		return
+	}
+	var next atomic.Int32
+	work := func() {
+		for {
+			n := int(next.Add(1)) - 1
+			if n >= len(todo) {
+				return
+			}
+			run(&jobs[todo[n]])
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+}
+
+// distinctPartitions reports whether no partition is named twice among the
+// jobs todo.
+func distinctPartitions(resp *kmsg.ProduceResponse, jobs []produceJob, todo []int) bool {
+	type key struct {
+		topic     string
+		partition int32
+	}
+	seen := make(map[key]struct{}, len(todo))
+	for _, i := range todo {
+		rt := &resp.Topics[jobs[i].topic]
+		k := key{rt.Topic, rt.Partitions[jobs[i].partition].Partition}
+		if _, dup := seen[k]; dup {
+			return false
+		}
+		seen[k] = struct{}{}
+	}
+	return true
 }
 
 // pendingAck is one partition of a produce waiting for its followers.
