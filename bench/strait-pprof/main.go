@@ -8,7 +8,7 @@
 // It prints "ready <addr>" once the broker serves. SIGUSR1 starts the CPU
 // profile, SIGUSR2 stops it and writes both profiles (the allocation profile
 // covers everything since start), as does SIGINT/SIGTERM, which also shut
-// the broker down; without SIGUSR1 the CPU profile runs from the start.
+// the broker down; -trace adds an execution trace over the same span; without SIGUSR1 the CPU profile runs from the start.
 package main
 
 import (
@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/strait/strait/broker"
@@ -29,6 +30,7 @@ func main() {
 	dir := flag.String("dir", "", "log.dirs (required; use a fresh directory)")
 	cpuFile := flag.String("cpuprofile", "cpu.pprof", "CPU profile output")
 	memFile := flag.String("memprofile", "mem.pprof", "allocation profile output")
+	traceFile := flag.String("trace", "", "also write a runtime/trace execution trace over the same span as the CPU profile")
 	waitForSignal := flag.Bool("wait", true, "start the CPU profile on SIGUSR1 rather than at once")
 	flag.Parse()
 	if *dir == "" {
@@ -54,7 +56,7 @@ func main() {
 
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGTERM)
-	var cpu *os.File
+	var cpu, tr *os.File
 	startCPU := func() {
 		if cpu != nil {
 			return
@@ -65,12 +67,25 @@ func main() {
 		if err := pprof.StartCPUProfile(cpu); err != nil {
 			fail("%v", err)
 		}
+		if *traceFile != "" {
+			if tr, err = os.Create(*traceFile); err != nil {
+				fail("%v", err)
+			}
+			if err := trace.Start(tr); err != nil {
+				fail("%v", err)
+			}
+		}
 	}
 	stopAndWrite := func() {
 		if cpu != nil {
 			pprof.StopCPUProfile()
 			cpu.Close()
 			cpu = nil
+			if tr != nil {
+				trace.Stop()
+				tr.Close()
+				tr = nil
+			}
 		}
 		f, err := os.Create(*memFile)
 		if err != nil {

@@ -84,6 +84,7 @@ func cmdRun(ctx context.Context, args []string) {
 	fs.IntVar(&s.LatencyLingerMs, "latency-linger-ms", s.LatencyLingerMs, "producer linger in the latency phase")
 	latDuration := fs.Duration("latency-duration", s.LatencyDuration.D(), "latency phase length")
 	consume := fs.Bool("consume", true, "measure the consume phase (false: produce only, for profiling)")
+	fs.StringVar(&latencyTrace, "latency-trace", "", "write every measured record of the latency phase to this file: scheduled send ms, produce ack ms, end-to-end ms (to see when stalls happen)")
 	_ = fs.Parse(args)
 	s.Duration, s.LatencyDuration = Dur(*duration), Dur(*latDuration)
 

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -315,6 +318,10 @@ const latencyStampBytes = 16
 
 const latencyMagic = 0x5354524149544c41 // "STRAITLA"
 
+// latencyTrace, when set (run -latency-trace), is the file measureLatency
+// writes every measured record to, in send order.
+var latencyTrace string
+
 // measureLatency produces at rate records/s in total (split evenly over the
 // producers) for d, with one consumer reading from the current end of every
 // partition, and returns the latency percentiles after a warm-up of d/6.
@@ -346,6 +353,7 @@ func measureLatency(ctx context.Context, brokers []string, topic string, s Scena
 		mu       sync.Mutex
 		e2e      []int64
 		ackLat   []int64
+		traced   = map[int64][2]int64{} // sched -> ack, e2e latency (ns), with -latency-trace
 		produced atomic.Int64
 		measured atomic.Int64
 		errs     firstErr
@@ -369,6 +377,11 @@ func measureLatency(ctx context.Context, brokers []string, topic string, s Scena
 				sent := int64(binary.BigEndian.Uint64(r.Value))
 				if sent >= warm {
 					e2e = append(e2e, now-sent)
+					if latencyTrace != "" {
+						t := traced[sent]
+						t[1] = now - sent
+						traced[sent] = t
+					}
 				}
 			})
 			mu.Unlock()
@@ -415,6 +428,11 @@ func measureLatency(ctx context.Context, brokers []string, topic string, s Scena
 							now := int64(time.Since(ref))
 							mu.Lock()
 							ackLat = append(ackLat, now-sched)
+							if latencyTrace != "" {
+								t := traced[sched]
+								t[0] = now - sched
+								traced[sched] = t
+							}
 							mu.Unlock()
 						}
 					})
@@ -452,6 +470,11 @@ func measureLatency(ctx context.Context, brokers []string, topic string, s Scena
 	if len(e2e) == 0 {
 		return Latency{}, errors.New("latency: no record came back")
 	}
+	if latencyTrace != "" {
+		if err := writeLatencyTrace(latencyTrace, traced); err != nil {
+			return Latency{}, err
+		}
+	}
 	slices.Sort(e2e)
 	slices.Sort(ackLat)
 	l := Latency{
@@ -467,6 +490,19 @@ func measureLatency(ctx context.Context, brokers []string, topic string, s Scena
 		AckP99Ms: pct(ackLat, 0.99),
 	}
 	return l, nil
+}
+
+// writeLatencyTrace writes one line per traced record, by send time:
+// scheduled send, produce ack latency and end-to-end latency, in ms.
+func writeLatencyTrace(path string, traced map[int64][2]int64) error {
+	keys := slices.Sorted(maps.Keys(traced))
+	var b strings.Builder
+	b.WriteString("# sent_ms ack_ms e2e_ms\n")
+	for _, k := range keys {
+		t := traced[k]
+		fmt.Fprintf(&b, "%.3f %.3f %.3f\n", ms(k), ms(t[0]), ms(t[1]))
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // pct is the q-quantile of sorted nanoseconds, in milliseconds (nearest rank).
