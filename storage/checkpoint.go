@@ -65,12 +65,19 @@ func writeCheckpoint(fsys FS, dir, name string, offset int64) error {
 // temporary file is removed on failure. Checkpoints, the leader epoch
 // checkpoint and producer snapshots are all written this way.
 func replaceFile(fsys FS, dir, path string, data []byte) error {
+	return replaceFileSync(fsys, dir, path, data, true)
+}
+
+// replaceFileSync is replaceFile, without either fsync unless durable: a
+// reader must then detect a torn file itself (producer snapshots carry a
+// CRC), and the caller fsync the file and the directory later.
+func replaceFileSync(fsys FS, dir, path string, data []byte, durable bool) error {
 	f, err := fsys.OpenFile(path+checkpointTmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
 	_, err = f.WriteAt(data, 0)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -79,7 +86,7 @@ func replaceFile(fsys FS, dir, path string, data []byte) error {
 	if err == nil {
 		err = fsys.Rename(path+checkpointTmp, path)
 	}
-	if err == nil {
+	if err == nil && durable {
 		err = fsys.SyncDir(dir)
 	}
 	if err != nil {

@@ -88,20 +88,27 @@ func TestFailedRollKeepsLogUsable(t *testing.T) {
 	for l.active().size < 900 {
 		stored = append(stored, appendBatches(t, l, compress.None, 1, testEpoch.UnixMilli())...)
 	}
-	for _, fail := range []func(bool){fsys.FailSyncs, fsys.FailCreates} {
-		fail(true)
-		if _, err := l.AppendAsLeader(simpleBatch(t, compress.None, 5, testEpoch.UnixMilli()), 0); kerrCode(err) != kerr.KafkaStorageError.Code {
-			t.Fatalf("append needing a roll on a failing disk: %v", err)
-		}
-		fail(false)
+	// The new segment's files come first: should they not be made, the
+	// append fails and the old segment takes appends again.
+	fsys.FailCreates(true)
+	if _, err := l.AppendAsLeader(simpleBatch(t, compress.None, 5, testEpoch.UnixMilli()), 7); kerrCode(err) != kerr.KafkaStorageError.Code {
+		t.Fatalf("append needing a roll on a failing disk: %v", err)
 	}
+	fsys.FailCreates(false)
 	if len(l.segments) != 1 {
-		t.Fatalf("%d segments after failed rolls", len(l.segments))
+		t.Fatalf("%d segments after a failed roll", len(l.segments))
+	}
+	// A roll fsyncs nothing, so failing fsyncs fail no rolling append: the
+	// flush after the roll fails in the background and leaves the recovery
+	// point behind (TestFailedRollFlushLeavesRecoveryPoint).
+	fsys.FailSyncs(true)
+	stored = append(stored, mustAppendStored(t, l, simpleBatch(t, compress.None, 5, testEpoch.UnixMilli())))
+	l.flushes.Wait()
+	fsys.FailSyncs(false)
+	if len(l.segments) != 2 || l.recoveryPoint.Load() != 0 {
+		t.Fatalf("%d segments, recovery point %d; want a roll, the recovery point not moved", len(l.segments), l.recoveryPoint.Load())
 	}
 	stored = append(stored, appendBatches(t, l, compress.None, 5, testEpoch.UnixMilli())...)
-	if len(l.segments) != 2 {
-		t.Fatalf("%d segments, want a roll once the disk works", len(l.segments))
-	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

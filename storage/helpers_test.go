@@ -192,14 +192,17 @@ func kerrCode(err error) int16 {
 }
 
 // crash closes a log's files without the clean shutdown (no flush, no
-// marker, indexes left preallocated), as a killed process would.
+// marker, indexes left preallocated), as a killed process would; a flush
+// of rolled segments under way stops where it is (it must not be blocked).
 func crash(l *Log) {
+	l.stopFlush.Store(true)
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.closed = true
 	for _, s := range l.segments {
 		s.closeFiles()
 	}
+	l.mu.Unlock()
+	l.flushes.Wait()
 }
 
 func fileSize(t testing.TB, path string) int64 {

@@ -22,7 +22,8 @@ import (
 //
 // While a segment is active its index files are preallocated to
 // segment.index.bytes; when it is sealed (rolled, or the log closed) they
-// are trimmed to their used size and fsynced. The files on disk are thus
+// are trimmed to their used size, and fsynced (on a roll, later: by the
+// Log's asynchronous flush, see log.go). The files on disk are thus
 // exactly Kafka's.
 //
 // # Memory-mapped, no file descriptor held
@@ -50,8 +51,10 @@ import (
 //     The mapping takes segment.index.bytes of address space (VmSize grows
 //     by 20 MiB per partition) but only the pages written are resident.
 //   - Seal: the mapping is unmapped, the file reopened, truncated to its
-//     used size and fsynced (covering the stores made through the mapping:
-//     the page cache is shared, so no msync is needed first), and closed.
+//     used size and closed (trim); it is fsynced then (seal) or, on a
+//     roll, later through a descriptor opened for the fsync (syncFile).
+//     Either fsync covers the stores made through the mapping: they stay
+//     in the shared page cache after the unmap, so no msync is needed.
 //   - Sealed index: mapped read-only on its first search (Kafka's LazyIndex)
 //     and kept mapped until the segment is closed, deleted, truncated or
 //     reactivated. Loading a sealed segment reads only the last entry of
@@ -522,18 +525,24 @@ func (ix *indexFile) truncateEntries(n int) error {
 	return f.Sync()
 }
 
-// seal trims the file to its used size (Kafka does so on roll and close),
-// fsyncs it and makes the index sealed: off the mmap path the memory copy
+// seal trims the index (see trim) and fsyncs it.
+func (ix *indexFile) seal() error {
+	if err := ix.trim(); err != nil {
+		return err
+	}
+	return ix.syncFile()
+}
+
+// trim cuts the file to its used size (Kafka does so on roll and close)
+// and makes the index sealed, without an fsync (a roll leaves that to the
+// Log's asynchronous flush: syncFile): off the mmap path the memory copy
 // is dropped; on it the mapping is, to be mapped read-only on the next
 // search. On failure an active index on the mmap path stays active if the
 // file could not be opened, else it is sealed (unmapped) but perhaps not
 // trimmed: activate maps it again.
-func (ix *indexFile) seal() error {
+func (ix *indexFile) trim() error {
 	if !ix.useMmap {
 		if err := ix.file.Truncate(int64(ix.n * ix.entrySize)); err != nil {
-			return err
-		}
-		if err := ix.file.Sync(); err != nil {
 			return err
 		}
 		ix.mem, ix.active = nil, false
@@ -544,18 +553,28 @@ func (ix *indexFile) seal() error {
 		return err
 	}
 	defer f.Close()
-	// The stores made through the mapping are in the page cache the fsync
-	// below writes back: no msync first.
 	uerr := ix.unmap()
 	ix.active = false
 	ix.reserved, ix.dirtyFrom, ix.dirtyTo = 0, 0, 0
 	if uerr != nil {
 		return uerr
 	}
-	if err := f.Truncate(int64(ix.n * ix.entrySize)); err != nil {
-		return err
+	return f.Truncate(int64(ix.n * ix.entrySize))
+}
+
+// syncFile fsyncs the file of a sealed index: through its descriptor off
+// the mmap path, else through one opened for the fsync (on Linux it writes
+// back the inode's dirty pages whichever descriptor they were written
+// through, the stores made through the mapping before it was unmapped
+// included). It reads only fields fixed when the index was opened, so the
+// Log's asynchronous flush calls it without the Log's lock; a file
+// removed or renamed meanwhile fails it (the caller tells whether that
+// matters).
+func (ix *indexFile) syncFile() error {
+	if !ix.useMmap {
+		return ix.file.Sync()
 	}
-	return f.Sync()
+	return syncPath(ix.fsys, ix.path)
 }
 
 // activate makes a sealed index take appends again: preallocated and
@@ -579,8 +598,8 @@ func (ix *indexFile) activate() error {
 }
 
 // sync makes the entries durable: fsync off the mmap path, msync of the
-// range stored since the last sync on it (a sealed index was fsynced when
-// it was sealed or cut).
+// range stored since the last sync on it (a sealed index is fsynced by
+// seal, by truncateEntries, or after a roll by syncFile).
 func (ix *indexFile) sync() error {
 	if !ix.useMmap {
 		return ix.file.Sync()

@@ -597,7 +597,10 @@ func TestIndexMmapReserveAndSyncFailures(t *testing.T) {
 	// offset index grows.)
 	cfg.SegmentBytes = 1 << 20
 	l.SetConfig(cfg)
-	if _, err := l.rollLocked(testEpoch); err != nil {
+	l.mu.Lock()
+	_, err := l.rollLocked(testEpoch)
+	l.mu.Unlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	oi := l.active().offsetIndex

@@ -3,10 +3,13 @@ package storage
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +35,12 @@ type AppendInfo struct {
 // decompression, happens before), reads take it shared while they locate
 // file ranges and send nothing under it. The offsets readers poll most
 // (log start, log end, high watermark) are atomics read without the lock.
+//
+// A roll fsyncs nothing under the lock, so appends and fetches do not wait
+// for a sealed segment to reach the disk: a goroutine started for the roll
+// (flushRolled, as Kafka's roll schedules flushUptoOffsetExclusive) makes
+// the fsyncs without it, taking it only to see what to fsync and then to
+// move the recovery point.
 type Log struct {
 	dir    string
 	fs     FS
@@ -39,9 +48,11 @@ type Log struct {
 	now    func() time.Time
 	cfg    atomic.Pointer[LogConfig]
 
-	mu                sync.RWMutex
-	segments          []*segment // by base offset; the last is active
-	recoveryPoint     int64      // offsets below are fsynced
+	mu       sync.RWMutex
+	segments []*segment // by base offset; the last is active
+	// recoveryPoint: offsets below are fsynced. Written under mu; read
+	// under it, or by writeRecoveryPoint with rpMu only.
+	recoveryPoint     atomic.Int64
 	unflushedMessages int64
 	lastFlush         time.Time
 	closed            bool
@@ -68,6 +79,28 @@ type Log struct {
 	// hwCheckpointed is the offset the checkpoint file holds, -1 when not
 	// known; guarded by hwMu.
 	hwCheckpointed int64
+
+	// The asynchronous flush of rolled segments (flushRolled). flushMu
+	// serializes the flushes of this log; taken before mu. flushes counts
+	// the flush goroutines: Close and Delete set closed (no flush starts
+	// any more) and stopFlush (those running skip the fsyncs left: Close
+	// makes them itself, Delete needs none), then wait for them without
+	// holding mu, which a flush takes. flushGen, guarded by mu, changes
+	// when a truncation replaces offsets: a flush started before it must
+	// not move the recovery point over offsets written since.
+	flushMu   sync.Mutex
+	flushes   sync.WaitGroup
+	stopFlush atomic.Bool
+	flushGen  uint64
+	// rpMu serializes writes of the recovery-point checkpoint, so that a
+	// flush writes it (with its fsyncs) without holding mu: each write
+	// stores the recovery point as it is when the write starts, so the
+	// last write leaves the latest value, and a truncation lowering it
+	// writes the lower value before it cuts anything. Taken after mu or
+	// without it, never before it. rpCheckpointed is the offset the file
+	// holds, -1 when not known; guarded by rpMu.
+	rpMu           sync.Mutex
+	rpCheckpointed int64
 
 	// Compaction state (see clean.go). cleanMu is held by the one Cleaner
 	// worker cleaning this log, for the whole cleaning; Close and Delete
@@ -233,8 +266,10 @@ func (l *Log) maybeRollLocked(h *batchHeader, now time.Time) (*segment, error) {
 }
 
 // rollLocked seals the active segment and starts a new one at the log end
-// offset. The sealed segment is fsynced, so the recovery point moves to the
-// new base offset.
+// offset. Nothing is fsynced on this, the append path: a flush started in
+// the background (flushRolled) fsyncs the sealed segment, the producer
+// snapshot taken at the new base offset and the directory, and then moves
+// the recovery point to the new base offset.
 func (l *Log) rollLocked(now time.Time) (*segment, error) {
 	return l.rollAtLocked(l.logEndOffset.Load(), now)
 }
@@ -253,7 +288,9 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := old.seal(); err != nil {
+	// Kafka's onBecomeInactiveSegment: the final time-index entry and the
+	// indexes trimmed, no fsync.
+	if err := old.deactivate(); err != nil {
 		seg.closeFiles()
 		if rerr := removeSegmentFiles(l.fs, l.dir, base, ""); rerr != nil {
 			l.logger.Warn("cannot remove the files of a segment whose roll failed", "dir", l.dir, "base_offset", base, "err", rerr)
@@ -261,16 +298,13 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 		l.reactivateLocked(old)
 		return nil, err
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		l.logger.Warn("fsync of partition directory failed", "dir", l.dir, "err", err)
-	}
 	l.segments = append(l.segments, seg)
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", base, "previous_size", old.size)
-	l.setRecoveryPointLocked(base)
-	if err := l.snapshotProducersLocked(base); err != nil {
+	if err := l.snapshotProducersLocked(base, false); err != nil {
 		// Only costs recovery work: Open replays from an older snapshot.
 		l.logger.Warn("cannot write producer state snapshot", "dir", l.dir, "offset", base, "err", err)
 	}
+	l.startFlushLocked(base)
 	return seg, nil
 }
 
@@ -284,22 +318,188 @@ func (l *Log) reactivateLocked(s *segment) {
 	}
 }
 
-// setRecoveryPointLocked records that offsets below rp are fsynced.
-func (l *Log) setRecoveryPointLocked(rp int64) {
-	if rp <= l.recoveryPoint {
+// startFlushLocked starts the flush of what a roll to upTo left unflushed
+// (flushRolled), one goroutine per roll; flushMu makes them take turns.
+func (l *Log) startFlushLocked(upTo int64) {
+	if l.closed {
+		return // Close flushes what is left itself
+	}
+	gen := l.flushGen
+	l.flushes.Add(1) // under mu, before closed is set: Close's Wait covers it
+	go func() {
+		defer l.flushes.Done()
+		l.flushMu.Lock()
+		defer l.flushMu.Unlock()
+		l.flushRolled(upTo, gen)
+	}()
+}
+
+// flushRolled is the flush a roll to upTo starts, as Kafka's
+// flushUptoOffsetExclusive: the sealed segments holding offsets from the
+// recovery point up to upTo, the producer snapshots those rolls took and
+// the directory (the new segments' entries) are fsynced without mu held;
+// then the recovery point moves to upTo, unless the log was closed or
+// truncated (gen) meanwhile or the recovery point is there already (a
+// later roll's flush, or Flush, got there first). A segment gone meanwhile
+// (retention, or a cleaned segment swapped in, which the cleaner fsynced)
+// needs no fsync, so its failing one is no error. A real failure is
+// logged and leaves the recovery point where it was: a crash then
+// recovers from there, rescanning these segments.
+func (l *Log) flushRolled(upTo int64, gen uint64) {
+	l.mu.RLock()
+	if l.closed || l.flushGen != gen || upTo <= l.recoveryPoint.Load() {
+		l.mu.RUnlock()
 		return
 	}
-	l.recoveryPoint = rp
-	if err := writeCheckpoint(l.fs, l.dir, recoveryPointFile, rp); err != nil {
+	segs, snapshots := l.unflushedLocked(upTo)
+	l.mu.RUnlock()
+
+	for i := range segs {
+		if l.stopFlush.Load() {
+			return
+		}
+		if err := segs[i].sync(l.fs); err != nil && l.flushFailed(gen, segs[i].seg, segs[i].seg.baseOffset, "segment", err) {
+			return
+		}
+	}
+	for _, off := range snapshots {
+		if l.stopFlush.Load() {
+			return
+		}
+		// A snapshot gone went with its segment (or was never written: the
+		// roll logged that); it needs no fsync.
+		if err := syncPath(l.fs, producerSnapshotPath(l.dir, off)); err != nil && !errors.Is(err, os.ErrNotExist) &&
+			l.flushFailed(gen, nil, off, "producer snapshot", err) {
+			return
+		}
+	}
+	if l.stopFlush.Load() {
+		return
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil && l.flushFailed(gen, nil, upTo, "directory", err) {
+		return
+	}
+
+	l.mu.Lock()
+	advance := !l.closed && l.flushGen == gen && upTo > l.recoveryPoint.Load()
+	if advance {
+		l.recoveryPoint.Store(upTo)
+	}
+	l.mu.Unlock()
+	if advance {
+		if err := l.writeRecoveryPoint(); err != nil {
+			// Only costs recovery work after a crash.
+			l.logger.Warn("cannot write recovery point checkpoint", "dir", l.dir, "err", err)
+		}
+	}
+}
+
+// flushFailed handles a failed fsync of flushRolled (of seg's files, or
+// of another file with seg nil) and reports whether the flush must give
+// up. The failure matters only while the log is open, not truncated since
+// the roll, and seg still in it; one that matters is logged.
+func (l *Log) flushFailed(gen uint64, seg *segment, offset int64, what string, err error) bool {
+	l.mu.RLock()
+	moot := l.closed || l.flushGen != gen
+	gone := seg != nil && !slices.Contains(l.segments, seg)
+	l.mu.RUnlock()
+	switch {
+	case moot:
+		return true
+	case gone:
+		return false
+	}
+	l.logger.Error("flush of a rolled segment failed; the recovery point stays behind", "dir", l.dir,
+		"base_offset", offset, "file", what, "recovery_point", l.recoveryPoint.Load(), "err", err)
+	return true
+}
+
+// unflushedLocked returns the sealed segments holding offsets in
+// [recovery point, upTo) and the offsets in (recovery point, upTo] of
+// producer snapshots, which rolls write without an fsync.
+func (l *Log) unflushedLocked(upTo int64) ([]sealedSync, []int64) {
+	rp := l.recoveryPoint.Load()
+	var segs []sealedSync
+	for i, s := range l.segments[:len(l.segments)-1] {
+		if s.baseOffset >= upTo {
+			break
+		}
+		if l.segments[i+1].baseOffset > rp {
+			segs = append(segs, s.sealedSyncLocked())
+		}
+	}
+	var snapshots []int64
+	for _, off := range l.producers.snapshots {
+		if off > rp && off <= upTo {
+			snapshots = append(snapshots, off)
+		}
+	}
+	return segs, snapshots
+}
+
+// flushRolledLocked makes flushRolled's fsyncs under mu, for a flush that
+// does not wait for the asynchronous one: every fsync must succeed.
+func (l *Log) flushRolledLocked(upTo int64) error {
+	segs, snapshots := l.unflushedLocked(upTo)
+	for _, ss := range segs {
+		if err := ss.seg.syncSealed(); err != nil {
+			return err
+		}
+	}
+	for _, off := range snapshots {
+		if err := syncPath(l.fs, producerSnapshotPath(l.dir, off)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return l.fs.SyncDir(l.dir)
+}
+
+// setRecoveryPointLocked records that offsets below rp are fsynced and
+// checkpoints it; a recovery point already at or past rp stays.
+func (l *Log) setRecoveryPointLocked(rp int64) {
+	if rp <= l.recoveryPoint.Load() {
+		return
+	}
+	l.recoveryPoint.Store(rp)
+	if err := l.writeRecoveryPoint(); err != nil {
 		// Only costs recovery work after a crash.
 		l.logger.Warn("cannot write recovery point checkpoint", "dir", l.dir, "err", err)
 	}
 }
 
-// flushLocked fsyncs the active segment (sealed ones were fsynced when
-// they were rolled).
+// writeRecoveryPoint writes the recovery point, as it is when the write
+// starts, to its checkpoint unless the file holds it already. The caller
+// holds mu, or nothing (see rpMu).
+func (l *Log) writeRecoveryPoint() error {
+	l.rpMu.Lock()
+	defer l.rpMu.Unlock()
+	rp := l.recoveryPoint.Load()
+	if rp == l.rpCheckpointed {
+		return nil
+	}
+	if err := writeCheckpoint(l.fs, l.dir, recoveryPointFile, rp); err != nil {
+		l.rpCheckpointed = -1 // the old file, or the new one not durable
+		return err
+	}
+	l.rpCheckpointed = rp
+	return nil
+}
+
+// flushLocked fsyncs the active segment and, first, what rolls left to an
+// asynchronous flush not yet complete: sealed segments, producer
+// snapshots, directory entries. The recovery point moves to the active
+// segment's base in memory only, so that flush.messages appends do not
+// fsync those again; the checkpoint, and moving it further, are the
+// caller's (or the next flush's).
 func (l *Log) flushLocked(now time.Time) error {
-	if err := l.active().flush(); err != nil {
+	act := l.active()
+	if l.recoveryPoint.Load() < act.baseOffset {
+		if err := l.flushRolledLocked(act.baseOffset); err != nil {
+			return err
+		}
+		l.recoveryPoint.Store(act.baseOffset)
+	}
+	if err := act.flush(); err != nil {
 		return err
 	}
 	l.unflushedMessages = 0
@@ -307,7 +507,8 @@ func (l *Log) flushLocked(now time.Time) error {
 	return nil
 }
 
-// Flush fsyncs everything appended so far and checkpoints the recovery
+// Flush fsyncs everything appended so far (sealed segments whose
+// asynchronous flush is pending included) and checkpoints the recovery
 // point and the high watermark.
 func (l *Log) Flush() error {
 	l.hwMu.Lock()
@@ -347,19 +548,20 @@ func (l *Log) MaybeFlush(now time.Time) error {
 	return nil
 }
 
-// Close flushes, trims the active segment's indexes, checkpoints and
-// writes the clean-shutdown marker, then closes every file. Reads already
-// holding FileSlices must have finished.
+// Close waits for the flushes rolls started (stopping them short), flushes
+// what they left and the active segment, trims the active segment's
+// indexes, checkpoints and writes the clean-shutdown marker, then closes
+// every file; no goroutine touches the log's files after it returns.
+// Reads already holding FileSlices must have finished.
 func (l *Log) Close() error {
 	l.stopCleaning()
 	l.hwMu.Lock()
 	defer l.hwMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	if !l.closeAndStopFlushes() {
 		return nil
 	}
-	l.closed = true
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	err := l.shutdownLocked()
 	for _, s := range l.segments {
 		if cerr := s.closeFiles(); err == nil && cerr != nil {
@@ -371,6 +573,12 @@ func (l *Log) Close() error {
 
 func (l *Log) shutdownLocked() error {
 	act := l.active()
+	// What the asynchronous flushes, stopped, left.
+	if l.recoveryPoint.Load() < act.baseOffset {
+		if err := l.flushRolledLocked(act.baseOffset); err != nil {
+			return storageErr("close", err)
+		}
+	}
 	// Kafka's LogSegment.close: the final time-index entry, so that the
 	// last entry always holds the segment's largest timestamp.
 	if err := act.timeIndex.maybeAppend(act.maxTimestamp, act.offsetOfMaxTimestamp); err != nil {
@@ -399,7 +607,7 @@ func (l *Log) shutdownLocked() error {
 	// A clean shutdown without any producer snapshot is taken for a log
 	// that never had producer state (Kafka's upgrade path, no replay), so
 	// the marker must not outlive a failed snapshot.
-	if err := l.snapshotProducersLocked(l.logEndOffset.Load()); err != nil {
+	if err := l.snapshotProducersLocked(l.logEndOffset.Load(), true); err != nil {
 		return storageErr("close: producer state snapshot", err)
 	}
 	if err := writeMarker(l.fs, l.dir, cleanShutdownFile); err != nil {
@@ -408,7 +616,8 @@ func (l *Log) shutdownLocked() error {
 	return nil
 }
 
-// Delete closes the log and removes its directory. The directory is first
+// Delete closes the log (waiting for the flushes rolls started, stopping
+// them short) and removes its directory. The directory is first
 // renamed to <dir>.<id>-delete (Kafka's convention, so the name is free for
 // a new partition at once and a restart finishes the job); its files are
 // closed and removed after file.delete.delay.ms, so fetches already sending
@@ -417,12 +626,11 @@ func (l *Log) Delete() error {
 	l.stopCleaning()
 	l.hwMu.Lock()
 	defer l.hwMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	if !l.closeAndStopFlushes() {
 		return errLogClosed
 	}
-	l.closed = true
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	dest := fmt.Sprintf("%s.%s-delete", l.dir, hex.EncodeToString(id[:]))
@@ -448,6 +656,22 @@ func (l *Log) Delete() error {
 		remove()
 	}
 	return nil
+}
+
+// closeAndStopFlushes marks the log closed and waits for the asynchronous
+// flushes to end, those running skipping the fsyncs left; it reports
+// whether the log was open. Close and Delete call it holding hwMu, which
+// keeps a second caller out until the first is done, and not mu, which a
+// flush takes. The flushes waited for include any started before closed
+// was set, and none starts after.
+func (l *Log) closeAndStopFlushes() bool {
+	l.mu.Lock()
+	wasOpen := !l.closed
+	l.closed = true
+	l.mu.Unlock()
+	l.stopFlush.Store(true)
+	l.flushes.Wait()
+	return wasOpen
 }
 
 // stopCleaning aborts a cleaning of this log in progress and waits until

@@ -34,8 +34,11 @@ import (
 //
 // A snapshot is written to <name>.tmp, fsynced and renamed (Kafka writes in
 // place; the result is the same file), so a crash leaves either the whole
-// file or a .tmp that Open removes. A file failing the CRC or the layout is
-// corrupt: Open deletes it and falls back to an older one, as Kafka does.
+// file or a .tmp that Open removes. The snapshot a roll takes is renamed
+// without the fsyncs, which the Log's asynchronous flush makes later
+// (Kafka's KAFKA-15046): a crash before may leave a torn file. A file
+// failing the CRC or the layout is corrupt: Open deletes it and falls back
+// to an older one, as Kafka does.
 const (
 	producerSnapshotSuffix    = ".snapshot"
 	producerSnapshotVersion   = 1
@@ -120,9 +123,10 @@ func decodeProducerSnapshot(b []byte) ([]*producerStateEntry, error) {
 	return entries, nil
 }
 
-// writeProducerSnapshot atomically writes the snapshot file for offset.
-func writeProducerSnapshot(fsys FS, dir string, offset int64, data []byte) error {
-	return replaceFile(fsys, dir, producerSnapshotPath(dir, offset), data)
+// writeProducerSnapshot writes the snapshot file for offset, atomically
+// and, if durable, fsynced with its directory entry.
+func writeProducerSnapshot(fsys FS, dir string, offset int64, data []byte, durable bool) error {
+	return replaceFileSync(fsys, dir, producerSnapshotPath(dir, offset), data, durable)
 }
 
 // maxProducerSnapshotBytes bounds what readProducerSnapshot allocates: far

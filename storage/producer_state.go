@@ -352,14 +352,18 @@ func (m *producerStateManager) removeExpired(nowMs, expirationMs int64) int {
 	return n
 }
 
-// takeSnapshot writes a snapshot at lastMapOffset unless one was taken
-// there (or later) already.
-func (m *producerStateManager) takeSnapshot() error {
+// takeSnapshot writes a snapshot at lastMapOffset, fsynced, unless one was
+// taken there (or later) already.
+func (m *producerStateManager) takeSnapshot() error { return m.takeSnapshotSync(true) }
+
+// takeSnapshotSync is takeSnapshot, leaving the fsyncs to the caller unless
+// durable.
+func (m *producerStateManager) takeSnapshotSync(durable bool) error {
 	if m.lastMapOffset <= m.lastSnapOffset {
 		return nil
 	}
 	start := time.Now()
-	if err := writeProducerSnapshot(m.fs, m.dir, m.lastMapOffset, encodeProducerSnapshot(m.producers)); err != nil {
+	if err := writeProducerSnapshot(m.fs, m.dir, m.lastMapOffset, encodeProducerSnapshot(m.producers), durable); err != nil {
 		return err
 	}
 	if i, found := slices.BinarySearch(m.snapshots, m.lastMapOffset); !found {
@@ -519,10 +523,11 @@ func (l *Log) updateProducersLocked(pa *producerAppend, nextOffset int64) {
 
 // snapshotProducersLocked writes a snapshot at offset, the base offset of a
 // segment just rolled or the log end offset at Close, so that recovery
-// starts from there instead of replaying the log.
-func (l *Log) snapshotProducersLocked(offset int64) error {
+// starts from there instead of replaying the log. Unless durable (a
+// roll's), the fsyncs are left to the asynchronous flush (flushRolled).
+func (l *Log) snapshotProducersLocked(offset int64, durable bool) error {
 	l.producers.lastMapOffset = offset
-	return l.producers.takeSnapshot()
+	return l.producers.takeSnapshotSync(durable)
 }
 
 // deleteProducerSnapshotsLocked removes the snapshots of segments being

@@ -36,7 +36,7 @@ import (
 // The marker is removed before Open returns: from then on the log is open
 // for writing and only Close writes it again.
 func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, hwCheckpointed: -1}
+	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, hwCheckpointed: -1, rpCheckpointed: -1}
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}
@@ -169,9 +169,9 @@ func (l *Log) load() error {
 		// an absent checkpoint already says "recover everything", as
 		// safe as one at leo (a new partition would otherwise cost three
 		// fsyncs here, which 10,000 partitions created at once notice).
-		l.recoveryPoint = leo
+		l.recoveryPoint.Store(leo)
 	} else {
-		l.recoveryPoint = -1 // rewrite the checkpoint: recovery may have cut below it
+		l.recoveryPoint.Store(-1) // rewrite the checkpoint: recovery may have cut below it
 		if recovered || !clean {
 			for _, s := range l.segments {
 				if err := s.flush(); err != nil {

@@ -24,6 +24,9 @@ func buildSegmentedLog(t *testing.T, dir string) (*Log, [][]byte) {
 	if len(l.segments) < 4 {
 		t.Fatalf("only %d segments", len(l.segments))
 	}
+	// The rolls' flushes done, so that the recovery point is at the last
+	// roll whatever the timing, as in a log that ran a while.
+	l.flushes.Wait()
 	return l, stored
 }
 

@@ -33,9 +33,11 @@ func segmentPath(dir string, baseOffset int64, suffix string) string {
 // so byte ranges below size never change while the segment exists and
 // readers may send them without the lock.
 //
-// Thread-safety: none; the owning Log's lock guards every call. The log's
-// *os.File stays open until the segment is deleted (and then some: see
-// Log); it is the only descriptor a segment holds (index.go, txn_index.go).
+// Thread-safety: none; the owning Log's lock guards every call, except
+// the fsyncs of a sealedSync captured under it (the asynchronous flush
+// after a roll). The log's *os.File stays open until the segment is
+// deleted (and then some: see Log); it is the only descriptor a segment
+// holds (index.go, txn_index.go).
 type segment struct {
 	dir         string
 	baseOffset  int64
@@ -260,24 +262,96 @@ func (s *segment) flush() error {
 	return s.timeIndex.sync()
 }
 
-// seal makes the segment inactive: the final time-index entry (Kafka's
-// onBecomeInactiveSegment), indexes trimmed and synced, log synced.
-func (s *segment) seal() error {
+// deactivate makes the segment inactive, as Kafka's
+// onBecomeInactiveSegment: the final time-index entry, so that the last
+// entry holds the segment's largest timestamp, and both indexes trimmed
+// and unmapped (index.go). Nothing is fsynced: a roll leaves that to the
+// Log's asynchronous flush (syncSealed, or sealedSync without the lock).
+func (s *segment) deactivate() error {
 	if s.timeIndex.active {
 		if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
 			return err
 		}
 	}
+	if err := s.offsetIndex.trim(); err != nil {
+		return err
+	}
+	return s.timeIndex.trim()
+}
+
+// seal deactivates the segment and fsyncs all its files (the cleaner's
+// output, a segment recovery rebuilt).
+func (s *segment) seal() error {
+	if err := s.deactivate(); err != nil {
+		return err
+	}
+	return s.syncSealed()
+}
+
+// syncSealed fsyncs the files of a deactivated segment: the log, the
+// transaction index and both indexes.
+func (s *segment) syncSealed() error {
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
 	if err := s.txnIndex.sync(); err != nil {
 		return err
 	}
-	if err := s.offsetIndex.seal(); err != nil {
+	if err := s.offsetIndex.syncFile(); err != nil {
 		return err
 	}
-	return s.timeIndex.seal()
+	return s.timeIndex.syncFile()
+}
+
+// sealedSync is what the Log's asynchronous flush needs to fsync a
+// deactivated segment, captured under the Log's lock so that the fsyncs,
+// made without it, read no state the lock guards.
+type sealedSync struct {
+	seg     *segment
+	log     File
+	txnPath string // "" if the transaction index has nothing to fsync
+	indexes [2]*indexFile
+}
+
+// sealedSyncLocked captures the segment's files for a sealedSync.
+func (s *segment) sealedSyncLocked() sealedSync {
+	ss := sealedSync{seg: s, log: s.log, indexes: [2]*indexFile{s.offsetIndex.indexFile, s.timeIndex.indexFile}}
+	if s.txnIndex != nil && s.txnIndex.dirty {
+		ss.txnPath = s.txnIndex.path
+	}
+	return ss
+}
+
+// sync fsyncs the files. The transaction index stays marked dirty (its
+// flag is the lock's); a later syncSealed merely fsyncs it again.
+func (ss *sealedSync) sync(fsys FS) error {
+	if err := ss.log.Sync(); err != nil {
+		return err
+	}
+	if ss.txnPath != "" {
+		if err := syncPath(fsys, ss.txnPath); err != nil {
+			return err
+		}
+	}
+	for _, ix := range ss.indexes {
+		if err := ix.syncFile(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncPath fsyncs the file at path through a descriptor opened for it.
+func syncPath(fsys FS, path string) error {
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // closeFiles closes every file of the segment.

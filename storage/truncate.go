@@ -125,10 +125,13 @@ func (l *Log) truncateToLocked(offset int64) error {
 	l.logger.Info("truncating log", "dir", l.dir, "offset", offset, "log_end_offset", oldLEO,
 		"new_log_end_offset", newLEO, "segments_deleted", len(l.segments)-i-1)
 
-	// Recovery from here on should the process die half way.
-	if l.recoveryPoint > newLEO {
-		l.recoveryPoint = newLEO
-		if err := writeCheckpoint(l.fs, l.dir, recoveryPointFile, newLEO); err != nil {
+	// Recovery from here on should the process die half way. A flush of
+	// rolled segments under way must not move the recovery point over
+	// what is appended after the truncation.
+	l.flushGen++
+	if l.recoveryPoint.Load() > newLEO {
+		l.recoveryPoint.Store(newLEO)
+		if err := l.writeRecoveryPoint(); err != nil {
 			return storageErr("truncate: recovery point checkpoint", err)
 		}
 	}
@@ -266,8 +269,9 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	l.logEndOffset.Store(offset)
 	l.highWatermark.Store(offset)
 	l.unflushedMessages = 0
-	l.recoveryPoint = offset
-	if err := writeCheckpoint(l.fs, l.dir, recoveryPointFile, offset); err != nil {
+	l.flushGen++ // as in truncateToLocked
+	l.recoveryPoint.Store(offset)
+	if err := l.writeRecoveryPoint(); err != nil {
 		l.logger.Warn("cannot write recovery point checkpoint", "dir", l.dir, "err", err)
 	}
 
