@@ -34,32 +34,35 @@ const maxInFlight = 64
 // taken under mu); one that completes an exchange while another writes, or
 // behind one not yet answered, leaves it queued for the writer. The writer
 // writes every answered exchange at the head, flushes once no more are
-// answered, and gives the role up; its buffer comes from a pool, so an idle
-// connection holds no write buffer and no second goroutine. Nor does it hold
-// a read buffer: the read loop's goes back to a pool while the socket is
-// empty (connReader), and the logger and the queue are built when first
-// needed, so an idle connection is its read goroutine's stack and about a
-// kilobyte of heap.
+// answered, and gives the role up; its buffer comes from a pool (and a lone
+// frame is written without one), so an idle connection holds no write
+// buffer and no second goroutine. Nor does it hold a read buffer: the read
+// loop's goes back to a pool while the socket is empty (connReader), and
+// the logger and the queue are built when first needed. Once the
+// connection has been idle for a while (idleAfter), the read loop goes on
+// in a new goroutine, which waits on the smallest stack (see connReader):
+// an idle connection is a 2 KiB stack and about a kilobyte of heap.
 type conn struct {
 	srv      *Server
 	nc       net.Conn
 	listener string
 	logp     atomic.Pointer[slog.Logger] // built by logger on first use
 
-	rd connReader // the read loop's; holds a buffer only while there are bytes to read
-
-	slots chan struct{} // one per exchange read and not yet written (maxInFlight)
+	rd        connReader             // the read loop's; holds a buffer only while there are bytes to read
+	clientIDs protocol.ClientIDCache // the read loop's
 
 	mu sync.Mutex
 	// ring holds the exchanges not yet written, in request order; it is
 	// allocated by the first enqueue and doubles, up to maxInFlight, as
 	// more are in flight at once.
-	ring     []*exchange
-	head, n  int           // ring[head] is the oldest of n
-	writing  bool          // a goroutine holds the writer role
-	failed   bool          // a write failed or the connection closes: responses are dropped
-	readDone bool          // the read loop has returned
-	drained  chan struct{} // closed once readDone and nothing is queued or being written
+	ring      []*exchange
+	head, n   int32         // ring[head] is the oldest of n
+	unwritten int32         // exchanges read and not yet written: queued, or taken by the writer (maxInFlight)
+	writing   bool          // a goroutine holds the writer role
+	failed    bool          // a write failed or the connection closes: responses are dropped
+	readDone  bool          // the read loop has returned
+	slotFree  chan struct{} // made by the read loop waiting at maxInFlight; closed when an exchange is written
+	drained   chan struct{} // made by finish when readDone with exchanges left; closed once none is
 
 	w *bufio.Writer // the writer role's buffer (from writers), nil without the role
 
@@ -106,11 +109,10 @@ func newConn(s *Server, nc net.Conn, listenerName string) *conn {
 		srv:      s,
 		nc:       nc,
 		listener: listenerName,
-		slots:    make(chan struct{}, maxInFlight),
-		drained:  make(chan struct{}),
 		dead:     make(chan struct{}),
 	}
 	c.rd.init(nc)
+	c.rd.enableHandoff()
 	return c
 }
 
@@ -172,97 +174,150 @@ func (x *exchange) release() {
 	x.chunks = nil
 }
 
+// serve runs the read loop on the goroutine the connection was accepted
+// with and, each time the connection goes idle, on a new one (resume).
 func (c *conn) serve() {
+	if c.readLoop() {
+		c.mu.Lock()
+		if c.n == 0 {
+			c.ring, c.head = nil, 0 // as a new connection's: enqueue makes one
+		}
+		c.mu.Unlock()
+		go c.resume()
+		return
+	}
+	c.finish()
+}
+
+// resume serves an idle connection on a new goroutine once it has bytes
+// (or an error) to read; while it waits, only resume and fill are on the
+// goroutine's stack, which is the smallest a goroutine has.
+func (c *conn) resume() {
+	c.rd.fill() // without a deadline: not idle again
+	c.serve()
+}
+
+// finish answers what the read loop left and tears the connection down.
+func (c *conn) finish() {
 	defer c.srv.removeConn(c)
-	c.readLoop()
 	// Requests already read are answered before the connection closes (a
 	// shutdown stops reading, not answering).
 	c.mu.Lock()
 	c.readDone = true
-	idle := c.n == 0 && !c.writing
+	var drained chan struct{}
+	if c.n != 0 || c.writing {
+		drained = make(chan struct{})
+		c.drained = drained
+	}
 	c.mu.Unlock()
-	if !idle {
+	if drained != nil {
 		select {
-		case <-c.drained:
+		case <-drained:
 		case <-c.dead: // a write failed: what is left is dropped
 		}
 	}
 	c.teardown()
 }
 
-func (c *conn) readLoop() {
+// readLoop reads and handles requests until the connection closes or fails
+// (false) or goes idle (true: the reader holds no buffer, and its next fill
+// waits without a deadline). It waits for a frame's bytes in fill, on a
+// small frame: a goroutine's stack in use while it waits is what decides
+// whether the collector can shrink it.
+func (c *conn) readLoop() (idle bool) {
 	defer c.rd.close()
 	var buf []byte
-	var clientIDs protocol.ClientIDCache
 	for {
-		frame, err := protocol.ReadFrame(&c.rd, c.srv.cfg.SocketRequestMaxBytes, buf)
-		if err != nil {
-			c.logReadError(err)
-			return
+		if c.rd.fill() {
+			return true
 		}
-		req, err := protocol.ParseRequestCached(frame, c.srv.versions, &clientIDs)
-		if err != nil {
-			// Unknown keys, versions we do not serve (Produce v0-2 included)
-			// and malformed bodies close the connection, as in Kafka. An
-			// ApiVersions at an unknown version is not an error: it parses
-			// to a v0 request that is answered with UNSUPPORTED_VERSION.
-			c.logger().Warn("closing connection: bad request", "err", err)
-			return
-		}
-		buf = nil
-		x := &exchange{c: c, req: req}
-		if !c.enqueue(x) {
-			return
-		}
-		h := c.srv.handlers[req.Key]
-		if h.fn == nil {
-			// ParseRequest only passes keys from the table, which is built
-			// from the handlers; this is a programming error, not bad input.
-			c.logger().Error("no handler for api key", "key", req.Key)
-			x.noResponse()
-			return
-		}
-		h.fn(c, x)
-		if x.closeConn {
-			return
-		}
-		// The decoded request keeps byte slices into the frame (kmsg does
-		// not copy them) and handlers may hold on to them (a group member's
-		// metadata, a parked fetch), so the next frame normally gets a new
-		// buffer. A Produce answered before its handler returned is done
-		// with its records (storage wrote them to the segment file), so on
-		// that hot path the buffer is read into again.
-		if req.Key == int16(kmsg.Produce) && x.completed() {
-			buf = frame
+		var ok bool
+		if buf, ok = c.readRequest(buf); !ok {
+			return false
 		}
 	}
 }
 
-// enqueue queues x behind the exchanges not yet written, waiting for a
-// slot while maxInFlight are.
-func (c *conn) enqueue(x *exchange) bool {
-	select {
-	case c.slots <- struct{}{}:
-	case <-c.dead:
-		return false
+// readRequest reads a frame (into buf if it is large enough) and handles
+// its request. It returns false to close the connection, and the buffer to
+// read the next frame into.
+func (c *conn) readRequest(buf []byte) ([]byte, bool) {
+	frame, err := protocol.ReadFrame(&c.rd, c.srv.cfg.SocketRequestMaxBytes, buf)
+	if err != nil {
+		c.logReadError(err)
+		return nil, false
 	}
+	req, err := protocol.ParseRequestCached(frame, c.srv.versions, &c.clientIDs)
+	if err != nil {
+		// Unknown keys, versions we do not serve (Produce v0-2 included)
+		// and malformed bodies close the connection, as in Kafka. An
+		// ApiVersions at an unknown version is not an error: it parses
+		// to a v0 request that is answered with UNSUPPORTED_VERSION.
+		c.logger().Warn("closing connection: bad request", "err", err)
+		return nil, false
+	}
+	x := &exchange{c: c, req: req}
+	if !c.enqueue(x) {
+		return nil, false
+	}
+	h := c.srv.handlers[req.Key]
+	if h.fn == nil {
+		// ParseRequest only passes keys from the table, which is built
+		// from the handlers; this is a programming error, not bad input.
+		c.logger().Error("no handler for api key", "key", req.Key)
+		x.noResponse()
+		return nil, false
+	}
+	h.fn(c, x)
+	if x.closeConn {
+		return nil, false
+	}
+	// The decoded request keeps byte slices into the frame (kmsg does not
+	// copy them) and handlers may hold on to them (a group member's
+	// metadata, a parked fetch), so the next frame normally gets a new
+	// buffer. A Produce answered before its handler returned is done with
+	// its records (storage wrote them to the segment file), so on that hot
+	// path the buffer is read into again.
+	if req.Key == int16(kmsg.Produce) && x.completed() {
+		return frame, true
+	}
+	return nil, true
+}
+
+// enqueue queues x behind the exchanges not yet written, waiting for one
+// to be written while maxInFlight are.
+func (c *conn) enqueue(x *exchange) bool {
 	c.mu.Lock()
-	if c.n == len(c.ring) {
+	for c.unwritten == maxInFlight {
+		if c.slotFree == nil {
+			c.slotFree = make(chan struct{})
+		}
+		free := c.slotFree
+		c.mu.Unlock()
+		select {
+		case <-free:
+		case <-c.dead:
+			return false
+		}
+		c.mu.Lock()
+	}
+	c.unwritten++
+	if int(c.n) == len(c.ring) {
 		c.growRingLocked()
 	}
-	c.ring[(c.head+c.n)%len(c.ring)] = x
+	c.ring[(int(c.head)+int(c.n))%len(c.ring)] = x
 	c.n++
 	c.mu.Unlock()
 	return true
 }
 
 // growRingLocked doubles the ring (4 entries at first), keeping the queued
-// exchanges in order from index 0. The slots bound n, so it never grows past
-// maxInFlight.
+// exchanges in order from index 0. unwritten bounds n, so it never grows
+// past maxInFlight.
 func (c *conn) growRingLocked() {
 	ring := make([]*exchange, max(4, 2*len(c.ring)))
-	for i := range c.n {
-		ring[i] = c.ring[(c.head+i)%len(c.ring)]
+	for i := range int(c.n) {
+		ring[i] = c.ring[(int(c.head)+i)%len(c.ring)]
 	}
 	c.ring, c.head = ring, 0
 }
@@ -307,7 +362,7 @@ func (c *conn) writeLocked() {
 		for k < writeBatch && c.n > 0 && c.ring[c.head].done.Load() {
 			batch[k] = c.ring[c.head]
 			c.ring[c.head] = nil
-			c.head = (c.head + 1) % len(c.ring)
+			c.head = (c.head + 1) % int32(len(c.ring))
 			c.n--
 			k++
 		}
@@ -330,8 +385,9 @@ func (c *conn) writeLocked() {
 				writers.Put(c.w)
 				c.w = nil
 			}
-			if c.readDone && c.n == 0 {
+			if c.drained != nil && c.n == 0 {
 				close(c.drained)
+				c.drained = nil
 			}
 			c.mu.Unlock()
 			return
@@ -341,7 +397,15 @@ func (c *conn) writeLocked() {
 
 		var err error
 		closeAfter := false
-		if !failed {
+		switch {
+		case failed:
+		case k == 1 && !dirty && batch[0].frame != nil:
+			// One frame and nothing buffered: written as it is, which is
+			// what the flush would write, without copying it or taking a
+			// buffer (an idle client's one request needs none).
+			_, err = c.nc.Write(batch[0].frame)
+			closeAfter = batch[0].closeConn
+		default:
 			if c.w == nil {
 				c.w = writers.Get().(*bufio.Writer)
 				c.w.Reset(c.nc)
@@ -361,10 +425,14 @@ func (c *conn) writeLocked() {
 		for i, x := range batch[:k] {
 			x.release()
 			batch[i] = nil
-			<-c.slots
 		}
 
 		c.mu.Lock()
+		c.unwritten -= int32(k)
+		if c.slotFree != nil {
+			close(c.slotFree)
+			c.slotFree = nil
+		}
 		switch {
 		case err != nil:
 			c.writeFailedLocked(err)
@@ -436,6 +504,7 @@ func (c *conn) writeChunks(chunks []protocol.Chunk) error {
 // stopReading makes the read loop return (shutdown) while letting queued
 // responses be written.
 func (c *conn) stopReading() {
+	c.rd.stop()
 	c.nc.SetReadDeadline(time.Now())
 }
 

@@ -7,8 +7,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/protocol"
 )
@@ -302,3 +306,103 @@ func BenchmarkConnReaderStream1M(b *testing.B)     { benchmarkFrames(b, 1<<20, p
 func BenchmarkBufioReaderStream1M(b *testing.B)    { benchmarkFrames(b, 1<<20, bufioReader) }
 func BenchmarkConnReaderRoundTrip1K(b *testing.B)  { benchmarkRoundTrips(b, 1<<10, pooledReader) }
 func BenchmarkBufioReaderRoundTrip1K(b *testing.B) { benchmarkRoundTrips(b, 1<<10, bufioReader) }
+
+// connReadLoops counts the goroutines serving connections by where they
+// are: in the read loop of the goroutine they started on or resumed on
+// (reading), or waiting for an idle connection on a new one (idle).
+func connReadLoops() (reading, idle int) {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		switch {
+		case strings.Contains(g, "broker.(*conn).readLoop("):
+			reading++
+		case strings.Contains(g, "broker.(*conn).resume("):
+			idle++
+		}
+	}
+	return reading, idle
+}
+
+// waitReadLoops waits until connReadLoops is (reading, idle).
+func waitReadLoops(t *testing.T, reading, idle int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, i := connReadLoops()
+		if r == reading && i == idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read loops: %d reading, %d idle; want %d, %d", r, i, reading, idle)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// apiVersionsRoundTrip sends an ApiVersions v0 request on nc and reads its
+// response's correlation id.
+func apiVersionsRoundTrip(t *testing.T, nc net.Conn, corr int32) {
+	t.Helper()
+	frame := []byte{0, 0, 0, 0}
+	frame = binary.BigEndian.AppendUint16(frame, uint16(kmsg.ApiVersions))
+	frame = binary.BigEndian.AppendUint16(frame, 0)
+	frame = binary.BigEndian.AppendUint32(frame, uint32(corr))
+	frame = binary.BigEndian.AppendUint16(frame, 4)
+	frame = append(frame, "test"...)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(nc, size[:]); err != nil {
+		t.Fatal(err)
+	}
+	resp := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(nc, resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := int32(binary.BigEndian.Uint32(resp)); got != corr {
+		t.Fatalf("response %d, want %d", got, corr)
+	}
+}
+
+// TestConnIdleHandsOffToNewGoroutine: a connection idle for idleAfter has
+// its read loop go on in a new goroutine, which waits for the connection
+// holding no read buffer; it answers the next request from there and goes
+// idle again the same way. While new goroutines would not start on the
+// smallest stack the connection stays on its goroutine (still holding no
+// buffer, still answering), and moves once they would.
+func TestConnIdleHandsOffToNewGoroutine(t *testing.T) {
+	stackStartOverride.Store(-1)
+	defer stackStartOverride.Store(0)
+	srv := startSessionBroker(t)
+	base := readBufsHeld.Load()
+	reading0, idle0 := connReadLoops()
+	nc, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+
+	apiVersionsRoundTrip(t, nc, 1)
+	time.Sleep(5 * idleAfter)
+	waitReadLoops(t, reading0+1, idle0)
+	waitHeld(t, base)
+	apiVersionsRoundTrip(t, nc, 2)
+
+	stackStartOverride.Store(1)
+	waitReadLoops(t, reading0, idle0+1)
+	waitHeld(t, base)
+
+	for corr := int32(3); corr < 6; corr++ {
+		apiVersionsRoundTrip(t, nc, corr)
+		waitReadLoops(t, reading0, idle0+1)
+		waitHeld(t, base)
+	}
+
+	// Closed by the client while idle: the goroutine ends.
+	nc.Close()
+	waitReadLoops(t, reading0, idle0)
+}
