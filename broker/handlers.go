@@ -88,6 +88,11 @@ func (t handlerTable) versionTable() protocol.VersionTable {
 
 // ApiVersions: every API in the handler table with its served range; the
 // protocol package encodes the v0 fallback for versions we do not know.
+// Every connection opens with one, so the frames are encoded once per
+// version (protocol.ApiVersionsFrames).
 func handleApiVersions(c *conn, x *exchange) {
-	x.respond(protocol.ApiVersionsResponse(x.req, c.srv.versions))
+	buf := frames.Get().(*[]byte)
+	x.frame = c.srv.apiVersions.AppendResponse((*buf)[:0], x.req)
+	x.pooled = buf
+	x.c.complete(x, true)
 }

@@ -37,6 +37,8 @@ type Server struct {
 	parts     *partitionManager
 	handlers  handlerTable
 	versions  protocol.VersionTable
+	// apiVersions answers ApiVersions from frames encoded once per version.
+	apiVersions *protocol.ApiVersionsFrames
 
 	ready     chan struct{}
 	errc      chan error
@@ -95,6 +97,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.handlers = newHandlerTable()
 	s.versions = s.handlers.versionTable()
+	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
 	s.dynCfg = newDynamicConfigs(s)
 	s.replica = s.replicaSettingsFrom(cfg.Props)
 	s.fetchers = newReplicaFetchers(s)

@@ -88,8 +88,7 @@ func ApiVersionsResponseWithFeatures(req *Request, table VersionTable, f Feature
 		}
 		return resp
 	}
-	if body, ok := req.Body.(*kmsg.ApiVersionsRequest); ok && body.Version >= 3 &&
-		(!validSoftwareNameOrVersion(body.ClientSoftwareName) || !validSoftwareNameOrVersion(body.ClientSoftwareVersion)) {
+	if invalidClientSoftware(req) {
 		resp.ErrorCode = errInvalidRequest
 		return resp
 	}
@@ -176,4 +175,55 @@ func validSoftwareNameOrVersion(s string) bool {
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// ApiVersionsFrames answers ApiVersions from bodies encoded once per
+// version: every client connection opens with one, and the answer depends
+// only on the version (and on the table and features, fixed for the
+// frames' life). Requests answered with an error (an unsupported version,
+// invalid client software fields) are encoded afresh. Safe for concurrent
+// use.
+type ApiVersionsFrames struct {
+	table    VersionTable
+	features Features
+	once     [apiVersionsCachedVersions]sync.Once
+	bodies   [apiVersionsCachedVersions][]byte
+}
+
+// apiVersionsCachedVersions bounds the versions cached (0-4 today; a newer
+// one kmsg learns is encoded afresh until this grows).
+const apiVersionsCachedVersions = 8
+
+// NewApiVersionsFrames returns frames for table with Kafka40Features(0), as
+// ApiVersionsResponse answers.
+func NewApiVersionsFrames(table VersionTable) *ApiVersionsFrames {
+	return &ApiVersionsFrames{table: table, features: Kafka40Features(0)}
+}
+
+// AppendResponse appends the whole response frame for req (size,
+// correlation id, body) to dst, as AppendResponse(dst, req,
+// ApiVersionsResponseWithFeatures(req, table, features)) would.
+func (f *ApiVersionsFrames) AppendResponse(dst []byte, req *Request) []byte {
+	v := req.Body.GetVersion()
+	if req.UnsupportedVersion || v < 0 || int(v) >= apiVersionsCachedVersions || invalidClientSoftware(req) {
+		return AppendResponse(dst, req, ApiVersionsResponseWithFeatures(req, f.table, f.features))
+	}
+	f.once[v].Do(func() {
+		resp := ApiVersionsResponseWithFeatures(req, f.table, f.features)
+		resp.SetVersion(v)
+		f.bodies[v] = resp.AppendTo(nil)
+	})
+	body := f.bodies[v]
+	// The response header is v0 (no tagged fields) at every version.
+	dst = appendInt32(dst, int32(4+len(body)))
+	dst = appendInt32(dst, req.CorrelationID)
+	return append(dst, body...)
+}
+
+// invalidClientSoftware reports whether a v3+ request's client software
+// name or version is invalid (answered with INVALID_REQUEST).
+func invalidClientSoftware(req *Request) bool {
+	body, ok := req.Body.(*kmsg.ApiVersionsRequest)
+	return ok && body.Version >= 3 &&
+		(!validSoftwareNameOrVersion(body.ClientSoftwareName) || !validSoftwareNameOrVersion(body.ClientSoftwareVersion))
 }

@@ -175,3 +175,33 @@ func TestKafkaVersionsDecodable(t *testing.T) {
 		t.Fatalf("produce %+v", p)
 	}
 }
+
+// TestApiVersionsFramesMatchFreshEncoding: the cached frames are byte for
+// byte what encoding each response afresh gives, for every version, with
+// the request's own correlation id, twice (the second from the cache), and
+// the error answers (invalid client software, an unsupported version) too.
+func TestApiVersionsFramesMatchFreshEncoding(t *testing.T) {
+	frames := NewApiVersionsFrames(KafkaVersions)
+	check := func(name string, req *Request) {
+		t.Helper()
+		want := AppendResponse([]byte("keep"), req, ApiVersionsResponse(req, KafkaVersions))
+		for i := range 2 {
+			if got := frames.AppendResponse([]byte("keep"), req); !bytes.Equal(got, want) {
+				t.Fatalf("%s, call %d: cached frame differs from a fresh encoding\n got %x\nwant %x", name, i, got, want)
+			}
+		}
+	}
+	for v := int16(0); v <= 4; v++ {
+		req := parsed(t, 18, v, &kmsg.ApiVersionsRequest{ClientSoftwareName: "franz-go", ClientSoftwareVersion: "1.2.3"})
+		check("valid v"+string(rune('0'+v)), req)
+		req.CorrelationID = 777 // a cached body with another request's id
+		check("valid v"+string(rune('0'+v))+" other id", req)
+	}
+	check("invalid software v3", parsed(t, 18, 3, &kmsg.ApiVersionsRequest{ClientSoftwareName: "-bad", ClientSoftwareVersion: "1"}))
+	unsupported := parsed(t, 18, 0, kmsg.NewPtrApiVersionsRequest())
+	unsupported.UnsupportedVersion = true
+	check("unsupported version", unsupported)
+	if resp := decodeApiVersions(t, frames.AppendResponse(nil, unsupported), 0); resp.ErrorCode != errUnsupportedVersion {
+		t.Fatalf("unsupported version answered with code %d", resp.ErrorCode)
+	}
+}
