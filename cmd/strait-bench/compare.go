@@ -409,6 +409,14 @@ func (o compareOptions) scaling(ctx context.Context, kind string, pool *valuePoo
 			break
 		}
 	}
+	// A clean shutdown with every partition: what a restart or a rolling
+	// upgrade waits for (each broker fsyncs every log it closes).
+	if len(steps) > 0 && ctx.Err() == nil {
+		took, killed := p.stopWithin(stopGrace)
+		last := &steps[len(steps)-1]
+		last.StopSeconds, last.StopKilled = took.Seconds(), killed
+		logf("scaling %-6s stopped with %d partitions in %.2f s (killed: %v)", kind, last.TotalPartitions, last.StopSeconds, killed)
+	}
 	return steps
 }
 

@@ -235,8 +235,15 @@ type ScaleStep struct {
 	Produce      Throughput `json:"produce"`
 	Consume      Throughput `json:"consume"`
 	LoadRSS      int64      `json:"load_rss"` // peak VmRSS while producing and consuming
-	Error        string     `json:"error,omitempty"`
+	// StopSeconds, on a broker's last step only, is SIGTERM to exit with
+	// every step's partitions (StopKilled: it was killed after stopGrace).
+	StopSeconds float64 `json:"stop_seconds,omitempty"`
+	StopKilled  bool    `json:"stop_killed,omitempty"`
+	Error       string  `json:"error,omitempty"`
 }
+
+// stopGrace is how long the scaling measurement waits for a clean shutdown.
+const stopGrace = 2 * time.Minute
 
 // maxPartitionsPerTopic splits a scaling step into topics of at most this
 // many partitions: Kafka's controller refuses a request that needs more than

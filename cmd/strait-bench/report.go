@@ -409,6 +409,33 @@ func writeScaling(w io.Writer, rep *CompareReport, s summary) {
 				mibf(st.IdleRSS), mibf(st.LoadRSS), pr, cr)
 		}
 	}
+	writeScalingStop(w, rep, kinds)
+}
+
+// writeScalingStop lists each broker's clean shutdown after its last
+// scaling step, holding every step's partitions.
+func writeScalingStop(w io.Writer, rep *CompareReport, kinds []string) {
+	var rows []string
+	for _, k := range kinds {
+		st := rep.Scaling[k]
+		if len(st) == 0 || st[len(st)-1].StopSeconds == 0 {
+			continue
+		}
+		last := st[len(st)-1]
+		note := ""
+		if last.StopKilled {
+			note = " (killed: no clean shutdown)"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %d | %.2f%s |\n", title(k), last.TotalPartitions, last.StopSeconds, note))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nClean shutdown after the last step: SIGTERM until the process exits (killed after %.0f s).\n\n", stopGrace.Seconds())
+	fmt.Fprintf(w, "| broker | partitions | stop s |\n|---|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprint(w, r)
+	}
 }
 
 func writeHeadTail(w io.Writer, rep *CompareReport) {

@@ -114,21 +114,31 @@ func (l launcher) start(ctx context.Context, kind string) (*process, error) {
 
 // stop sends SIGTERM and waits up to 30 s before SIGKILL.
 func (p *process) stop() {
+	p.stopWithin(30 * time.Second)
+}
+
+// stopWithin sends SIGTERM and waits up to grace before SIGKILL; it
+// reports how long the process took to exit and whether it had to be
+// killed (a process that had already exited reports zero).
+func (p *process) stopWithin(grace time.Duration) (took time.Duration, killed bool) {
 	if p == nil {
-		return
+		return 0, false
 	}
 	select {
 	case <-p.exited:
-		return
+		return 0, false
 	default:
 	}
+	start := time.Now()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
-	case <-time.After(30 * time.Second):
+	case <-time.After(grace):
 		_ = p.cmd.Process.Kill()
 		<-p.exited
+		killed = true
 	}
+	return time.Since(start), killed
 }
 
 // remove stops the process and deletes its data, keeping its logs (*.out,
