@@ -413,7 +413,8 @@ func readPartitionMetadata(dir string) ([16]byte, error) {
 	return id, fmt.Errorf("no topic_id in %s", dir)
 }
 
-// maintenanceLoop runs the periodic per-partition work (time-based flush).
+// maintenanceLoop runs the periodic per-partition work: flush.ms,
+// retention, producer-id expiry and ISR shrinking, every second.
 func (pm *partitionManager) maintenanceLoop() {
 	defer pm.srv.bgWG.Done()
 	t := time.NewTicker(time.Second)
@@ -421,29 +422,50 @@ func (pm *partitionManager) maintenanceLoop() {
 	start := time.Now()
 	retention := periodic{interval: time.Duration(pm.srv.cfg.RetentionCheckIntervalMs) * time.Millisecond, last: start}
 	expiry := periodic{interval: time.Duration(pm.srv.cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond, last: start}
-	hwCheckpoint := periodic{interval: time.Duration(pm.srv.coordinatorSetting(pm.srv.cfg.Props,
-		"replica.high.watermark.checkpoint.interval.ms", 5000, 1)) * time.Millisecond, last: start}
 	for {
 		select {
 		case <-pm.stop:
 			return
 		case now := <-t.C:
-			checkRetention, expire, checkpoint := retention.due(now), expiry.due(now), hwCheckpoint.due(now)
+			checkRetention, expire := retention.due(now), expiry.due(now)
 			lagMax := pm.srv.replica.lagMax
 			pm.forEach(func(p *partition) {
-				// A pass over 10,000 partitions takes seconds (a high
-				// watermark checkpoint is two fsyncs); shutdown need not
-				// wait for it, closing a log flushes and checkpoints it.
+				// Shutdown need not wait for the rest of a pass: closing
+				// a log flushes it.
 				if pm.stopping() {
 					return
 				}
 				pm.maintain(p, now, checkRetention, expire)
 				pm.srv.maybeShrinkISR(p, now, lagMax)
+			})
+		}
+	}
+}
+
+// highWatermarkCheckpointLoop writes the high-watermark checkpoint of every
+// partition whose high watermark moved, each
+// replica.high.watermark.checkpoint.interval.ms (Kafka's
+// highwatermark-checkpoint task). It runs apart from the maintenance loop
+// because a checkpoint is two fsyncs: a pass over 10,000 partitions takes
+// seconds, which ISR shrinking and retention must not wait for, and which
+// shutdown cuts short (closing a log checkpoints it).
+func (pm *partitionManager) highWatermarkCheckpointLoop() {
+	defer pm.srv.bgWG.Done()
+	t := time.NewTicker(time.Duration(pm.srv.coordinatorSetting(pm.srv.cfg.Props,
+		"replica.high.watermark.checkpoint.interval.ms", 5000, 1)) * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-pm.stop:
+			return
+		case <-t.C:
+			pm.forEach(func(p *partition) {
 				// A topic deleted since the snapshot has closed its logs.
-				if checkpoint && pm.get(p.topic, p.index) == p {
-					if err := p.log.CheckpointHighWatermark(); err != nil {
-						pm.srv.logger.Warn("checkpointing the high watermark", "topic", p.topic, "partition", p.index, "err", err)
-					}
+				if pm.stopping() || pm.get(p.topic, p.index) != p {
+					return
+				}
+				if err := p.log.CheckpointHighWatermark(); err != nil {
+					pm.srv.logger.Warn("checkpointing the high watermark", "topic", p.topic, "partition", p.index, "err", err)
 				}
 			})
 		}

@@ -181,8 +181,9 @@ func (s *Server) start() error {
 		s.bgWG.Add(1)
 		go s.acceptLoop(l)
 	}
-	s.bgWG.Add(1)
+	s.bgWG.Add(2)
 	go s.parts.maintenanceLoop()
+	go s.parts.highWatermarkCheckpointLoop()
 
 	s.logger.Debug("broker started", "took", time.Since(started))
 	close(s.ready)

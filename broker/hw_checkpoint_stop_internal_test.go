@@ -18,9 +18,9 @@ import (
 	"github.com/strait/strait/storage"
 )
 
-// hwPassFS is the real filesystem, except that the maintenance loop's
-// first high-watermark checkpoint waits until the broker is stopping, and
-// the loop's later checkpoints are counted.
+// hwPassFS is the real filesystem, except that the checkpoint loop's first
+// high-watermark checkpoint waits until the broker is stopping, and the
+// loop's later checkpoints are counted.
 type hwPassFS struct {
 	storage.OSFS
 	srv     atomic.Pointer[Server]
@@ -30,7 +30,7 @@ type hwPassFS struct {
 }
 
 func (f *hwPassFS) Rename(oldpath, newpath string) error {
-	if filepath.Base(newpath) == "high-watermark-checkpoint" && calledFrom("maintenanceLoop") {
+	if filepath.Base(newpath) == "high-watermark-checkpoint" && calledFrom("highWatermarkCheckpointLoop") {
 		isFirst := false
 		f.first.Do(func() { isFirst = true })
 		if isFirst {
@@ -59,11 +59,11 @@ func calledFrom(function string) bool {
 	}
 }
 
-// TestShutdownCutsMaintenancePassShort: shutdown does not wait for the
-// maintenance loop to checkpoint every partition's high watermark (two
-// fsyncs each: seconds with 10,000 partitions); closing the logs writes
-// the checkpoints the pass left.
-func TestShutdownCutsMaintenancePassShort(t *testing.T) {
+// TestShutdownCutsCheckpointPassShort: shutdown does not wait for a pass
+// that checkpoints every partition's high watermark (two fsyncs each:
+// seconds with 10,000 partitions); closing the logs writes the checkpoints
+// the pass left.
+func TestShutdownCutsCheckpointPassShort(t *testing.T) {
 	const partitions = 20
 	dir := t.TempDir()
 	cfg, _, err := ParseConfig(map[string]string{
@@ -107,13 +107,13 @@ func TestShutdownCutsMaintenancePassShort(t *testing.T) {
 	select {
 	case <-fs.blocked:
 	case <-ctx.Done():
-		t.Fatal("the maintenance loop checkpointed no high watermark")
+		t.Fatal("no high watermark was checkpointed")
 	}
 	if err := srv.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	if n := fs.later.Load(); n != 0 {
-		t.Fatalf("the maintenance pass checkpointed %d more partitions after shutdown began, want 0", n)
+		t.Fatalf("the checkpoint pass wrote %d more partitions after shutdown began, want 0", n)
 	}
 	for p := range partitions {
 		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("hw-%d", p), "high-watermark-checkpoint"))
