@@ -55,29 +55,48 @@ func readCheckpoint(fsys FS, dir, name string) (offset int64, ok bool, err error
 	return offset, true, nil
 }
 
-// writeCheckpoint atomically replaces a checkpoint file.
+// writeCheckpoint atomically and durably replaces a checkpoint file.
 func writeCheckpoint(fsys FS, dir, name string, offset int64) error {
-	return replaceFile(fsys, dir, filepath.Join(dir, name), []byte("0\n"+strconv.FormatInt(offset, 10)+"\n"))
+	return writeCheckpointSync(fsys, dir, name, offset, syncAll)
 }
+
+// writeCheckpointSync is writeCheckpoint with the fsyncs of mode.
+func writeCheckpointSync(fsys FS, dir, name string, offset int64, mode fileSync) error {
+	return replaceFileSync(fsys, dir, filepath.Join(dir, name), []byte("0\n"+strconv.FormatInt(offset, 10)+"\n"), mode)
+}
+
+// fileSync is which fsyncs replacing a file takes.
+type fileSync int
+
+const (
+	// syncNone: neither. A reader must detect a torn file itself
+	// (producer snapshots carry a CRC), and the caller fsync the file and
+	// the directory later.
+	syncNone fileSync = iota
+	// syncContents: the new contents, not the rename, which is durable once
+	// the caller fsyncs the directory: Close does that once for all the
+	// files it writes, instead of once per file.
+	syncContents
+	// syncAll: the contents, then the directory after the rename.
+	syncAll
+)
 
 // replaceFile atomically replaces path (in dir) with data: written to
 // path.tmp, fsynced, renamed over path, the directory fsynced; the
 // temporary file is removed on failure. Checkpoints, the leader epoch
 // checkpoint and producer snapshots are all written this way.
 func replaceFile(fsys FS, dir, path string, data []byte) error {
-	return replaceFileSync(fsys, dir, path, data, true)
+	return replaceFileSync(fsys, dir, path, data, syncAll)
 }
 
-// replaceFileSync is replaceFile, without either fsync unless durable: a
-// reader must then detect a torn file itself (producer snapshots carry a
-// CRC), and the caller fsync the file and the directory later.
-func replaceFileSync(fsys FS, dir, path string, data []byte, durable bool) error {
+// replaceFileSync is replaceFile with the fsyncs of mode.
+func replaceFileSync(fsys FS, dir, path string, data []byte, mode fileSync) error {
 	f, err := fsys.OpenFile(path+checkpointTmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
 	_, err = f.WriteAt(data, 0)
-	if err == nil && durable {
+	if err == nil && mode >= syncContents {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -86,7 +105,7 @@ func replaceFileSync(fsys FS, dir, path string, data []byte, durable bool) error
 	if err == nil {
 		err = fsys.Rename(path+checkpointTmp, path)
 	}
-	if err == nil && durable {
+	if err == nil && mode == syncAll {
 		err = fsys.SyncDir(dir)
 	}
 	if err != nil {
@@ -95,16 +114,15 @@ func replaceFileSync(fsys FS, dir, path string, data []byte, durable bool) error
 	return err
 }
 
-// writeMarker creates an empty marker file durably.
+// writeMarker creates an empty marker file durably: an empty file has no
+// contents to fsync, its directory entry is made durable by fsyncing the
+// directory.
 func writeMarker(fsys FS, dir, name string) error {
 	f, err := fsys.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = f.Close()
 	if err == nil {
 		err = fsys.SyncDir(dir)
 	}

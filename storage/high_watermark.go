@@ -33,17 +33,18 @@ func (l *Log) CheckpointHighWatermark() error {
 	}
 	// Close and Delete take hwMu first, so the directory stays in place
 	// until this write is done.
-	if err := l.writeHighWatermarkLocked(); err != nil {
+	if err := l.writeHighWatermarkLocked(syncAll); err != nil {
 		return storageErr("checkpoint high watermark", err)
 	}
 	return nil
 }
 
-// writeHighWatermarkLocked writes the checkpoint; hwMu must be held.
-func (l *Log) writeHighWatermarkLocked() error {
+// writeHighWatermarkLocked writes the checkpoint with the fsyncs of mode;
+// hwMu must be held.
+func (l *Log) writeHighWatermarkLocked(mode fileSync) error {
 	hw := l.highWatermark.Load()
 	l.hwCheckpointed = -1
-	if err := writeCheckpoint(l.fs, l.dir, highWatermarkFile, hw); err != nil {
+	if err := writeCheckpointSync(l.fs, l.dir, highWatermarkFile, hw, mode); err != nil {
 		return err
 	}
 	l.hwCheckpointed = hw

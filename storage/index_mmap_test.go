@@ -453,8 +453,10 @@ func TestDeleteSegmentWithMappedIndex(t *testing.T) {
 			}
 		}
 	}
+	// The rolls' background flushes open checkpoint files of their own.
+	l.flushes.Wait()
 	if fds, _ := fdsUnder(t, dir); len(fds) != len(l.segments) {
-		t.Fatalf("%d descriptors for %d segments", len(fds), len(l.segments))
+		t.Fatalf("%d descriptors for %d segments: %q", len(fds), len(l.segments), fds)
 	}
 	if res, err := l.Read(l.LogStartOffset(), math.MaxInt64, leo, true); err != nil || res.Size == 0 {
 		t.Fatalf("read after deletion: %v", err)

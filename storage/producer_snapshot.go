@@ -125,8 +125,8 @@ func decodeProducerSnapshot(b []byte) ([]*producerStateEntry, error) {
 
 // writeProducerSnapshot writes the snapshot file for offset, atomically
 // and, if durable, fsynced with its directory entry.
-func writeProducerSnapshot(fsys FS, dir string, offset int64, data []byte, durable bool) error {
-	return replaceFileSync(fsys, dir, producerSnapshotPath(dir, offset), data, durable)
+func writeProducerSnapshot(fsys FS, dir string, offset int64, data []byte, mode fileSync) error {
+	return replaceFileSync(fsys, dir, producerSnapshotPath(dir, offset), data, mode)
 }
 
 // maxProducerSnapshotBytes bounds what readProducerSnapshot allocates: far

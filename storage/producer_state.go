@@ -354,16 +354,16 @@ func (m *producerStateManager) removeExpired(nowMs, expirationMs int64) int {
 
 // takeSnapshot writes a snapshot at lastMapOffset, fsynced, unless one was
 // taken there (or later) already.
-func (m *producerStateManager) takeSnapshot() error { return m.takeSnapshotSync(true) }
+func (m *producerStateManager) takeSnapshot() error { return m.takeSnapshotSync(syncAll) }
 
-// takeSnapshotSync is takeSnapshot, leaving the fsyncs to the caller unless
-// durable.
-func (m *producerStateManager) takeSnapshotSync(durable bool) error {
+// takeSnapshotSync is takeSnapshot with the fsyncs of mode (the others are
+// the caller's).
+func (m *producerStateManager) takeSnapshotSync(mode fileSync) error {
 	if m.lastMapOffset <= m.lastSnapOffset {
 		return nil
 	}
 	start := time.Now()
-	if err := writeProducerSnapshot(m.fs, m.dir, m.lastMapOffset, encodeProducerSnapshot(m.producers), durable); err != nil {
+	if err := writeProducerSnapshot(m.fs, m.dir, m.lastMapOffset, encodeProducerSnapshot(m.producers), mode); err != nil {
 		return err
 	}
 	if i, found := slices.BinarySearch(m.snapshots, m.lastMapOffset); !found {
@@ -523,11 +523,12 @@ func (l *Log) updateProducersLocked(pa *producerAppend, nextOffset int64) {
 
 // snapshotProducersLocked writes a snapshot at offset, the base offset of a
 // segment just rolled or the log end offset at Close, so that recovery
-// starts from there instead of replaying the log. Unless durable (a
-// roll's), the fsyncs are left to the asynchronous flush (flushRolled).
-func (l *Log) snapshotProducersLocked(offset int64, durable bool) error {
+// starts from there instead of replaying the log. A roll's (syncNone)
+// leaves the fsyncs to the asynchronous flush (flushRolled), Close's
+// (syncContents) the directory's to Close.
+func (l *Log) snapshotProducersLocked(offset int64, mode fileSync) error {
 	l.producers.lastMapOffset = offset
-	return l.producers.takeSnapshotSync(durable)
+	return l.producers.takeSnapshotSync(mode)
 }
 
 // deleteProducerSnapshotsLocked removes the snapshots of segments being
