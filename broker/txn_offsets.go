@@ -81,12 +81,9 @@ func handleTxnOffsetCommit(c *conn, x *exchange) {
 // partition in the producer's transaction; it returns the guard the append
 // presents, or an error code for the whole request.
 func (s *Server) verifyTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, version int16, part *partition, idx int32) (*storage.VerificationGuard, int16) {
-	guard := part.log.StartTxnVerification(req.ProducerID, req.ProducerEpoch, -1)
+	guard := part.log.StartTxnVerification(req.ProducerID, req.ProducerEpoch, -1, version >= 5)
 	if guard == nil {
 		return nil, 0
-	}
-	if version >= 5 {
-		guard.ExpectEpochBump()
 	}
 	coord := s.txnCoordinator()
 	if coord == nil {

@@ -141,10 +141,7 @@ func (s *Server) verifyTransaction(req *kmsg.ProduceRequest, version int16) *txn
 		var need []txn.TopicPartition
 		for _, cd := range cands {
 			delete(tp.guards, cd.tp)
-			if g := cd.p.log.StartTxnVerification(producerID, epoch, cd.baseSeq); g != nil {
-				if version >= 12 {
-					g.ExpectEpochBump()
-				}
+			if g := cd.p.log.StartTxnVerification(producerID, epoch, cd.baseSeq, version >= 12); g != nil {
 				tp.guards[cd.tp] = g
 				need = append(need, cd.tp)
 			}

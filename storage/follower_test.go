@@ -34,7 +34,7 @@ func leaderAppend(t *testing.T, l *Log, batch []byte, epoch int32) AppendInfo {
 
 func leaderTxn(t *testing.T, l *Log, pid int64, seq int32, n int, epoch int32) AppendInfo {
 	t.Helper()
-	g := l.StartTxnVerification(pid, 0, seq)
+	g := l.StartTxnVerification(pid, 0, seq, false)
 	info, err := l.AppendAsLeaderVerified(txnBatch(t, pid, 0, seq, n, testEpoch.UnixMilli()+int64(seq)), epoch, g)
 	if err != nil {
 		t.Fatalf("transactional append: %v", err)

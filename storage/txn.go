@@ -71,14 +71,6 @@ type VerificationGuard struct {
 	epochBump bool
 }
 
-// ExpectEpochBump marks the guard as a transaction version 2 producer's
-// (Produce v12+, TxnOffsetCommit v5+), Kafka's supportsEpochBump.
-func (g *VerificationGuard) ExpectEpochBump() {
-	if g != nil {
-		g.epochBump = true
-	}
-}
-
 // clearVerificationForMarker ends a producer's verification when a marker
 // of its transaction lands, as Kafka's UnifiedLog does, except when the
 // marker is transaction version 2's, whose (bumped) epoch is the one the
@@ -257,8 +249,11 @@ func (l *Log) LastStableOffset() int64 {
 // when the producer already has a transaction open at this epoch (no
 // verification needed), else the guard the append after a successful
 // verification must present. A second call before the append returns the
-// same guard, with the lowest sequence seen.
-func (l *Log) StartTxnVerification(producerID int64, epoch int16, baseSequence int32) *VerificationGuard {
+// same guard, with the lowest sequence seen. epochBump marks the guard as a
+// transaction version 2 producer's (Produce v12+, TxnOffsetCommit v5+),
+// Kafka's supportsEpochBump; it is set here, under the log's lock, because
+// a marker landing on another connection reads it at once.
+func (l *Log) StartTxnVerification(producerID int64, epoch int16, baseSequence int32, epochBump bool) *VerificationGuard {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	m := l.producers
@@ -277,6 +272,9 @@ func (l *Log) StartTxnVerification(producerID int64, epoch int16, baseSequence i
 		g.epoch, g.lowestSeq = epoch, baseSequence
 	case epoch == g.epoch:
 		g.lowestSeq = min(g.lowestSeq, baseSequence)
+	}
+	if epochBump {
+		g.epochBump = true
 	}
 	return g
 }

@@ -24,7 +24,7 @@ func txnBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, ts int64) 
 // appendTxn appends a transactional batch after a verification.
 func appendTxn(t *testing.T, l *Log, pid int64, epoch int16, seq int32, n int) AppendInfo {
 	t.Helper()
-	g := l.StartTxnVerification(pid, epoch, seq)
+	g := l.StartTxnVerification(pid, epoch, seq, false)
 	info, err := l.AppendAsLeaderVerified(txnBatch(t, pid, epoch, seq, n, testEpoch.UnixMilli()), 7, g)
 	if err != nil {
 		t.Fatalf("transactional append: %v", err)
@@ -131,7 +131,7 @@ func TestTxnStateErrors(t *testing.T) {
 		t.Fatalf("unverified transactional append: %v", err)
 	}
 	// A marker between verification and append voids the guard.
-	g := l.StartTxnVerification(1, 0, 0)
+	g := l.StartTxnVerification(1, 0, 0, false)
 	if _, err := l.AppendMarker(TxnMarker{ProducerID: 1, ProducerEpoch: 0}, 7); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestTxnStateErrors(t *testing.T) {
 	}
 	appendTxn(t, l, 1, 0, 0, 1)
 	// Once open, later batches need no guard; no verification is started.
-	if g := l.StartTxnVerification(1, 0, 1); g != nil {
+	if g := l.StartTxnVerification(1, 0, 1, false); g != nil {
 		t.Fatal("a verification started for an open transaction")
 	}
 	if _, err := l.AppendAsLeaderVerified(txnBatch(t, 1, 0, 1, 1, ts), 7, nil); err != nil {
@@ -282,7 +282,7 @@ func TestTxnCompactionDropsAbortedRecords(t *testing.T) {
 		return b
 	}
 	mustAppend(t, l, keyed(5, 0, "k", "committed", false))
-	g := l.StartTxnVerification(9, 0, 0)
+	g := l.StartTxnVerification(9, 0, 0, false)
 	if _, err := l.AppendAsLeaderVerified(keyed(9, 0, "k", "aborted", true), 7, g); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestTxnCoordinatorAppend(t *testing.T) {
 	if _, err := l.AppendAsCoordinator(b, 7, true, nil); kerrCode(err) != kerr.InvalidTxnState.Code {
 		t.Fatalf("unverified coordinator append: %v", err)
 	}
-	g := l.StartTxnVerification(42, 3, -1)
+	g := l.StartTxnVerification(42, 3, -1, false)
 	if _, err := l.AppendAsCoordinator(b, 7, true, g); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestTxnCoordinatorAppend(t *testing.T) {
 	old := txnBatch(t, 42, 2, 0, 1, testEpoch.UnixMilli())
 	binary.BigEndian.PutUint32(old[offBaseSequence:], 0xffffffff)
 	binary.BigEndian.PutUint32(old[offCRC:], batchCRC(old))
-	if _, err := l.AppendAsCoordinator(old, 7, true, l.StartTxnVerification(42, 2, -1)); kerrCode(err) != kerr.InvalidProducerEpoch.Code {
+	if _, err := l.AppendAsCoordinator(old, 7, true, l.StartTxnVerification(42, 2, -1, false)); kerrCode(err) != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("coordinator append at an old epoch: %v", err)
 	}
 	if l.LastStableOffset() != l.LogEndOffset() {
@@ -399,10 +399,7 @@ func TestTxnV2GuardSurvivesPredecessorMarker(t *testing.T) {
 			if tc.epochBump {
 				next, seq = 1, 0 // a new epoch starts its sequences at 0
 			}
-			g := l.StartTxnVerification(300, next, seq)
-			if tc.epochBump {
-				g.ExpectEpochBump()
-			}
+			g := l.StartTxnVerification(300, next, seq, tc.epochBump)
 			appendMarker(t, l, 300, next, true)
 			_, err := l.AppendAsLeaderVerified(txnBatch(t, 300, next, seq, 1, testEpoch.UnixMilli()), 7, g)
 			if (err != nil) != tc.wantErr {
