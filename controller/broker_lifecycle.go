@@ -231,10 +231,16 @@ func (c *Controller) controlledShutdown(ctx context.Context, fromClose bool) err
 		}
 		s := summarize(outcomes, self)
 		total.add(s)
+		// The active controller moves leaderships off a broker in controlled
+		// shutdown too: what it changed first counts as done here, and the
+		// cache must show it before this returns.
+		rev = max(rev, lastSeenRevision(outcomes))
 		if s.changed == 0 {
 			break
 		}
-		rev = lastRevision(outcomes)
+	}
+	if err := c.cache.waitForRevision(ctx, stop, rev); err != nil {
+		return fmt.Errorf("controller: controlled shutdown: waiting for the metadata cache: %w", err)
 	}
 	c.log.Info("controlled shutdown: moved leadership and left the ISRs", "node.id", self,
 		"leaders.moved", total.leaderMoved, "left.isr", total.leftISR, "offline", total.offline,

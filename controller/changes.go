@@ -104,6 +104,7 @@ type changeOutcome struct {
 	after   PartitionInfo // as written, or before when unchanged
 	changed bool
 	rev     int64 // revision of the write when changed
+	readRev int64 // revision of before (another writer's when unchanged)
 	err     error
 }
 
@@ -112,6 +113,17 @@ func lastRevision(outcomes []changeOutcome) int64 {
 	var rev int64
 	for _, o := range outcomes {
 		rev = max(rev, o.rev)
+	}
+	return rev
+}
+
+// lastSeenRevision returns the highest revision of a partition state that
+// outcomes wrote or found: a cache at it shows every one of them, also those
+// another writer had changed already.
+func lastSeenRevision(outcomes []changeOutcome) int64 {
+	rev := lastRevision(outcomes)
+	for _, o := range outcomes {
+		rev = max(rev, o.readRev)
 	}
 	return rev
 }
@@ -199,7 +211,7 @@ func (c *Controller) changeBatch(ctx context.Context, refs []partitionRef, idx [
 	for k, i := range idx {
 		v := views[k]
 		o := &out[i]
-		o.before, o.after, o.changed, o.rev, o.err = v.state, v.state, false, 0, nil
+		o.before, o.after, o.changed, o.rev, o.readRev, o.err = v.state, v.state, false, 0, v.modRev, nil
 		next, relyOn, err := fn(v, brokers)
 		if err != nil {
 			o.err = err
