@@ -108,22 +108,13 @@ type changeOutcome struct {
 	err     error
 }
 
-// lastRevision returns the highest revision written by outcomes, 0 if none.
-func lastRevision(outcomes []changeOutcome) int64 {
-	var rev int64
-	for _, o := range outcomes {
-		rev = max(rev, o.rev)
-	}
-	return rev
-}
-
 // lastSeenRevision returns the highest revision of a partition state that
 // outcomes wrote or found: a cache at it shows every one of them, also those
 // another writer had changed already.
 func lastSeenRevision(outcomes []changeOutcome) int64 {
-	rev := lastRevision(outcomes)
+	var rev int64
 	for _, o := range outcomes {
-		rev = max(rev, o.readRev)
+		rev = max(rev, o.rev, o.readRev)
 	}
 	return rev
 }
