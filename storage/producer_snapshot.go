@@ -123,8 +123,8 @@ func decodeProducerSnapshot(b []byte) ([]*producerStateEntry, error) {
 	return entries, nil
 }
 
-// writeProducerSnapshot writes the snapshot file for offset, atomically
-// and, if durable, fsynced with its directory entry.
+// writeProducerSnapshot writes the snapshot file for offset, atomically,
+// with the fsyncs of mode.
 func writeProducerSnapshot(fsys FS, dir string, offset int64, data []byte, mode fileSync) error {
 	return replaceFileSync(fsys, dir, producerSnapshotPath(dir, offset), data, mode)
 }

@@ -202,18 +202,11 @@ func (ix *txnIndex) sync() error {
 	if ix == nil || !ix.dirty {
 		return nil
 	}
-	f, err := ix.fs.OpenFile(ix.path, os.O_RDWR, 0)
-	if err != nil {
+	if err := syncPath(ix.fs, ix.path); err != nil {
 		return err
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		ix.dirty = false
-	}
-	return err
+	ix.dirty = false
+	return nil
 }
 
 // close releases nothing (no descriptor stays open); kept so that a
