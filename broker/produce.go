@@ -68,8 +68,6 @@ func handleProduce(c *conn, x *exchange) {
 				// Clients write the coordinators' topics only through the
 				// coordinators, as in Kafka's ReplicaManager.
 				job.code, job.msg = kerr.InvalidTopicException.Code, "Cannot append to internal topic "+rt.Topic
-			default:
-				job.appends = true
 			}
 			jobs = append(jobs, job)
 		}
@@ -119,8 +117,7 @@ type produceJob struct {
 	topic, partition int // indexes into the request and the response
 	lt               *localTopic
 	records          []byte
-	appends          bool // passed the request-level checks: append it
-	code             int16
+	code             int16 // before appendAll: a request-level check failed, no append
 	msg              string
 	waiter           *ackWaiter // acks=all, waiting for followers
 }
@@ -147,7 +144,7 @@ func (s *Server) appendAll(resp *kmsg.ProduceResponse, jobs []produceJob, acks i
 	todo := make([]int, 0, len(jobs))
 	total := 0
 	for i := range jobs {
-		if jobs[i].appends {
+		if jobs[i].code == 0 {
 			todo = append(todo, i)
 			total += len(jobs[i].records)
 		}
