@@ -181,6 +181,21 @@ func waitEntered(t *testing.T, entered <-chan struct{}) {
 	}
 }
 
+// rollWithFlushHeld opens a log on a gateFS in dir, holds the fsyncs of its
+// first segment's log file and appends until a roll, returning once that
+// roll's flush is held there. Callers defer release after deferring Close,
+// so that it runs first (Close waits for the flush).
+func rollWithFlushHeld(t *testing.T, dir string) (l *Log, rec *logRecorder, stored [][]byte, release func()) {
+	t.Helper()
+	fsys := &gateFS{}
+	l, rec = openGateLog(t, dir, fsys)
+	entered, release := fsys.holdSyncs(segmentName(0, logFileSuffix))
+	t.Cleanup(release) // should this fail half way
+	stored = appendUntilRoll(t, l)
+	waitEntered(t, entered)
+	return l, rec, stored, release
+}
+
 func recoveryPointFileValue(t *testing.T, dir string) (int64, bool) {
 	t.Helper()
 	off, ok, err := readCheckpoint(OSFS{}, dir, recoveryPointFile)
@@ -196,14 +211,9 @@ func recoveryPointFileValue(t *testing.T, dir string) (int64, bool) {
 // once the flush is let through.
 func TestRollFlushesAsynchronously(t *testing.T) {
 	dir := t.TempDir()
-	fsys := &gateFS{}
-	l, rec := openGateLog(t, dir, fsys)
+	l, rec, stored, release := rollWithFlushHeld(t, dir)
 	defer l.Close()
-	entered, release := fsys.holdSyncs(segmentName(0, logFileSuffix))
 	defer release()
-
-	stored := appendUntilRoll(t, l)
-	waitEntered(t, entered)
 	base := activeBase(l)
 	stored = append(stored, appendBatches(t, l, compress.None, 3, testEpoch.UnixMilli())...)
 	if rp := l.recoveryPoint.Load(); rp != 0 {
@@ -313,13 +323,9 @@ func TestFailedRollFlushLeavesRecoveryPoint(t *testing.T) {
 // cleanly with everything in it.
 func TestCloseWaitsForRollFlush(t *testing.T) {
 	dir := t.TempDir()
-	fsys := &gateFS{}
-	l, rec := openGateLog(t, dir, fsys)
-	entered, release := fsys.holdSyncs(segmentName(0, logFileSuffix))
+	l, rec, stored, release := rollWithFlushHeld(t, dir)
 	defer release()
-	stored := appendUntilRoll(t, l)
 	stored = append(stored, appendBatches(t, l, compress.None, 2, testEpoch.UnixMilli())...)
-	waitEntered(t, entered)
 
 	closed := make(chan error, 1)
 	go func() { closed <- l.Close() }()
@@ -390,12 +396,8 @@ func TestCrashBeforeRollFlushRecovers(t *testing.T) {
 // flush logs nothing.
 func TestDeleteWithPendingRollFlush(t *testing.T) {
 	dir := t.TempDir()
-	fsys := &gateFS{}
-	l, rec := openGateLog(t, dir, fsys)
-	entered, release := fsys.holdSyncs(segmentName(0, logFileSuffix))
+	l, rec, _, release := rollWithFlushHeld(t, dir)
 	defer release()
-	appendUntilRoll(t, l)
-	waitEntered(t, entered)
 	deleted := make(chan error, 1)
 	go func() { deleted <- l.Delete() }()
 	time.Sleep(50 * time.Millisecond)
@@ -421,13 +423,9 @@ func TestDeleteWithPendingRollFlush(t *testing.T) {
 // point.
 func TestRetentionDuringRollFlush(t *testing.T) {
 	dir := t.TempDir()
-	fsys := &gateFS{}
-	l, rec := openGateLog(t, dir, fsys)
+	l, rec, rolled, release := rollWithFlushHeld(t, dir)
 	defer l.Close()
-	entered, release := fsys.holdSyncs(segmentName(0, logFileSuffix))
 	defer release()
-	rolled := appendUntilRoll(t, l)
-	waitEntered(t, entered)
 	base := activeBase(l)
 	// The batch that rolled is the new segment's first.
 	stored := append(rolled[len(rolled)-1:], appendBatches(t, l, compress.None, 2, testEpoch.UnixMilli())...)
@@ -459,13 +457,9 @@ func TestRetentionDuringRollFlush(t *testing.T) {
 // moving the recovery point over what is appended after the truncation.
 func TestTruncationDuringRollFlush(t *testing.T) {
 	dir := t.TempDir()
-	fsys := &gateFS{}
-	l, rec := openGateLog(t, dir, fsys)
+	l, rec, stored, release := rollWithFlushHeld(t, dir)
 	defer l.Close()
-	entered, release := fsys.holdSyncs(segmentName(0, logFileSuffix))
 	defer release()
-	stored := appendUntilRoll(t, l)
-	waitEntered(t, entered)
 	base := activeBase(l)
 	if err := l.TruncateTo(3); err != nil {
 		t.Fatal(err)
