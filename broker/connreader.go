@@ -313,8 +313,9 @@ func (cr *connReader) arm() {
 // idleExpired handles the expiry of the idle deadline: idle when nothing
 // was read since it was set and fill waits with nothing buffered (the
 // deadline is cleared), and new goroutines start on the smallest stack;
-// otherwise the deadline is moved on and again says to read again. Neither after stop: the deadline is the caller's, and the
-// read returns its timeout.
+// otherwise the deadline is moved on and again says to read again.
+// Neither after stop: the deadline is the caller's, and the read returns
+// its timeout.
 func (cr *connReader) idleExpired() (idle, again bool) {
 	if cr.stopped.Load() {
 		return false, false
