@@ -236,8 +236,9 @@ func typeName(t configType) string {
 // error. An absent key takes its default (defaultValue); the types have been
 // checked before, so a parse error here is a default's.
 type props struct {
-	m   map[string]string
-	err error
+	m    map[string]string
+	err  error
+	used map[string]bool // every key read: the keys Strait acts on (a test checks each is validated)
 }
 
 func (p *props) fail(err error) {
@@ -246,10 +247,17 @@ func (p *props) fail(err error) {
 	}
 }
 
-func (p *props) has(key string) bool { _, ok := p.m[key]; return ok }
+func (p *props) has(key string) bool { p.use(key); _, ok := p.m[key]; return ok }
+
+func (p *props) use(key string) {
+	if p.used != nil {
+		p.used[key] = true
+	}
+}
 
 // raw is key's value as given, else its default ("" without one).
 func (p *props) raw(key string) string {
+	p.use(key)
 	if v, ok := p.m[key]; ok {
 		return v
 	}

@@ -82,7 +82,7 @@ func (c *Config) parseListeners(p *props) error {
 		}
 	}
 	if len(c.Listeners) == 0 {
-		return invalidValue("listeners", p.m["listeners"], "There must be at least one broker listener (one not in controller.listener.names)")
+		return invalidValue("listeners", p.raw("listeners"), "There must be at least one broker listener (one not in controller.listener.names)")
 	}
 
 	if p.has("advertised.listeners") {

@@ -3,7 +3,6 @@ package config
 // Parse: the properties, read once into Config.
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -18,12 +17,17 @@ import (
 // "Invalid value abc for configuration num.partitions: Not a number of type INT".
 // The error is a *ConfigError, whose Key is the key at fault.
 func Parse(in map[string]string) (Config, []string, error) {
+	return parse(in, nil)
+}
+
+// parse is Parse, recording in used (when not nil) every key it reads.
+func parse(in map[string]string, used map[string]bool) (Config, []string, error) {
 	var c Config
 	c.Props = maps.Clone(in)
 	if c.Props == nil {
 		c.Props = map[string]string{}
 	}
-	p := &props{m: c.Props}
+	p := &props{m: c.Props, used: used}
 
 	var warnings []string
 	for _, key := range slices.Sorted(maps.Keys(p.m)) {
@@ -200,10 +204,13 @@ func (c *Config) parseLogDefaults(p *props) error {
 
 	// log.retention.ms > log.retention.minutes > log.retention.hours; any negative
 	// value means infinite (KafkaConfig.logRetentionTimeMillis).
+	retentionKey := "log.retention.hours"
 	switch {
 	case p.has("log.retention.ms"):
+		retentionKey = "log.retention.ms"
 		ld.RetentionMs = p.long("log.retention.ms")
 	case p.has("log.retention.minutes"):
+		retentionKey = "log.retention.minutes"
 		ld.RetentionMs = int64(p.int("log.retention.minutes")) * 60 * 1000
 	default:
 		ld.RetentionMs = int64(p.int("log.retention.hours")) * 3600 * 1000
@@ -212,7 +219,8 @@ func (c *Config) parseLogDefaults(p *props) error {
 		ld.RetentionMs = -1
 	}
 	if ld.RetentionMs == 0 && p.err == nil {
-		return &ConfigError{Key: "log.retention.ms", Message: "log.retention.ms must be unlimited (-1) or, greater than or equal to 1"}
+		// Kafka's message names log.retention.ms whichever spelling set it.
+		return &ConfigError{Key: retentionKey, Message: "log.retention.ms must be unlimited (-1) or, greater than or equal to 1"}
 	}
 	ld.RetentionBytes = p.long("log.retention.bytes")
 
@@ -230,9 +238,13 @@ func (c *Config) parseLogDefaults(p *props) error {
 		ld.Compact = ld.Compact || policy == "compact"
 		ld.Delete = ld.Delete || policy == "delete"
 	}
+	// ConfigDef.Range.between(0, 1), which prints the value parsed.
 	ld.MinCleanableDirtyRatio = p.double("log.cleaner.min.cleanable.ratio")
-	if r := ld.MinCleanableDirtyRatio; r < 0 || r > 1 {
-		p.fail(invalidValue("log.cleaner.min.cleanable.ratio", fmt.Sprint(r), "Value must be no less than 0.0 and no more than 1.0"))
+	switch r := ld.MinCleanableDirtyRatio; {
+	case r < 0:
+		p.fail(invalidValue("log.cleaner.min.cleanable.ratio", javaDouble(r), "Value must be at least 0"))
+	case r > 1:
+		p.fail(invalidValue("log.cleaner.min.cleanable.ratio", javaDouble(r), "Value must be no more than 1"))
 	}
 	ld.MinCompactionLagMs = p.longAtLeast("log.cleaner.min.compaction.lag.ms", 0)
 	ld.MaxCompactionLagMs = p.longAtLeast("log.cleaner.max.compaction.lag.ms", 1)
