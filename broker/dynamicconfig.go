@@ -5,10 +5,10 @@ package broker
 // (controller/topic_configs.go). Each broker follows them with a watch and
 // keeps the result as an immutable state: its configuration layers for
 // DescribeConfigs, and its effective configuration, the static one with the
-// dynamic log defaults applied (config.Config.WithDynamic: parsed once, a new
-// typed value) (log.retention.ms, message.max.bytes,
+// dynamic log defaults applied (log.retention.ms, message.max.bytes,
 // log.cleanup.policy and the other broker synonyms of topic configs, plus
-// producer.id.expiration.ms). When those change, every hosted partition's
+// producer.id.expiration.ms): config.Config.WithDynamic parses them once into
+// a new typed value, compared with the previous one. When those change, every hosted partition's
 // log gets its configuration resolved anew. Other dynamic keys (listeners,
 // SSL, thread counts, ...) are stored and described as Kafka does, but take
 // effect only at the next start, when they are part of the properties.

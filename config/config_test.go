@@ -400,7 +400,7 @@ func TestTopicLogConfig(t *testing.T) {
 }
 
 func TestKnownKeysCoverTopicSynonyms(t *testing.T) {
-	// Every broker-level synonym Strait reads must be a known key, or ParseConfig
+	// Every broker-level synonym Strait reads must be a known key, or Parse
 	// would warn about keys it uses.
 	for _, k := range []string{
 		"node.id", "broker.id", "listeners", "advertised.listeners", "listener.security.protocol.map", "log.dirs", "log.dir",

@@ -109,8 +109,9 @@ func parseGroups(p *props) (Groups, []string) {
 			warnings = append(warnings, "Unsupported consumer group assignor "+a+" in group.consumer.assignors is ignored.")
 		}
 	}
+	// ValidList.in(GroupType.documentValidValues()): the enum order.
 	for _, proto := range parseList(p.str("group.coordinator.rebalance.protocols")) {
-		if err := validIn("group.coordinator.rebalance.protocols", proto, "classic", "consumer", "streams", "share"); err != nil {
+		if err := validIn("group.coordinator.rebalance.protocols", proto, "consumer", "classic", "share", "streams"); err != nil {
 			p.fail(err)
 		}
 		g.ConsumerProtocol = g.ConsumerProtocol || proto == "consumer"
