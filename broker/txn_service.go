@@ -1,7 +1,7 @@
 package broker
 
-// The transaction coordinator's side of the broker: its configuration (read
-// from the server properties under Kafka's keys), the __transaction_state
+// The transaction coordinator's side of the broker: its configuration (mapped
+// from config.Transactions), the __transaction_state
 // topic (created on first use, compacted, internal), the adapter through
 // which the coordinator appends to and replays that topic's partitions, and
 // the writing of transaction markers to the partitions this broker leads.

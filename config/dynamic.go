@@ -87,11 +87,11 @@ func (b *Layers) Validate(props map[string]string, perBrokerEntity bool) error {
 		}
 	}
 	if len(nonDynamic) > 0 {
-		return errors.New("Cannot update these configs dynamically: " + JavaSetString(nonDynamic, len(props)*4/3+1))
+		return errors.New("Cannot update these configs dynamically: " + javaSetString(nonDynamic, len(props)*4/3+1))
 	}
 	if len(security) > 0 {
 		return errors.New("These security configs can be dynamically updated only per-listener using the listener prefix: " +
-			JavaSetString(security, 0))
+			javaSetString(security, 0))
 	}
 	for _, n := range names {
 		base := n
@@ -106,7 +106,7 @@ func (b *Layers) Validate(props map[string]string, perBrokerEntity bool) error {
 	}
 	if !perBrokerEntity && len(perBrokerOnly) > 0 {
 		return errors.New("Cannot update these configs at default cluster level, broker id must be specified: " +
-			JavaSetString(perBrokerOnly, 0))
+			javaSetString(perBrokerOnly, 0))
 	}
 	// The configuration this broker would run with: its own dynamic
 	// configs over the cluster default over the static ones.
@@ -161,11 +161,11 @@ func JavaSplit(s string) []string {
 	return parts
 }
 
-// JavaSetString renders names as a java.util.HashSet of them prints,
+// javaSetString renders names as a java.util.HashSet of them prints,
 // "[a, b]", in its iteration order: by hash bucket of a table of at least
 // minCapacity (16 by default) grown at a load factor of 0.75. Kafka's error
 // messages print such sets.
-func JavaSetString(names []string, minCapacity int) string {
+func javaSetString(names []string, minCapacity int) string {
 	capacity := 16
 	for capacity < minCapacity {
 		capacity *= 2

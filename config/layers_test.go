@@ -8,10 +8,10 @@ import (
 // TestJavaSetString: Kafka prints sets of config names in java.util.HashSet
 // order; these are the orders Kafka 4.4 printed.
 func TestJavaSetString(t *testing.T) {
-	if got := JavaSetString([]string{"log.dirs", "num.partitions"}, 2*4/3+1); got != "[num.partitions, log.dirs]" {
+	if got := javaSetString([]string{"log.dirs", "num.partitions"}, 2*4/3+1); got != "[num.partitions, log.dirs]" {
 		t.Errorf("got %s", got)
 	}
-	if got := JavaSetString([]string{"listeners"}, 0); got != "[listeners]" {
+	if got := javaSetString([]string{"listeners"}, 0); got != "[listeners]" {
 		t.Errorf("got %s", got)
 	}
 }
