@@ -38,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 )
 
@@ -108,7 +109,7 @@ func alterErrorFields(err error) (int16, *string) {
 	}
 	code, _ := errorCode(err)
 	msg := controller.ErrorMessage(err)
-	var te *TopicConfigError
+	var te *config.TopicConfigError
 	if errors.As(err, &te) {
 		msg = te.Message
 	}
@@ -177,7 +178,7 @@ func (s *Server) alterTopicConfigs(ctx context.Context, r alterResource, validat
 		if err != nil {
 			return nil, err
 		}
-		if err := ValidateTopicConfigs(next); err != nil {
+		if err := config.ValidateTopicConfigs(next); err != nil {
 			return nil, err
 		}
 		return next, nil
@@ -219,23 +220,23 @@ func applyTopicOps(current map[string]string, r alterResource) (map[string]strin
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(next, op.name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			k := topicCatalogByName[op.name]
-			if k == nil || k.typ != typeList {
+			k, known := config.TopicKey(op.name)
+			if !known || !k.List {
 				return nil, configError("Can't " + op.op.String() + " to key " + op.name + " because its type is not LIST.")
 			}
 			var parts []string
 			old, ok := current[op.name]
-			if !ok && k.def != nil {
-				old, ok = *k.def, true
+			if !ok && k.Default != nil {
+				old, ok = *k.Default, true
 			}
 			if ok {
-				for _, p := range javaSplit(old) {
+				for _, p := range config.JavaSplit(old) {
 					if p != "" {
 						parts = append(parts, p)
 					}
 				}
 			}
-			for _, v := range javaSplit(*op.value) {
+			for _, v := range config.JavaSplit(*op.value) {
 				i := slices.Index(parts, v)
 				switch {
 				case op.op == kmsg.IncrementalAlterConfigOpAppend && i < 0:
@@ -276,9 +277,9 @@ func (s *Server) alterBrokerConfigs(ctx context.Context, r alterResource, valida
 	}
 	if validateOnly {
 		layers := dyn.state.Load().layers
-		current := layers.dynamicDefault
+		current := layers.DynamicDefault
 		if perBrokerEntity {
-			current = layers.dynamicBroker
+			current = layers.DynamicBroker
 		}
 		current = maps.Clone(current)
 		if current == nil {
@@ -323,28 +324,28 @@ func applyBrokerOps(current map[string]string, r alterResource) (map[string]stri
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(next, op.name)
 		default:
-			k := brokerCatalogByName[op.name]
-			if k == nil {
+			k, known := config.BrokerKey(op.name)
+			if !known {
 				return nil, configError("Unknown config name: " + op.name)
 			}
 			verb := "append"
 			if op.op == kmsg.IncrementalAlterConfigOpSubtract {
 				verb = "subtract"
 			}
-			if k.typ != typeList {
+			if !k.List {
 				return nil, configError("Config value " + verb + " is not allowed for config key: " + op.name)
 			}
 			old, ok := next[op.name]
-			if !ok && k.def != nil {
-				old, ok = *k.def, true
+			if !ok && k.Default != nil {
+				old, ok = *k.Default, true
 			}
 			if op.op == kmsg.IncrementalAlterConfigOpAppend {
 				var parts []string
 				if ok && old != "" {
-					parts = javaSplit(old)
+					parts = config.JavaSplit(old)
 				}
 				existing := slices.Clone(parts)
-				for _, v := range javaSplit(*op.value) {
+				for _, v := range config.JavaSplit(*op.value) {
 					if !slices.Contains(existing, v) {
 						parts = append(parts, v)
 					}
@@ -352,8 +353,8 @@ func applyBrokerOps(current map[string]string, r alterResource) (map[string]stri
 				next[op.name] = strings.Join(parts, ",")
 				continue
 			}
-			parts := javaSplit(old)
-			for _, v := range javaSplit(*op.value) {
+			parts := config.JavaSplit(old)
+			for _, v := range config.JavaSplit(*op.value) {
 				if i := slices.Index(parts, v); i >= 0 {
 					parts = slices.Delete(parts, i, i+1)
 				}
@@ -364,108 +365,12 @@ func applyBrokerOps(current map[string]string, r alterResource) (map[string]stri
 	return next, nil
 }
 
-// clusterLevelListenerConfigs are listener configs that may be set for the
-// whole cluster even with a listener prefix.
-var clusterLevelListenerConfigs = []string{"max.connections", "max.connection.creation.rate", "num.network.threads"}
-
 // validateDynamicBrokerConfigs is DynamicBrokerConfig.validate for an
-// entity's whole new set of dynamic configs: what may be set dynamically
-// and where, the values' types and ranges, and the configuration the broker
-// would run with. Every failure is INVALID_REQUEST (KAFKA-13609).
-func (s *Server) validateDynamicBrokerConfigs(layers *brokerLayers, props map[string]string, perBrokerEntity bool) error {
-	names := slices.Sorted(maps.Keys(props))
-	var nonDynamic, security, perBrokerOnly []string
-	for _, n := range names {
-		if nonDynamicBrokerConfigs[n] {
-			nonDynamic = append(nonDynamic, n)
-		}
-		if dynamicSecurityConfigs[n] {
-			security = append(security, n)
-		}
-		if k := brokerCatalogByName[n]; k != nil && k.mode == perBroker {
-			perBrokerOnly = append(perBrokerOnly, n)
-		} else if base, ok := listenerConfigName(n); ok && !slices.Contains(clusterLevelListenerConfigs, base) {
-			perBrokerOnly = append(perBrokerOnly, n)
-		}
-	}
-	if len(nonDynamic) > 0 {
-		return requestError("Cannot update these configs dynamically: " + javaSetString(nonDynamic, len(props)*4/3+1))
-	}
-	if len(security) > 0 {
-		return requestError("These security configs can be dynamically updated only per-listener using the listener prefix: " +
-			javaSetString(security, 0))
-	}
-	for _, n := range names {
-		base := n
-		if b, ok := listenerConfigName(n); ok {
-			base = b
-		}
-		if k := brokerCatalogByName[base]; k != nil {
-			if err := checkType(base, props[n], k.typ); err != nil {
-				return requestError(err.Error())
-			}
-		}
-	}
-	if !perBrokerEntity && len(perBrokerOnly) > 0 {
-		return requestError("Cannot update these configs at default cluster level, broker id must be specified: " +
-			javaSetString(perBrokerOnly, 0))
-	}
-	// The configuration this broker would run with: its own dynamic
-	// configs over the cluster default over the static ones.
-	merged := maps.Clone(layers.static)
-	if perBrokerEntity {
-		maps.Copy(merged, layers.dynamicDefault)
-		maps.Copy(merged, props)
-	} else {
-		maps.Copy(merged, props)
-		maps.Copy(merged, layers.dynamicBroker)
-	}
-	if _, _, err := ParseConfig(merged); err != nil {
+// entity's whole new set of dynamic configs (config.Layers.Validate). Every
+// failure is INVALID_REQUEST (KAFKA-13609).
+func (s *Server) validateDynamicBrokerConfigs(layers *config.Layers, props map[string]string, perBrokerEntity bool) error {
+	if err := layers.Validate(props, perBrokerEntity); err != nil {
 		return requestError(err.Error())
 	}
 	return nil
-}
-
-// javaSplit is Java's String.split(","): trailing empty strings dropped, but
-// "" gives one empty string.
-func javaSplit(s string) []string {
-	if s == "" {
-		return []string{""}
-	}
-	parts := strings.Split(s, ",")
-	for len(parts) > 0 && parts[len(parts)-1] == "" {
-		parts = parts[:len(parts)-1]
-	}
-	return parts
-}
-
-// javaSetString renders names as a java.util.HashSet of them prints,
-// "[a, b]", in its iteration order: by hash bucket of a table of at least
-// minCapacity (16 by default) grown at a load factor of 0.75. Kafka's error
-// messages print such sets.
-func javaSetString(names []string, minCapacity int) string {
-	capacity := 16
-	for capacity < minCapacity {
-		capacity *= 2
-	}
-	for float64(len(names)) > 0.75*float64(capacity) {
-		capacity *= 2
-	}
-	bucket := func(s string) uint32 {
-		var h int32
-		for _, r := range s {
-			if r >= 0x10000 { // a surrogate pair in Java's UTF-16
-				r -= 0x10000
-				h = 31*h + int32(0xD800+(r>>10))
-				h = 31*h + int32(0xDC00+(r&0x3FF))
-				continue
-			}
-			h = 31*h + int32(r)
-		}
-		u := uint32(h)
-		return (u ^ u>>16) & uint32(capacity-1)
-	}
-	sorted := slices.Clone(names)
-	slices.SortStableFunc(sorted, func(a, b string) int { return int(bucket(a)) - int(bucket(b)) })
-	return "[" + strings.Join(sorted, ", ") + "]"
 }

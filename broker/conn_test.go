@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/broker"
+	"github.com/strait/strait/config"
 )
 
 // TestConnIdleThenRequestsSplitAcrossWrites: a connection that has gone
@@ -153,7 +154,7 @@ func (b *syncBuffer) String() string {
 // connection with a warning that names the client's address and the
 // listener (the connection's logger is built only then).
 func TestConnBadFrameLogsWithConnection(t *testing.T) {
-	cfg, _, err := broker.ParseConfig(map[string]string{
+	cfg, _, err := config.Parse(map[string]string{
 		"listeners":                "PLAINTEXT://127.0.0.1:0",
 		"log.dirs":                 t.TempDir(),
 		"socket.request.max.bytes": "1024",

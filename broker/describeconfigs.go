@@ -2,7 +2,7 @@ package broker
 
 // DescribeConfigs (key 32), versions 1-4 (v0 was removed in Kafka 4).
 //
-// TOPIC resources list every topic config of Kafka 4.4 (config_catalog.go)
+// TOPIC resources list every topic config of Kafka 4.4 (config/catalog.go)
 // with the value in force: the topic's override (DYNAMIC_TOPIC_CONFIG), else
 // the broker key it falls back to, from whichever layer sets it
 // (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG),
@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 )
 
@@ -73,7 +74,7 @@ func handleDescribeConfigs(c *conn, x *exchange) {
 	x.respond(resp)
 }
 
-func (s *Server) describeTopicConfigs(layers *brokerLayers, name string, withSynonyms, withDocs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+func (s *Server) describeTopicConfigs(layers *config.Layers, name string, withSynonyms, withDocs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
 	if err := controller.ValidateTopicName(name); err != nil {
 		return nil, err
 	}
@@ -81,14 +82,11 @@ func (s *Server) describeTopicConfigs(layers *brokerLayers, name string, withSyn
 	if !ok {
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(topicCatalog))
-	for i := range topicCatalog {
-		out = append(out, layers.topicEntry(&topicCatalog[i], t.Configs, withSynonyms, withDocs))
-	}
+	out := layers.TopicEntries(t.Configs, withSynonyms, withDocs)
 	// Overrides Kafka no longer knows (stored by an older version) are
 	// listed as Kafka lists unknown originals: sensitive, without a value.
 	for name := range t.Configs {
-		if topicCatalogByName[name] == nil {
+		if !config.IsTopicKey(name) {
 			e := kmsg.NewDescribeConfigsResponseResourceConfig()
 			e.Name, e.Source, e.IsSensitive = name, kmsg.ConfigSourceDynamicTopicConfig, true
 			if withSynonyms {
@@ -103,11 +101,11 @@ func (s *Server) describeTopicConfigs(layers *brokerLayers, name string, withSyn
 	return out, nil
 }
 
-func (s *Server) describeBrokerConfigs(layers *brokerLayers, name string, withSynonyms, withDocs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+func (s *Server) describeBrokerConfigs(layers *config.Layers, name string, withSynonyms, withDocs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
 	if name == "" {
 		var out []kmsg.DescribeConfigsResponseResourceConfig
-		for _, n := range slices.Sorted(maps.Keys(layers.dynamicDefault)) {
-			out = append(out, layers.brokerEntry(n, false, withSynonyms, withDocs))
+		for _, n := range slices.Sorted(maps.Keys(layers.DynamicDefault)) {
+			out = append(out, layers.BrokerEntry(n, false, withSynonyms, withDocs))
 		}
 		return out, nil
 	}
@@ -119,10 +117,10 @@ func (s *Server) describeBrokerConfigs(layers *brokerLayers, name string, withSy
 		return nil, &controller.Error{Err: kerr.InvalidRequest, Message: "Unexpected broker id, expected " +
 			strconv.Itoa(int(s.cfg.NodeID)) + " or empty string, but received " + name}
 	}
-	names := layers.brokerEntryNames()
+	names := layers.BrokerEntryNames()
 	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(names))
 	for _, n := range names {
-		out = append(out, layers.brokerEntry(n, true, withSynonyms, withDocs))
+		out = append(out, layers.BrokerEntry(n, true, withSynonyms, withDocs))
 	}
 	return out, nil
 }
@@ -171,9 +169,9 @@ func resourceTypeName(t kmsg.ConfigResourceType) string {
 // controller answers.
 func (s *Server) createTopicsResponseConfigs(overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
 	layers := s.dynamicConfigs().state.Load().layers
-	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(topicCatalog))
-	for i := range topicCatalog {
-		e := layers.topicEntry(&topicCatalog[i], overrides, false, false)
+	entries := layers.TopicEntries(overrides, false, false)
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(entries))
+	for _, e := range entries {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.IsSensitive
 		out = append(out, c)
@@ -181,3 +179,5 @@ func (s *Server) createTopicsResponseConfigs(overrides map[string]string) []kmsg
 	slices.SortFunc(out, func(a, b kmsg.CreateTopicsResponseTopicConfig) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+func ptr(s string) *string { return &s }

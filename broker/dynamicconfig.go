@@ -7,7 +7,8 @@ package broker
 // DescribeConfigs, and its effective configuration, the static one with the
 // dynamic log defaults applied (log.retention.ms, message.max.bytes,
 // log.cleanup.policy and the other broker synonyms of topic configs, plus
-// producer.id.expiration.ms). When those change, every hosted partition's
+// producer.id.expiration.ms): config.Config.WithDynamic parses them once into
+// a new typed value, compared with the previous one. When those change, every hosted partition's
 // log gets its configuration resolved anew. Other dynamic keys (listeners,
 // SSL, thread counts, ...) are stored and described as Kafka does, but take
 // effect only at the next start, when they are part of the properties.
@@ -15,13 +16,12 @@ package broker
 import (
 	"context"
 	"log/slog"
-	"maps"
-	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/storage"
 )
@@ -29,10 +29,10 @@ import (
 // dynamicConfigState is the dynamic configs applied up to one etcd revision.
 type dynamicConfigState struct {
 	rev    int64
-	layers *brokerLayers
+	layers *config.Layers
 	// effective is the static Config with the dynamic log defaults in
 	// LogDefaults (and MinInsyncReplicas).
-	effective Config
+	effective config.Config
 	next      chan struct{} // closed when a newer state replaces this one
 }
 
@@ -47,7 +47,7 @@ type dynamicConfigs struct {
 // until start loads the dynamic configs from etcd.
 func newDynamicConfigs(s *Server) *dynamicConfigs {
 	d := &dynamicConfigs{srv: s}
-	d.state.Store(&dynamicConfigState{layers: newBrokerLayers(s.cfg, nil, nil), effective: s.cfg, next: make(chan struct{})})
+	d.state.Store(&dynamicConfigState{layers: config.NewLayers(s.cfg, nil, nil), effective: s.cfg, next: make(chan struct{})})
 	return d
 }
 
@@ -56,7 +56,7 @@ func newDynamicConfigs(s *Server) *dynamicConfigs {
 func (s *Server) dynamicConfigs() *dynamicConfigs { return s.dynCfg }
 
 // currentConfig is the broker's configuration with the dynamic log defaults.
-func (s *Server) currentConfig() Config { return s.dynamicConfigs().state.Load().effective }
+func (s *Server) currentConfig() config.Config { return s.dynamicConfigs().state.Load().effective }
 
 // topicLogConfig resolves a topic's log configuration over the broker's
 // current defaults, static and dynamic. The partition manager resolves with
@@ -100,8 +100,8 @@ func (d *dynamicConfigs) apply(set controller.BrokerConfigSet, rev int64) {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
 	old := d.state.Load()
-	layers := newBrokerLayers(s.cfg, set[controller.DefaultBrokerConfigEntity], set[strconv.Itoa(int(s.cfg.NodeID))])
-	effective, err := effectiveConfig(s.cfg, layers)
+	layers := config.NewLayers(s.cfg, set[controller.DefaultBrokerConfigEntity], set[strconv.Itoa(int(s.cfg.NodeID))])
+	effective, err := s.cfg.WithDynamic(layers)
 	if err != nil {
 		s.logger.Warn("dynamic broker configs do not parse; keeping the previous log defaults", "err", err, "revision", rev)
 		effective = old.effective
@@ -159,70 +159,6 @@ func (d *dynamicConfigs) waitForRevision(ctx context.Context, rev int64) error {
 		case <-st.next:
 		case <-ctx.Done():
 			return ctx.Err()
-		}
-	}
-}
-
-// dynamicLogKeys are the dynamic broker keys Strait applies at runtime
-// (DynamicLogConfig's, the broker synonyms of the topic configs, and
-// producer.id.expiration.ms).
-var dynamicLogKeys = func() map[string]bool {
-	m := map[string]bool{"producer.id.expiration.ms": true}
-	for _, k := range topicCatalog {
-		if k.brokerSynonym != "" {
-			m[k.brokerSynonym] = true
-		}
-	}
-	return m
-}()
-
-// effectiveConfig is static with the dynamic log keys of layers applied:
-// the properties are parsed without and with them, and the fields that
-// differ take the dynamic value. Fields a test or an embedder set on the
-// Config directly (not through Props) are kept.
-func effectiveConfig(static Config, layers *brokerLayers) (Config, error) {
-	props := maps.Clone(static.Props)
-	if props == nil {
-		props = map[string]string{}
-	}
-	dynamic := false
-	for _, m := range []map[string]string{layers.dynamicDefault, layers.dynamicBroker} {
-		for k, v := range m {
-			if dynamicLogKeys[k] {
-				props[k] = v
-				dynamic = true
-			}
-		}
-	}
-	if !dynamic {
-		return static, nil
-	}
-	base, _, err := ParseConfig(static.Props)
-	if err != nil {
-		return Config{}, err
-	}
-	with, _, err := ParseConfig(props)
-	if err != nil {
-		return Config{}, err
-	}
-	out := static
-	overlayChanged(&out.LogDefaults, base.LogDefaults, with.LogDefaults)
-	if with.MinInsyncReplicas != base.MinInsyncReplicas {
-		out.MinInsyncReplicas = with.MinInsyncReplicas
-	}
-	if with.MessageMaxBytes != base.MessageMaxBytes {
-		out.MessageMaxBytes = with.MessageMaxBytes
-	}
-	return out, nil
-}
-
-// overlayChanged sets each field of *dst where base and with differ to
-// with's value.
-func overlayChanged[T any](dst *T, base, with T) {
-	d, b, w := reflect.ValueOf(dst).Elem(), reflect.ValueOf(base), reflect.ValueOf(with)
-	for i := range d.NumField() {
-		if d.Field(i).CanSet() && !b.Field(i).Equal(w.Field(i)) {
-			d.Field(i).Set(w.Field(i))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 )
 
@@ -21,7 +22,7 @@ import (
 // refuses while the preferred replica is out of the ISR, then moves the
 // leadership to it, and this broker's partition follows the new state.
 func TestElectLeadersPreferredMovesLeader(t *testing.T) {
-	cfg, _, err := ParseConfig(map[string]string{
+	cfg, _, err := config.Parse(map[string]string{
 		"listeners":                    "PLAINTEXT://127.0.0.1:0",
 		"log.dirs":                     t.TempDir(),
 		"auto.leader.rebalance.enable": "false",
@@ -47,7 +48,7 @@ func TestElectLeadersPreferredMovesLeader(t *testing.T) {
 			NodeID:          2,
 			Endpoints:       []controller.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 1, SecurityProtocol: "PLAINTEXT"}},
 			EtcdEndpoints:   []string{srv.ctrl.EtcdClientURL()},
-			Prefix:          cfg.EtcdPrefix,
+			Prefix:          cfg.Etcd.Prefix,
 			LeaseTTLSeconds: 1,
 			Logger:          logger,
 		})

@@ -44,8 +44,6 @@ package broker
 import (
 	"math"
 	"math/rand/v2"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,8 +59,6 @@ const (
 	fetchSessionEvictionMs = 120000
 	// fetchSessionIDRange is how many session ids each shard hands out.
 	fetchSessionIDRange = math.MaxInt32 / fetchSessionShards
-	// defaultFetchSessionSlots is max.incremental.fetch.session.cache.slots.
-	defaultFetchSessionSlots = 1000
 
 	fetchInitialEpoch int32 = 0
 	fetchFinalEpoch   int32 = -1
@@ -77,16 +73,6 @@ func nextFetchEpoch(e int32) int32 {
 		return 1
 	}
 	return e + 1
-}
-
-// fetchSessionSlots reads max.incremental.fetch.session.cache.slots.
-func fetchSessionSlots(props map[string]string) int {
-	if v, ok := props["max.incremental.fetch.session.cache.slots"]; ok {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-			return n
-		}
-	}
-	return defaultFetchSessionSlots
 }
 
 // fetchSessionCache is Kafka's FetchSessionCache: the shards and the

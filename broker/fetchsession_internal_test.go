@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/strait/strait/config"
 )
 
 func testShard(maxEntries int, evictionMs int64) *fetchSessionShard {
@@ -123,15 +125,15 @@ func TestFetchSessionIDsAndEpochs(t *testing.T) {
 }
 
 func TestFetchSessionSlotsConfig(t *testing.T) {
-	if _, _, err := ParseConfig(map[string]string{"max.incremental.fetch.session.cache.slots": "-1", "log.dirs": t.TempDir()}); err == nil ||
+	if _, _, err := config.Parse(map[string]string{"max.incremental.fetch.session.cache.slots": "-1", "log.dirs": t.TempDir()}); err == nil ||
 		!strings.Contains(err.Error(), "max.incremental.fetch.session.cache.slots") {
 		t.Fatalf("slots -1: %v", err)
 	}
-	cfg, _, err := ParseConfig(map[string]string{"max.incremental.fetch.session.cache.slots": " 16 ", "log.dirs": t.TempDir()})
+	cfg, _, err := config.Parse(map[string]string{"max.incremental.fetch.session.cache.slots": " 16 ", "log.dirs": t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := newFetchSessionCache(fetchSessionSlots(cfg.Props)); c.shards[0].maxEntries != 2 {
+	if c := newFetchSessionCache(cfg.FetchSessions.CacheSlots); c.shards[0].maxEntries != 2 {
 		t.Fatalf("16 slots: %d per shard, want 2", c.shards[0].maxEntries)
 	}
 	// Fewer slots than shards: no sessions at all, as in Kafka.

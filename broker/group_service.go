@@ -1,7 +1,7 @@
 package broker
 
-// The group coordinator's side of the broker: its configuration (read from
-// the server properties under Kafka's keys), the __consumer_offsets topic
+// The group coordinator's side of the broker: its configuration (mapped
+// from config.Groups), the __consumer_offsets topic
 // (created on first use, compacted, internal), and the adapter through which
 // the coordinator appends to and replays that topic's partitions.
 //
@@ -10,12 +10,12 @@ package broker
 // Server has no field for it yet: see groupService.
 
 import (
-	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/coordinator/group"
 )
@@ -31,10 +31,14 @@ type groupSettings struct {
 	loadBufferBytes   int64 // offsets.load.buffer.size (5 MiB)
 }
 
-// coordinatorSetting reads an integer setting of the group or transaction
-// coordinator from the broker properties; a missing key gives def, and an
-// unreadable or too small value (config.go has already checked the types)
-// gives def with a warning.
+// coordinatorSetting reads an integer setting from the broker properties; a
+// missing key gives def, and an unreadable or too small value gives def with
+// a warning.
+//
+// TODO(merge): replication reads config.Replication. Only partitions.go and
+// replica.go call this, for keys config.Replication holds typed and validated
+// (HighWatermarkSync, RecoveryThreadsPerDataDir, LagTimeMax, Fetch*); delete
+// it once they read those.
 func (s *Server) coordinatorSetting(props map[string]string, key string, def, min int64) int64 {
 	raw, ok := props[key]
 	if !ok {
@@ -48,57 +52,31 @@ func (s *Server) coordinatorSetting(props map[string]string, key string, def, mi
 	return n
 }
 
-// groupSettingsFrom reads the group coordinator's settings from the broker
-// properties, with Kafka's defaults; an unreadable value (config.go has
-// already checked the types) falls back to the default.
-func (s *Server) groupSettingsFrom(props map[string]string) groupSettings {
-	num := func(key string, def, min int64) int64 { return s.coordinatorSetting(props, key, def, min) }
-	ms := func(key string, def int64) time.Duration {
-		return time.Duration(num(key, def, 0)) * time.Millisecond
-	}
+// groupSettingsFrom maps the typed group settings (config.Groups) onto the
+// coordinator's Config and the broker's own.
+func (s *Server) groupSettingsFrom(g config.Groups) groupSettings {
 	cfg := group.DefaultConfig()
 	cfg.Logger = s.logger
-	cfg.NumPartitions = int32(num("offsets.topic.num.partitions", 50, 1))
-	cfg.OffsetMetadataMaxBytes = int32(num("offset.metadata.max.bytes", 4096, 0))
-	cfg.OffsetsRetention = time.Duration(num("offsets.retention.minutes", 7*24*60, 1)) * time.Minute
-	cfg.RetentionCheckInterval = time.Duration(num("offsets.retention.check.interval.ms", 600000, 1)) * time.Millisecond
-	cfg.InitialRebalanceDelay = ms("group.initial.rebalance.delay.ms", 3000)
-	cfg.MinSessionTimeout = ms("group.min.session.timeout.ms", 6000)
-	cfg.MaxSessionTimeout = ms("group.max.session.timeout.ms", 1800000)
-	cfg.MaxSize = int32(num("group.max.size", math.MaxInt32, 1))
-	cfg.ConsumerSessionTimeout = ms("group.consumer.session.timeout.ms", 45000)
-	cfg.ConsumerHeartbeatInterval = ms("group.consumer.heartbeat.interval.ms", 5000)
-	cfg.ConsumerMaxSize = int32(num("group.consumer.max.size", math.MaxInt32, 1))
-	if raw, ok := props["group.consumer.assignors"]; ok {
-		var names []string
-		for _, a := range strings.Split(raw, ",") {
-			a = strings.TrimSpace(a)
-			switch {
-			case a == "uniform" || strings.HasSuffix(a, ".UniformAssignor"):
-				names = append(names, "uniform")
-			case a == "range" || strings.HasSuffix(a, ".RangeAssignor"):
-				names = append(names, "range")
-			case a != "":
-				s.logger.Warn("unsupported consumer group assignor ignored", "key", "group.consumer.assignors", "assignor", a)
-			}
-		}
-		if len(names) > 0 {
-			cfg.ConsumerAssignors = names
-		}
+	cfg.NumPartitions = g.OffsetsTopicPartitions
+	cfg.OffsetMetadataMaxBytes = g.OffsetMetadataMaxBytes
+	cfg.OffsetsRetention = g.OffsetsRetention
+	cfg.RetentionCheckInterval = g.OffsetsRetentionCheck
+	cfg.InitialRebalanceDelay = g.InitialRebalanceDelay
+	cfg.MinSessionTimeout = g.MinSessionTimeout
+	cfg.MaxSessionTimeout = g.MaxSessionTimeout
+	cfg.MaxSize = g.MaxSize
+	cfg.ConsumerSessionTimeout = g.ConsumerSessionTimeout
+	cfg.ConsumerHeartbeatInterval = g.ConsumerHeartbeatInterval
+	cfg.ConsumerMaxSize = g.ConsumerMaxSize
+	if len(g.ConsumerAssignors) > 0 {
+		cfg.ConsumerAssignors = slices.Clone(g.ConsumerAssignors)
 	}
-	if raw, ok := props["group.coordinator.rebalance.protocols"]; ok {
-		cfg.ConsumerProtocol = false
-		for _, p := range strings.Split(raw, ",") {
-			if strings.TrimSpace(p) == "consumer" {
-				cfg.ConsumerProtocol = true
-			}
-		}
-	}
+	cfg.ConsumerProtocol = g.ConsumerProtocol
 	return groupSettings{
 		coord:             cfg,
-		replicationFactor: int16(num("offsets.topic.replication.factor", 3, 1)),
-		segmentBytes:      num("offsets.topic.segment.bytes", 100<<20, 1),
-		loadBufferBytes:   num("offsets.load.buffer.size", 5<<20, 1),
+		replicationFactor: g.OffsetsTopicReplication,
+		segmentBytes:      g.OffsetsTopicSegmentBytes,
+		loadBufferBytes:   g.OffsetsLoadBufferSize,
 	}
 }
 
@@ -114,7 +92,7 @@ type groupService struct {
 func (s *Server) groups() *groupService { return s.groupSvc }
 
 func (s *Server) startGroupService() *groupService {
-	settings := s.groupSettingsFrom(s.cfg.Props)
+	settings := s.groupSettingsFrom(s.cfg.Groups)
 	adapter := &offsetsTopic{internalTopicLog{srv: s, topic: group.TopicName, loadBuffer: settings.loadBufferBytes}}
 	svc := &groupService{srv: s, settings: settings}
 	svc.coord = group.New(settings.coord, adapter, adapter)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/storage"
 )
 
@@ -66,7 +67,7 @@ func calledFrom(function string) bool {
 func TestShutdownCutsCheckpointPassShort(t *testing.T) {
 	const partitions = 20
 	dir := t.TempDir()
-	cfg, _, err := ParseConfig(map[string]string{
+	cfg, _, err := config.Parse(map[string]string{
 		"listeners": "PLAINTEXT://127.0.0.1:0",
 		"log.dirs":  dir,
 		"replica.high.watermark.checkpoint.interval.ms": "100",

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/broker"
+	"github.com/strait/strait/config"
 )
 
 // startBroker runs a broker on 127.0.0.1:0 with its logs and etcd in dir.
@@ -29,7 +30,7 @@ func startBroker(t testing.TB, dir string, props ...string) *broker.Server {
 	for i := 0; i+1 < len(props); i += 2 {
 		kv[props[i]] = props[i+1]
 	}
-	cfg, _, err := broker.ParseConfig(kv)
+	cfg, _, err := config.Parse(kv)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strait/strait/broker"
+	"github.com/strait/strait/config"
 )
 
 func freeLoopbackPort(t *testing.T) int {
@@ -40,7 +41,7 @@ func TestThreeBrokersOneEtcdCluster(t *testing.T) {
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
 	for i := range srvs {
-		cfg, _, err := broker.ParseConfig(map[string]string{
+		cfg, _, err := config.Parse(map[string]string{
 			"node.id":               fmt.Sprint(i + 1),
 			"listeners":             "PLAINTEXT://127.0.0.1:0",
 			"log.dirs":              t.TempDir(),

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/config"
 )
 
 // replicatedCluster is n in-process brokers whose embedded etcd members form
@@ -22,7 +24,7 @@ import (
 type replicatedCluster struct {
 	t     *testing.T
 	srvs  []*Server
-	cfgs  []Config
+	cfgs  []config.Config
 	addrs []string
 }
 
@@ -39,7 +41,7 @@ func startReplicatedCluster(t *testing.T, n int, extra map[string]string) *repli
 		l.Close()
 		initial = append(initial, fmt.Sprintf("b%d=%s", i+1, peers[i]))
 	}
-	c := &replicatedCluster{t: t, srvs: make([]*Server, n), cfgs: make([]Config, n), addrs: make([]string, n)}
+	c := &replicatedCluster{t: t, srvs: make([]*Server, n), cfgs: make([]config.Config, n), addrs: make([]string, n)}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -56,7 +58,7 @@ func startReplicatedCluster(t *testing.T, n int, extra map[string]string) *repli
 		for k, v := range extra {
 			props[k] = v
 		}
-		cfg, _, err := ParseConfig(props)
+		cfg, _, err := config.Parse(props)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,17 +19,17 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/protocol"
 )
 
 // Server is one Strait broker.
 type Server struct {
-	cfg    Config
+	cfg    config.Config
 	logger *slog.Logger
 
 	listeners []*listener
@@ -68,12 +68,12 @@ type Server struct {
 }
 
 type listener struct {
-	cfg Listener
+	cfg config.Listener
 	ln  net.Listener
 }
 
 // New validates cfg and returns a broker that is not started yet.
-func New(cfg Config) (*Server, error) {
+func New(cfg config.Config) (*Server, error) {
 	if len(cfg.Listeners) == 0 {
 		return nil, errors.New("broker: no listeners configured")
 	}
@@ -99,9 +99,10 @@ func New(cfg Config) (*Server, error) {
 	s.versions = s.handlers.versionTable()
 	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
 	s.dynCfg = newDynamicConfigs(s)
+	// TODO(merge): replication reads config.Replication
 	s.replica = s.replicaSettingsFrom(cfg.Props)
 	s.fetchers = newReplicaFetchers(s)
-	s.fetchSessions = newFetchSessionCache(fetchSessionSlots(cfg.Props))
+	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
 	return s, nil
 }
 
@@ -130,27 +131,27 @@ func (s *Server) start() error {
 		NodeID:        s.cfg.NodeID,
 		Rack:          s.cfg.Rack,
 		Endpoints:     s.advertisedEndpoints(),
-		DataDir:       s.cfg.EtcdDataDir,
-		EtcdEndpoints: s.cfg.EtcdEndpoints,
-		Prefix:        s.cfg.EtcdPrefix,
+		DataDir:       s.cfg.Etcd.DataDir,
+		EtcdEndpoints: s.cfg.Etcd.Endpoints,
+		Prefix:        s.cfg.Etcd.Prefix,
 
 		// broker.session.timeout.ms (Kafka's 9 s) is the registration
 		// lease: a broker silent for that long loses its leaderships.
-		LeaseTTLSeconds: (s.coordinatorSetting(s.cfg.Props, "broker.session.timeout.ms", 9000, 1000) + 999) / 1000,
+		LeaseTTLSeconds: s.cfg.Replication.LeaseTTLSeconds(),
 
 		DefaultNumPartitions:     s.cfg.NumPartitions,
 		DefaultReplicationFactor: s.cfg.DefaultReplicationFactor,
 
-		EtcdName:                     s.cfg.EtcdCluster.Name,
-		EtcdInitialCluster:           s.cfg.EtcdCluster.InitialCluster,
-		EtcdInitialClusterState:      s.cfg.EtcdCluster.InitialClusterState,
-		EtcdInitialClusterToken:      s.cfg.EtcdCluster.InitialClusterToken,
-		EtcdListenPeerURLs:           s.cfg.EtcdCluster.ListenPeerURLs,
-		EtcdInitialAdvertisePeerURLs: s.cfg.EtcdCluster.InitialAdvertisePeerURLs,
-		EtcdListenClientURLs:         s.cfg.EtcdCluster.ListenClientURLs,
-		EtcdAdvertiseClientURLs:      s.cfg.EtcdCluster.AdvertiseClientURLs,
-		EtcdHeartbeatIntervalMs:      s.cfg.EtcdCluster.HeartbeatIntervalMs,
-		EtcdElectionTimeoutMs:        s.cfg.EtcdCluster.ElectionTimeoutMs,
+		EtcdName:                     s.cfg.Etcd.Name,
+		EtcdInitialCluster:           s.cfg.Etcd.InitialCluster,
+		EtcdInitialClusterState:      s.cfg.Etcd.InitialClusterState,
+		EtcdInitialClusterToken:      s.cfg.Etcd.InitialClusterToken,
+		EtcdListenPeerURLs:           s.cfg.Etcd.ListenPeerURLs,
+		EtcdInitialAdvertisePeerURLs: s.cfg.Etcd.InitialAdvertisePeerURLs,
+		EtcdListenClientURLs:         s.cfg.Etcd.ListenClientURLs,
+		EtcdAdvertiseClientURLs:      s.cfg.Etcd.AdvertiseClientURLs,
+		EtcdHeartbeatIntervalMs:      s.cfg.Etcd.HeartbeatIntervalMs,
+		EtcdElectionTimeoutMs:        s.cfg.Etcd.ElectionTimeoutMs,
 
 		UncleanLeaderElectionEnable:  s.cfg.UncleanLeaderElectionEnable,
 		AutoLeaderRebalanceEnable:    &s.cfg.AutoLeaderRebalanceEnable,
@@ -349,7 +350,7 @@ func (s *Server) Close() error {
 // followers switch over without waiting for the lease to expire (Kafka's
 // controlled.shutdown). With no other live broker there is nowhere to go.
 func (s *Server) controlledShutdown() {
-	if s.ctrl == nil || strings.TrimSpace(s.cfg.Props["controlled.shutdown.enable"]) == "false" {
+	if s.ctrl == nil || !s.cfg.Shutdown.Controlled {
 		return
 	}
 	select {

@@ -11,12 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/broker"
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/storage"
 )
 
 func startBrokerFS(t *testing.T, dir string, fs storage.FS) *broker.Server {
 	t.Helper()
-	cfg, _, err := broker.ParseConfig(map[string]string{
+	cfg, _, err := config.Parse(map[string]string{
 		"listeners": "PLAINTEXT://127.0.0.1:0",
 		"log.dirs":  dir + "/logs",
 	})

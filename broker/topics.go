@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 )
 
@@ -65,7 +66,7 @@ func handleCreateTopics(c *conn, x *exchange) {
 				configs[cf.Name] = *cf.Value
 			}
 		}
-		if err := ValidateTopicConfigs(configs); err != nil {
+		if err := config.ValidateTopicConfigs(configs); err != nil {
 			code, msg := errorCode(err)
 			setErr(code, msg)
 			resp.Topics = append(resp.Topics, st)

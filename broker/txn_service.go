@@ -1,7 +1,7 @@
 package broker
 
-// The transaction coordinator's side of the broker: its configuration (read
-// from the server properties under Kafka's keys), the __transaction_state
+// The transaction coordinator's side of the broker: its configuration (mapped
+// from config.Transactions), the __transaction_state
 // topic (created on first use, compacted, internal), the adapter through
 // which the coordinator appends to and replays that topic's partitions, and
 // the writing of transaction markers to the partitions this broker leads.
@@ -15,12 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/coordinator/group"
 	"github.com/strait/strait/coordinator/txn"
@@ -40,34 +39,26 @@ type txnSettings struct {
 	offsetsPartitions int32 // offsets.topic.num.partitions (50), for AddOffsetsToTxn
 }
 
-// txnSettingsFrom reads the transaction settings from the broker properties
-// with Kafka's defaults; an unreadable value (config.go has checked the
-// types) falls back to the default.
-func (s *Server) txnSettingsFrom(props map[string]string) txnSettings {
-	num := func(key string, def, min int64) int64 { return s.coordinatorSetting(props, key, def, min) }
-	ms := func(key string, def int64) time.Duration {
-		return time.Duration(num(key, def, 1)) * time.Millisecond
-	}
+// txnSettingsFrom maps the typed transaction settings (config.Transactions,
+// and offsets.topic.num.partitions of config.Groups) onto the coordinator's
+// Config and the broker's own.
+func (s *Server) txnSettingsFrom(t config.Transactions, g config.Groups) txnSettings {
 	cfg := txn.DefaultConfig()
 	cfg.Logger = s.logger
-	cfg.MaxTimeout = ms("transaction.max.timeout.ms", 900000)
-	cfg.TransactionalIDExpiration = ms("transactional.id.expiration.ms", 604800000)
-	cfg.AbortTimedOutInterval = ms("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000)
-	cfg.RemoveExpiredInterval = ms("transaction.remove.expired.transaction.cleanup.interval.ms", 3600000)
+	cfg.MaxTimeout = t.MaxTimeout
+	cfg.TransactionalIDExpiration = t.TransactionalIDExpiration
+	cfg.AbortTimedOutInterval = t.AbortTimedOutInterval
+	cfg.RemoveExpiredInterval = t.RemoveExpiredInterval
 	cfg.TransactionVersion = finalizedTransactionVersion()
-	verification := true
-	if raw, ok := props["transaction.partition.verification.enable"]; ok {
-		verification = strings.TrimSpace(strings.ToLower(raw)) != "false"
-	}
 	return txnSettings{
 		coord:             cfg,
-		numPartitions:     int32(num("transaction.state.log.num.partitions", 50, 1)),
-		replicationFactor: int16(num("transaction.state.log.replication.factor", 3, 1)),
-		minISR:            num("transaction.state.log.min.isr", 2, 1),
-		segmentBytes:      num("transaction.state.log.segment.bytes", 100<<20, 1),
-		loadBufferBytes:   num("transaction.state.log.load.buffer.size", 5<<20, 1),
-		verification:      verification,
-		offsetsPartitions: int32(num("offsets.topic.num.partitions", 50, 1)),
+		numPartitions:     t.StateLogPartitions,
+		replicationFactor: t.StateLogReplication,
+		minISR:            int64(t.StateLogMinISR),
+		segmentBytes:      t.StateLogSegmentBytes,
+		loadBufferBytes:   t.StateLogLoadBufferSize,
+		verification:      t.PartitionVerification,
+		offsetsPartitions: g.OffsetsTopicPartitions,
 	}
 }
 
@@ -87,7 +78,7 @@ func (s *Server) txns() *txnService { return s.txnSvc }
 // __transaction_state partitions this broker leads, now and whenever they
 // change.
 func (s *Server) startTxnService() {
-	settings := s.txnSettingsFrom(s.cfg.Props)
+	settings := s.txnSettingsFrom(s.cfg.Transactions, s.cfg.Groups)
 	svc := &txnService{srv: s, settings: settings, ids: newProducerIDPool()}
 	state := &txnStateTopic{internalTopicLog{srv: s, topic: txn.TopicName, loadBuffer: settings.loadBufferBytes}}
 	svc.coord = txn.New(settings.coord, state, svc)

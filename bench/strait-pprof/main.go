@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/strait/strait/broker"
+	"github.com/strait/strait/config"
 )
 
 func main() {
@@ -37,7 +38,7 @@ func main() {
 		fail("-dir is required")
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	cfg, warnings, err := broker.ParseConfig(map[string]string{"listeners": "PLAINTEXT://" + *addr, "log.dirs": *dir})
+	cfg, warnings, err := config.Parse(map[string]string{"listeners": "PLAINTEXT://" + *addr, "log.dirs": *dir})
 	for _, w := range warnings {
 		fmt.Fprintln(os.Stderr, w)
 	}

@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/strait/strait/broker"
+	"github.com/strait/strait/config"
 )
 
 const usage = `USAGE: strait [--config server.properties] [--override property=value]* [--log-level LEVEL]
@@ -39,7 +40,7 @@ type server interface {
 }
 
 // newServer builds the broker; tests replace it.
-var newServer = func(cfg broker.Config) (server, error) { return broker.New(cfg) }
+var newServer = func(cfg config.Config) (server, error) { return broker.New(cfg) }
 
 func main() {
 	signals := make(chan os.Signal, 2)
@@ -141,17 +142,17 @@ func run(args, environ []string, stderr io.Writer, signals <-chan os.Signal) int
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
 
-	props, err := loadProperties(opts.configFile, environ, opts.overrides)
+	props, err := config.Load(opts.configFile, environ, opts.overrides)
 	if err != nil {
 		logger.Error("cannot read configuration", "err", err)
 		return 1
 	}
-	cfg, warnings, err := broker.ParseConfig(props)
+	cfg, warnings, err := config.Parse(props)
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
 	if err != nil {
-		var ce *broker.ConfigError
+		var ce *config.ConfigError
 		if errors.As(err, &ce) {
 			logger.Error("invalid configuration", "key", ce.Key, "err", err)
 		} else {

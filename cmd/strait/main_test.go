@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strait/strait/broker"
+	"github.com/strait/strait/config"
 )
 
 // fakeServer stands in for *broker.Server.
 type fakeServer struct {
-	cfg      broker.Config
+	cfg      config.Config
 	startErr error
 	ready    chan struct{}
 	errc     chan error
@@ -55,7 +55,7 @@ func (f *fakeServer) closeCount() int {
 func useFake(t *testing.T, srv *fakeServer) {
 	t.Helper()
 	old := newServer
-	newServer = func(cfg broker.Config) (server, error) {
+	newServer = func(cfg config.Config) (server, error) {
 		srv.cfg = cfg
 		return srv, nil
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -159,7 +159,7 @@ func TestLoadPropertiesPrecedence(t *testing.T) {
 	if err := os.WriteFile(file, []byte("from.file=file\nfile.and.env=file\nall.three=file\nnum.partitions=1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	props, err := loadProperties(file,
+	props, err := Load(file,
 		[]string{"KAFKA_FILE_AND_ENV=env", "KAFKA_ALL_THREE=env", "KAFKA_FROM_ENV=env"},
 		[]string{"all.three=override", "from.override=override"})
 	if err != nil {
@@ -170,15 +170,15 @@ func TestLoadPropertiesPrecedence(t *testing.T) {
 		"from.override": "override", "num.partitions": "1",
 	}
 	if !reflect.DeepEqual(props, want) {
-		t.Fatalf("loadProperties = %v, want %v", props, want)
+		t.Fatalf("Load = %v, want %v", props, want)
 	}
 
 	// No file: environment and overrides only.
-	props, err = loadProperties("", []string{"KAFKA_NODE_ID=3"}, nil)
+	props, err = Load("", []string{"KAFKA_NODE_ID=3"}, nil)
 	if err != nil || !reflect.DeepEqual(props, map[string]string{"node.id": "3"}) {
 		t.Fatalf("no file: %v, %v", props, err)
 	}
-	if _, err := loadProperties(filepath.Join(t.TempDir(), "missing.properties"), nil, nil); !os.IsNotExist(err) {
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.properties"), nil, nil); !os.IsNotExist(err) {
 		t.Fatalf("missing file: err = %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 // Where the broker's properties come from, lowest precedence first:
 //
@@ -257,9 +257,10 @@ func overrideProperties(overrides []string) map[string]string {
 	return out
 }
 
-// loadProperties merges the properties file (if any), the environment and the
-// overrides, later sources winning.
-func loadProperties(configFile string, environ, overrides []string) (map[string]string, error) {
+// Load reads the broker's properties: the file (if any), then the
+// KAFKA_* variables of environ, then the --override arguments, later sources
+// winning. Parse turns them into a Config.
+func Load(configFile string, environ, overrides []string) (map[string]string, error) {
 	props := map[string]string{}
 	if configFile != "" {
 		f, err := os.Open(configFile)

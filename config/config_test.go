@@ -1,10 +1,9 @@
-package broker
+package config
 
 import (
 	"errors"
 	"math"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,22 +13,22 @@ import (
 
 func mustParse(t *testing.T, props map[string]string) (Config, []string) {
 	t.Helper()
-	c, warnings, err := ParseConfig(props)
+	c, warnings, err := Parse(props)
 	if err != nil {
-		t.Fatalf("ParseConfig(%v): %v", props, err)
+		t.Fatalf("Parse(%v): %v", props, err)
 	}
 	return c, warnings
 }
 
 func parseErr(t *testing.T, props map[string]string) *ConfigError {
 	t.Helper()
-	_, _, err := ParseConfig(props)
+	_, _, err := Parse(props)
 	if err == nil {
-		t.Fatalf("ParseConfig(%v) succeeded, want an error", props)
+		t.Fatalf("Parse(%v) succeeded, want an error", props)
 	}
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
-		t.Fatalf("ParseConfig(%v) error %T %v, want *ConfigError", props, err, err)
+		t.Fatalf("Parse(%v) error %T %v, want *ConfigError", props, err, err)
 	}
 	return ce
 }
@@ -39,13 +38,13 @@ func TestParseConfigEmptyIsDefault(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Fatalf("warnings = %v", warnings)
 	}
-	want := DefaultConfig()
+	want := Default()
 	if !reflect.DeepEqual(c, want) {
-		t.Fatalf("ParseConfig(nil) =\n%+v\nDefaultConfig() =\n%+v", c, want)
+		t.Fatalf("Parse(nil) =\n%+v\nDefaultConfig() =\n%+v", c, want)
 	}
 	if c.NodeID != 1 || c.NumPartitions != 1 || c.DefaultReplicationFactor != 1 || !c.AutoCreateTopicsEnable ||
-		c.MessageMaxBytes != 1048588 || c.SocketRequestMaxBytes != 104857600 || c.EtcdPrefix != "/strait" ||
-		c.EtcdDataDir != "/tmp/strait-logs/etcd" || len(c.EtcdEndpoints) != 0 {
+		c.MessageMaxBytes != 1048588 || c.SocketRequestMaxBytes != 104857600 || c.Etcd.Prefix != "/strait" ||
+		c.Etcd.DataDir != "/tmp/strait-logs/etcd" || len(c.Etcd.Endpoints) != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if got := c.Listeners; len(got) != 1 || got[0] != (Listener{"PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"}) {
@@ -113,7 +112,7 @@ func TestParseConfigKafkaServerProperties(t *testing.T) {
 		t.Fatalf("controller names %v, inter-broker %q", c.ControllerListenerNames, c.InterBrokerListenerName)
 	}
 	if c.NumPartitions != 3 || !reflect.DeepEqual(c.LogDirs, []string{"/tmp/kraft-combined-logs"}) ||
-		c.EtcdDataDir != "/tmp/kraft-combined-logs/etcd" {
+		c.Etcd.DataDir != "/tmp/kraft-combined-logs/etcd" {
 		t.Fatalf("parsed %+v", c)
 	}
 	if c.Props["num.io.threads"] != "8" {
@@ -157,8 +156,8 @@ func TestParseConfigUnknownKeyWarns(t *testing.T) {
 	if !reflect.DeepEqual(warnings, want) {
 		t.Fatalf("warnings = %q, want %q", warnings, want)
 	}
-	if !reflect.DeepEqual(c.EtcdEndpoints, []string{"http://a:2379", "http://b:2379"}) || c.EtcdPrefix != "/p" || c.EtcdDataDir != "/var/etcd" {
-		t.Fatalf("etcd: %v %q %q", c.EtcdEndpoints, c.EtcdPrefix, c.EtcdDataDir)
+	if !reflect.DeepEqual(c.Etcd.Endpoints, []string{"http://a:2379", "http://b:2379"}) || c.Etcd.Prefix != "/p" || c.Etcd.DataDir != "/var/etcd" {
+		t.Fatalf("etcd: %v %q %q", c.Etcd.Endpoints, c.Etcd.Prefix, c.Etcd.DataDir)
 	}
 }
 
@@ -177,7 +176,7 @@ func TestParseConfigValues(t *testing.T) {
 	})
 	if c.NodeID != 7 || c.NumPartitions != 4 || c.DefaultReplicationFactor != 3 || c.AutoCreateTopicsEnable ||
 		c.MessageMaxBytes != 2000000 || c.LogDefaults.MaxMessageBytes != 2000000 || c.SocketRequestMaxBytes != 5000000 ||
-		c.Rack != "r1" || !reflect.DeepEqual(c.LogDirs, []string{"/a"}) || c.EtcdDataDir != "/a/etcd" ||
+		c.Rack != "r1" || !reflect.DeepEqual(c.LogDirs, []string{"/a"}) || c.Etcd.DataDir != "/a/etcd" ||
 		c.MinInsyncReplicas != 2 || c.CompressionType != "zstd" {
 		t.Fatalf("parsed %+v", c)
 	}
@@ -221,7 +220,7 @@ func TestParseConfigLogDefaults(t *testing.T) {
 	if c.MessageTimestampBeforeMaxMs != 10 || c.MessageTimestampAfterMaxMs != 20 {
 		t.Fatalf("timestamp bounds %d %d", c.MessageTimestampBeforeMaxMs, c.MessageTimestampAfterMaxMs)
 	}
-	if d := DefaultConfig(); d.MessageTimestampBeforeMaxMs != math.MaxInt64 || d.MessageTimestampAfterMaxMs != 3600000 {
+	if d := Default(); d.MessageTimestampBeforeMaxMs != math.MaxInt64 || d.MessageTimestampAfterMaxMs != 3600000 {
 		t.Fatalf("timestamp bound defaults %d %d", d.MessageTimestampBeforeMaxMs, d.MessageTimestampAfterMaxMs)
 	}
 }
@@ -401,7 +400,7 @@ func TestTopicLogConfig(t *testing.T) {
 }
 
 func TestKnownKeysCoverTopicSynonyms(t *testing.T) {
-	// Every broker-level synonym Strait reads must be a known key, or ParseConfig
+	// Every broker-level synonym Strait reads must be a known key, or Parse
 	// would warn about keys it uses.
 	for _, k := range []string{
 		"node.id", "broker.id", "listeners", "advertised.listeners", "listener.security.protocol.map", "log.dirs", "log.dir",
@@ -417,8 +416,11 @@ func TestKnownKeysCoverTopicSynonyms(t *testing.T) {
 			t.Errorf("%s is not in knownBrokerKeys", k)
 		}
 	}
-	if n := len(TopicConfigNames()); n != len(topicKeys) || !strings.Contains(strings.Join(TopicConfigNames(), ","), "retention.ms") {
-		t.Fatalf("TopicConfigNames = %v", TopicConfigNames())
+	// Every topic validator belongs to a topic key of the catalog.
+	for name := range topicValidators {
+		if !IsTopicKey(name) {
+			t.Errorf("topicValidators has %s, which is not a topic key of Kafka %s", name, kafkaVersionOfCatalog)
+		}
 	}
 }
 
@@ -439,7 +441,7 @@ func TestLogConfigPendingFields(t *testing.T) {
 			t.Errorf("%s: %s = %d, want %d", what, name, got, want)
 		}
 	}
-	d := DefaultConfig().LogDefaults
+	d := Default().LogDefaults
 	check("default", d, "TimestampBeforeMaxMs", math.MaxInt64)
 	check("default", d, "TimestampAfterMaxMs", 3600000)
 	check("default", d, "FileDeleteDelayMs", 60000)
@@ -461,7 +463,7 @@ func TestLogConfigPendingFields(t *testing.T) {
 	check("topic", lc, "TimestampAfterMaxMs", 55)
 	check("topic", lc, "FileDeleteDelayMs", 66)
 
-	if _, _, err := ParseConfig(map[string]string{"log.segment.delete.delay.ms": "-1"}); err == nil ||
+	if _, _, err := Parse(map[string]string{"log.segment.delete.delay.ms": "-1"}); err == nil ||
 		err.Error() != "Invalid value -1 for configuration log.segment.delete.delay.ms: Value must be at least 0" {
 		t.Fatalf("negative delete delay: %v", err)
 	}

@@ -1,7 +1,7 @@
-package broker
+package config
 
 // The configuration catalog behind DescribeConfigs, AlterConfigs and
-// IncrementalAlterConfigs: Kafka's broker and topic keys (config_catalog.go,
+// IncrementalAlterConfigs: Kafka's broker and topic keys (catalog.go,
 // generated from Kafka's own ConfigDefs) and how a value, its source and its
 // synonyms are resolved from the four layers Kafka has. For a broker:
 //
@@ -205,33 +205,28 @@ func javaDouble(f float64) string {
 	return mant + "E" + strconv.Itoa(n)
 }
 
-// brokerLayers is a broker's configuration in Kafka's four layers, highest
-// precedence first. The maps are never modified once built.
-type brokerLayers struct {
-	dynamicBroker  map[string]string // this broker's dynamic configs
-	dynamicDefault map[string]string // the cluster-wide dynamic default
-	static         map[string]string // the properties the broker started with
+// Layers is a broker's configuration in Kafka's four layers, highest
+// precedence first. The maps are never modified once built: read them, do
+// not write them.
+type Layers struct {
+	DynamicBroker  map[string]string // this broker's dynamic configs
+	DynamicDefault map[string]string // the cluster-wide dynamic default
+	Static         map[string]string // the properties the broker started with
 	// defaults overrides the catalog's defaults where Strait's differ.
 	defaults map[string]string
 }
 
-// newBrokerLayers builds the layers of a broker started with cfg, adding the
+// NewLayers builds the layers of a broker started with cfg, adding the
 // node.id / broker.id synonym as Kafka does (AbstractKafkaConfig.populateSynonyms).
-func newBrokerLayers(cfg Config, dynamicDefault, dynamicBroker map[string]string) *brokerLayers {
+func NewLayers(cfg Config, dynamicDefault, dynamicBroker map[string]string) *Layers {
 	st := maps.Clone(cfg.Props)
 	if st == nil {
 		st = map[string]string{}
 	}
 	_, hasBroker := st["broker.id"]
 	_, hasNode := st["node.id"]
-	defaults := map[string]string{
-		"node.id":        "1", // Kafka has no default: KRaft needs one set
-		"listeners":      defaultListeners,
-		"log.dir":        defaultLogDir,
-		"etcd.prefix":    defaultEtcdPrefix,
-		"etcd.endpoints": "",
-		"etcd.data.dir":  cfg.EtcdDataDir, // <first log dir>/etcd
-	}
+	defaults := maps.Clone(straitDefaults)
+	defaults["etcd.data.dir"] = cfg.Etcd.DataDir // <first log dir>/etcd
 	switch {
 	case hasNode && !hasBroker:
 		st["broker.id"] = st["node.id"]
@@ -240,11 +235,11 @@ func newBrokerLayers(cfg Config, dynamicDefault, dynamicBroker map[string]string
 	case !hasNode:
 		defaults["broker.id"] = "1" // Kafka's -1 means "take node.id"
 	}
-	return &brokerLayers{static: st, dynamicDefault: dynamicDefault, dynamicBroker: dynamicBroker, defaults: defaults}
+	return &Layers{Static: st, DynamicDefault: dynamicDefault, DynamicBroker: dynamicBroker, defaults: defaults}
 }
 
 // defaultOf is a broker key's default value, nil if it has none.
-func (b *brokerLayers) defaultOf(name string) *string {
+func (b *Layers) defaultOf(name string) *string {
 	if v, ok := b.defaults[name]; ok {
 		return &v
 	}
@@ -255,14 +250,14 @@ func (b *brokerLayers) defaultOf(name string) *string {
 }
 
 // lookup returns the value of name in the highest layer that sets it.
-func (b *brokerLayers) lookup(name string) (string, kmsg.ConfigSource, bool) {
-	if v, ok := b.dynamicBroker[name]; ok {
+func (b *Layers) lookup(name string) (string, kmsg.ConfigSource, bool) {
+	if v, ok := b.DynamicBroker[name]; ok {
 		return v, kmsg.ConfigSourceDynamicBrokerConfig, true
 	}
-	if v, ok := b.dynamicDefault[name]; ok {
+	if v, ok := b.DynamicDefault[name]; ok {
 		return v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, true
 	}
-	if v, ok := b.static[name]; ok {
+	if v, ok := b.Static[name]; ok {
 		return v, kmsg.ConfigSourceStaticBrokerConfig, true
 	}
 	return "", 0, false
@@ -270,20 +265,11 @@ func (b *brokerLayers) lookup(name string) (string, kmsg.ConfigSource, bool) {
 
 // value is a broker key's current value as KafkaConfig holds it: the highest
 // layer that sets it, else its default (nil when it has none).
-func (b *brokerLayers) value(name string) *string {
+func (b *Layers) value(name string) *string {
 	if v, _, ok := b.lookup(name); ok {
 		return &v
 	}
 	return b.defaultOf(name)
-}
-
-// merged is the properties a broker runs with: static, then the dynamic
-// default, then its own dynamic configs on top.
-func (b *brokerLayers) merged() map[string]string {
-	out := maps.Clone(b.static)
-	maps.Copy(out, b.dynamicDefault)
-	maps.Copy(out, b.dynamicBroker)
-	return out
 }
 
 // synonyms is ConfigHelper.configSynonyms: for each layer, highest first,
@@ -291,7 +277,7 @@ func (b *brokerLayers) merged() map[string]string {
 // for name is dropped (so a topic key whose broker synonym is set only
 // through a lower-precedence spelling, like log.retention.hours for
 // log.retention.ms, lists none, as in Kafka).
-func (b *brokerLayers) synonyms(name string, names []string, sensitive bool) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+func (b *Layers) synonyms(name string, names []string, sensitive bool) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 	var out []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 	add := func(n string, v *string, src kmsg.ConfigSource) {
 		s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
@@ -305,9 +291,9 @@ func (b *brokerLayers) synonyms(name string, names []string, sensitive bool) []k
 		m   map[string]string
 		src kmsg.ConfigSource
 	}{
-		{b.dynamicBroker, kmsg.ConfigSourceDynamicBrokerConfig},
-		{b.dynamicDefault, kmsg.ConfigSourceDynamicDefaultBrokerConfig},
-		{b.static, kmsg.ConfigSourceStaticBrokerConfig},
+		{b.DynamicBroker, kmsg.ConfigSourceDynamicBrokerConfig},
+		{b.DynamicDefault, kmsg.ConfigSourceDynamicDefaultBrokerConfig},
+		{b.Static, kmsg.ConfigSourceStaticBrokerConfig},
 	}
 	for _, l := range layers {
 		for _, n := range names {
@@ -328,10 +314,10 @@ func (b *brokerLayers) synonyms(name string, names []string, sensitive bool) []k
 	return out[i:]
 }
 
-// brokerEntry is one entry of a BROKER resource (ConfigHelper.createBrokerConfigEntry).
+// BrokerEntry is one entry of a BROKER resource (ConfigHelper.createBrokerConfigEntry).
 // perBrokerResource is false for the cluster default resource (name ""),
 // whose entries list only the dynamic default layer.
-func (b *brokerLayers) brokerEntry(name string, perBrokerResource, withSynonyms, withDocs bool) kmsg.DescribeConfigsResponseResourceConfig {
+func (b *Layers) BrokerEntry(name string, perBrokerResource, withSynonyms, withDocs bool) kmsg.DescribeConfigsResponseResourceConfig {
 	typ, known := brokerKeyType(name)
 	sensitive := isSensitive(typ, known)
 	e := kmsg.NewDescribeConfigsResponseResourceConfig()
@@ -344,7 +330,7 @@ func (b *brokerLayers) brokerEntry(name string, perBrokerResource, withSynonyms,
 		syns = slices.DeleteFunc(syns, func(s kmsg.DescribeConfigsResponseResourceConfigConfigSynonym) bool {
 			return s.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig
 		})
-		if v, ok := b.dynamicDefault[name]; ok {
+		if v, ok := b.DynamicDefault[name]; ok {
 			value = &v
 		}
 	}
@@ -378,17 +364,17 @@ func (b *brokerLayers) brokerEntry(name string, perBrokerResource, withSynonyms,
 	return e
 }
 
-// brokerEntryNames is every key a broker resource lists (ConfigHelper.allConfigs):
+// BrokerEntryNames is every key a broker resource lists (ConfigHelper.allConfigs):
 // the catalog's, Strait's own, and whatever else the layers set.
-func (b *brokerLayers) brokerEntryNames() []string {
-	names := make(map[string]struct{}, len(brokerCatalog)+len(b.static))
+func (b *Layers) BrokerEntryNames() []string {
+	names := make(map[string]struct{}, len(brokerCatalog)+len(b.Static))
 	for _, k := range brokerCatalog {
 		names[k.name] = struct{}{}
 	}
 	for n := range straitKeys {
 		names[n] = struct{}{}
 	}
-	for _, m := range []map[string]string{b.static, b.dynamicDefault, b.dynamicBroker} {
+	for _, m := range []map[string]string{b.Static, b.DynamicDefault, b.DynamicBroker} {
 		for n := range m {
 			names[n] = struct{}{}
 		}
@@ -400,7 +386,7 @@ func (b *brokerLayers) brokerEntryNames() []string {
 // the broker's (KafkaConfig.extractLogConfigMap), resolving the keys that
 // have several broker spellings as KafkaConfig does, else Kafka's topic
 // default.
-func (b *brokerLayers) topicDefault(k *topicCatalogKey) *string {
+func (b *Layers) topicDefault(k *topicCatalogKey) *string {
 	num := func(name string) (int64, bool) {
 		v := b.value(name)
 		if v == nil {
@@ -448,7 +434,7 @@ func (b *brokerLayers) topicDefault(k *topicCatalogKey) *string {
 }
 
 // topicEntry is one entry of a TOPIC resource (ConfigHelper.createTopicConfigEntry).
-func (b *brokerLayers) topicEntry(k *topicCatalogKey, overrides map[string]string, withSynonyms, withDocs bool) kmsg.DescribeConfigsResponseResourceConfig {
+func (b *Layers) topicEntry(k *topicCatalogKey, overrides map[string]string, withSynonyms, withDocs bool) kmsg.DescribeConfigsResponseResourceConfig {
 	sensitive := isSensitive(k.typ, true)
 	e := kmsg.NewDescribeConfigsResponseResourceConfig()
 	e.Name = k.name
@@ -489,3 +475,16 @@ func (b *brokerLayers) topicEntry(k *topicCatalogKey, overrides map[string]strin
 	}
 	return e
 }
+
+// TopicEntries are the entries of a TOPIC resource with the given overrides:
+// every topic config Kafka knows, in the catalog's order.
+func (b *Layers) TopicEntries(overrides map[string]string, withSynonyms, withDocs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(topicCatalog))
+	for i := range topicCatalog {
+		out = append(out, b.topicEntry(&topicCatalog[i], overrides, withSynonyms, withDocs))
+	}
+	return out
+}
+
+// IsTopicKey reports whether name is a topic config Kafka knows.
+func IsTopicKey(name string) bool { return topicCatalogByName[name] != nil }

@@ -1,11 +1,11 @@
-package broker
+package config
 
 import "maps"
 
 // knownBrokerKeys are Apache Kafka's broker configuration keys, public and
 // internal, with the type Kafka parses each as: KafkaConfig's ConfigDef as
-// generated into config_catalog.go (ZooKeeper's keys are gone, as Kafka 4
-// removed them). Strait acts on a few of them (see ParseConfig); the rest are
+// generated into catalog.go (ZooKeeper's keys are gone, as Kafka 4
+// removed them). Strait acts on a few of them (see Parse); the rest are
 // accepted, type-checked and otherwise ignored, so a stock server.properties
 // gives no "unknown config" warning.
 var knownBrokerKeys = func() map[string]configType {

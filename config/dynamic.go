@@ -1,0 +1,193 @@
+package config
+
+// Dynamic broker configs (KIP-226): what AlterConfigs may set at runtime and
+// where (Validate), and the configuration a broker runs with once they are
+// applied (WithDynamic).
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// dynamicLogKeys are the dynamic broker keys Strait applies at runtime
+// (DynamicLogConfig's, the broker synonyms of the topic configs, and
+// producer.id.expiration.ms).
+var dynamicLogKeys = func() map[string]bool {
+	m := map[string]bool{"producer.id.expiration.ms": true}
+	for _, k := range topicCatalog {
+		if k.brokerSynonym != "" {
+			m[k.brokerSynonym] = true
+		}
+	}
+	return m
+}()
+
+// WithDynamic returns c with the dynamic configs of l that Strait applies at
+// runtime: the static properties with the dynamic log keys on top (the
+// cluster default, then this broker's), parsed once, give the new
+// LogDefaults, MinInsyncReplicas, MessageMaxBytes and message timestamp
+// bounds; every other field stays c's. Without any dynamic log key, c is
+// returned as is.
+func (c Config) WithDynamic(l *Layers) (Config, error) {
+	props := maps.Clone(c.Props)
+	if props == nil {
+		props = map[string]string{}
+	}
+	dynamic := false
+	for _, m := range []map[string]string{l.DynamicDefault, l.DynamicBroker} {
+		for k, v := range m {
+			if dynamicLogKeys[k] {
+				props[k] = v
+				dynamic = true
+			}
+		}
+	}
+	if !dynamic {
+		return c, nil
+	}
+	with, _, err := Parse(props)
+	if err != nil {
+		return Config{}, err
+	}
+	out := c
+	out.LogDefaults = with.LogDefaults
+	out.MinInsyncReplicas = with.MinInsyncReplicas
+	out.MessageMaxBytes = with.MessageMaxBytes
+	out.MessageTimestampBeforeMaxMs = with.MessageTimestampBeforeMaxMs
+	out.MessageTimestampAfterMaxMs = with.MessageTimestampAfterMaxMs
+	return out, nil
+}
+
+// clusterLevelListenerConfigs are listener configs that may be set for the
+// whole cluster even with a listener prefix.
+var clusterLevelListenerConfigs = []string{"max.connections", "max.connection.creation.rate", "num.network.threads"}
+
+// Validate is DynamicBrokerConfig.validate for an entity's whole new set of
+// dynamic configs (perBrokerEntity: a broker's, else the cluster default):
+// what may be set dynamically and where, the values' types and ranges, and
+// the configuration the broker would run with. The error's message is
+// Kafka's; Kafka answers every such failure with INVALID_REQUEST
+// (KAFKA-13609).
+func (b *Layers) Validate(props map[string]string, perBrokerEntity bool) error {
+	names := slices.Sorted(maps.Keys(props))
+	var nonDynamic, security, perBrokerOnly []string
+	for _, n := range names {
+		if nonDynamicBrokerConfigs[n] {
+			nonDynamic = append(nonDynamic, n)
+		}
+		if dynamicSecurityConfigs[n] {
+			security = append(security, n)
+		}
+		if k := brokerCatalogByName[n]; k != nil && k.mode == perBroker {
+			perBrokerOnly = append(perBrokerOnly, n)
+		} else if base, ok := listenerConfigName(n); ok && !slices.Contains(clusterLevelListenerConfigs, base) {
+			perBrokerOnly = append(perBrokerOnly, n)
+		}
+	}
+	if len(nonDynamic) > 0 {
+		return errors.New("Cannot update these configs dynamically: " + javaSetString(nonDynamic, len(props)*4/3+1))
+	}
+	if len(security) > 0 {
+		return errors.New("These security configs can be dynamically updated only per-listener using the listener prefix: " +
+			javaSetString(security, 0))
+	}
+	for _, n := range names {
+		base := n
+		if b, ok := listenerConfigName(n); ok {
+			base = b
+		}
+		if k := brokerCatalogByName[base]; k != nil {
+			if err := checkType(base, props[n], k.typ); err != nil {
+				return err
+			}
+		}
+	}
+	if !perBrokerEntity && len(perBrokerOnly) > 0 {
+		return errors.New("Cannot update these configs at default cluster level, broker id must be specified: " +
+			javaSetString(perBrokerOnly, 0))
+	}
+	// The configuration this broker would run with: its own dynamic
+	// configs over the cluster default over the static ones.
+	merged := maps.Clone(b.Static)
+	if perBrokerEntity {
+		maps.Copy(merged, b.DynamicDefault)
+		maps.Copy(merged, props)
+	} else {
+		maps.Copy(merged, props)
+		maps.Copy(merged, b.DynamicBroker)
+	}
+	if _, _, err := Parse(merged); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Key is what AlterConfigs' APPEND and SUBTRACT need of a catalog key.
+type Key struct {
+	List    bool    // its type is LIST
+	Default *string // its default as DescribeConfigs renders it; nil: none
+}
+
+// TopicKey describes the topic config name; false if Kafka has none.
+func TopicKey(name string) (Key, bool) {
+	k := topicCatalogByName[name]
+	if k == nil {
+		return Key{}, false
+	}
+	return Key{List: k.typ == typeList, Default: k.def}, true
+}
+
+// BrokerKey describes the broker config name; false if Kafka has none.
+func BrokerKey(name string) (Key, bool) {
+	k := brokerCatalogByName[name]
+	if k == nil {
+		return Key{}, false
+	}
+	return Key{List: k.typ == typeList, Default: k.def}, true
+}
+
+// JavaSplit is Java's String.split(","): trailing empty strings dropped, but
+// "" gives one empty string.
+func JavaSplit(s string) []string {
+	if s == "" {
+		return []string{""}
+	}
+	parts := strings.Split(s, ",")
+	for len(parts) > 0 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	return parts
+}
+
+// javaSetString renders names as a java.util.HashSet of them prints,
+// "[a, b]", in its iteration order: by hash bucket of a table of at least
+// minCapacity (16 by default) grown at a load factor of 0.75. Kafka's error
+// messages print such sets.
+func javaSetString(names []string, minCapacity int) string {
+	capacity := 16
+	for capacity < minCapacity {
+		capacity *= 2
+	}
+	for float64(len(names)) > 0.75*float64(capacity) {
+		capacity *= 2
+	}
+	bucket := func(s string) uint32 {
+		var h int32
+		for _, r := range s {
+			if r >= 0x10000 { // a surrogate pair in Java's UTF-16
+				r -= 0x10000
+				h = 31*h + int32(0xD800+(r>>10))
+				h = 31*h + int32(0xDC00+(r&0x3FF))
+				continue
+			}
+			h = 31*h + int32(r)
+		}
+		u := uint32(h)
+		return (u ^ u>>16) & uint32(capacity-1)
+	}
+	sorted := slices.Clone(names)
+	slices.SortStableFunc(sorted, func(a, b string) int { return int(bucket(a)) - int(bucket(b)) })
+	return "[" + strings.Join(sorted, ", ") + "]"
+}

@@ -1,0 +1,189 @@
+package config
+
+// The settings of one concern each: replication, the group and transaction
+// coordinators, fetch sessions and shutdown, read from Kafka's keys with the
+// catalog's defaults and Kafka's validators (ReplicationConfigs,
+// GroupCoordinatorConfig, TransactionStateManagerConfigs,
+// TransactionLogConfig, ServerConfigs). Where Kafka has no validator but a
+// value would break Strait (a zero ticker period, a negative size), Strait
+// refuses it at start with the same "Value must be at least" message.
+
+import (
+	"strings"
+	"time"
+)
+
+// Replication is how followers fetch and how leaders judge them
+// (ReplicaManager's settings), and the broker's registration lease.
+type Replication struct {
+	LagTimeMax        time.Duration // replica.lag.time.max.ms (30 s)
+	FetchBackoff      time.Duration // replica.fetch.backoff.ms (1 s)
+	FetchWaitMax      time.Duration // replica.fetch.wait.max.ms (500 ms)
+	FetchMinBytes     int32         // replica.fetch.min.bytes (1)
+	FetchResponseMax  int32         // replica.fetch.response.max.bytes (10 MiB)
+	FetchMaxBytes     int32         // replica.fetch.max.bytes (1 MiB), per partition
+	HighWatermarkSync time.Duration // replica.high.watermark.checkpoint.interval.ms (5 s)
+	// RecoveryThreadsPerDataDir is num.recovery.threads.per.data.dir (2):
+	// logs opened or closed at a time per log directory.
+	RecoveryThreadsPerDataDir int
+	// SessionTimeout is broker.session.timeout.ms (9 s): how long the
+	// broker's registration lease outlives its last heartbeat.
+	SessionTimeout time.Duration
+}
+
+// LeaseTTLSeconds is SessionTimeout in whole seconds, rounded up (etcd
+// leases count seconds).
+func (r Replication) LeaseTTLSeconds() int64 {
+	return int64((r.SessionTimeout + time.Second - 1) / time.Second)
+}
+
+func parseReplication(p *props) Replication {
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	return Replication{
+		LagTimeMax:                ms(p.longAtLeast("replica.lag.time.max.ms", 1)),
+		FetchBackoff:              ms(int64(p.intAtLeast("replica.fetch.backoff.ms", 0))),
+		FetchWaitMax:              ms(int64(p.intAtLeast("replica.fetch.wait.max.ms", 0))),
+		FetchMinBytes:             p.intAtLeast("replica.fetch.min.bytes", 0),
+		FetchResponseMax:          p.intAtLeast("replica.fetch.response.max.bytes", 0),
+		FetchMaxBytes:             p.intAtLeast("replica.fetch.max.bytes", 0),
+		HighWatermarkSync:         ms(p.longAtLeast("replica.high.watermark.checkpoint.interval.ms", 1)),
+		RecoveryThreadsPerDataDir: int(p.intAtLeast("num.recovery.threads.per.data.dir", 1)),
+		SessionTimeout:            ms(int64(p.intAtLeast("broker.session.timeout.ms", 1))),
+	}
+}
+
+// Groups is the group coordinator's configuration (GroupCoordinatorConfig)
+// and its topic's, __consumer_offsets.
+type Groups struct {
+	OffsetsTopicPartitions    int32         // offsets.topic.num.partitions (50)
+	OffsetsTopicReplication   int16         // offsets.topic.replication.factor (3, clamped to the live brokers)
+	OffsetsTopicSegmentBytes  int64         // offsets.topic.segment.bytes (100 MiB)
+	OffsetsLoadBufferSize     int64         // offsets.load.buffer.size (5 MiB)
+	OffsetMetadataMaxBytes    int32         // offset.metadata.max.bytes (4096)
+	OffsetsRetention          time.Duration // offsets.retention.minutes (7 days)
+	OffsetsRetentionCheck     time.Duration // offsets.retention.check.interval.ms (10 min)
+	InitialRebalanceDelay     time.Duration // group.initial.rebalance.delay.ms (3 s)
+	MinSessionTimeout         time.Duration // group.min.session.timeout.ms (6 s)
+	MaxSessionTimeout         time.Duration // group.max.session.timeout.ms (30 min)
+	MaxSize                   int32         // group.max.size (unbounded)
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms (45 s)
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms (5 s)
+	ConsumerMaxSize           int32         // group.consumer.max.size (unbounded)
+	// ConsumerAssignors are group.consumer.assignors as Strait names them
+	// ("uniform", "range"), the default first; others are dropped with a
+	// warning.
+	ConsumerAssignors []string
+	// ConsumerProtocol is whether group.coordinator.rebalance.protocols
+	// enables the consumer protocol (KIP-848).
+	ConsumerProtocol bool
+}
+
+func parseGroups(p *props) (Groups, []string) {
+	ms := func(key string, min int64) time.Duration {
+		return time.Duration(p.intAtLeast(key, min)) * time.Millisecond
+	}
+	g := Groups{
+		OffsetsTopicPartitions:    p.intAtLeast("offsets.topic.num.partitions", 1),
+		OffsetMetadataMaxBytes:    p.intAtLeast("offset.metadata.max.bytes", 0),
+		OffsetsRetention:          time.Duration(p.intAtLeast("offsets.retention.minutes", 1)) * time.Minute,
+		OffsetsRetentionCheck:     time.Duration(p.longAtLeast("offsets.retention.check.interval.ms", 1)) * time.Millisecond,
+		InitialRebalanceDelay:     ms("group.initial.rebalance.delay.ms", 0),
+		MinSessionTimeout:         ms("group.min.session.timeout.ms", 0),
+		MaxSessionTimeout:         ms("group.max.session.timeout.ms", 0),
+		MaxSize:                   p.intAtLeast("group.max.size", 1),
+		ConsumerSessionTimeout:    ms("group.consumer.session.timeout.ms", 1),
+		ConsumerHeartbeatInterval: ms("group.consumer.heartbeat.interval.ms", 1),
+		ConsumerMaxSize:           p.intAtLeast("group.consumer.max.size", 1),
+		OffsetsTopicReplication:   int16(p.intAtLeast("offsets.topic.replication.factor", 1)),
+		OffsetsTopicSegmentBytes:  int64(p.intAtLeast("offsets.topic.segment.bytes", 1)),
+		OffsetsLoadBufferSize:     int64(p.intAtLeast("offsets.load.buffer.size", 1)),
+	}
+	var warnings []string
+	for _, a := range parseCsvList(p.str("group.consumer.assignors")) {
+		switch {
+		case a == "uniform" || strings.HasSuffix(a, ".UniformAssignor"):
+			g.ConsumerAssignors = append(g.ConsumerAssignors, "uniform")
+		case a == "range" || strings.HasSuffix(a, ".RangeAssignor"):
+			g.ConsumerAssignors = append(g.ConsumerAssignors, "range")
+		default:
+			warnings = append(warnings, "Unsupported consumer group assignor "+a+" in group.consumer.assignors is ignored.")
+		}
+	}
+	// ValidList.in(GroupType.documentValidValues()): the enum order.
+	for _, proto := range parseList(p.str("group.coordinator.rebalance.protocols")) {
+		if err := validIn("group.coordinator.rebalance.protocols", proto, "consumer", "classic", "share", "streams"); err != nil {
+			p.fail(err)
+		}
+		g.ConsumerProtocol = g.ConsumerProtocol || proto == "consumer"
+	}
+	return g, warnings
+}
+
+// Transactions is the transaction coordinator's configuration
+// (TransactionStateManagerConfigs, TransactionLogConfig) and its topic's,
+// __transaction_state.
+type Transactions struct {
+	MaxTimeout                time.Duration // transaction.max.timeout.ms (15 min)
+	TransactionalIDExpiration time.Duration // transactional.id.expiration.ms (7 days)
+	AbortTimedOutInterval     time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s)
+	RemoveExpiredInterval     time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms (1 h)
+	StateLogPartitions        int32         // transaction.state.log.num.partitions (50)
+	StateLogReplication       int16         // transaction.state.log.replication.factor (3, clamped to the live brokers)
+	StateLogMinISR            int32         // transaction.state.log.min.isr (2)
+	StateLogSegmentBytes      int64         // transaction.state.log.segment.bytes (100 MiB)
+	StateLogLoadBufferSize    int64         // transaction.state.log.load.buffer.size (5 MiB)
+	PartitionVerification     bool          // transaction.partition.verification.enable (true)
+}
+
+func parseTransactions(p *props) Transactions {
+	ms := func(key string) time.Duration { return time.Duration(p.intAtLeast(key, 1)) * time.Millisecond }
+	return Transactions{
+		MaxTimeout:                ms("transaction.max.timeout.ms"),
+		TransactionalIDExpiration: ms("transactional.id.expiration.ms"),
+		AbortTimedOutInterval:     ms("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+		RemoveExpiredInterval:     ms("transaction.remove.expired.transaction.cleanup.interval.ms"),
+		StateLogPartitions:        p.intAtLeast("transaction.state.log.num.partitions", 1),
+		StateLogReplication:       int16(p.intAtLeast("transaction.state.log.replication.factor", 1)),
+		StateLogMinISR:            p.intAtLeast("transaction.state.log.min.isr", 1),
+		StateLogSegmentBytes:      int64(p.intAtLeast("transaction.state.log.segment.bytes", 1)),
+		StateLogLoadBufferSize:    int64(p.intAtLeast("transaction.state.log.load.buffer.size", 1)),
+		PartitionVerification:     p.bool("transaction.partition.verification.enable"),
+	}
+}
+
+// FetchSessions is the incremental fetch session cache's size (KIP-227).
+type FetchSessions struct {
+	CacheSlots int // max.incremental.fetch.session.cache.slots (1000); 0 disables sessions
+}
+
+func parseFetchSessions(p *props) FetchSessions {
+	return FetchSessions{CacheSlots: int(p.intAtLeast("max.incremental.fetch.session.cache.slots", 0))}
+}
+
+// Shutdown is how the broker leaves the cluster.
+type Shutdown struct {
+	// Controlled is controlled.shutdown.enable (true): move leadership away
+	// and leave the ISRs before closing, instead of waiting for the lease
+	// to expire.
+	Controlled bool
+}
+
+// Security is reserved for TLS, SASL and ACLs (ssl.*, sasl.*,
+// authorizer.class.name, super.users): their keys are accepted and
+// type-checked today, and will be parsed here.
+type Security struct{}
+
+// Quotas is reserved for client quotas (quota.window.*, client.quota.*):
+// their keys are accepted and type-checked today, and will be parsed here.
+type Quotas struct{}
+
+// crossCheck is KafkaConfig.validateValues' requirements across keys, for the
+// keys Strait acts on.
+func (c *Config) crossCheck() error {
+	r := c.Replication
+	if r.FetchWaitMax > r.LagTimeMax {
+		return &ConfigError{Key: "replica.fetch.wait.max.ms", Message: "requirement failed: replica.fetch.wait.max.ms should always be " +
+			"less than or equal to replica.lag.time.max.ms to prevent frequent changes in ISR"}
+	}
+	return nil
+}
