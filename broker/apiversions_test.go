@@ -77,3 +77,17 @@ func TestApiVersionsPinned(t *testing.T) {
 		}
 	}
 }
+
+// TestProduceBelowV3Refused: Produce is advertised from v0 (Kafka 4 does so
+// for librdkafka, KAFKA-18659) but served from v3: a v2 request closes the
+// connection, as Kafka's does.
+func TestProduceBelowV3Refused(t *testing.T) {
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	rc := dialRaw(t, srv)
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(2)
+	req.Acks, req.TimeoutMillis = 1, 1000
+	rc.send(encodeRequest(req, 1))
+	rc.expectClosed()
+}

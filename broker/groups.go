@@ -1,13 +1,13 @@
 package broker
 
-// The group APIs, all answered by the group coordinator (coordinator/group),
-// which documents their behaviour:
-//
-//	OffsetCommit (8) v2-9, OffsetFetch (9) v1-9, JoinGroup (11) v2-9,
-//	Heartbeat (12) v0-4, LeaveGroup (13) v0-5, SyncGroup (14) v0-5,
-//	DescribeGroups (15) v0-6, ListGroups (16) v0-5, DeleteGroups (42) v0-2,
-//	OffsetDelete (47) v0, ConsumerGroupHeartbeat (68) v0-1,
-//	ConsumerGroupDescribe (69) v0-1.
+// The group APIs' handlers, kept in this one file because each is a line
+// handing the request to the group coordinator (coordinator/group), which
+// documents their behaviour: JoinGroup (11), SyncGroup (14), Heartbeat
+// (12), LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), OffsetDelete
+// (47), ListGroups (16), DescribeGroups (15), DeleteGroups (42),
+// ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69). Versions: see
+// the registrations below. TxnOffsetCommit has its own file
+// (txnoffsetcommit.go), and the coordinator's wiring is group_service.go.
 //
 // JoinGroup and SyncGroup park until the rebalance gets there: the
 // coordinator calls back, possibly from a timer goroutine, and the
@@ -22,6 +22,21 @@ import (
 
 	"github.com/strait/strait/coordinator/group"
 )
+
+func init() {
+	register(kmsg.JoinGroup, 2, 9, handleJoinGroup)
+	register(kmsg.SyncGroup, 0, 5, handleSyncGroup)
+	register(kmsg.Heartbeat, 0, 4, handleHeartbeat)
+	register(kmsg.LeaveGroup, 0, 5, handleLeaveGroup)
+	register(kmsg.OffsetCommit, 2, 9, handleOffsetCommit)
+	register(kmsg.OffsetFetch, 1, 9, handleOffsetFetch)
+	register(kmsg.OffsetDelete, 0, 0, handleOffsetDelete)
+	register(kmsg.ListGroups, 0, 5, handleListGroups)
+	register(kmsg.DescribeGroups, 0, 6, handleDescribeGroups)
+	register(kmsg.DeleteGroups, 0, 2, handleDeleteGroups)
+	register(kmsg.ConsumerGroupHeartbeat, 0, 1, handleConsumerGroupHeartbeat)
+	register(kmsg.ConsumerGroupDescribe, 0, 1, handleConsumerGroupDescribe)
+}
 
 // groupClient describes the request for the coordinator: version, client.id
 // and the client's address as Kafka shows it ("/127.0.0.1").
