@@ -48,61 +48,73 @@ func groupClient(c *conn, x *exchange) group.Client {
 	return group.Client{Version: x.req.Version, ID: clientID(x), Host: host}
 }
 
+// JoinGroup (key 11): answered when the rebalance completes the join.
 func handleJoinGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.JoinGroupRequest)
 	c.srv.groups().coord.JoinGroup(groupClient(c, x), req, func(r *kmsg.JoinGroupResponse) { x.respondAsync(r) })
 }
 
+// SyncGroup (key 14): answered when the leader's assignment arrives.
 func handleSyncGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.SyncGroupRequest)
 	c.srv.groups().coord.SyncGroup(groupClient(c, x), req, func(r *kmsg.SyncGroupResponse) { x.respondAsync(r) })
 }
 
+// Heartbeat (key 12).
 func handleHeartbeat(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.HeartbeatRequest)
 	x.respond(c.srv.groups().coord.Heartbeat(groupClient(c, x), req))
 }
 
+// LeaveGroup (key 13).
 func handleLeaveGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.LeaveGroupRequest)
 	x.respond(c.srv.groups().coord.LeaveGroup(groupClient(c, x), req))
 }
 
+// OffsetCommit (key 8).
 func handleOffsetCommit(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetCommitRequest)
 	x.respond(c.srv.groups().coord.OffsetCommit(groupClient(c, x), req))
 }
 
+// OffsetFetch (key 9).
 func handleOffsetFetch(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetFetchRequest)
 	x.respond(c.srv.groups().coord.OffsetFetch(groupClient(c, x), req))
 }
 
+// OffsetDelete (key 47).
 func handleOffsetDelete(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetDeleteRequest)
 	x.respond(c.srv.groups().coord.OffsetDelete(groupClient(c, x), req))
 }
 
+// ListGroups (key 16).
 func handleListGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListGroupsRequest)
 	x.respond(c.srv.groups().coord.ListGroups(groupClient(c, x), req))
 }
 
+// DescribeGroups (key 15).
 func handleDescribeGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeGroupsRequest)
 	x.respond(c.srv.groups().coord.DescribeGroups(groupClient(c, x), req))
 }
 
+// DeleteGroups (key 42).
 func handleDeleteGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DeleteGroupsRequest)
 	x.respond(c.srv.groups().coord.DeleteGroups(groupClient(c, x), req))
 }
 
+// ConsumerGroupHeartbeat (key 68, KIP-848).
 func handleConsumerGroupHeartbeat(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
 	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(groupClient(c, x), req))
 }
 
+// ConsumerGroupDescribe (key 69, KIP-848).
 func handleConsumerGroupDescribe(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	x.respond(c.srv.groups().coord.ConsumerGroupDescribe(groupClient(c, x), req))
