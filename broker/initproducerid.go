@@ -32,7 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.InitProducerID, 0, 5, newInitProducerIDHandler()) }
+func init() { registerPerServer(kmsg.InitProducerID, 0, 5, newInitProducerIDHandler) }
 
 // producerIDAllocTimeout bounds the etcd transaction that reserves a block.
 const producerIDAllocTimeout = 10 * time.Second
@@ -66,7 +66,7 @@ func (p *producerIDPool) nextID(ctx context.Context, allocate func(context.Conte
 }
 
 // newInitProducerIDHandler returns the InitProducerId handler with the
-// broker's producer id pool (one per handler table, so one per Server).
+// broker's producer id pool (one per Server: see registerPerServer).
 func newInitProducerIDHandler() handlerFunc {
 	pool := newProducerIDPool()
 	return func(c *conn, x *exchange) { handleInitProducerID(c, x, pool) }
