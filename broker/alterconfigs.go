@@ -1,7 +1,7 @@
 package broker
 
-// AlterConfigs (key 33), versions 0-2, and IncrementalAlterConfigs (key 44),
-// versions 0-1.
+// AlterConfigs (key 33) and IncrementalAlterConfigs (key 44); versions: see
+// the registrations below.
 //
 // AlterConfigs replaces a resource's whole configuration (keys left out are
 // removed); IncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT
@@ -41,6 +41,11 @@ import (
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 )
+
+func init() {
+	register(kmsg.AlterConfigs, 0, 2, handleAlterConfigs)
+	register(kmsg.IncrementalAlterConfigs, 0, 1, handleIncrementalAlterConfigs)
+}
 
 // alterOp is one config change of either request; AlterConfigs' entries are
 // all SETs of a legacy resource.

@@ -1,6 +1,7 @@
 package broker
 
-// AlterPartitionReassignments (key 45), versions 0-1.
+// AlterPartitionReassignments (key 45); versions: see the registration below
+// (v1 is KIP-860, Kafka 4.1).
 //
 // As Kafka 4.x's controller (QuorumController.alterPartitionReassignments and
 // ReplicationControlManager.alterPartitionReassignments): each named
@@ -32,6 +33,8 @@ import (
 
 	"github.com/strait/strait/controller"
 )
+
+func init() { register(kmsg.AlterPartitionAssignments, 0, 1, handleAlterPartitionReassignments) }
 
 func handleAlterPartitionReassignments(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.AlterPartitionAssignmentsRequest)

@@ -247,7 +247,7 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		c.logReadError(err)
 		return nil, false
 	}
-	req, err := protocol.ParseRequestCached(frame, c.srv.versions, &c.clientIDs)
+	req, err := protocol.ParseRequest(frame, c.srv.versions, &c.clientIDs)
 	if err != nil {
 		// Unknown keys, versions we do not serve (Produce v0-2 included)
 		// and malformed bodies close the connection, as in Kafka. An

@@ -1,6 +1,6 @@
 package broker
 
-// CreatePartitions (key 37), versions 0-3.
+// CreatePartitions (key 37); versions: see the registration below.
 //
 // As Kafka 4.x's controller (ControllerApis.createPartitions and
 // ReplicationControlManager.createPartitions): a topic named more than once
@@ -25,6 +25,8 @@ import (
 
 	"github.com/strait/strait/controller"
 )
+
+func init() { register(kmsg.CreatePartitions, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.CreatePartitionsRequest)

@@ -1,6 +1,6 @@
 package broker
 
-// DeleteRecords (key 21), versions 0-2.
+// DeleteRecords (key 21); versions: see the registration below.
 //
 // Moves each partition's log start offset up to the requested offset (-1:
 // the high watermark); whole segments below it are removed at the next
@@ -12,6 +12,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() { register(kmsg.DeleteRecords, 0, 2, handleDeleteRecords) }
 
 func handleDeleteRecords(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DeleteRecordsRequest)

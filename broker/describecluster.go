@@ -1,6 +1,6 @@
 package broker
 
-// DescribeCluster (key 60), versions 0-2.
+// DescribeCluster (key 60); versions: see the registration below.
 //
 // The cluster id, the active controller's node id and every live broker with
 // the endpoint of the listener the request came in on (as Metadata lists
@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() { register(kmsg.DescribeCluster, 0, 2, handleDescribeCluster) }
 
 // Kafka's DescribeClusterRequest endpoint types.
 const (

@@ -1,6 +1,7 @@
 package broker
 
-// DescribeConfigs (key 32), versions 1-4 (v0 was removed in Kafka 4).
+// DescribeConfigs (key 32); versions: see the registration below (v0 was
+// removed in Kafka 4).
 //
 // TOPIC resources list every topic config of Kafka 4.4 (config/catalog.go)
 // with the value in force: the topic's override (DYNAMIC_TOPIC_CONFIG), else
@@ -31,6 +32,8 @@ import (
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 )
+
+func init() { register(kmsg.DescribeConfigs, 1, 4, handleDescribeConfigs) }
 
 func handleDescribeConfigs(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeConfigsRequest)

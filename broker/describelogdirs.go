@@ -1,6 +1,7 @@
 package broker
 
-// DescribeLogDirs (key 35), versions 1-4 (v0 was removed in Kafka 4).
+// DescribeLogDirs (key 35); versions: see the registration below (v0 was
+// removed in Kafka 4).
 //
 // Every log directory of log.dirs (by its absolute path) with the partitions
 // it holds: all of them for a null topic list, else the requested ones found
@@ -22,6 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() { register(kmsg.DescribeLogDirs, 1, 4, handleDescribeLogDirs) }
 
 func handleDescribeLogDirs(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeLogDirsRequest)

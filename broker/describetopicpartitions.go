@@ -1,6 +1,7 @@
 package broker
 
-// DescribeTopicPartitions (key 75), version 0 (KIP-966): what kafka-topics
+// DescribeTopicPartitions (key 75, KIP-966; versions: see the registration
+// below): what kafka-topics
 // --describe and the Java admin client's describeTopics use in Kafka 4.
 //
 // Topics are answered in name order, with every partition's leader, leader
@@ -25,6 +26,8 @@ import (
 
 	"github.com/strait/strait/controller"
 )
+
+func init() { register(kmsg.DescribeTopicPartitions, 0, 0, handleDescribeTopicPartitions) }
 
 // defaultMaxRequestPartitionSizeLimit is max.request.partition.size.limit.
 const defaultMaxRequestPartitionSizeLimit = 2000

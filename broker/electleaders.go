@@ -1,6 +1,7 @@
 package broker
 
-// ElectLeaders (key 43), versions 0-2 (v0 is always a preferred election).
+// ElectLeaders (key 43); versions: see the registration below (v0 is always
+// a preferred election).
 //
 // As Kafka 4.x's controller (ReplicationControlManager.electLeaders): each
 // named partition gets a preferred or unclean election, in request order,
@@ -21,6 +22,8 @@ import (
 
 	"github.com/strait/strait/controller"
 )
+
+func init() { register(kmsg.ElectLeaders, 0, 2, handleElectLeaders) }
 
 // electionMessages are Kafka's texts (Errors.java) for the codes an election
 // answers with no message of its own; franz-go's descriptions differ in

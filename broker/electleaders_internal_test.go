@@ -125,7 +125,10 @@ func TestElectLeadersPreferredMovesLeader(t *testing.T) {
 
 	// Leader 1 takes broker 2 back into the ISR (as it would once broker 2
 	// caught up); now the election can happen.
-	p, err = srv.ctrl.AlterPartition(ctx, "pref", 0, p.LeaderEpoch, p.PartitionEpoch, []int32{1, 2})
+	p, err = srv.ctrl.AlterPartitionISR(ctx, controller.AlterPartitionRequest{
+		Topic: "pref", LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		NewISR: []controller.ISRMember{{BrokerID: 1, BrokerEpoch: -1}, {BrokerID: 2, BrokerEpoch: -1}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 package broker
 
-// Fetch (key 1), versions 4-17.
+// Fetch (key 1); versions: see the registration below.
 //
 // Each requested partition is read from its log up to the high watermark
 // (read_committed: the last stable offset, and the response lists the
@@ -33,6 +33,8 @@ import (
 	"github.com/strait/strait/protocol"
 	"github.com/strait/strait/storage"
 )
+
+func init() { register(kmsg.Fetch, 4, 17, handleFetch) }
 
 // fetchTarget is one requested partition, resolved once.
 type fetchTarget struct {

@@ -1,6 +1,6 @@
 package broker
 
-// FindCoordinator (key 10), versions 0-6.
+// FindCoordinator (key 10); versions: see the registration below.
 //
 // Up to v3 the request names one key and the answer carries one node (with
 // error_message "NONE" on success, as Kafka's Errors.message() gives, and
@@ -22,6 +22,8 @@ import (
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/coordinator/group"
 )
+
+func init() { register(kmsg.FindCoordinator, 0, 6, handleFindCoordinator) }
 
 const (
 	coordinatorTypeGroup       = 0

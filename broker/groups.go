@@ -1,13 +1,13 @@
 package broker
 
-// The group APIs, all answered by the group coordinator (coordinator/group),
-// which documents their behaviour:
-//
-//	OffsetCommit (8) v2-9, OffsetFetch (9) v1-9, JoinGroup (11) v2-9,
-//	Heartbeat (12) v0-4, LeaveGroup (13) v0-5, SyncGroup (14) v0-5,
-//	DescribeGroups (15) v0-6, ListGroups (16) v0-5, DeleteGroups (42) v0-2,
-//	OffsetDelete (47) v0, ConsumerGroupHeartbeat (68) v0-1,
-//	ConsumerGroupDescribe (69) v0-1.
+// The group APIs' handlers, kept in this one file because each is a line
+// handing the request to the group coordinator (coordinator/group), which
+// documents their behaviour: JoinGroup (11), SyncGroup (14), Heartbeat
+// (12), LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), OffsetDelete
+// (47), ListGroups (16), DescribeGroups (15), DeleteGroups (42),
+// ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69). Versions: see
+// the registrations below. TxnOffsetCommit has its own file
+// (txnoffsetcommit.go), and the coordinator's wiring is group_service.go.
 //
 // JoinGroup and SyncGroup park until the rebalance gets there: the
 // coordinator calls back, possibly from a timer goroutine, and the
@@ -23,6 +23,21 @@ import (
 	"github.com/strait/strait/coordinator/group"
 )
 
+func init() {
+	register(kmsg.JoinGroup, 2, 9, handleJoinGroup)
+	register(kmsg.SyncGroup, 0, 5, handleSyncGroup)
+	register(kmsg.Heartbeat, 0, 4, handleHeartbeat)
+	register(kmsg.LeaveGroup, 0, 5, handleLeaveGroup)
+	register(kmsg.OffsetCommit, 2, 9, handleOffsetCommit)
+	register(kmsg.OffsetFetch, 1, 9, handleOffsetFetch)
+	register(kmsg.OffsetDelete, 0, 0, handleOffsetDelete)
+	register(kmsg.ListGroups, 0, 5, handleListGroups)
+	register(kmsg.DescribeGroups, 0, 6, handleDescribeGroups)
+	register(kmsg.DeleteGroups, 0, 2, handleDeleteGroups)
+	register(kmsg.ConsumerGroupHeartbeat, 0, 1, handleConsumerGroupHeartbeat)
+	register(kmsg.ConsumerGroupDescribe, 0, 1, handleConsumerGroupDescribe)
+}
+
 // groupClient describes the request for the coordinator: version, client.id
 // and the client's address as Kafka shows it ("/127.0.0.1").
 func groupClient(c *conn, x *exchange) group.Client {
@@ -33,61 +48,73 @@ func groupClient(c *conn, x *exchange) group.Client {
 	return group.Client{Version: x.req.Version, ID: clientID(x), Host: host}
 }
 
+// JoinGroup (key 11): answered when the rebalance completes the join.
 func handleJoinGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.JoinGroupRequest)
 	c.srv.groups().coord.JoinGroup(groupClient(c, x), req, func(r *kmsg.JoinGroupResponse) { x.respondAsync(r) })
 }
 
+// SyncGroup (key 14): answered when the leader's assignment arrives.
 func handleSyncGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.SyncGroupRequest)
 	c.srv.groups().coord.SyncGroup(groupClient(c, x), req, func(r *kmsg.SyncGroupResponse) { x.respondAsync(r) })
 }
 
+// Heartbeat (key 12).
 func handleHeartbeat(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.HeartbeatRequest)
 	x.respond(c.srv.groups().coord.Heartbeat(groupClient(c, x), req))
 }
 
+// LeaveGroup (key 13).
 func handleLeaveGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.LeaveGroupRequest)
 	x.respond(c.srv.groups().coord.LeaveGroup(groupClient(c, x), req))
 }
 
+// OffsetCommit (key 8).
 func handleOffsetCommit(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetCommitRequest)
 	x.respond(c.srv.groups().coord.OffsetCommit(groupClient(c, x), req))
 }
 
+// OffsetFetch (key 9).
 func handleOffsetFetch(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetFetchRequest)
 	x.respond(c.srv.groups().coord.OffsetFetch(groupClient(c, x), req))
 }
 
+// OffsetDelete (key 47).
 func handleOffsetDelete(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetDeleteRequest)
 	x.respond(c.srv.groups().coord.OffsetDelete(groupClient(c, x), req))
 }
 
+// ListGroups (key 16).
 func handleListGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListGroupsRequest)
 	x.respond(c.srv.groups().coord.ListGroups(groupClient(c, x), req))
 }
 
+// DescribeGroups (key 15).
 func handleDescribeGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeGroupsRequest)
 	x.respond(c.srv.groups().coord.DescribeGroups(groupClient(c, x), req))
 }
 
+// DeleteGroups (key 42).
 func handleDeleteGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DeleteGroupsRequest)
 	x.respond(c.srv.groups().coord.DeleteGroups(groupClient(c, x), req))
 }
 
+// ConsumerGroupHeartbeat (key 68, KIP-848).
 func handleConsumerGroupHeartbeat(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
 	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(groupClient(c, x), req))
 }
 
+// ConsumerGroupDescribe (key 69, KIP-848).
 func handleConsumerGroupDescribe(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	x.respond(c.srv.groups().coord.ConsumerGroupDescribe(groupClient(c, x), req))

@@ -6,6 +6,18 @@ import (
 	"github.com/strait/strait/protocol"
 )
 
+// How a request reaches its handler: each API's file (named after the API:
+// produce.go, createtopics.go, ...; the group APIs share groups.go)
+// registers its handler with the versions it serves in an init function
+// beside the handler, e.g.
+//
+//	func init() { register(kmsg.Fetch, 4, 17, handleFetch) }
+//
+// That registration is the one place an API's served versions are written;
+// ApiVersions answers from the table the registrations build, and the
+// protocol layer refuses versions outside it. A new API is a new file with a
+// handler and its registration.
+
 // handlerFunc handles one request. It runs on the connection's read
 // goroutine and must complete x exactly once, now or later.
 type handlerFunc func(c *conn, x *exchange)
@@ -15,66 +27,63 @@ type handler struct {
 	fn       handlerFunc
 }
 
-// handlerTable maps API keys to their handler and served versions: the one
-// source of truth from which ApiVersions is answered.
+// handlerTable maps API keys to their handler and served versions.
 type handlerTable map[int16]handler
 
-// newHandlerTable registers every API the broker serves, each with the version
-// range Apache Kafka 4.x serves (protocol.KafkaVersions) capped to what the
-// handler implements.
-func newHandlerTable() handlerTable {
-	t := handlerTable{}
-	reg := func(key kmsg.Key, maxImpl int16, fn handlerFunc) {
-		vr, ok := protocol.KafkaVersions[int16(key)]
-		if !ok {
-			panic("broker: no Kafka version range for " + key.Name())
-		}
-		if vr.Max > maxImpl {
-			vr.Max = maxImpl
-		}
-		t[int16(key)] = handler{versions: vr, fn: fn}
+// registration is one registered API: its versions and how each Server gets
+// its handler.
+type registration struct {
+	versions   protocol.VersionRange
+	newHandler func() handlerFunc
+}
+
+// registered is filled by the handler files' init functions; read-only after
+// package initialisation.
+var registered = map[int16]registration{}
+
+// register declares that the broker serves key at versions min through max
+// with fn.
+func register(key kmsg.Key, min, max int16, fn handlerFunc) {
+	registerVersions(key, protocol.VersionRange{Min: min, Max: max}, func() handlerFunc { return fn })
+}
+
+// registerPerServer is register for a handler with state of its own (the
+// InitProducerId id pool): newHandler is called once for each Server.
+func registerPerServer(key kmsg.Key, min, max int16, newHandler func() handlerFunc) {
+	registerVersions(key, protocol.VersionRange{Min: min, Max: max}, newHandler)
+}
+
+// registerAdvertised is register for an API whose ApiVersions entry starts
+// at advertisedMin, below min, the lowest version served (only Produce, as
+// in Kafka 4: KAFKA-18659); the protocol layer refuses the versions between.
+func registerAdvertised(key kmsg.Key, advertisedMin, min, max int16, fn handlerFunc) {
+	registerVersions(key, protocol.VersionRange{Min: advertisedMin, MinAccepted: min, Max: max}, func() handlerFunc { return fn })
+}
+
+// registerVersions records a registration. It panics, at package
+// initialisation and so in every test, when key is registered twice or its
+// range is empty or outside what Apache Kafka 4 serves
+// (protocol.KafkaVersions): Strait never advertises a version Kafka does not.
+func registerVersions(key kmsg.Key, vr protocol.VersionRange, newHandler func() handlerFunc) {
+	kafka, ok := protocol.KafkaVersions[int16(key)]
+	switch {
+	case !ok:
+		panic("broker: no Kafka version range for " + key.Name())
+	case vr.Min < kafka.Min || vr.Max > kafka.Max || vr.Min > vr.Max || vr.MinAccepted > vr.Max:
+		panic("broker: " + key.Name() + " registered outside Kafka's version range")
+	case registered[int16(key)].newHandler != nil:
+		panic("broker: " + key.Name() + " registered twice")
 	}
-	reg(kmsg.ApiVersions, 4, handleApiVersions)
-	reg(kmsg.Metadata, 13, handleMetadata)
-	reg(kmsg.Produce, 12, handleProduce)
-	reg(kmsg.Fetch, 17, handleFetch)
-	reg(kmsg.ListOffsets, 9, handleListOffsets)
-	reg(kmsg.CreateTopics, 7, handleCreateTopics)
-	reg(kmsg.DeleteTopics, 6, handleDeleteTopics)
-	reg(kmsg.DeleteRecords, 2, handleDeleteRecords)
-	reg(kmsg.CreatePartitions, 3, handleCreatePartitions)
-	reg(kmsg.ElectLeaders, 2, handleElectLeaders)
-	reg(kmsg.InitProducerID, 5, newInitProducerIDHandler())
-	reg(kmsg.FindCoordinator, 6, handleFindCoordinator)
-	reg(kmsg.AddPartitionsToTxn, 5, handleAddPartitionsToTxn)
-	reg(kmsg.AddOffsetsToTxn, 4, handleAddOffsetsToTxn)
-	reg(kmsg.EndTxn, 5, handleEndTxn)
-	reg(kmsg.TxnOffsetCommit, 5, handleTxnOffsetCommit)
-	reg(kmsg.WriteTxnMarkers, 1, handleWriteTxnMarkers)
-	reg(kmsg.DescribeProducers, 0, handleDescribeProducers)
-	reg(kmsg.DescribeTransactions, 0, handleDescribeTransactions)
-	reg(kmsg.ListTransactions, 1, handleListTransactions)
-	reg(kmsg.JoinGroup, 9, handleJoinGroup)
-	reg(kmsg.SyncGroup, 5, handleSyncGroup)
-	reg(kmsg.Heartbeat, 4, handleHeartbeat)
-	reg(kmsg.LeaveGroup, 5, handleLeaveGroup)
-	reg(kmsg.OffsetCommit, 9, handleOffsetCommit)
-	reg(kmsg.OffsetFetch, 9, handleOffsetFetch)
-	reg(kmsg.OffsetDelete, 0, handleOffsetDelete)
-	reg(kmsg.ListGroups, 5, handleListGroups)
-	reg(kmsg.DescribeGroups, 6, handleDescribeGroups)
-	reg(kmsg.DeleteGroups, 2, handleDeleteGroups)
-	reg(kmsg.ConsumerGroupHeartbeat, 1, handleConsumerGroupHeartbeat)
-	reg(kmsg.ConsumerGroupDescribe, 1, handleConsumerGroupDescribe)
-	reg(kmsg.DescribeConfigs, 4, handleDescribeConfigs)
-	reg(kmsg.AlterConfigs, 2, handleAlterConfigs)
-	reg(kmsg.IncrementalAlterConfigs, 1, handleIncrementalAlterConfigs)
-	reg(kmsg.DescribeCluster, 2, handleDescribeCluster)
-	reg(kmsg.DescribeTopicPartitions, 0, handleDescribeTopicPartitions)
-	reg(kmsg.DescribeLogDirs, 4, handleDescribeLogDirs)
-	reg(kmsg.OffsetForLeaderEpoch, 4, handleOffsetForLeaderEpoch)
-	reg(kmsg.AlterPartitionAssignments, 1, handleAlterPartitionReassignments)
-	reg(kmsg.ListPartitionReassignments, 0, handleListPartitionReassignments)
+	registered[int16(key)] = registration{versions: vr, newHandler: newHandler}
+}
+
+// newHandlerTable returns the registered APIs with their handlers, for one
+// Server.
+func newHandlerTable() handlerTable {
+	t := make(handlerTable, len(registered))
+	for k, r := range registered {
+		t[k] = handler{versions: r.versions, fn: r.newHandler()}
+	}
 	return t
 }
 
@@ -84,15 +93,4 @@ func (t handlerTable) versionTable() protocol.VersionTable {
 		vt[k] = h.versions
 	}
 	return vt
-}
-
-// ApiVersions: every API in the handler table with its served range; the
-// protocol package encodes the v0 fallback for versions we do not know.
-// Every connection opens with one, so the frames are encoded once per
-// version (protocol.ApiVersionsFrames).
-func handleApiVersions(c *conn, x *exchange) {
-	buf := frames.Get().(*[]byte)
-	x.frame = c.srv.apiVersions.AppendResponse((*buf)[:0], x.req)
-	x.pooled = buf
-	x.c.complete(x, true)
 }

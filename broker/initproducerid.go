@@ -1,6 +1,6 @@
 package broker
 
-// InitProducerId (key 22), versions 0-5.
+// InitProducerId (key 22); versions: see the registration below.
 //
 // Idempotent producers (transactional_id null) get a new producer id at
 // epoch 0, as Kafka's TransactionCoordinator.handleInitProducerId answers
@@ -31,6 +31,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() { registerPerServer(kmsg.InitProducerID, 0, 5, newInitProducerIDHandler) }
 
 // producerIDAllocTimeout bounds the etcd transaction that reserves a block.
 const producerIDAllocTimeout = 10 * time.Second
@@ -64,7 +66,7 @@ func (p *producerIDPool) nextID(ctx context.Context, allocate func(context.Conte
 }
 
 // newInitProducerIDHandler returns the InitProducerId handler with the
-// broker's producer id pool (one per handler table, so one per Server).
+// broker's producer id pool (one per Server: see registerPerServer).
 func newInitProducerIDHandler() handlerFunc {
 	pool := newProducerIDPool()
 	return func(c *conn, x *exchange) { handleInitProducerID(c, x, pool) }

@@ -1,6 +1,7 @@
 package broker
 
-// ListOffsets (key 2), versions 1-9 (KIP-896 removed v0).
+// ListOffsets (key 2); versions: see the registration below (KIP-896
+// removed v0).
 //
 // Special timestamps: -2 earliest (log start offset), -1 latest (the high
 // watermark; read_committed: the last stable offset, which also bounds the
@@ -15,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() { register(kmsg.ListOffsets, 1, 9, handleListOffsets) }
 
 func handleListOffsets(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListOffsetsRequest)

@@ -1,6 +1,6 @@
 package broker
 
-// ListPartitionReassignments (key 46), version 0.
+// ListPartitionReassignments (key 46); versions: see the registration below.
 //
 // The partitions being reassigned, with their full replica set and the
 // replicas being added and removed, from the partition states in etcd: all
@@ -16,6 +16,8 @@ import (
 
 	"github.com/strait/strait/controller"
 )
+
+func init() { register(kmsg.ListPartitionReassignments, 0, 0, handleListPartitionReassignments) }
 
 func handleListPartitionReassignments(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListPartitionReassignmentsRequest)

@@ -1,6 +1,6 @@
 package broker
 
-// Metadata (key 3), versions 0-13.
+// Metadata (key 3); versions: see the registration below.
 //
 // Brokers are listed with the endpoint of the listener the client connected
 // on (as Kafka does). A null topic list (v1+; an empty one at v0) asks for
@@ -22,6 +22,8 @@ import (
 
 	"github.com/strait/strait/controller"
 )
+
+func init() { register(kmsg.Metadata, 0, 13, handleMetadata) }
 
 func handleMetadata(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.MetadataRequest)

@@ -1,6 +1,7 @@
 package broker
 
-// OffsetForLeaderEpoch (key 23), versions 2-4 (v0-1 were removed in Kafka 4).
+// OffsetForLeaderEpoch (key 23); versions: see the registration below (v0-1
+// were removed in Kafka 4).
 //
 // For a partition this broker leads, the end offset of the requested leader
 // epoch: the start offset of the first later epoch, with the largest epoch at
@@ -20,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() { register(kmsg.OffsetForLeaderEpoch, 2, 4, handleOffsetForLeaderEpoch) }
 
 // debuggingReplicaID may read from followers (ListOffsetsRequest.DEBUGGING_REPLICA_ID).
 const debuggingReplicaID = -2

@@ -1,7 +1,8 @@
 package broker
 
-// Produce (key 0), versions 3-12 served; 0-2 are advertised for librdkafka's
-// sake (KAFKA-18659) and refused by the protocol layer as Kafka refuses them.
+// Produce (key 0); versions: see the registration below. As Kafka 4 does,
+// v0-2 are advertised for librdkafka's sake (KAFKA-18659) and refused by the
+// protocol layer.
 //
 // Each partition's record set must be exactly one magic-v2 batch; storage
 // validates it (CRC32C -> CORRUPT_MESSAGE, shape -> INVALID_RECORD, size ->
@@ -30,6 +31,8 @@ import (
 	"github.com/strait/strait/storage"
 	"github.com/strait/strait/storage/compress"
 )
+
+func init() { registerAdvertised(kmsg.Produce, 0, 3, 12, handleProduce) }
 
 func handleProduce(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ProduceRequest)

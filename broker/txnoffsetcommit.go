@@ -1,7 +1,7 @@
 package broker
 
-// TxnOffsetCommit (key 28), versions 0-5: offsets committed inside a
-// transaction. The group coordinator (coordinator/group) validates the
+// TxnOffsetCommit (key 28): offsets committed inside a transaction;
+// versions: see the registration below. The group coordinator (coordinator/group) validates the
 // group and member and keeps the offsets pending until the transaction's
 // marker; this side does what Kafka's CoordinatorRuntime and
 // ReplicaManager do around it:
@@ -34,6 +34,8 @@ import (
 	"github.com/strait/strait/coordinator/txn"
 	"github.com/strait/strait/storage"
 )
+
+func init() { register(kmsg.TxnOffsetCommit, 0, 5, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.TxnOffsetCommitRequest)

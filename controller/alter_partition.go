@@ -42,19 +42,6 @@ type AlterPartitionRequest struct {
 	NewISR         []ISRMember
 }
 
-// AlterPartition asks for the ISR of a partition this broker leads to become
-// newISR, as Kafka's AlterPartition with broker epochs unchecked; see
-// AlterPartitionISR.
-func (c *Controller) AlterPartition(ctx context.Context, topic string, partition, leaderEpoch, partitionEpoch int32, newISR []int32) (PartitionInfo, error) {
-	members := make([]ISRMember, len(newISR))
-	for i, id := range newISR {
-		members[i] = ISRMember{BrokerID: id, BrokerEpoch: -1}
-	}
-	return c.AlterPartitionISR(ctx, AlterPartitionRequest{
-		Topic: topic, Partition: partition, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, NewISR: members,
-	})
-}
-
 // AlterPartitionISR changes the ISR of a partition this broker leads. It
 // checks, as Kafka's controller, in this order:
 //

@@ -3,10 +3,14 @@ package controller
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
 )
 
 // sharedEtcd starts a standalone embedded etcd for several controllers, so
@@ -180,4 +184,19 @@ func restart(t *testing.T, endpoints []string, id int32, configure func(*Config)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// startEmbeddedEtcd starts a single-member etcd in dataDir, as a controller
+// without etcd.* settings does, and returns it with an in-process client. It
+// binds no fixed port: no peer listener (a single member has no peers) and a
+// client listener on 127.0.0.1:0 for other processes. On error nothing is
+// left running.
+func startEmbeddedEtcd(ctx context.Context, dataDir string, log *slog.Logger, quiet *atomic.Bool) (*embed.Etcd, *clientv3.Client, error) {
+	return startEmbeddedMember(ctx, dataDir, singleMember(), log, quiet)
+}
+
+// singleMember is the configuration of a member without peers.
+func singleMember() embeddedMember {
+	m, _ := Config{}.resolveEmbeddedMember() // the defaults always resolve
+	return m
 }

@@ -18,14 +18,6 @@ import (
 // when the caller's context has no deadline.
 const embeddedReadyTimeout = time.Minute
 
-// startEmbeddedEtcd starts a single-member etcd in dataDir and returns it with
-// an in-process client. It binds no fixed port: no peer listener (a single
-// member has no peers) and a client listener on 127.0.0.1:0 for other
-// processes (EtcdClientURL). On error nothing is left running.
-func startEmbeddedEtcd(ctx context.Context, dataDir string, log *slog.Logger, quiet *atomic.Bool) (*embed.Etcd, *clientv3.Client, error) {
-	return startEmbeddedMember(ctx, dataDir, singleMember(), log, quiet)
-}
-
 // startEmbeddedMember starts the embedded etcd member m in dataDir and returns
 // it with an in-process client, once the member has joined a cluster with a
 // leader (with peers, that needs a majority of the initial cluster started).

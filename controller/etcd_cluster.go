@@ -62,12 +62,6 @@ type embeddedMember struct {
 // hasPeers reports whether the member can have peers: it listens for them.
 func (m embeddedMember) hasPeers() bool { return len(m.listenPeer) > 0 }
 
-// singleMember is the configuration of a member without peers.
-func singleMember() embeddedMember {
-	m, _ := Config{}.resolveEmbeddedMember() // the defaults always resolve
-	return m
-}
-
 // resolveEmbeddedMember validates the etcd.* fields and fills the defaults
 // described in the file comment. Errors name the key.
 func (cfg Config) resolveEmbeddedMember() (embeddedMember, error) {

@@ -46,15 +46,6 @@ type ReassignmentOptions struct {
 	DisallowReplicationFactorChange bool
 }
 
-// OngoingReassignment is a partition being reassigned (ListPartitionReassignments).
-type OngoingReassignment struct {
-	Topic            string
-	Partition        int32
-	Replicas         []int32 // every current replica, adding and removing included
-	AddingReplicas   []int32
-	RemovingReplicas []int32
-}
-
 // AlterPartitionReassignments starts, changes or cancels reassignments, each
 // partition a compare-and-swap in etcd, and returns one result per request
 // entry in order. Per partition errors, as Kafka: UNKNOWN_TOPIC_OR_PARTITION;
@@ -223,42 +214,4 @@ func (c *Controller) cancelReassignment(v *partitionView, brokers brokerSet) (*P
 		return nil, nil, nil
 	}
 	return &next, nil, nil
-}
-
-// ListPartitionReassignments returns the ongoing reassignments of the given
-// partitions (nil: of every partition), from this controller's cache, sorted
-// by topic and partition. Partitions that do not exist or are not being
-// reassigned are left out, as Kafka does.
-func (c *Controller) ListPartitionReassignments(ctx context.Context, partitions []TopicPartitions) ([]OngoingReassignment, error) {
-	if !c.running() {
-		return nil, ErrNotStarted
-	}
-	snap := c.cache.snapshot()
-	var out []OngoingReassignment
-	add := func(t *TopicInfo, p PartitionInfo) {
-		if reassignmentInProgress(p) {
-			out = append(out, OngoingReassignment{Topic: t.Name, Partition: p.Partition, Replicas: p.Replicas,
-				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas})
-		}
-	}
-	if partitions == nil {
-		for _, t := range snap.topicList {
-			for _, p := range t.Partitions {
-				add(t, p)
-			}
-		}
-		return out, nil
-	}
-	for _, tp := range partitions {
-		t := snap.topics[tp.Topic]
-		if t == nil {
-			continue
-		}
-		for _, i := range tp.Partitions {
-			if i >= 0 && int(i) < len(t.Partitions) {
-				add(t, t.Partitions[i])
-			}
-		}
-	}
-	return out, nil
 }

@@ -142,14 +142,6 @@ func (c *Controller) UpdateTopicConfigs(ctx context.Context, name string, update
 	return apiError(kerr.ConcurrentTransactions, "The configs of topic %s kept changing during the update; try again.", name)
 }
 
-// SetTopicConfigs replaces every config override of topic name by configs
-// (Kafka's legacy AlterConfigs); see UpdateTopicConfigs.
-func (c *Controller) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
-	return c.UpdateTopicConfigs(ctx, name, func(map[string]string) (map[string]string, error) {
-		return maps.Clone(configs), nil
-	})
-}
-
 // BrokerConfigSet is every dynamic broker config entity with its configs,
 // keyed by entity (a node id in decimal, or DefaultBrokerConfigEntity).
 type BrokerConfigSet map[string]map[string]string

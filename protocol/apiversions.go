@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -60,13 +61,7 @@ func Kafka40Features(epoch int64) Features {
 	}
 }
 
-// ApiVersionsResponse builds the answer to req from the table, with the
-// features of Kafka40Features(0). See ApiVersionsResponseWithFeatures.
-func ApiVersionsResponse(req *Request, table VersionTable) kmsg.Response {
-	return ApiVersionsResponseWithFeatures(req, table, Kafka40Features(0))
-}
-
-// ApiVersionsResponseWithFeatures builds the answer to req as Kafka 4's
+// ApiVersionsResponse builds the answer to req as Kafka 4's
 // KafkaApis.handleApiVersionsRequest does:
 //
 //   - an unsupported version (req.UnsupportedVersion): v0, UNSUPPORTED_VERSION,
@@ -78,7 +73,7 @@ func ApiVersionsResponse(req *Request, table VersionTable) kmsg.Response {
 //     (Max capped at what kmsg decodes), and for v3+ the features: supported
 //     features whose minimum is 0 are left out below v4 (KAFKA-17492, old
 //     clients reject them) and finalized features at level 0 are always left out.
-func ApiVersionsResponseWithFeatures(req *Request, table VersionTable, f Features) kmsg.Response {
+func ApiVersionsResponse(req *Request, table VersionTable, f Features) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(req.Body.GetVersion())
 	if req.UnsupportedVersion {
@@ -194,29 +189,28 @@ type ApiVersionsFrames struct {
 // one kmsg learns is encoded afresh until this grows).
 const apiVersionsCachedVersions = 8
 
-// NewApiVersionsFrames returns frames for table with Kafka40Features(0), as
-// ApiVersionsResponse answers.
+// NewApiVersionsFrames returns frames for table with Kafka40Features(0).
 func NewApiVersionsFrames(table VersionTable) *ApiVersionsFrames {
 	return &ApiVersionsFrames{table: table, features: Kafka40Features(0)}
 }
 
 // AppendResponse appends the whole response frame for req (size,
 // correlation id, body) to dst, as AppendResponse(dst, req,
-// ApiVersionsResponseWithFeatures(req, table, features)) would.
+// ApiVersionsResponse(req, table, features)) would.
 func (f *ApiVersionsFrames) AppendResponse(dst []byte, req *Request) []byte {
 	v := req.Body.GetVersion()
 	if req.UnsupportedVersion || v < 0 || int(v) >= apiVersionsCachedVersions || invalidClientSoftware(req) {
-		return AppendResponse(dst, req, ApiVersionsResponseWithFeatures(req, f.table, f.features))
+		return AppendResponse(dst, req, ApiVersionsResponse(req, f.table, f.features))
 	}
 	f.once[v].Do(func() {
-		resp := ApiVersionsResponseWithFeatures(req, f.table, f.features)
+		resp := ApiVersionsResponse(req, f.table, f.features)
 		resp.SetVersion(v)
 		f.bodies[v] = resp.AppendTo(nil)
 	})
 	body := f.bodies[v]
 	// The response header is v0 (no tagged fields) at every version.
-	dst = appendInt32(dst, int32(4+len(body)))
-	dst = appendInt32(dst, req.CorrelationID)
+	dst = kbin.AppendInt32(dst, int32(4+len(body)))
+	dst = kbin.AppendInt32(dst, req.CorrelationID)
 	return append(dst, body...)
 }
 

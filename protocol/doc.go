@@ -1,13 +1,14 @@
 // Package protocol owns Strait's side of the Kafka wire protocol that kmsg
 // does not: size-prefixed framing, request headers (v0-v2, with tagged
 // fields), response headers (v0 and v1), the table of API versions the broker
-// serves and the ApiVersions answer generated from it, error responses for
-// requests the broker cannot serve, and the Fetch response, which is laid out
-// here as chunks so that record sets can be sent from files with sendfile.
+// serves and the ApiVersions answer generated from it, and the Fetch
+// response, which is laid out here as chunks so that record sets can be sent
+// from files with sendfile.
 //
 // Request and response bodies are decoded and encoded by
-// github.com/twmb/franz-go/pkg/kmsg; kmsg's kbin is internal, so the few
-// primitives needed here live in wire.go.
+// github.com/twmb/franz-go/pkg/kmsg, and the headers and the Fetch layout
+// with its primitives, github.com/twmb/franz-go/pkg/kbin; wire.go holds the
+// little kbin lacks.
 //
 // Behaviour follows Apache Kafka 4.x (SocketServer, RequestHeader,
 // RequestContext, ApiVersionsRequest/Response):

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -60,16 +61,16 @@ func AppendFetchResponse(dst []Chunk, req *Request, resp *kmsg.FetchResponse, re
 	flexible := resp.IsFlexible()
 
 	w.buf = append(w.buf, 0, 0, 0, 0) // frame size, filled by finish
-	w.buf = appendInt32(w.buf, req.CorrelationID)
+	w.buf = kbin.AppendInt32(w.buf, req.CorrelationID)
 	if flexible {
 		w.buf = append(w.buf, 0) // response header v1: no tagged fields
 	}
 	if version >= 1 {
-		w.buf = appendInt32(w.buf, resp.ThrottleMillis)
+		w.buf = kbin.AppendInt32(w.buf, resp.ThrottleMillis)
 	}
 	if version >= 7 {
-		w.buf = appendInt16(w.buf, resp.ErrorCode)
-		w.buf = appendInt32(w.buf, resp.SessionID)
+		w.buf = kbin.AppendInt16(w.buf, resp.ErrorCode)
+		w.buf = kbin.AppendInt32(w.buf, resp.SessionID)
 	}
 	w.buf = appendArrayLen(w.buf, len(resp.Topics), flexible)
 	for ti := range resp.Topics {
@@ -82,28 +83,28 @@ func AppendFetchResponse(dst []Chunk, req *Request, resp *kmsg.FetchResponse, re
 		w.buf = appendArrayLen(w.buf, len(t.Partitions), flexible)
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
-			w.buf = appendInt32(w.buf, p.Partition)
-			w.buf = appendInt16(w.buf, p.ErrorCode)
-			w.buf = appendInt64(w.buf, p.HighWatermark)
+			w.buf = kbin.AppendInt32(w.buf, p.Partition)
+			w.buf = kbin.AppendInt16(w.buf, p.ErrorCode)
+			w.buf = kbin.AppendInt64(w.buf, p.HighWatermark)
 			if version >= 4 {
-				w.buf = appendInt64(w.buf, p.LastStableOffset)
+				w.buf = kbin.AppendInt64(w.buf, p.LastStableOffset)
 			}
 			if version >= 5 {
-				w.buf = appendInt64(w.buf, p.LogStartOffset)
+				w.buf = kbin.AppendInt64(w.buf, p.LogStartOffset)
 			}
 			if version >= 4 {
 				aborted := p.AbortedTransactions
 				w.buf = appendNullableArrayLen(w.buf, len(aborted), aborted == nil, flexible)
 				for i := range aborted {
-					w.buf = appendInt64(w.buf, aborted[i].ProducerID)
-					w.buf = appendInt64(w.buf, aborted[i].FirstOffset)
+					w.buf = kbin.AppendInt64(w.buf, aborted[i].ProducerID)
+					w.buf = kbin.AppendInt64(w.buf, aborted[i].FirstOffset)
 					if flexible {
 						w.buf = appendTagsWithCount(w.buf, &aborted[i].UnknownTags)
 					}
 				}
 			}
 			if version >= 11 {
-				w.buf = appendInt32(w.buf, p.PreferredReadReplica)
+				w.buf = kbin.AppendInt32(w.buf, p.PreferredReadReplica)
 			}
 			w.records(records(ti, pi), flexible)
 			if flexible {
@@ -145,9 +146,9 @@ func (w *fetchWriter) records(chunks []Chunk, flexible bool) {
 		n += c.Size()
 	}
 	if flexible {
-		w.buf = appendUvarint(w.buf, uint32(n)+1)
+		w.buf = kbin.AppendUvarint(w.buf, uint32(n)+1)
 	} else {
-		w.buf = appendInt32(w.buf, int32(n))
+		w.buf = kbin.AppendInt32(w.buf, int32(n))
 	}
 	if n == 0 {
 		return
@@ -173,7 +174,7 @@ func (w *fetchWriter) finish() []Chunk {
 // appendTagsWithCount writes a tagged-field section holding only unknown tags
 // (kmsg's Tags.appendWithCount).
 func appendTagsWithCount(dst []byte, t *kmsg.Tags) []byte {
-	dst = appendUvarint(dst, uint32(t.Len()))
+	dst = kbin.AppendUvarint(dst, uint32(t.Len()))
 	return t.AppendEach(dst)
 }
 
@@ -191,23 +192,23 @@ func appendPartitionTags(dst []byte, p *kmsg.FetchResponseTopicPartition) []byte
 			n++
 		}
 	}
-	dst = appendUvarint(dst, uint32(n))
+	dst = kbin.AppendUvarint(dst, uint32(n))
 	var field []byte
 	if hasD {
-		field = appendInt32(field[:0], d.Epoch)
-		field = appendInt64(field, d.EndOffset)
+		field = kbin.AppendInt32(field[:0], d.Epoch)
+		field = kbin.AppendInt64(field, d.EndOffset)
 		field = appendTagsWithCount(field, &d.UnknownTags)
 		dst = appendTaggedField(dst, 0, field)
 	}
 	if hasL {
-		field = appendInt32(field[:0], l.LeaderID)
-		field = appendInt32(field, l.LeaderEpoch)
+		field = kbin.AppendInt32(field[:0], l.LeaderID)
+		field = kbin.AppendInt32(field, l.LeaderEpoch)
 		field = appendTagsWithCount(field, &l.UnknownTags)
 		dst = appendTaggedField(dst, 1, field)
 	}
 	if hasS {
-		field = appendInt64(field[:0], s.EndOffset)
-		field = appendInt32(field, s.Epoch)
+		field = kbin.AppendInt64(field[:0], s.EndOffset)
+		field = kbin.AppendInt32(field, s.Epoch)
 		field = appendTagsWithCount(field, &s.UnknownTags)
 		dst = appendTaggedField(dst, 2, field)
 	}
@@ -221,15 +222,15 @@ func appendFetchResponseTags(dst []byte, resp *kmsg.FetchResponse) []byte {
 	if len(resp.Brokers) > 0 {
 		n++
 	}
-	dst = appendUvarint(dst, uint32(n))
+	dst = kbin.AppendUvarint(dst, uint32(n))
 	if len(resp.Brokers) > 0 {
-		field := appendArrayLen(nil, len(resp.Brokers), true)
+		field := kbin.AppendCompactArrayLen(nil, len(resp.Brokers))
 		for i := range resp.Brokers {
 			b := &resp.Brokers[i]
-			field = appendInt32(field, b.NodeID)
-			field = appendString(field, b.Host, true)
-			field = appendInt32(field, b.Port)
-			field = appendNullableString(field, b.Rack, true)
+			field = kbin.AppendInt32(field, b.NodeID)
+			field = kbin.AppendCompactString(field, b.Host)
+			field = kbin.AppendInt32(field, b.Port)
+			field = kbin.AppendCompactNullableString(field, b.Rack)
 			field = appendTagsWithCount(field, &b.UnknownTags)
 		}
 		dst = appendTaggedField(dst, 0, field)
@@ -238,7 +239,7 @@ func appendFetchResponseTags(dst []byte, resp *kmsg.FetchResponse) []byte {
 }
 
 func appendTaggedField(dst []byte, tag uint32, value []byte) []byte {
-	dst = appendUvarint(dst, tag)
-	dst = appendUvarint(dst, uint32(len(value)))
+	dst = kbin.AppendUvarint(dst, tag)
+	dst = kbin.AppendUvarint(dst, uint32(len(value)))
 	return append(dst, value...)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -94,7 +95,7 @@ func newFetchFixture(version int16) fetchFixture {
 // kmsgFetchFrame is the reference: size, header, kmsg's encoding of the body.
 func kmsgFetchFrame(correlationID int32, resp *kmsg.FetchResponse) []byte {
 	b := []byte{0, 0, 0, 0}
-	b = appendInt32(b, correlationID)
+	b = kbin.AppendInt32(b, correlationID)
 	if resp.IsFlexible() {
 		b = append(b, 0)
 	}

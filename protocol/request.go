@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,8 +22,8 @@ type Request struct {
 	// UnsupportedVersion is set only for an ApiVersions request at a version
 	// the table does not serve. As in Kafka (RequestContext.parseRequest) the
 	// body is not decoded: Body is an empty v0 ApiVersionsRequest, and
-	// ApiVersionsResponse answers UNSUPPORTED_VERSION in the v0 format, which
-	// AppendResponse encodes at v0 with a v0 header.
+	// ApiVersionsResponse answers UNSUPPORTED_VERSION in the v0
+	// format, which AppendResponse encodes at v0 with a v0 header.
 	UnsupportedVersion bool
 }
 
@@ -34,30 +35,26 @@ func (r *Request) ClientIDString() string {
 	return *r.ClientID
 }
 
-// ParseRequest decodes a frame (without its size prefix) against the table.
-//
-// Errors are *UnknownKeyError, *UnsupportedVersionError or
-// *MalformedRequestError; on each, Kafka closes the connection. The body
-// shares memory with frame: the caller must not reuse frame while the
-// request is alive.
-func ParseRequest(frame []byte, table VersionTable) (*Request, error) {
-	return ParseRequestCached(frame, table, nil)
-}
-
 // ClientIDCache holds the last client id a connection sent: clients send
 // the same one with every request, which then costs no allocation. The
 // cached string is shared by the requests that carry it.
 type ClientIDCache struct{ last *string }
 
-// ParseRequestCached is ParseRequest reusing the client id in cache (nil:
-// none) when the request carries the same one.
-func ParseRequestCached(frame []byte, table VersionTable, cache *ClientIDCache) (*Request, error) {
-	r := wireReader{src: frame}
-	key := r.int16()
-	version := r.int16()
-	correlationID := r.int32()
-	if r.err != nil {
-		return nil, &MalformedRequestError{Key: key, Version: version, CorrelationID: correlationID, Part: "header", Err: r.err}
+// ParseRequest decodes a frame (without its size prefix) against the
+// table, reusing the client id in cache (nil: none) when the request
+// carries the same one.
+//
+// Errors are *UnknownKeyError, *UnsupportedVersionError or
+// *MalformedRequestError; on each, Kafka closes the connection. The body
+// shares memory with frame: the caller must not reuse frame while the
+// request is alive.
+func ParseRequest(frame []byte, table VersionTable, cache *ClientIDCache) (*Request, error) {
+	r := kbin.Reader{Src: frame}
+	key := r.Int16()
+	version := r.Int16()
+	correlationID := r.Int32()
+	if err := r.Complete(); err != nil {
+		return nil, &MalformedRequestError{Key: key, Version: version, CorrelationID: correlationID, Part: "header", Err: err}
 	}
 	vr, body, ok := decodableRange(table, key)
 	if !ok {
@@ -82,13 +79,13 @@ func ParseRequestCached(frame []byte, table VersionTable, cache *ClientIDCache) 
 		req.HeaderVersion = 1
 	}
 	if req.HeaderVersion >= 1 {
-		req.ClientID = r.nullableStringCached(cache)
+		req.ClientID = readClientID(&r, cache)
 	}
 	if req.HeaderVersion >= 2 {
-		r.skipTags()
+		skipTags(&r)
 	}
-	if r.err != nil {
-		return nil, &MalformedRequestError{Key: key, Version: version, CorrelationID: correlationID, Part: "header", Err: r.err}
+	if err := r.Complete(); err != nil {
+		return nil, &MalformedRequestError{Key: key, Version: version, CorrelationID: correlationID, Part: "header", Err: err}
 	}
 
 	if !supported { // ApiVersions only: answered at v0, body ignored
@@ -96,7 +93,7 @@ func ParseRequestCached(frame []byte, table VersionTable, cache *ClientIDCache) 
 		req.UnsupportedVersion = true
 		return req, nil
 	}
-	if err := decodeBody(body, r.src); err != nil {
+	if err := decodeBody(body, r.Src); err != nil {
 		return nil, &MalformedRequestError{Key: key, Version: version, CorrelationID: correlationID, Part: "body", Err: err}
 	}
 	return req, nil

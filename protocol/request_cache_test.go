@@ -6,11 +6,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func TestParseRequestCachedClientID(t *testing.T) {
+func TestParseRequestClientIDCache(t *testing.T) {
 	var cache ClientIDCache
 	parse := func(id *string) *Request {
 		t.Helper()
-		req, err := ParseRequestCached(requestFrame(3, 4, 1, id, 1, nil, metadataBody(4)), KafkaVersions, &cache)
+		req, err := ParseRequest(requestFrame(3, 4, 1, id, 1, nil, metadataBody(4)), KafkaVersions, &cache)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func BenchmarkParseProduce(b *testing.B) {
 	var cache ClientIDCache
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := ParseRequestCached(frame, KafkaVersions, &cache); err != nil {
+		if _, err := ParseRequest(frame, KafkaVersions, &cache); err != nil {
 			b.Fatal(err)
 		}
 	}

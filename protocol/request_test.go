@@ -5,17 +5,18 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // requestFrame builds a frame (without size prefix): header v1 or v2 with the
 // given client id and raw header tag section (v2 only), then body.
 func requestFrame(key, version int16, correlationID int32, clientID *string, headerVersion int16, headerTags []byte, body []byte) []byte {
-	b := appendInt16(nil, key)
-	b = appendInt16(b, version)
-	b = appendInt32(b, correlationID)
+	b := kbin.AppendInt16(nil, key)
+	b = kbin.AppendInt16(b, version)
+	b = kbin.AppendInt32(b, correlationID)
 	if headerVersion >= 1 {
-		b = appendNullableString(b, clientID, false) // never compact, even in v2
+		b = kbin.AppendNullableString(b, clientID) // never compact, even in v2
 	}
 	if headerVersion >= 2 {
 		if headerTags == nil {
@@ -41,7 +42,7 @@ func metadataBody(version int16) []byte {
 
 func TestParseRequestHeaderV1(t *testing.T) {
 	frame := requestFrame(3, 4, 77, strPtr("cli"), 1, nil, metadataBody(4))
-	req, err := ParseRequest(frame, KafkaVersions)
+	req, err := ParseRequest(frame, KafkaVersions, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestParseRequestHeaderV2TaggedFieldsNullClientID(t *testing.T) {
 	// Two header tags: 0 with 3 bytes, 300 (two-byte varint) with 0 bytes.
 	tags := []byte{2, 0, 3, 'a', 'b', 'c', 0xac, 0x02, 0}
 	frame := requestFrame(3, 12, -5, nil, 2, tags, metadataBody(12))
-	req, err := ParseRequest(frame, KafkaVersions)
+	req, err := ParseRequest(frame, KafkaVersions, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestParseRequestHeaderV2TaggedFieldsNullClientID(t *testing.T) {
 
 func TestParseRequestTrailingBytesIgnored(t *testing.T) {
 	frame := append(requestFrame(3, 4, 1, strPtr("c"), 1, nil, metadataBody(4)), 1, 2, 3)
-	if _, err := ParseRequest(frame, KafkaVersions); err != nil {
+	if _, err := ParseRequest(frame, KafkaVersions, nil); err != nil {
 		t.Fatalf("trailing bytes: %v (Kafka ignores them)", err)
 	}
 }
@@ -82,7 +83,7 @@ func TestParseRequestTrailingBytesIgnored(t *testing.T) {
 func TestParseRequestUnknownKey(t *testing.T) {
 	table := VersionTable{3: KafkaVersions[3]}
 	for _, key := range []int16{9999, -1, 0} { // 0 is known to kmsg but not served
-		_, err := ParseRequest(requestFrame(key, 0, 9, nil, 1, nil, nil), table)
+		_, err := ParseRequest(requestFrame(key, 0, 9, nil, 1, nil, nil), table, nil)
 		var unknown *UnknownKeyError
 		if !errors.As(err, &unknown) || unknown.Key != key || unknown.CorrelationID != 9 {
 			t.Fatalf("key %d: err %v, want UnknownKeyError", key, err)
@@ -126,7 +127,7 @@ func TestParseRequestUnsupportedVersion(t *testing.T) {
 		{0, 1, 3, 12},   // Produce v1
 		{3, 100, 0, 13}, // Metadata v100
 	} {
-		_, err := ParseRequest(requestFrame(c.key, c.version, 4, strPtr("x"), 1, nil, nil), KafkaVersions)
+		_, err := ParseRequest(requestFrame(c.key, c.version, 4, strPtr("x"), 1, nil, nil), KafkaVersions, nil)
 		var unsupported *UnsupportedVersionError
 		if !errors.As(err, &unsupported) || unsupported.Key != c.key || unsupported.Version != c.version ||
 			unsupported.Min != c.min || unsupported.Max != c.max || unsupported.CorrelationID != 4 {
@@ -139,7 +140,7 @@ func TestParseRequestProduceV3Accepted(t *testing.T) {
 	body := kmsg.NewPtrProduceRequest()
 	body.SetVersion(3)
 	body.Acks = -1
-	req, err := ParseRequest(requestFrame(0, 3, 1, strPtr("p"), 1, nil, body.AppendTo(nil)), KafkaVersions)
+	req, err := ParseRequest(requestFrame(0, 3, 1, strPtr("p"), 1, nil, body.AppendTo(nil)), KafkaVersions, nil)
 	if err != nil || req.Body.(*kmsg.ProduceRequest).Acks != -1 {
 		t.Fatalf("produce v3: %v", err)
 	}
@@ -147,12 +148,12 @@ func TestParseRequestProduceV3Accepted(t *testing.T) {
 
 func TestParseRequestMalformedHeader(t *testing.T) {
 	valid := requestFrame(3, 12, 1, strPtr("client"), 2, []byte{1, 7, 2, 'h', 'i'}, metadataBody(12))
-	if _, err := ParseRequest(valid, KafkaVersions); err != nil {
+	if _, err := ParseRequest(valid, KafkaVersions, nil); err != nil {
 		t.Fatal(err)
 	}
 	headerLen := 8 + 2 + len("client") + 5
 	for n := 0; n < headerLen; n++ {
-		_, err := ParseRequest(valid[:n], KafkaVersions)
+		_, err := ParseRequest(valid[:n], KafkaVersions, nil)
 		var malformed *MalformedRequestError
 		if !errors.As(err, &malformed) || malformed.Part != "header" {
 			t.Fatalf("header cut at %d: err %v, want malformed header", n, err)
@@ -168,7 +169,7 @@ func TestParseRequestMalformedHeader(t *testing.T) {
 	}
 	bad["client id longer than frame"] = append(bad["client id longer than frame"], 0x7f, 0xff, 'a')
 	for name, frame := range bad {
-		_, err := ParseRequest(frame, KafkaVersions)
+		_, err := ParseRequest(frame, KafkaVersions, nil)
 		var malformed *MalformedRequestError
 		if !errors.As(err, &malformed) || malformed.Part != "header" {
 			t.Fatalf("%s: err %v, want malformed header", name, err)
@@ -179,15 +180,15 @@ func TestParseRequestMalformedHeader(t *testing.T) {
 func TestParseRequestMalformedBody(t *testing.T) {
 	body := metadataBody(4)
 	for n := 0; n < len(body); n++ {
-		_, err := ParseRequest(requestFrame(3, 4, 1, nil, 1, nil, body[:n]), KafkaVersions)
+		_, err := ParseRequest(requestFrame(3, 4, 1, nil, 1, nil, body[:n]), KafkaVersions, nil)
 		var malformed *MalformedRequestError
 		if !errors.As(err, &malformed) || malformed.Part != "body" {
 			t.Fatalf("body cut at %d of %d: err %v, want malformed body", n, len(body), err)
 		}
 	}
 	// An array count far beyond the frame must fail without allocating it.
-	huge := appendInt32(nil, 1<<30)
-	_, err := ParseRequest(requestFrame(3, 4, 1, nil, 1, nil, huge), KafkaVersions)
+	huge := kbin.AppendInt32(nil, 1<<30)
+	_, err := ParseRequest(requestFrame(3, 4, 1, nil, 1, nil, huge), KafkaVersions, nil)
 	var malformed *MalformedRequestError
 	if !errors.As(err, &malformed) {
 		t.Fatalf("huge array count: err %v", err)
@@ -202,14 +203,14 @@ func TestParseRequestUnsupportedApiVersions(t *testing.T) {
 			hv = 2
 		}
 		frame := requestFrame(18, v, 42, strPtr("new-client"), hv, nil, []byte{0xde, 0xad})
-		req, err := ParseRequest(frame, KafkaVersions)
+		req, err := ParseRequest(frame, KafkaVersions, nil)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
 		if !req.UnsupportedVersion || req.Version != v || req.Body.GetVersion() != 0 || req.HeaderVersion != hv {
 			t.Fatalf("v%d: %+v", v, req)
 		}
-		out := AppendResponse(nil, req, ApiVersionsResponse(req, KafkaVersions))
+		out := AppendResponse(nil, req, ApiVersionsResponse(req, KafkaVersions, Kafka40Features(0)))
 		// size, correlation id, no header tags (v0 header), v0 body.
 		if int(int32(be32(out))) != len(out)-4 || int32(be32(out[4:])) != 42 {
 			t.Fatalf("v%d: frame %x", v, out)
@@ -230,7 +231,7 @@ func TestParseRequestUnsupportedApiVersions(t *testing.T) {
 	}
 	// A truncated header still fails, even for ApiVersions.
 	frame := requestFrame(18, 9, 42, strPtr("new-client"), 2, nil, nil)
-	if _, err := ParseRequest(frame[:len(frame)-1], KafkaVersions); err == nil {
+	if _, err := ParseRequest(frame[:len(frame)-1], KafkaVersions, nil); err == nil {
 		t.Fatal("ApiVersions with truncated header accepted")
 	}
 }
@@ -263,7 +264,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte{0, 3, 0, 12, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff})
 
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		req, err := ParseRequest(frame, KafkaVersions)
+		req, err := ParseRequest(frame, KafkaVersions, nil)
 		if err != nil {
 			return
 		}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/binary"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,7 +18,7 @@ func AppendResponse(dst []byte, req *Request, resp kmsg.Response) []byte {
 	resp.SetVersion(req.Body.GetVersion())
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0) // size, filled below
-	dst = appendInt32(dst, req.CorrelationID)
+	dst = kbin.AppendInt32(dst, req.CorrelationID)
 	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
 		dst = append(dst, 0) // no header tagged fields
 	}

@@ -19,14 +19,16 @@ func (r VersionRange) acceptedMin() int16 {
 	return r.Min
 }
 
-// VersionTable maps API key to its served range; the broker builds it from its
-// handler registry, so ApiVersions has one source of truth.
+// VersionTable maps API key to its served range; the broker builds it from
+// its handler registrations (broker/handlers.go), the one place Strait's
+// ranges are written, and ApiVersions answers from it.
 type VersionTable map[int16]VersionRange
 
 // KafkaVersions is what an Apache Kafka 4.0 broker listener advertises in
 // ApiVersions (after KIP-896 removed the old versions), for every key kmsg
-// knows. The broker copies entries from it when it registers handlers, capping
-// Max at what each handler implements. Treat it as read-only.
+// knows: reference data, not what Strait serves. The broker checks each
+// handler registration against it (Strait never advertises a version Kafka
+// does not), and tests use it as a full table. Treat it as read-only.
 //
 // Source: the validVersions of clients/src/main/resources/common/message/*.json
 // at the 4.0 tag, as recorded in franz-go's kversion.V4_0_0 (b40). Keys only

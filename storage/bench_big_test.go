@@ -47,7 +47,7 @@ func fillLog(b *testing.B, l *Log, totalBytes int64) {
 			b.Fatal(err)
 		}
 	}
-	if err := l.Flush(); err != nil {
+	if err := l.flush(); err != nil {
 		b.Fatal(err)
 	}
 	l.UpdateHighWatermark(l.LogEndOffset())

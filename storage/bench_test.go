@@ -162,7 +162,7 @@ func BenchmarkCompaction(b *testing.B) {
 		l.UpdateHighWatermark(l.LogEndOffset())
 		c := testCleaner(b, l)
 		b.StartTimer()
-		res, cleaned, err := c.CleanOnce(testEpoch)
+		res, cleaned, err := c.runOnce(testEpoch)
 		if err != nil || !cleaned || res.RecordsWritten != 10000 {
 			b.Fatalf("clean: %+v, %v, %v", res, cleaned, err)
 		}

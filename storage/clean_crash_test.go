@@ -160,7 +160,7 @@ func TestCompactionCrashAtEveryStepRecovers(t *testing.T) {
 		fsys.mu.Lock()
 		fsys.budget = n
 		fsys.mu.Unlock()
-		_, _, cleanErr := testCleaner(t, l).CleanOnce(testEpoch)
+		_, _, cleanErr := testCleaner(t, l).runOnce(testEpoch)
 		crash(l)
 		if !fsys.dead {
 			if cleanErr != nil {

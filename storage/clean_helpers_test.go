@@ -35,7 +35,7 @@ func testCleaner(t testing.TB, logs ...*Log) *Cleaner {
 
 func cleanOnce(t testing.TB, c *Cleaner, now time.Time) (CleanResult, bool) {
 	t.Helper()
-	res, cleaned, err := c.CleanOnce(now)
+	res, cleaned, err := c.runOnce(now)
 	if err != nil {
 		t.Fatalf("clean: %v", err)
 	}

@@ -569,7 +569,7 @@ func TestCloseAbortsCleaning(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	res, cleaned, err := testCleaner(t, l).CleanOnce(testEpoch)
+	res, cleaned, err := testCleaner(t, l).runOnce(testEpoch)
 	if err != nil || !cleaned || res.SegmentsReplaced != 0 || res.EndOffset != res.FirstDirtyOffset {
 		t.Fatalf("cleaning during Close: %+v, %v, %v; want it aborted", res, cleaned, err)
 	}

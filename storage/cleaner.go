@@ -51,7 +51,7 @@ type Cleaner struct {
 
 	pickMu  sync.Mutex     // one worker picks a log at a time
 	syncMu  sync.Mutex     // guards syncW
-	syncW   *cleanerWorker // CleanOnce's worker
+	syncW   *cleanerWorker // runOnce's worker
 	stop    chan struct{}
 	stopped sync.Once
 	wg      sync.WaitGroup
@@ -137,11 +137,11 @@ func (c *Cleaner) run(id int, w *cleanerWorker) {
 	}
 }
 
-// CleanOnce picks the filthiest log that needs cleaning at now and cleans
-// it in the calling goroutine; cleaned is false if no log needed it. It is
-// what each cleaner thread does in a loop; tests and tools call it
-// directly (with or without Start).
-func (c *Cleaner) CleanOnce(now time.Time) (res CleanResult, cleaned bool, err error) {
+// runOnce picks the filthiest log that needs cleaning at now and cleans it
+// in the calling goroutine; cleaned is false if no log needed it. It is what
+// each cleaner thread does in a loop; tests call it directly (with or
+// without Start).
+func (c *Cleaner) runOnce(now time.Time) (res CleanResult, cleaned bool, err error) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	if c.syncW == nil {

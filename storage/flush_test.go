@@ -302,12 +302,12 @@ func TestFailedRollFlushLeavesRecoveryPoint(t *testing.T) {
 	if len(errs) != 1 || errs[0].attrs["dir"] != dir || errs[0].attrs["base_offset"] != rp {
 		t.Fatalf("logged %+v, want one error naming %s and segment %d", errs, dir, rp)
 	}
-	if err := l.Flush(); kerrCode(err) != kerr.KafkaStorageError.Code {
+	if err := l.flush(); kerrCode(err) != kerr.KafkaStorageError.Code {
 		t.Fatalf("flush on a failing disk: %v", err)
 	}
 
 	fsys.FailSyncs(false)
-	if err := l.Flush(); err != nil {
+	if err := l.flush(); err != nil {
 		t.Fatal(err)
 	}
 	if got, leo := l.recoveryPoint.Load(), l.LogEndOffset(); got != leo {

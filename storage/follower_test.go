@@ -179,7 +179,7 @@ func checkSameState(t *testing.T, want, got *Log) {
 	if g, w := got.ActiveProducers(), want.ActiveProducers(); !slices.Equal(g, w) {
 		t.Fatalf("producers %+v, want %+v", g, w)
 	}
-	if g, w := got.EpochEntries(), want.EpochEntries(); !slices.Equal(g, w) {
+	if g, w := got.epochEntries(), want.epochEntries(); !slices.Equal(g, w) {
 		t.Fatalf("epochs %v, want %v", g, w)
 	}
 	ga, err := got.AbortedTransactions(0, got.LogEndOffset())
@@ -211,8 +211,8 @@ func TestFollowerReplicatesByteForByte(t *testing.T) {
 			if lso := follower.LastStableOffset(); lso >= follower.LogEndOffset() {
 				t.Fatalf("LSO %d: the open transaction is not holding it", lso)
 			}
-			if len(follower.EpochEntries()) != 3 {
-				t.Fatalf("epochs %v", follower.EpochEntries())
+			if len(follower.epochEntries()) != 3 {
+				t.Fatalf("epochs %v", follower.epochEntries())
 			}
 			if err := leader.Close(); err != nil {
 				t.Fatal(err)
@@ -437,7 +437,7 @@ func TestFollowerStartsInsideLeadersFirstBatch(t *testing.T) {
 		t.Fatalf("follower log [%d, %d) in a segment at %d, want [7, 20) at 5",
 			follower.LogStartOffset(), follower.LogEndOffset(), follower.active().baseOffset)
 	}
-	checkEpochs(t, follower.EpochEntries(), ee(3, 7))
+	checkEpochs(t, follower.epochEntries(), ee(3, 7))
 	// Not on a log with records: the overlap is refused.
 	if _, err := follower.AppendAsFollower(readSlices(t, res)); kerrCode(err) != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("overlapping append: %v", err)

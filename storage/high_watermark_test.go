@@ -43,7 +43,7 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	}
 	// Flush and Close checkpoint it too.
 	l.UpdateHighWatermark(25)
-	if err := l.Flush(); err != nil {
+	if err := l.flush(); err != nil {
 		t.Fatal(err)
 	}
 	if got := readHWFile(t, dir); got != "0\n25\n" {

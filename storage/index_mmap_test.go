@@ -526,7 +526,7 @@ func TestManyLogsOneDescriptorPerSegment(t *testing.T) {
 			}
 		}
 		l.UpdateHighWatermark(l.LogEndOffset())
-		if err := l.Flush(); err != nil {
+		if err := l.flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -629,11 +629,11 @@ func TestIndexMmapReserveAndSyncFailures(t *testing.T) {
 	l.mu.Unlock()
 
 	msync = func([]byte) error { return syscall.EIO }
-	if err := l.Flush(); kerrCode(err) != kerr.KafkaStorageError.Code || !errors.Is(err, syscall.EIO) {
+	if err := l.flush(); kerrCode(err) != kerr.KafkaStorageError.Code || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("flush with a failing msync: %v", err)
 	}
 	msync = realMsync
-	if err := l.Flush(); err != nil {
+	if err := l.flush(); err != nil {
 		t.Fatal(err)
 	}
 	stored = append(stored, appendBatches(t, l, compress.None, 2, testEpoch.UnixMilli())...)

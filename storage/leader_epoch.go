@@ -349,8 +349,8 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return l.epochs.endOffsetFor(epoch, l.logEndOffset.Load())
 }
 
-// EpochEntries returns a copy of the leader epoch cache.
-func (l *Log) EpochEntries() []EpochEntry {
+// epochEntries returns a copy of the leader epoch cache.
+func (l *Log) epochEntries() []EpochEntry {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.epochs == nil {

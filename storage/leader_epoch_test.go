@@ -211,7 +211,7 @@ func TestLeaderEpochsOfLog(t *testing.T) {
 		t.Fatalf("empty cache: (%d, %d)", e, o)
 	}
 	epochLog(t, l)
-	checkEpochs(t, l.EpochEntries(), ee(0, 0), ee(2, 5), ee(5, 8), ee(6, 9))
+	checkEpochs(t, l.epochEntries(), ee(0, 0), ee(2, 5), ee(5, 8), ee(6, 9))
 	if e, ok := l.LatestEpoch(); !ok || e != 6 {
 		t.Fatalf("latest epoch %d %v", e, ok)
 	}
@@ -225,7 +225,7 @@ func TestLeaderEpochsOfLog(t *testing.T) {
 	}
 	// The current epoch ends at the log end offset as it moves.
 	mustAppend(t, l, simpleBatch(t, compress.None, 2, testEpoch.UnixMilli())) // epoch 7
-	checkEpochs(t, l.EpochEntries(), ee(0, 0), ee(2, 5), ee(5, 8), ee(7, 9))
+	checkEpochs(t, l.epochEntries(), ee(0, 0), ee(2, 5), ee(5, 8), ee(7, 9))
 	if _, err := l.AppendAsLeader(simpleBatch(t, compress.None, 1, testEpoch.UnixMilli()), 7); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestLeaderEpochsOfLog(t *testing.T) {
 	if _, err := l.AppendMarker(TxnMarker{ProducerID: 9, ProducerEpoch: 0, Commit: true}, 8); err != nil {
 		t.Fatal(err)
 	}
-	checkEpochs(t, l.EpochEntries(), ee(0, 0), ee(2, 5), ee(5, 8), ee(7, 9), ee(8, 12))
+	checkEpochs(t, l.epochEntries(), ee(0, 0), ee(2, 5), ee(5, 8), ee(7, 9), ee(8, 12))
 	if err := l.AssignEpochStartOffset(-1, 3); kerrCode(err) != kerr.InvalidRequest.Code {
 		t.Fatalf("assign of epoch -1: %v", err)
 	}
@@ -244,7 +244,7 @@ func TestLeaderEpochsOfLog(t *testing.T) {
 	if _, err := l.AppendAsLeader(simpleBatch(t, compress.None, 1, testEpoch.UnixMilli()), -1); err != nil {
 		t.Fatal(err)
 	}
-	checkEpochs(t, l.EpochEntries(), ee(0, 0), ee(2, 5), ee(5, 8), ee(7, 9), ee(8, 12))
+	checkEpochs(t, l.epochEntries(), ee(0, 0), ee(2, 5), ee(5, 8), ee(7, 9), ee(8, 12))
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -262,14 +262,14 @@ func TestLeaderEpochCheckpointSurvivesReopenAndCrash(t *testing.T) {
 	l := openTestLog(t, dir, cfg, nil)
 	epochLog(t, l)
 	want := []EpochEntry{ee(0, 0), ee(2, 5), ee(5, 8), ee(6, 9)}
-	checkEpochs(t, l.EpochEntries(), want...)
+	checkEpochs(t, l.epochEntries(), want...)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// Reopened: the entry at the log end (epoch 6 never wrote) goes, as in
 	// Kafka's LogLoader.
 	l = openTestLog(t, dir, cfg, nil)
-	checkEpochs(t, l.EpochEntries(), want[:3]...)
+	checkEpochs(t, l.epochEntries(), want[:3]...)
 	if err := l.AssignEpochStartOffset(6, l.LogEndOffset()); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestLeaderEpochCheckpointSurvivesReopenAndCrash(t *testing.T) {
 	}
 	crash(l)
 	l = openTestLog(t, dir, cfg, nil)
-	checkEpochs(t, l.EpochEntries(), want...)
+	checkEpochs(t, l.epochEntries(), want...)
 	if e, o := l.EndOffsetForEpoch(5); e != 5 || o != 9 {
 		t.Fatalf("EndOffsetForEpoch(5) after a crash = (%d, %d)", e, o)
 	}
@@ -295,7 +295,7 @@ func TestLeaderEpochCheckpointSurvivesReopenAndCrash(t *testing.T) {
 	if l.LogEndOffset() != 11 {
 		t.Fatalf("log end %d after a torn tail, want 11", l.LogEndOffset())
 	}
-	checkEpochs(t, l.EpochEntries(), want...)
+	checkEpochs(t, l.epochEntries(), want...)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestLeaderEpochCheckpointSurvivesReopenAndCrash(t *testing.T) {
 	}
 	l = openTestLog(t, dir, cfg, nil)
 	defer l.Close()
-	checkEpochs(t, l.EpochEntries())
+	checkEpochs(t, l.epochEntries())
 	if _, ok := l.LatestEpoch(); ok {
 		t.Fatal("latest epoch without a checkpoint")
 	}
@@ -323,7 +323,7 @@ func TestLeaderEpochsFollowLogStart(t *testing.T) {
 	if _, err := l.DeleteRecordsBefore(6); err != nil {
 		t.Fatal(err)
 	}
-	checkEpochs(t, l.EpochEntries(), ee(2, 6), ee(5, 8), ee(6, 9))
+	checkEpochs(t, l.epochEntries(), ee(2, 6), ee(5, 8), ee(6, 9))
 	for _, c := range []struct {
 		requested, epoch int32
 		end              int64
@@ -348,9 +348,9 @@ func TestLeaderEpochsFollowLogStart(t *testing.T) {
 	if lso <= 9 {
 		t.Fatalf("log start %d, want it in epoch 6", lso)
 	}
-	checkEpochs(t, l.EpochEntries(), ee(6, lso))
+	checkEpochs(t, l.epochEntries(), ee(6, lso))
 	crash(l)
 	l = openTestLog(t, dir, cfg, nil)
 	defer l.Close()
-	checkEpochs(t, l.EpochEntries(), ee(6, lso))
+	checkEpochs(t, l.epochEntries(), ee(6, lso))
 }

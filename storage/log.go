@@ -523,10 +523,10 @@ func (l *Log) flushLocked(now time.Time) error {
 	return nil
 }
 
-// Flush fsyncs everything appended so far (sealed segments whose
+// flush fsyncs everything appended so far (sealed segments whose
 // asynchronous flush is pending included) and checkpoints the recovery
 // point and the high watermark.
-func (l *Log) Flush() error {
+func (l *Log) flush() error {
 	l.hwMu.Lock()
 	defer l.hwMu.Unlock()
 	l.mu.Lock()

@@ -252,7 +252,7 @@ func TestTruncateToCrash(t *testing.T) {
 	dir := t.TempDir()
 	l := openTestLog(t, dir, cfg, producerClock())
 	bases := appendGen(t, l, 0, 50, 0)
-	if err := l.Flush(); err != nil {
+	if err := l.flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.TruncateTo(bases[17]); err != nil {
@@ -278,7 +278,7 @@ func TestTruncateToKeepsLeaderEpochsAndOffsets(t *testing.T) {
 	l := openTestLog(t, t.TempDir(), cfg, producerClock())
 	defer l.Close()
 	bases := appendGen(t, l, 0, 50, 0) // epochs 0, 1, 2 from batches 0, 20, 40
-	checkEpochs(t, l.EpochEntries(), ee(0, 0), ee(1, bases[20]), ee(2, bases[40]))
+	checkEpochs(t, l.epochEntries(), ee(0, 0), ee(1, bases[20]), ee(2, bases[40]))
 	if err := l.AssignEpochStartOffset(3, l.LogEndOffset()); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestTruncateToKeepsLeaderEpochsAndOffsets(t *testing.T) {
 	if l.LogEndOffset() != leo {
 		t.Fatal("truncation past the end moved the log end")
 	}
-	checkEpochs(t, l.EpochEntries(), ee(0, 0), ee(1, bases[20]), ee(2, bases[40]))
+	checkEpochs(t, l.epochEntries(), ee(0, 0), ee(1, bases[20]), ee(2, bases[40]))
 	// Into epoch 1: epoch 2 goes.
 	l.UpdateHighWatermark(bases[45])
 	if _, err := l.DeleteRecordsBefore(bases[3] + 1); err != nil {
@@ -300,7 +300,7 @@ func TestTruncateToKeepsLeaderEpochsAndOffsets(t *testing.T) {
 	if err := l.TruncateTo(bases[30]); err != nil {
 		t.Fatal(err)
 	}
-	checkEpochs(t, l.EpochEntries(), ee(0, bases[3]+1), ee(1, bases[20]))
+	checkEpochs(t, l.epochEntries(), ee(0, bases[3]+1), ee(1, bases[20]))
 	if l.HighWatermark() != bases[30] || l.LogStartOffset() != bases[3]+1 {
 		t.Fatalf("hw %d, log start %d", l.HighWatermark(), l.LogStartOffset())
 	}
@@ -318,7 +318,7 @@ func TestTruncateToKeepsLeaderEpochsAndOffsets(t *testing.T) {
 	if l.LogStartOffset() != bases[2] || l.LogEndOffset() != bases[2] || l.HighWatermark() != bases[2] {
 		t.Fatalf("log [%d, %d) hw %d, want all %d", l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark(), bases[2])
 	}
-	checkEpochs(t, l.EpochEntries())
+	checkEpochs(t, l.epochEntries())
 	if err := l.TruncateTo(-1); kerrCode(err) != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("truncation to -1: %v", err)
 	}
@@ -384,7 +384,7 @@ func TestTruncateTransactions(t *testing.T) {
 	if got, _ := l.AbortedTransactions(0, l.LogEndOffset()); len(got) != 0 {
 		t.Fatalf("aborted after the marker was truncated: %+v", got)
 	}
-	if !l.HasOngoingTransaction(2) || l.LastStableOffset() != start.FirstOffset {
+	if !l.hasOngoingTransaction(2) || l.LastStableOffset() != start.FirstOffset {
 		t.Fatalf("transaction not open again: LSO %d", l.LastStableOffset())
 	}
 	// It can be aborted again, and that survives a restart.
@@ -405,7 +405,7 @@ func TestTruncateTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	hwUp()
-	if l.HasOngoingTransaction(2) || l.LastStableOffset() != l.LogEndOffset() {
+	if l.hasOngoingTransaction(2) || l.LastStableOffset() != l.LogEndOffset() {
 		t.Fatalf("transaction still open after its start was truncated: LSO %d, log end %d", l.LastStableOffset(), l.LogEndOffset())
 	}
 	if got, _ := l.AbortedTransactions(0, l.LogEndOffset()); len(got) != 0 {
@@ -413,8 +413,8 @@ func TestTruncateTransactions(t *testing.T) {
 	}
 	crash(l)
 	l = openTestLog(t, dir, cfg, producerClock())
-	if l.HasOngoingTransaction(2) || l.LogEndOffset() != start.FirstOffset {
-		t.Fatalf("after a crash: open %v, log end %d", l.HasOngoingTransaction(2), l.LogEndOffset())
+	if l.hasOngoingTransaction(2) || l.LogEndOffset() != start.FirstOffset {
+		t.Fatalf("after a crash: open %v, log end %d", l.hasOngoingTransaction(2), l.LogEndOffset())
 	}
 }
 
@@ -435,8 +435,8 @@ func TestTruncateFullyAndStartAt(t *testing.T) {
 	if len(l.segments) != 1 || l.segments[0].baseOffset != 1000 || slices.Contains(old, l.segments[0]) {
 		t.Fatalf("segments %v", segmentBases(l))
 	}
-	checkEpochs(t, l.EpochEntries())
-	if len(l.ActiveProducers()) != 0 || l.HasOngoingTransaction(2) {
+	checkEpochs(t, l.epochEntries())
+	if len(l.ActiveProducers()) != 0 || l.hasOngoingTransaction(2) {
 		t.Fatalf("producers left: %+v", l.ActiveProducers())
 	}
 	if offs := snapshotOffsets(t, dir); len(offs) > 1 || (len(offs) == 1 && offs[0] != 1000) {
@@ -457,7 +457,7 @@ func TestTruncateFullyAndStartAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.UpdateHighWatermark(l.LogEndOffset())
-	checkEpochs(t, l.EpochEntries(), ee(7, 1000))
+	checkEpochs(t, l.epochEntries(), ee(7, 1000))
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +567,7 @@ func TestTruncateWhileCleaning(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		for !stop.Load() {
-			if _, _, err := c.CleanOnce(testEpoch); err != nil {
+			if _, _, err := c.runOnce(testEpoch); err != nil {
 				done <- err
 				return
 			}

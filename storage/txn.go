@@ -504,9 +504,9 @@ func (l *Log) ActiveProducers() []ProducerState {
 	return out
 }
 
-// HasOngoingTransaction reports whether the producer has a transaction open
+// hasOngoingTransaction reports whether the producer has a transaction open
 // in this partition.
-func (l *Log) HasOngoingTransaction(producerID int64) bool {
+func (l *Log) hasOngoingTransaction(producerID int64) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.producers == nil {

@@ -134,8 +134,6 @@ func (s summary) others() []string {
 	return out
 }
 
-func (s summary) has(kind string) bool { return slices.Contains(s.rep.Targets, kind) }
-
 func title(kind string) string {
 	switch kind {
 	case kindKafka:

@@ -66,12 +66,12 @@ func (s State) validPrevious(from State) bool {
 	return false
 }
 
-// Transaction versions (the transaction.version feature, KIP-890): 0 and 1
+// Transaction versions (the transaction.version feature, KIP-890): 0 (and
+// 1, which Strait's callers never pass: clients below EndTxn v5 are TV0)
 // keep the producer epoch across transactions; 2 bumps it at every EndTxn
 // and lets produce requests add partitions implicitly.
 const (
 	TV0 int16 = 0
-	TV1 int16 = 1
 	TV2 int16 = 2
 )
 

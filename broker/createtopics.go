@@ -1,6 +1,6 @@
 package broker
 
-// CreateTopics (key 19), versions 2-7, and DeleteTopics (key 20), versions 1-6.
+// CreateTopics (key 19); versions: see the registration below.
 //
 // CreateTopics validates each topic's configs (unknown key or bad value:
 // INVALID_CONFIG), fills num_partitions and replication_factor of -1 (v4+)
@@ -10,14 +10,8 @@ package broker
 // (validate_only writes nothing). A name given twice in one request is
 // INVALID_REQUEST for each copy, as in Kafka. From v5 the response carries
 // the partition count and replication factor (v7: the topic id).
-//
-// DeleteTopics takes names (v1-5) or names or topic ids (v6); a missing topic
-// is UNKNOWN_TOPIC_OR_PARTITION (by id: UNKNOWN_TOPIC_ID).
 
 import (
-	"context"
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -25,13 +19,7 @@ import (
 	"github.com/strait/strait/controller"
 )
 
-func requestContext(timeoutMillis int32) (context.Context, context.CancelFunc) {
-	d := time.Duration(timeoutMillis) * time.Millisecond
-	if d <= 0 || d > time.Minute {
-		d = 30 * time.Second
-	}
-	return context.WithTimeout(context.Background(), d)
-}
+func init() { register(kmsg.CreateTopics, 2, 7, handleCreateTopics) }
 
 func handleCreateTopics(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.CreateTopicsRequest)
@@ -124,66 +112,4 @@ func handleCreateTopics(c *conn, x *exchange) {
 		resp.Topics = append(resp.Topics, st)
 	}
 	x.respond(resp)
-}
-
-func handleDeleteTopics(c *conn, x *exchange) {
-	req := x.req.Body.(*kmsg.DeleteTopicsRequest)
-	s := c.srv
-	v := x.req.Version
-	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	ctx, cancel := requestContext(req.TimeoutMillis)
-	defer cancel()
-
-	type target struct {
-		name *string
-		id   [16]byte
-	}
-	var targets []target
-	if v >= 6 {
-		for _, t := range req.Topics {
-			targets = append(targets, target{name: t.Topic, id: t.TopicID})
-		}
-	} else {
-		for _, n := range req.TopicNames {
-			n := n
-			targets = append(targets, target{name: &n})
-		}
-	}
-	for _, tg := range targets {
-		st := kmsg.NewDeleteTopicsResponseTopic()
-		st.Topic, st.TopicID = tg.name, tg.id
-		var name string
-		switch {
-		case tg.name != nil:
-			name = *tg.name
-			if t, ok := s.ctrl.Topic(name); ok {
-				st.TopicID = t.ID
-			}
-		default:
-			t, ok := s.ctrl.TopicByID(tg.id)
-			if !ok {
-				st.ErrorCode = kerr.UnknownTopicID.Code
-				resp.Topics = append(resp.Topics, st)
-				continue
-			}
-			name = t.Name
-			st.Topic = &name
-		}
-		if err := s.ctrl.DeleteTopic(ctx, name); err != nil {
-			code, msg := errorCode(err)
-			st.ErrorCode = code
-			if v >= 5 {
-				st.ErrorMessage = &msg
-			}
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	x.respond(resp)
-}
-
-func clientID(x *exchange) string {
-	if x.req.ClientID == nil {
-		return ""
-	}
-	return *x.req.ClientID
 }

@@ -1,17 +1,13 @@
 package broker
 
-// The transactional producer's APIs, answered by the transaction
-// coordinator (coordinator/txn), which documents their behaviour:
-//
-//	AddPartitionsToTxn (24) v0-5: v0-3 from clients, one transaction; v4+
-//	  from brokers, a batch of transactions, each adding its partitions or,
-//	  with verify_only, only checking them (KIP-890).
-//	AddOffsetsToTxn (25) v0-4: adds the group's __consumer_offsets partition.
-//	EndTxn (26) v0-5: v5 is transaction version 2 (the epoch bumps; the
-//	  response carries the producer id and epoch to go on with).
+// AddPartitionsToTxn (key 24); versions: see the registration below. The
+// transaction coordinator (coordinator/txn) documents the behaviour. v0-3
+// come from clients, one transaction; v4+ from brokers, a batch of
+// transactions, each adding its partitions or, with verify_only, only
+// checking them (KIP-890).
 //
 // As in Kafka's KafkaApis, a partition of an unknown topic fails its
-// transaction's whole AddPartitionsToTxn: UNKNOWN_TOPIC_OR_PARTITION for it,
+// transaction's whole request: UNKNOWN_TOPIC_OR_PARTITION for it,
 // OPERATION_NOT_ATTEMPTED for the others; PRODUCER_FENCED is
 // INVALID_PRODUCER_EPOCH below v2, which old clients do not know.
 
@@ -22,24 +18,9 @@ import (
 	"github.com/strait/strait/coordinator/txn"
 )
 
-// txnCoordinator returns the running transaction coordinator, nil before
-// Start or after Close.
-func (s *Server) txnCoordinator() *txn.Coordinator {
-	if svc := s.txns(); svc != nil {
-		return svc.coord
-	}
-	return nil
-}
+func init() { register(kmsg.AddPartitionsToTxn, 0, 5, handleAddPartitionsToTxn) }
 
-// fencedCode keeps PRODUCER_FENCED from clients too old to know it.
-func fencedCode(code int16, version, firstWithFenced int16) int16 {
-	if code == kerr.ProducerFenced.Code && version < firstWithFenced {
-		return kerr.InvalidProducerEpoch.Code
-	}
-	return code
-}
-
-// addPartitionsResult answers one transaction of an AddPartitionsToTxn:
+// addPartitionsToTxn answers one transaction of an AddPartitionsToTxn:
 // per partition, the error code.
 func (s *Server) addPartitionsToTxn(id string, producerID int64, epoch int16, verifyOnly bool,
 	topics map[string][]int32, order []string, version int16) map[txn.TopicPartition]int16 {
@@ -136,38 +117,5 @@ func handleAddPartitionsToTxn(c *conn, x *exchange) {
 		}
 		resp.Transactions = append(resp.Transactions, rtx)
 	}
-	x.respond(resp)
-}
-
-func handleAddOffsetsToTxn(c *conn, x *exchange) {
-	req := x.req.Body.(*kmsg.AddOffsetsToTxnRequest)
-	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	coord := c.srv.txnCoordinator()
-	if coord == nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-	} else {
-		resp.ErrorCode = fencedCode(coord.AddOffsets(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group), x.req.Version, 2)
-	}
-	x.respond(resp)
-}
-
-func handleEndTxn(c *conn, x *exchange) {
-	req := x.req.Body.(*kmsg.EndTxnRequest)
-	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	coord := c.srv.txnCoordinator()
-	if coord == nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		x.respond(resp)
-		return
-	}
-	// EndTxn v5 is how a client says it runs transaction version 2.
-	tv := txn.TV0
-	if x.req.Version > 4 {
-		tv = txn.TV2
-	}
-	code, pid, epoch := coord.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, tv)
-	resp.ErrorCode = fencedCode(code, x.req.Version, 2)
-	resp.ProducerID, resp.ProducerEpoch = pid, epoch
 	x.respond(resp)
 }

@@ -1,0 +1,48 @@
+package broker
+
+// WriteTxnMarkers (key 27); versions: see the registration below. Appends
+// commit or abort markers to partitions this broker leads: the transaction
+// coordinator's request, and the one `kafka-transactions.sh abort` sends to
+// close a hanging transaction. A partition not hosted here is
+// UNKNOWN_TOPIC_OR_PARTITION.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/storage"
+)
+
+func init() { register(kmsg.WriteTxnMarkers, 1, 1, handleWriteTxnMarkers) }
+
+func handleWriteTxnMarkers(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.WriteTxnMarkersRequest)
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	s := c.srv
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		marker := storage.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+			Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch}
+		for _, rt := range m.Topics {
+			st := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			st.Topic = rt.Topic
+			for _, idx := range rt.Partitions {
+				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				sp.Partition = idx
+				if s.parts.get(rt.Topic, idx) == nil {
+					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				} else if err := s.writeTxnMarker(rt.Topic, idx, marker); err != nil {
+					sp.ErrorCode, _ = errorCode(err)
+					if sp.ErrorCode == kerr.KafkaStorageError.Code || sp.ErrorCode == kerr.UnknownServerError.Code {
+						s.logger.Error("writing a transaction marker failed", "topic", rt.Topic, "partition", idx, "err", err)
+					}
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			rm.Topics = append(rm.Topics, st)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	x.respond(resp)
+}
