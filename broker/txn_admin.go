@@ -74,14 +74,14 @@ func handleDescribeProducers(c *conn, x *exchange) {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			p := s.parts.get(rt.Topic, idx)
+			p := s.replicas.Partition(rt.Topic, idx)
 			switch {
 			case p == nil:
 				sp.ErrorCode = s.missingPartitionCode(rt.Topic, idx)
-			case !p.isLeader(s.cfg.NodeID):
+			case !p.IsLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				for _, ps := range p.log.ActiveProducers() {
+				for _, ps := range p.Log().ActiveProducers() {
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch = ps.ProducerID, int32(ps.ProducerEpoch)
 					ap.LastSequence, ap.LastTimestamp = ps.LastSequence, ps.LastTimestamp
@@ -111,7 +111,7 @@ func handleWriteTxnMarkers(c *conn, x *exchange) {
 			for _, idx := range rt.Partitions {
 				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				sp.Partition = idx
-				if s.parts.get(rt.Topic, idx) == nil {
+				if s.replicas.Partition(rt.Topic, idx) == nil {
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else if err := s.writeTxnMarker(rt.Topic, idx, marker); err != nil {
 					sp.ErrorCode, _ = errorCode(err)
