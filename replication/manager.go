@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -365,6 +366,13 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 	}
 	if dir != "" {
 		id, err := storage.ReadPartitionMetadata(fsys, dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Created before the file was made durable (or by an older
+			// version): the directory is this topic's, as Kafka assumes.
+			if err := storage.WritePartitionMetadata(fsys, dir, t.ID); err != nil {
+				return nil, err
+			}
+		}
 		if err == nil && id != t.ID {
 			stale := fmt.Sprintf("%s.%s-delete", dir, storage.EncodeTopicID(id))
 			m.logger.Warn("log directory belongs to an older topic of the same name; moving it aside",
