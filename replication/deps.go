@@ -12,8 +12,9 @@ import (
 )
 
 // Config is the replication and partition-log settings, resolved by the
-// broker from its configuration. Zero durations and counts take the Kafka
-// defaults noted on each field.
+// broker from its configuration. A zero duration (FetchBackoff excepted),
+// RecoveryThreadsPerDataDir or FS takes the default noted on the field; the
+// fetch sizes are used as given (0 is a valid value of each).
 type Config struct {
 	// NodeID is this broker's node.id.
 	NodeID int32

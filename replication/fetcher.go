@@ -433,7 +433,7 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 
 // applyFetched appends one partition's fetched batches, under f.mu.
 func (f *fetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResponseTopicPartition) {
-	s := f.m
+	m := f.m
 	switch rp.ErrorCode {
 	case 0:
 	case kerr.OffsetOutOfRange.Code:
@@ -443,14 +443,14 @@ func (f *fetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResp
 		// NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, unknown
 		// topic...: the metadata will move us on; pause this partition.
 		st.backoffTill = time.Now().Add(f.backoff())
-		s.logger.Debug("replica fetch partition error", "topic", p.topic, "partition", p.index,
+		m.logger.Debug("replica fetch partition error", "topic", p.topic, "partition", p.index,
 			"leader", f.leader, "err", kerr.ErrorForCode(rp.ErrorCode))
 		return
 	}
 	records := wholeBatches(rp.RecordBatches)
 	if len(records) > 0 {
 		if _, err := p.log.AppendAsFollower(records); err != nil {
-			s.logger.Error("appending fetched records", "topic", p.topic, "partition", p.index,
+			m.logger.Error("appending fetched records", "topic", p.topic, "partition", p.index,
 				"offset", p.log.LogEndOffset(), "err", err)
 			st.backoffTill = time.Now().Add(f.backoff())
 			return
@@ -463,7 +463,7 @@ func (f *fetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResp
 	// moves first.
 	if start := min(rp.LogStartOffset, p.log.HighWatermark()); start > p.log.LogStartOffset() {
 		if _, err := p.log.DeleteRecordsBefore(start); err != nil {
-			s.logger.Warn("following the leader's log start offset", "topic", p.topic, "partition", p.index, "err", err)
+			m.logger.Warn("following the leader's log start offset", "topic", p.topic, "partition", p.index, "err", err)
 		}
 	}
 }
