@@ -22,23 +22,23 @@ func handleDeleteRecords(c *conn, x *exchange) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		lt := s.parts.topicByName(rt.Topic)
+		lt := s.replicas.TopicByName(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			p := lt.partition(rp.Partition)
+			p := lt.Partition(rp.Partition)
 			switch {
 			case p == nil:
 				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)
-			case !p.isLeader(s.cfg.NodeID):
+			case !p.IsLeader():
 				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)
 			default:
 				offset := rp.Offset
 				if offset == -1 {
-					offset = p.log.HighWatermark()
+					offset = p.Log().HighWatermark()
 				}
-				low, err := p.log.DeleteRecordsBefore(offset)
+				low, err := p.Log().DeleteRecordsBefore(offset)
 				if err != nil {
 					sp.ErrorCode, _ = errorCode(err)
 				} else {

@@ -22,6 +22,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/replication"
 )
 
 func init() { register(kmsg.DescribeLogDirs, 1, 4, handleDescribeLogDirs) }
@@ -39,12 +41,12 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 		}
 	}
 	// The hosted partitions by the log directory they live in.
-	byDir := make(map[string][]*partition)
-	s.parts.forEach(func(p *partition) {
-		if wanted != nil && !slices.Contains(wanted[p.topic], p.index) {
+	byDir := make(map[string][]*replication.Partition)
+	s.replicas.ForEach(func(p *replication.Partition) {
+		if wanted != nil && !slices.Contains(wanted[p.Topic()], p.Index()) {
 			return
 		}
-		dir := filepath.Dir(p.log.Dir())
+		dir := filepath.Dir(p.Log().Dir())
 		byDir[dir] = append(byDir[dir], p)
 	})
 
@@ -65,23 +67,23 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 		rd.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
 		rd.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
 		parts := byDir[filepath.Clean(dir)]
-		slices.SortFunc(parts, func(a, b *partition) int {
-			if a.topic != b.topic {
-				return strings.Compare(a.topic, b.topic)
+		slices.SortFunc(parts, func(a, b *replication.Partition) int {
+			if a.Topic() != b.Topic() {
+				return strings.Compare(a.Topic(), b.Topic())
 			}
-			return int(a.index - b.index)
+			return int(a.Index() - b.Index())
 		})
 		rd.Topics = []kmsg.DescribeLogDirsResponseDirTopic{}
 		for _, p := range parts {
-			if n := len(rd.Topics); n == 0 || rd.Topics[n-1].Topic != p.topic {
+			if n := len(rd.Topics); n == 0 || rd.Topics[n-1].Topic != p.Topic() {
 				rt := kmsg.NewDescribeLogDirsResponseDirTopic()
-				rt.Topic = p.topic
+				rt.Topic = p.Topic()
 				rd.Topics = append(rd.Topics, rt)
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-			rp.Partition = p.index
-			rp.Size = segmentBytes(p.log.Dir())
-			rp.OffsetLag = max(p.log.HighWatermark()-p.log.LogEndOffset(), 0)
+			rp.Partition = p.Index()
+			rp.Size = segmentBytes(p.Log().Dir())
+			rp.OffsetLag = max(p.Log().HighWatermark()-p.Log().LogEndOffset(), 0)
 			rt := &rd.Topics[len(rd.Topics)-1]
 			rt.Partitions = append(rt.Partitions, rp)
 		}

@@ -41,14 +41,14 @@ func handleDescribeProducers(c *conn, x *exchange) {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			p := s.parts.get(rt.Topic, idx)
+			p := s.replicas.Partition(rt.Topic, idx)
 			switch {
 			case p == nil:
 				sp.ErrorCode = s.missingPartitionCode(rt.Topic, idx)
-			case !p.isLeader(s.cfg.NodeID):
+			case !p.IsLeader():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				for _, ps := range p.log.ActiveProducers() {
+				for _, ps := range p.Log().ActiveProducers() {
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch = ps.ProducerID, int32(ps.ProducerEpoch)
 					ap.LastSequence, ap.LastTimestamp = ps.LastSequence, ps.LastTimestamp

@@ -118,34 +118,16 @@ func (d *dynamicConfigs) apply(set controller.BrokerConfigSet, rev int64) {
 }
 
 // reapply gives every hosted partition's log its configuration resolved over
-// the current defaults, under the partition manager's lock so that it
-// interleaves with metadata changes and never undoes a newer one.
+// the current defaults (replication.Manager.ReconfigureLogs, which
+// interleaves with metadata changes and never undoes a newer one).
 func (d *dynamicConfigs) reapply() {
-	s := d.srv
-	pm := s.parts
-	if pm == nil {
+	rm := d.srv.replicas
+	if rm == nil {
 		return
 	}
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
-	pm.mu.Lock()
-	defer pm.mu.Unlock()
-	effective := d.state.Load().effective
-	for _, lt := range *pm.byName.Load() {
-		t, ok := s.ctrl.Topic(lt.name)
-		if !ok || t.ID != lt.id {
-			continue
-		}
-		cfg, err := effective.TopicLogConfig(t.Configs)
-		if err != nil {
-			continue // applyTopic has logged it and uses the defaults
-		}
-		for _, p := range lt.parts {
-			if p != nil {
-				p.log.SetConfig(cfg)
-			}
-		}
-	}
+	rm.ReconfigureLogs()
 }
 
 // waitForRevision blocks until the watch has applied rev (or ctx ends).

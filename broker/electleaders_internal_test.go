@@ -139,7 +139,7 @@ func TestElectLeadersPreferredMovesLeader(t *testing.T) {
 	if after.LeaderEpoch <= p.LeaderEpoch {
 		t.Errorf("leader epoch %d after the election, %d before", after.LeaderEpoch, p.LeaderEpoch)
 	}
-	if lp := srv.parts.get("pref", 0); lp == nil || lp.isLeader(1) || lp.leaderEpoch() != after.LeaderEpoch {
+	if lp := srv.replicas.Partition("pref", 0); lp == nil || lp.IsLeader() || lp.LeaderEpoch() != after.LeaderEpoch {
 		t.Errorf("this broker's partition did not follow the election: %+v", lp)
 	}
 	if r := elect(); r.ErrorCode != kerr.ElectionNotNeeded.Code {

@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/protocol"
+	"github.com/strait/strait/replication"
 	"github.com/strait/strait/storage"
 )
 
@@ -39,7 +40,7 @@ func init() { register(kmsg.Fetch, 4, 17, handleFetch) }
 // fetchTarget is one requested partition, resolved once.
 type fetchTarget struct {
 	t, p   int // indexes into the response
-	part   *partition
+	part   *replication.Partition
 	code   int16
 	offset int64
 	max    int64
@@ -119,10 +120,10 @@ func (f *fetchOp) resolve() {
 		st := kmsg.NewFetchResponseTopic()
 		st.Partitions = partitions[len(partitions) : len(partitions) : len(partitions)+len(group)]
 		st.Topic, st.TopicID = group[0].topic, group[0].topicID
-		var lt *localTopic
+		var lt *replication.Topic
 		topicCode := int16(0)
 		if byID {
-			lt = s.parts.topicByID(st.TopicID)
+			lt = s.replicas.TopicByID(st.TopicID)
 			if lt == nil {
 				if t, ok := s.ctrl.TopicByID(st.TopicID); ok {
 					st.Topic = t.Name
@@ -131,10 +132,10 @@ func (f *fetchOp) resolve() {
 					topicCode = kerr.UnknownTopicID.Code
 				}
 			} else {
-				st.Topic = lt.name
+				st.Topic = lt.Name()
 			}
 		} else {
-			lt = s.parts.topicByName(st.Topic)
+			lt = s.replicas.TopicByName(st.Topic)
 		}
 		f.records = append(f.records, records[:len(group):len(group)])
 		records = records[len(group):]
@@ -148,11 +149,11 @@ func (f *fetchOp) resolve() {
 			case topicCode != 0:
 				ft.code = topicCode
 			default:
-				ft.part = lt.partition(fp.partition)
+				ft.part = lt.Partition(fp.partition)
 				if ft.part == nil {
 					ft.code = s.missingPartitionCode(st.Topic, fp.partition)
 				} else {
-					ft.code = checkLeader(ft.part, s.cfg.NodeID, fp.leaderEpoch)
+					ft.code = checkLeader(ft.part, fp.leaderEpoch)
 				}
 			}
 			if ft.code != 0 {
@@ -175,14 +176,14 @@ func (f *fetchOp) resolve() {
 // followerReplicaOrThrow), with one log line per request.
 func (f *fetchOp) recordFollowerFetch() {
 	s := f.srv
-	live := s.brokerLive(f.replica, f.brokerEpoch)
+	live := s.replicas.BrokerLive(f.replica, f.brokerEpoch)
 	refused := 0
 	for i := range f.targets {
 		ft := &f.targets[i]
 		if ft.code != 0 || ft.part == nil {
 			continue
 		}
-		if !live || !s.followerFetched(ft.part, f.replica, f.brokerEpoch, ft.offset) {
+		if !live || !ft.part.FollowerFetched(f.replica, f.brokerEpoch, ft.offset) {
 			ft.code = kerr.NotLeaderForPartition.Code
 			f.resp.Topics[ft.t].Partitions[ft.p].ErrorCode = ft.code
 			f.hasErr = true
@@ -198,14 +199,14 @@ func (f *fetchOp) recordFollowerFetch() {
 
 // checkLeader validates that this broker leads p at the client's epoch
 // (-1: no check), as Kafka does from Fetch v9 and ListOffsets v4.
-func checkLeader(p *partition, node int32, clientEpoch int32) int16 {
-	if !p.isLeader(node) {
+func checkLeader(p *replication.Partition, clientEpoch int32) int16 {
+	if !p.IsLeader() {
 		return kerr.NotLeaderForPartition.Code
 	}
 	if clientEpoch < 0 {
 		return 0
 	}
-	switch ours := p.leaderEpoch(); {
+	switch ours := p.LeaderEpoch(); {
 	case clientEpoch > ours:
 		return kerr.UnknownLeaderEpoch.Code
 	case clientEpoch < ours:
@@ -231,7 +232,7 @@ func (f *fetchOp) read() bool {
 			continue
 		}
 		sp := &f.resp.Topics[ft.t].Partitions[ft.p]
-		log := ft.part.log
+		log := ft.part.Log()
 		hw := log.HighWatermark()
 		lso := min(log.LastStableOffset(), hw)
 		readCommitted := f.req.IsolationLevel == 1 && f.replica < 0
@@ -280,16 +281,16 @@ func (f *fetchOp) read() bool {
 // park waits for appends to any requested partition until min_bytes is met,
 // max_wait expires, the connection dies or the broker shuts down.
 func (f *fetchOp) park() {
-	w := newFetchWaiter()
+	w := replication.NewFetchWaiter()
 	for _, ft := range f.targets {
 		if ft.part != nil && ft.code == 0 {
-			ft.part.addWaiter(w)
+			ft.part.AddFetchWaiter(w)
 		}
 	}
 	defer func() {
 		for _, ft := range f.targets {
 			if ft.part != nil && ft.code == 0 {
-				ft.part.removeWaiter(w)
+				ft.part.RemoveFetchWaiter(w)
 			}
 		}
 	}()
@@ -303,7 +304,7 @@ func (f *fetchOp) park() {
 	}
 	for {
 		select {
-		case <-w.wake:
+		case <-w.Wake():
 			if f.read() {
 				f.finish()
 				return
@@ -381,9 +382,9 @@ func (f *fetchOp) pointToLeaders() {
 
 // currentLeader is a partition's leader and leader epoch: from its state on
 // this broker if hosted here, else from the metadata; -1, -1 if unknown.
-func (s *Server) currentLeader(p *partition, topic string, idx int32) (leader, epoch int32) {
+func (s *Server) currentLeader(p *replication.Partition, topic string, idx int32) (leader, epoch int32) {
 	if p != nil {
-		if st := p.state.Load(); st != nil {
+		if st := p.State(); st != nil {
 			return st.Leader, st.LeaderEpoch
 		}
 	}

@@ -27,10 +27,10 @@ func (c *replicatedCluster) moveLeader(topic string, p int32, to int32) controll
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(c.client())
-	st := c.partitionOn(0, topic, p).state.Load()
+	st := c.partitionOn(0, topic, p).State()
 	replicas := append([]int32{to}, slices.DeleteFunc(slices.Clone(st.Replicas), func(id int32) bool { return id == to })...)
 	waitFor(c.t, 20*time.Second, fmt.Sprintf("broker %d in the ISR of %s-%d", to, topic, p), func() bool {
-		st := c.partitionOn(0, topic, p).state.Load()
+		st := c.partitionOn(0, topic, p).State()
 		return slices.Contains(st.ISR, to)
 	})
 	ar, err := adm.AlterPartitionAssignments(ctx, kadm.AlterPartitionAssignmentsReq{topic: {p: replicas}})
@@ -43,7 +43,7 @@ func (c *replicatedCluster) moveLeader(topic string, p int32, to int32) controll
 		}
 	})
 	waitFor(c.t, 20*time.Second, "the reordered replicas", func() bool {
-		st := c.partitionOn(0, topic, p).state.Load()
+		st := c.partitionOn(0, topic, p).State()
 		return slices.Equal(st.Replicas, replicas) && len(st.AddingReplicas) == 0 && len(st.RemovingReplicas) == 0
 	})
 	er, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {p: {}}})
@@ -58,7 +58,7 @@ func (c *replicatedCluster) moveLeader(topic string, p int32, to int32) controll
 	var after *controller.PartitionInfo
 	waitFor(c.t, 20*time.Second, fmt.Sprintf("broker %d to lead %s-%d everywhere", to, topic, p), func() bool {
 		for i := range c.srvs {
-			st := c.partitionOn(i, topic, p).state.Load()
+			st := c.partitionOn(i, topic, p).State()
 			if st == nil || st.Leader != to {
 				return false
 			}
@@ -120,8 +120,8 @@ func TestFetchNamesTheLeader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	id := c.partitionOn(0, "kip951", 0).topicID
-	before := *c.partitionOn(0, "kip951", 0).state.Load()
+	id := c.partitionOn(0, "kip951", 0).TopicID()
+	before := *c.partitionOn(0, "kip951", 0).State()
 	if before.Leader != 1 {
 		t.Fatalf("leader %d, want broker 1", before.Leader)
 	}
@@ -163,8 +163,8 @@ func TestFetchNamesTheLeader(t *testing.T) {
 	check("v16 from the new leader", c.fetchAt(1, 16, "kip951", id, after.LeaderEpoch), 0, -1, -1, "")
 	// A broker that does not host the partition answers from the metadata.
 	c.createAssignedTopic("kip951-remote", [][]int32{{2}}, nil)
-	remote := *c.partitionOn(1, "kip951-remote", 0).state.Load()
-	remoteID := c.partitionOn(1, "kip951-remote", 0).topicID
+	remote := *c.partitionOn(1, "kip951-remote", 0).State()
+	remoteID := c.partitionOn(1, "kip951-remote", 0).TopicID()
 	waitFor(t, 10*time.Second, "broker 1 to know kip951-remote", func() bool {
 		_, ok := c.srvs[0].ctrl.TopicByID(remoteID)
 		return ok

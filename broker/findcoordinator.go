@@ -107,7 +107,7 @@ func (c *conn) findCoordinator(keyType int8, key string) coordinatorNode {
 	if leader < 0 {
 		return noCoordinator(kerr.CoordinatorNotAvailable.Code)
 	}
-	if leader == s.cfg.NodeID && s.parts.get(topic.Name, partition) == nil {
+	if leader == s.cfg.NodeID && s.replicas.Partition(topic.Name, partition) == nil {
 		// The topic is in the metadata but this broker has not opened the
 		// partition yet: a client sent here now would get NOT_COORDINATOR.
 		return noCoordinator(kerr.CoordinatorNotAvailable.Code)

@@ -12,7 +12,6 @@ package broker
 import (
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/strait/strait/config"
@@ -29,27 +28,6 @@ type groupSettings struct {
 	replicationFactor int16 // offsets.topic.replication.factor (3, clamped to live brokers)
 	segmentBytes      int64 // offsets.topic.segment.bytes (100 MiB)
 	loadBufferBytes   int64 // offsets.load.buffer.size (5 MiB)
-}
-
-// coordinatorSetting reads an integer setting from the broker properties; a
-// missing key gives def, and an unreadable or too small value gives def with
-// a warning.
-//
-// TODO(merge): replication reads config.Replication. Only partitions.go and
-// replica.go call this, for keys config.Replication holds typed and validated
-// (HighWatermarkSync, RecoveryThreadsPerDataDir, LagTimeMax, Fetch*); delete
-// it once they read those.
-func (s *Server) coordinatorSetting(props map[string]string, key string, def, min int64) int64 {
-	raw, ok := props[key]
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-	if err != nil || n < min {
-		s.logger.Warn("invalid coordinator setting, using the default", "key", key, "value", raw, "default", def)
-		return def
-	}
-	return n
 }
 
 // groupSettingsFrom maps the typed group settings (config.Groups) onto the

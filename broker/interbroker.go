@@ -1,10 +1,12 @@
 package broker
 
-// Requests this broker sends to other brokers outside replication: today the
-// transaction coordinator's markers for partitions led elsewhere
-// (WriteTxnMarkers, as Kafka's TransactionMarkerChannelManager). One franz-go
-// client per destination broker, created on first use and re-created when
-// the broker re-registers at another address.
+// Requests this broker sends to other brokers: the replica fetchers' (package
+// replication, through replicaClient in replication.go) and the transaction
+// coordinator's markers for partitions led elsewhere (WriteTxnMarkers, as
+// Kafka's TransactionMarkerChannelManager). One franz-go client per
+// destination broker, created on first use and re-created when the broker
+// re-registers at another address; franz-go keeps fetches on a connection of
+// their own, so a replica fetch long-poll does not hold up a marker.
 
 import (
 	"context"

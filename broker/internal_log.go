@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/replication"
 	"github.com/strait/strait/storage"
 )
 
@@ -66,9 +67,9 @@ func (o *internalTopicLog) Partitions() int32 {
 	return int32(len(t.Partitions))
 }
 
-func (o *internalTopicLog) partition(p int32) (*partition, error) {
-	part := o.srv.parts.get(o.topic, p)
-	if part == nil || !part.isLeader(o.srv.cfg.NodeID) {
+func (o *internalTopicLog) partition(p int32) (*replication.Partition, error) {
+	part := o.srv.replicas.Partition(o.topic, p)
+	if part == nil || !part.IsLeader() {
 		return nil, fmt.Errorf("%s-%d is not led here: %w", o.topic, p, kerr.NotLeaderForPartition)
 	}
 	return part, nil
@@ -82,14 +83,14 @@ func (o *internalTopicLog) Append(p int32, batch []byte) error {
 	if err != nil {
 		return err
 	}
-	if o.srv.notEnoughReplicas(part) {
+	if part.NotEnoughReplicas() {
 		return fmt.Errorf("%s-%d: %w", o.topic, p, kerr.NotEnoughReplicas)
 	}
 	info, err := o.srv.appendAsLeader(part, batch)
 	if err != nil {
 		return err
 	}
-	return o.srv.waitReplicated(part, info.LastOffset+1, internalAppendTimeout)
+	return part.WaitReplicated(info.LastOffset+1, internalAppendTimeout, o.srv.closing)
 }
 
 // internalAppendTimeout bounds a coordinator's wait for its followers
@@ -103,7 +104,7 @@ func (o *internalTopicLog) ReadFrom(p int32, offset int64, fn func(batch []byte)
 	if err != nil {
 		return err
 	}
-	return readBatches(part.log, offset, o.loadBuffer, fn)
+	return readBatches(part.Log(), offset, o.loadBuffer, fn)
 }
 
 // readBatches calls fn with each whole batch of a log from offset (clamped

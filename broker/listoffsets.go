@@ -15,6 +15,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/replication"
 )
 
 func init() { register(kmsg.ListOffsets, 1, 9, handleListOffsets) }
@@ -26,15 +28,15 @@ func handleListOffsets(c *conn, x *exchange) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		lt := s.parts.topicByName(rt.Topic)
+		lt := s.replicas.TopicByName(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			p := lt.partition(rp.Partition)
+			p := lt.Partition(rp.Partition)
 			if p == nil {
 				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)
-			} else if code := checkLeader(p, s.cfg.NodeID, rp.CurrentLeaderEpoch); code != 0 {
+			} else if code := checkLeader(p, rp.CurrentLeaderEpoch); code != 0 {
 				sp.ErrorCode = code
 			} else {
 				sp.ErrorCode = listOffset(p, rp.Timestamp, req.IsolationLevel, &sp)
@@ -46,9 +48,9 @@ func handleListOffsets(c *conn, x *exchange) {
 	x.respond(resp)
 }
 
-func listOffset(p *partition, ts int64, isolation int8, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
-	log := p.log
-	epoch := p.leaderEpoch()
+func listOffset(p *replication.Partition, ts int64, isolation int8, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+	log := p.Log()
+	epoch := p.LeaderEpoch()
 	fetchable := log.HighWatermark()
 	if isolation == 1 { // read_committed
 		fetchable = log.LastStableOffset()

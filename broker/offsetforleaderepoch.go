@@ -34,23 +34,23 @@ func handleOffsetForLeaderEpoch(c *conn, x *exchange) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		lt := s.parts.topicByName(rt.Topic)
+		lt := s.replicas.TopicByName(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
-			p := lt.partition(rp.Partition)
+			p := lt.Partition(rp.Partition)
 			switch {
 			case p == nil:
 				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)
-			case req.ReplicaID == debuggingReplicaID && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != p.leaderEpoch():
+			case req.ReplicaID == debuggingReplicaID && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != p.LeaderEpoch():
 				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-				if rp.CurrentLeaderEpoch > p.leaderEpoch() {
+				if rp.CurrentLeaderEpoch > p.LeaderEpoch() {
 					sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 				}
-			case req.ReplicaID != debuggingReplicaID && checkLeader(p, s.cfg.NodeID, rp.CurrentLeaderEpoch) != 0:
-				sp.ErrorCode = checkLeader(p, s.cfg.NodeID, rp.CurrentLeaderEpoch)
+			case req.ReplicaID != debuggingReplicaID && checkLeader(p, rp.CurrentLeaderEpoch) != 0:
+				sp.ErrorCode = checkLeader(p, rp.CurrentLeaderEpoch)
 			default:
-				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+				sp.LeaderEpoch, sp.EndOffset = p.Log().EndOffsetForEpoch(rp.LeaderEpoch)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/replication"
 	"github.com/strait/strait/storage"
 	"github.com/strait/strait/storage/compress"
 )
@@ -52,7 +53,7 @@ func handleProduce(c *conn, x *exchange) {
 		*st = kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		lt := s.parts.topicByName(rt.Topic)
+		lt := s.replicas.TopicByName(rt.Topic)
 		for pi, rp := range rt.Partitions {
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewProduceResponseTopicPartition()
@@ -83,7 +84,7 @@ func handleProduce(c *conn, x *exchange) {
 		rt := &resp.Topics[j.topic]
 		sp := &rt.Partitions[j.partition]
 		if j.waiter != nil {
-			pending = append(pending, pendingAck{topic: j.topic, partition: j.partition, part: j.lt.partition(sp.Partition), w: j.waiter})
+			pending = append(pending, pendingAck{topic: j.topic, partition: j.partition, part: j.lt.Partition(sp.Partition), w: j.waiter})
 		}
 		if j.code == 0 {
 			continue
@@ -118,11 +119,11 @@ func handleProduce(c *conn, x *exchange) {
 // goes, its records, and what became of them.
 type produceJob struct {
 	topic, partition int // indexes into the request and the response
-	lt               *localTopic
+	lt               *replication.Topic
 	records          []byte
 	code             int16 // before appendAll: a request-level check failed, no append
 	msg              string
-	waiter           *ackWaiter // acks=all, waiting for followers
+	waiter           *replication.AckWaiter // acks=all, waiting for followers
 }
 
 // parallelAppendBytes is the size of a produce request from which its
@@ -202,8 +203,8 @@ func distinctPartitions(resp *kmsg.ProduceResponse, jobs []produceJob, todo []in
 // pendingAck is one partition of a produce waiting for its followers.
 type pendingAck struct {
 	topic, partition int // indexes into the response
-	part             *partition
-	w                *ackWaiter
+	part             *replication.Partition
+	w                *replication.AckWaiter
 }
 
 func (s *Server) awaitProduceAcks(x *exchange, resp *kmsg.ProduceResponse, pending []pendingAck, timeout time.Duration) {
@@ -215,13 +216,13 @@ func (s *Server) awaitProduceAcks(x *exchange, resp *kmsg.ProduceResponse, pendi
 		var code int16
 		if expired {
 			select {
-			case code = <-pa.w.done:
+			case code = <-pa.w.Done():
 			default:
 				code = kerr.RequestTimedOut.Code
 			}
 		} else {
 			select {
-			case code = <-pa.w.done:
+			case code = <-pa.w.Done():
 			case <-timer.C:
 				expired = true
 				code = kerr.RequestTimedOut.Code
@@ -231,7 +232,7 @@ func (s *Server) awaitProduceAcks(x *exchange, resp *kmsg.ProduceResponse, pendi
 			}
 		}
 		if code != 0 {
-			s.dropAckWaiter(pa.part, pa.w)
+			pa.part.DropAckWaiter(pa.w)
 			sp.ErrorCode = code
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 		}
@@ -241,21 +242,21 @@ func (s *Server) awaitProduceAcks(x *exchange, resp *kmsg.ProduceResponse, pendi
 
 // produceTo appends one partition's records and fills the response fields,
 // returning an error code and message on failure.
-func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []byte, acks int16, sp *kmsg.ProduceResponseTopicPartition, txnCheck *txnProduce) (int16, string, *ackWaiter) {
-	p := lt.partition(idx)
+func (s *Server) produceTo(lt *replication.Topic, topic string, idx int32, records []byte, acks int16, sp *kmsg.ProduceResponseTopicPartition, txnCheck *txnProduce) (int16, string, *replication.AckWaiter) {
+	p := lt.Partition(idx)
 	if p == nil {
 		return s.missingPartitionCode(topic, idx), "", nil
 	}
-	if !p.isLeader(s.cfg.NodeID) {
+	if !p.IsLeader() {
 		return kerr.NotLeaderForPartition.Code, "", nil
 	}
 	if code, msg, failed := txnCheck.failure(topic, idx); failed {
 		return code, msg, nil
 	}
-	if acks == -1 && s.notEnoughReplicas(p) {
-		st := p.state.Load()
+	if acks == -1 && p.NotEnoughReplicas() {
+		st := p.State()
 		return kerr.NotEnoughReplicas.Code, fmt.Sprintf("The size of the current ISR %v is insufficient to satisfy the min.isr requirement of %d for partition %s-%d",
-			st.ISR, p.minISR(), topic, idx), nil
+			st.ISR, p.MinISR(), topic, idx), nil
 	}
 	info, err := s.appendProduced(p, records, txnCheck, topic, idx)
 	if err != nil {
@@ -280,7 +281,7 @@ func (s *Server) produceTo(lt *localTopic, topic string, idx int32, records []by
 	if acks == -1 {
 		// A duplicate answers with its original offsets, which the high
 		// watermark may have passed already.
-		return 0, "", s.awaitAcks(p, info.LastOffset+1)
+		return 0, "", p.AwaitAcks(info.LastOffset + 1)
 	}
 	return 0, "", nil
 }
@@ -310,12 +311,12 @@ const adminClientID = "__admin_client"
 // appendAsLeader appends records (one validated batch) to a partition this
 // broker leads and makes them visible to fetches. Coordinators writing their
 // internal topics use it too.
-func (s *Server) appendAsLeader(p *partition, records []byte) (storage.AppendInfo, error) {
-	info, err := p.log.AppendAsLeader(records, p.leaderEpoch())
+func (s *Server) appendAsLeader(p *replication.Partition, records []byte) (storage.AppendInfo, error) {
+	info, err := p.Log().AppendAsLeader(records, p.LeaderEpoch())
 	if err != nil {
 		return info, err
 	}
-	s.appended(p)
+	p.Appended()
 	return info, nil
 }
 

@@ -264,7 +264,7 @@ func TestReassignPartitionUnderLoad(t *testing.T) {
 	waitFor(t, 10*time.Second, "the replicas of moving-0 to agree", func() bool {
 		for _, i := range []int{1, 2, 3} {
 			p := c.partitionOn(i, "moving", 0)
-			if p == nil || p.log.LogEndOffset() != int64(len(acked[0])) {
+			if p == nil || p.Log().LogEndOffset() != int64(len(acked[0])) {
 				return false
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/config"
+	"github.com/strait/strait/replication"
 )
 
 // replicatedCluster is n in-process brokers whose embedded etcd members form
@@ -111,8 +112,8 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // partitionOn is broker i's replica of topic-p, nil if it has none.
-func (c *replicatedCluster) partitionOn(i int, topic string, p int32) *partition {
-	return c.srvs[i].parts.get(topic, p)
+func (c *replicatedCluster) partitionOn(i int, topic string, p int32) *replication.Partition {
+	return c.srvs[i].replicas.Partition(topic, p)
 }
 
 func (c *replicatedCluster) createTopic(topic string, partitions int32, rf int16, configs map[string]*string) {
@@ -159,21 +160,21 @@ func TestReplicationRF3(t *testing.T) {
 	// replica, and the leader's high watermark covers them.
 	for p := range int32(3) {
 		var leos []int64
-		var leader *partition
+		var leader *replication.Partition
 		for i := range c.srvs {
 			part := c.partitionOn(i, "repl", p)
-			leos = append(leos, part.log.LogEndOffset())
-			if part.isLeader(c.srvs[i].cfg.NodeID) {
+			leos = append(leos, part.Log().LogEndOffset())
+			if part.IsLeader() {
 				leader = part
 			}
 		}
 		if leader == nil {
 			t.Fatalf("partition %d: no leader", p)
 		}
-		if hw := leader.log.HighWatermark(); hw != n/3 {
+		if hw := leader.Log().HighWatermark(); hw != n/3 {
 			t.Errorf("partition %d: leader high watermark %d, want %d", p, hw, n/3)
 		}
-		st := leader.state.Load()
+		st := leader.State()
 		for i, leo := range leos {
 			if slices.Contains(st.ISR, c.srvs[i].cfg.NodeID) && leo < n/3 {
 				t.Errorf("partition %d: in-sync replica on broker %d has log end %d < %d", p, i+1, leo, n/3)
@@ -184,7 +185,7 @@ func TestReplicationRF3(t *testing.T) {
 	waitFor(t, 10*time.Second, "followers to catch up", func() bool {
 		for p := range int32(3) {
 			for i := range c.srvs {
-				if c.partitionOn(i, "repl", p).log.LogEndOffset() != n/3 {
+				if c.partitionOn(i, "repl", p).Log().LogEndOffset() != n/3 {
 					return false
 				}
 			}
@@ -213,10 +214,10 @@ func TestReplicationRF3(t *testing.T) {
 }
 
 // readLogBytes is a partition's whole log as stored.
-func readLogBytes(t *testing.T, p *partition) []byte {
+func readLogBytes(t *testing.T, p *replication.Partition) []byte {
 	t.Helper()
 	var out []byte
-	if err := readBatches(p.log, 0, 1<<20, func(b []byte) error {
+	if err := readBatches(p.Log(), 0, 1<<20, func(b []byte) error {
 		out = append(out, b...)
 		return nil
 	}); err != nil {
@@ -306,7 +307,7 @@ func TestReplicationFailoverKeepsAcknowledgedRecords(t *testing.T) {
 				if part == nil {
 					return false
 				}
-				st := part.state.Load()
+				st := part.State()
 				if st == nil || !slices.Contains(st.ISR, cfg.NodeID) {
 					return false
 				}
@@ -354,7 +355,7 @@ func TestMinInsyncReplicas(t *testing.T) {
 	// Close a follower: controlled shutdown takes it out of the ISR.
 	var leaderIdx, followerIdx = -1, -1
 	for i := range c.srvs {
-		if c.partitionOn(i, "minisr", 0).isLeader(c.srvs[i].cfg.NodeID) {
+		if c.partitionOn(i, "minisr", 0).IsLeader() {
 			leaderIdx = i
 		} else if followerIdx < 0 {
 			followerIdx = i
@@ -362,8 +363,8 @@ func TestMinInsyncReplicas(t *testing.T) {
 	}
 	c.srvs[followerIdx].Close()
 	leader := c.partitionOn(leaderIdx, "minisr", 0)
-	waitFor(t, 10*time.Second, "ISR to shrink", func() bool { return len(leader.state.Load().ISR) == 2 })
-	before := leader.log.LogEndOffset()
+	waitFor(t, 10*time.Second, "ISR to shrink", func() bool { return len(leader.State().ISR) == 2 })
+	before := leader.Log().LogEndOffset()
 	produceReq := func(acks int16) *kmsg.ProduceRequest {
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = acks, 5000
@@ -388,8 +389,8 @@ func TestMinInsyncReplicas(t *testing.T) {
 	if !errors.Is(kerr.ErrorForCode(code), kerr.NotEnoughReplicas) {
 		t.Fatalf("acks=all below min ISR: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
 	}
-	if leader.log.LogEndOffset() != before {
-		t.Fatalf("a refused produce appended: log end %d -> %d", before, leader.log.LogEndOffset())
+	if leader.Log().LogEndOffset() != before {
+		t.Fatalf("a refused produce appended: log end %d -> %d", before, leader.Log().LogEndOffset())
 	}
 	// kgo sends raw produces with its own acks setting.
 	raw1, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[leaderIdx]), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
@@ -418,7 +419,7 @@ func TestReplicaFetchFromNonBrokerRefused(t *testing.T) {
 	}
 	var leaderIdx int
 	for i := range c.srvs {
-		if c.partitionOn(i, "guarded", 0).isLeader(c.srvs[i].cfg.NodeID) {
+		if c.partitionOn(i, "guarded", 0).IsLeader() {
 			leaderIdx = i
 		}
 	}
@@ -427,7 +428,7 @@ func TestReplicaFetchFromNonBrokerRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	id := c.partitionOn(leaderIdx, "guarded", 0).topicID
+	id := c.partitionOn(leaderIdx, "guarded", 0).TopicID()
 	for _, replica := range []int32{99, c.srvs[leaderIdx].cfg.NodeID%3 + 1} {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.ReplicaState.ID, req.ReplicaState.Epoch = replica, replica, 12345
@@ -458,7 +459,7 @@ func TestProduceToFollowerNamesTheLeader(t *testing.T) {
 	c.createTopic("redirect", 1, 3, nil)
 	leaderIdx, followerIdx := -1, -1
 	for i := range c.srvs {
-		if c.partitionOn(i, "redirect", 0).isLeader(c.srvs[i].cfg.NodeID) {
+		if c.partitionOn(i, "redirect", 0).IsLeader() {
 			leaderIdx = i
 		} else {
 			followerIdx = i
@@ -483,7 +484,7 @@ func TestProduceToFollowerNamesTheLeader(t *testing.T) {
 	}
 	resp := raw.(*kmsg.ProduceResponse)
 	sp := resp.Topics[0].Partitions[0]
-	st := c.partitionOn(leaderIdx, "redirect", 0).state.Load()
+	st := c.partitionOn(leaderIdx, "redirect", 0).State()
 	if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != st.Leader || sp.CurrentLeader.LeaderEpoch != st.LeaderEpoch {
 		t.Fatalf("got error %v, current leader %+v; want NOT_LEADER_OR_FOLLOWER naming leader %d epoch %d",
 			kerr.ErrorForCode(sp.ErrorCode), sp.CurrentLeader, st.Leader, st.LeaderEpoch)

@@ -2,8 +2,8 @@
 // connections (a read goroutine each; responses are written in order by the
 // goroutine that completes them, see conn.go), the dispatch of requests to
 // one handler per API (one file per API, each opening with its behaviour and
-// versions), the partitions this node hosts and their replication
-// (replica.go for the leader's side, replica_fetcher.go for the follower's).
+// versions); the partitions this node hosts and their replication are
+// package replication's, wired in replication.go.
 //
 // Lifecycle, modelled on etcd's embed: New validates the configuration, Start
 // binds the listeners, starts (or connects to) etcd, registers the broker and
@@ -25,6 +25,7 @@ import (
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/protocol"
+	"github.com/strait/strait/replication"
 )
 
 // Server is one Strait broker.
@@ -34,9 +35,11 @@ type Server struct {
 
 	listeners []*listener
 	ctrl      *controller.Controller
-	parts     *partitionManager
-	handlers  handlerTable
-	versions  protocol.VersionTable
+	// replicas hosts this broker's partitions and replicates them
+	// (package replication; created in Start, closed by Close).
+	replicas *replication.Manager
+	handlers handlerTable
+	versions protocol.VersionTable
 	// apiVersions answers ApiVersions from frames encoded once per version.
 	apiVersions *protocol.ApiVersionsFrames
 
@@ -52,10 +55,6 @@ type Server struct {
 	dynCfg   *dynamicConfigs
 	groupSvc *groupService
 	txnSvc   *txnService
-	// fetchers replicate the partitions this broker follows, with the
-	// replication settings in replica.
-	fetchers *replicaFetchers
-	replica  replicaSettings
 	// interBroker holds the clients for requests to other brokers.
 	interBroker interBrokerClients
 	// fetchSessions holds the incremental fetch sessions (KIP-227).
@@ -99,9 +98,6 @@ func New(cfg config.Config) (*Server, error) {
 	s.versions = s.handlers.versionTable()
 	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
 	s.dynCfg = newDynamicConfigs(s)
-	// TODO(merge): replication reads config.Replication
-	s.replica = s.replicaSettingsFrom(cfg.Props)
-	s.fetchers = newReplicaFetchers(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
 	return s, nil
 }
@@ -169,9 +165,9 @@ func (s *Server) start() error {
 	// Dynamic broker configs before the logs open, so they take their
 	// defaults; the partition manager exists first because a config change
 	// reapplies to it from the watch's goroutine.
-	s.parts = newPartitionManager(s)
+	s.replicas = s.newReplicaManager()
 	s.dynCfg.start()
-	if err := s.parts.start(); err != nil {
+	if err := s.replicas.Start(); err != nil {
 		return err
 	}
 	// The group coordinator loads __consumer_offsets before clients come.
@@ -182,9 +178,6 @@ func (s *Server) start() error {
 		s.bgWG.Add(1)
 		go s.acceptLoop(l)
 	}
-	s.bgWG.Add(2)
-	go s.parts.maintenanceLoop()
-	go s.parts.highWatermarkCheckpointLoop()
 
 	s.logger.Debug("broker started", "took", time.Since(started))
 	close(s.ready)
@@ -323,8 +316,8 @@ func (s *Server) Close() error {
 		}
 		s.connsMu.Unlock()
 		waitTimeout(&s.connWG, 10*time.Second)
-		if s.parts != nil {
-			s.parts.stopMaintenance()
+		if s.replicas != nil {
+			s.replicas.Stop()
 		}
 		s.bgWG.Wait()
 		var errs []error
@@ -333,8 +326,8 @@ func (s *Server) Close() error {
 				errs = append(errs, err)
 			}
 		}
-		if s.parts != nil {
-			if err := s.parts.close(); err != nil {
+		if s.replicas != nil {
+			if err := s.replicas.Close(); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -36,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/coordinator/txn"
+	"github.com/strait/strait/replication"
 	"github.com/strait/strait/storage"
 )
 
@@ -105,7 +106,7 @@ func (s *Server) verifyTransaction(req *kmsg.ProduceRequest, version int16) *txn
 	producerID, epoch, seen, mixed := int64(-1), int16(-1), false, false
 	type candidate struct {
 		tp      txn.TopicPartition
-		p       *partition
+		p       *replication.Partition
 		baseSeq int32
 	}
 	var cands []candidate
@@ -122,8 +123,8 @@ func (s *Server) verifyTransaction(req *kmsg.ProduceRequest, version int16) *txn
 				mixed = true
 			}
 			producerID, epoch, seen = pid, e, true
-			p := s.parts.get(rt.Topic, rp.Partition)
-			if p == nil || !p.isLeader(s.cfg.NodeID) {
+			p := s.replicas.Partition(rt.Topic, rp.Partition)
+			if p == nil || !p.IsLeader() {
 				continue // produceTo answers it
 			}
 			cands = append(cands, candidate{tp: key, p: p, baseSeq: seq})
@@ -141,7 +142,7 @@ func (s *Server) verifyTransaction(req *kmsg.ProduceRequest, version int16) *txn
 		var need []txn.TopicPartition
 		for _, cd := range cands {
 			delete(tp.guards, cd.tp)
-			if g := cd.p.log.StartTxnVerification(producerID, epoch, cd.baseSeq, version >= 12); g != nil {
+			if g := cd.p.Log().StartTxnVerification(producerID, epoch, cd.baseSeq, version >= 12); g != nil {
 				tp.guards[cd.tp] = g
 				need = append(need, cd.tp)
 			}
@@ -176,15 +177,15 @@ func (s *Server) verifyTransaction(req *kmsg.ProduceRequest, version int16) *txn
 // appendProduced appends a produce request's batch (appendAsLeader's
 // client side): with verification on, a transactional batch opening a
 // transaction must present its guard.
-func (s *Server) appendProduced(p *partition, records []byte, t *txnProduce, topic string, idx int32) (storage.AppendInfo, error) {
+func (s *Server) appendProduced(p *replication.Partition, records []byte, t *txnProduce, topic string, idx int32) (storage.AppendInfo, error) {
 	if t == nil || !t.verify {
 		return s.appendAsLeader(p, records)
 	}
-	info, err := p.log.AppendAsLeaderVerified(records, p.leaderEpoch(), t.guard(topic, idx))
+	info, err := p.Log().AppendAsLeaderVerified(records, p.LeaderEpoch(), t.guard(topic, idx))
 	if err != nil {
 		return info, err
 	}
-	s.appended(p)
+	p.Appended()
 	return info, nil
 }
 

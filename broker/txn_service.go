@@ -161,20 +161,20 @@ func (s *Server) writeTxnMarker(topic string, idx int32, m storage.TxnMarker) er
 	if !ok || idx < 0 || int(idx) >= len(t.Partitions) {
 		return fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, idx)
 	}
-	p := s.parts.get(topic, idx)
-	if p == nil || !p.isLeader(s.cfg.NodeID) {
+	p := s.replicas.Partition(topic, idx)
+	if p == nil || !p.IsLeader() {
 		return fmt.Errorf("%w: %s-%d", kerr.NotLeaderForPartition, topic, idx)
 	}
-	info, err := p.log.AppendMarker(m, p.leaderEpoch())
+	info, err := p.Log().AppendMarker(m, p.LeaderEpoch())
 	if err != nil {
 		return err
 	}
-	s.appended(p)
+	p.Appended()
 	if topic == group.TopicName {
 		s.txnOffsetsCompleted(idx, m.ProducerID, m.Commit)
 	}
 	// Markers are written with acks=all, as Kafka's coordinator sends them.
-	return s.waitReplicated(p, info.LastOffset+1, internalAppendTimeout)
+	return p.WaitReplicated(info.LastOffset+1, internalAppendTimeout, s.closing)
 }
 
 // txnStateTopic implements txn.StateLog over the broker's partitions.
@@ -185,7 +185,7 @@ func (o *txnStateTopic) LeaderEpoch(p int32) (int32, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return part.leaderEpoch(), true
+	return part.LeaderEpoch(), true
 }
 
 // finalizedTransactionVersion is the transaction.version level ApiVersions

@@ -32,6 +32,7 @@ import (
 
 	"github.com/strait/strait/coordinator/group"
 	"github.com/strait/strait/coordinator/txn"
+	"github.com/strait/strait/replication"
 	"github.com/strait/strait/storage"
 )
 
@@ -43,11 +44,11 @@ func handleTxnOffsetCommit(c *conn, x *exchange) {
 	svc := s.groups()
 	v := x.req.Version
 	idx := svc.coord.PartitionFor(req.Group)
-	part := s.parts.get(group.TopicName, idx)
+	part := s.replicas.Partition(group.TopicName, idx)
 	verify := s.txnVerificationEnabled()
 
 	var guard *storage.VerificationGuard
-	if verify && req.Group != "" && part != nil && part.isLeader(s.cfg.NodeID) {
+	if verify && req.Group != "" && part != nil && part.IsLeader() {
 		var code int16
 		guard, code = s.verifyTxnOffsetCommit(req, v, part, idx)
 		if code != 0 {
@@ -56,8 +57,8 @@ func handleTxnOffsetCommit(c *conn, x *exchange) {
 		}
 	}
 	write := func(p int32, batch []byte) error {
-		target := s.parts.get(group.TopicName, p)
-		if target == nil || !target.isLeader(s.cfg.NodeID) {
+		target := s.replicas.Partition(group.TopicName, p)
+		if target == nil || !target.IsLeader() {
 			return fmt.Errorf("%s-%d is not led here: %w", group.TopicName, p, kerr.NotLeaderForPartition)
 		}
 		g := guard
@@ -82,8 +83,8 @@ func handleTxnOffsetCommit(c *conn, x *exchange) {
 // verifyTxnOffsetCommit checks (v0-4) or adds (v5+) the group's offsets
 // partition in the producer's transaction; it returns the guard the append
 // presents, or an error code for the whole request.
-func (s *Server) verifyTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, version int16, part *partition, idx int32) (*storage.VerificationGuard, int16) {
-	guard := part.log.StartTxnVerification(req.ProducerID, req.ProducerEpoch, -1, version >= 5)
+func (s *Server) verifyTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, version int16, part *replication.Partition, idx int32) (*storage.VerificationGuard, int16) {
+	guard := part.Log().StartTxnVerification(req.ProducerID, req.ProducerEpoch, -1, version >= 5)
 	if guard == nil {
 		return nil, 0
 	}
@@ -140,20 +141,20 @@ func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) *kmsg.Tx
 // appendCoordinatorBatch appends a batch the group coordinator built: a
 // transactional one (a TxnOffsetCommit) as Kafka's AppendOrigin.COORDINATOR
 // with its verification guard, any other as appendAsLeader does.
-func (s *Server) appendCoordinatorBatch(p *partition, batch []byte, verify bool, guard *storage.VerificationGuard) error {
+func (s *Server) appendCoordinatorBatch(p *replication.Partition, batch []byte, verify bool, guard *storage.VerificationGuard) error {
 	if _, _, _, ok := transactionalBatch(batch); !ok {
 		info, err := s.appendAsLeader(p, batch)
 		if err != nil {
 			return err
 		}
-		return s.waitReplicated(p, info.LastOffset+1, internalAppendTimeout)
+		return p.WaitReplicated(info.LastOffset+1, internalAppendTimeout, s.closing)
 	}
-	info, err := p.log.AppendAsCoordinator(batch, p.leaderEpoch(), verify, guard)
+	info, err := p.Log().AppendAsCoordinator(batch, p.LeaderEpoch(), verify, guard)
 	if err != nil {
 		return err
 	}
-	s.appended(p)
-	return s.waitReplicated(p, info.LastOffset+1, internalAppendTimeout)
+	p.Appended()
+	return p.WaitReplicated(info.LastOffset+1, internalAppendTimeout, s.closing)
 }
 
 // txnVerificationEnabled is transaction.partition.verification.enable.

@@ -30,7 +30,7 @@ func handleWriteTxnMarkers(c *conn, x *exchange) {
 			for _, idx := range rt.Partitions {
 				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				sp.Partition = idx
-				if s.parts.get(rt.Topic, idx) == nil {
+				if s.replicas.Partition(rt.Topic, idx) == nil {
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else if err := s.writeTxnMarker(rt.Topic, idx, marker); err != nil {
 					sp.ErrorCode, _ = errorCode(err)

@@ -18,6 +18,7 @@
 //	  cleaner-offset-checkpoint         compacted logs: the first dirty offset
 //	  high-watermark-checkpoint         the high watermark at the last flush (high_watermark.go)
 //	  leader-epoch-checkpoint           leader epochs and their start offsets (leader_epoch.go)
+//	  partition.metadata                the topic id the directory belongs to (partition_metadata.go)
 //	  .kafka_cleanshutdown            present only while the log is closed cleanly
 //	  *.deleted                       files of a deleted segment awaiting removal
 //	  *.cleaned, *.swap               a segment the cleaner is writing / swapping in

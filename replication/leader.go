@@ -1,6 +1,6 @@
-package broker
+package replication
 
-// The leader's side of replication (Kafka's Partition and ReplicaManager).
+// The leader's side of replication (Kafka's Partition).
 //
 // A partition this broker leads tracks each follower's log end offset, which
 // a follower reports as the fetch offset of its Fetch (replica id set); the
@@ -13,15 +13,15 @@ package broker
 // (NOT_ENOUGH_REPLICAS), and after it when the ISR shrank meanwhile
 // (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
 //
-// ISR changes are asked of the controller (AlterPartition as an etcd
+// ISR changes are asked of the ISRWriter (AlterPartition as an etcd
 // compare-and-swap, controller/alter_partition.go) and take effect when the
-// new partition state comes back through the metadata watch: a follower
-// joins once its log end offset reaches the high watermark and the start of
-// the current leader epoch; a member leaves once it has not caught up to the
+// new partition state comes back through the metadata: a follower joins
+// once its log end offset reaches the high watermark and the start of the
+// current leader epoch; a member leaves once it has not caught up to the
 // leader's log end offset for replica.lag.time.max.ms (the maintenance loop
 // checks every second).
 //
-// The follower's side is in replica_fetcher.go.
+// The follower's side is in fetcher.go.
 
 import (
 	"context"
@@ -42,16 +42,16 @@ const (
 	roleFollower
 )
 
-// replication is one partition's replication state on this broker, guarded
+// replicaState is one partition's replication state on this broker, guarded
 // by mu.
-type replication struct {
+type replicaState struct {
 	mu    sync.Mutex
 	role  replicaRole
 	epoch int32 // the leader epoch the role was taken in
 	// Leader only.
 	epochStartOffset int64 // log end offset when this leadership began
 	followers        map[int32]*followerState
-	ackWaiters       map[*ackWaiter]struct{}
+	ackWaiters       map[*AckWaiter]struct{}
 	// isrProposal is the partition epoch an AlterPartition in flight was
 	// based on, -1 when none: one change at a time, as Kafka's
 	// PendingShrinkIsr/PendingExpandIsr states.
@@ -69,41 +69,21 @@ type followerState struct {
 	lastFetchLeaderLEO int64
 }
 
-// ackWaiter is a parked acks=all produce to one partition: done gets its
-// error code once the high watermark reaches required.
-type ackWaiter struct {
+// AckWaiter is a parked acks=all produce to one partition: Done delivers
+// its error code (0: replicated) once the high watermark reaches the
+// offset it waits for, or the leadership ends.
+type AckWaiter struct {
 	required int64
 	done     chan int16
 }
 
-func (w *ackWaiter) complete(code int16) {
+// Done delivers the waiter's error code, once.
+func (w *AckWaiter) Done() <-chan int16 { return w.done }
+
+func (w *AckWaiter) complete(code int16) {
 	select {
 	case w.done <- code:
 	default:
-	}
-}
-
-// replicaSettings are the replication keys, read once from the broker
-// properties (they are static): the high watermark and the fetchers use them
-// on every append and fetch.
-type replicaSettings struct {
-	lagMax             time.Duration // replica.lag.time.max.ms
-	fetchBackoff       time.Duration // replica.fetch.backoff.ms
-	fetchWaitMaxMs     int32         // replica.fetch.wait.max.ms
-	fetchMinBytes      int32         // replica.fetch.min.bytes
-	fetchResponseBytes int32         // replica.fetch.response.max.bytes
-	fetchMaxBytes      int32         // replica.fetch.max.bytes
-}
-
-func (s *Server) replicaSettingsFrom(props map[string]string) replicaSettings {
-	num := func(key string, def, min int64) int64 { return s.coordinatorSetting(props, key, def, min) }
-	return replicaSettings{
-		lagMax:             time.Duration(num("replica.lag.time.max.ms", 30000, 1)) * time.Millisecond,
-		fetchBackoff:       time.Duration(num("replica.fetch.backoff.ms", 1000, 0)) * time.Millisecond,
-		fetchWaitMaxMs:     int32(num("replica.fetch.wait.max.ms", 500, 0)),
-		fetchMinBytes:      int32(num("replica.fetch.min.bytes", 1, 0)),
-		fetchResponseBytes: int32(num("replica.fetch.response.max.bytes", 10<<20, 0)),
-		fetchMaxBytes:      int32(num("replica.fetch.max.bytes", 1<<20, 0)),
 	}
 }
 
@@ -111,18 +91,19 @@ func (s *Server) replicaSettingsFrom(props map[string]string) replicaSettings {
 // log end offset (leader-epoch-checkpoint), every follower's position is
 // unknown until it fetches, and in-sync followers count as caught up from now
 // so that they are not dropped before they could fetch.
-func (s *Server) becomeLeader(p *partition, pi *controller.PartitionInfo) {
-	now := time.Now()
+func (p *Partition) becomeLeader(pi *controller.PartitionInfo) {
+	m := p.m
+	now := p.now()
 	r := &p.repl
 	r.mu.Lock()
 	leo := p.log.LogEndOffset()
 	if err := p.log.AssignEpochStartOffset(pi.LeaderEpoch, leo); err != nil {
-		s.logger.Error("recording leader epoch", "topic", p.topic, "partition", p.index, "epoch", pi.LeaderEpoch, "err", err)
+		m.logger.Error("recording leader epoch", "topic", p.topic, "partition", p.index, "epoch", pi.LeaderEpoch, "err", err)
 	}
 	r.role, r.epoch, r.epochStartOffset, r.isrProposal = roleLeader, pi.LeaderEpoch, leo, -1
 	r.followers = make(map[int32]*followerState, len(pi.Replicas))
 	for _, id := range pi.Replicas {
-		if id == s.cfg.NodeID {
+		if id == m.cfg.NodeID {
 			continue
 		}
 		fs := &followerState{leo: -1, lastFetchLeaderLEO: -1}
@@ -132,18 +113,18 @@ func (s *Server) becomeLeader(p *partition, pi *controller.PartitionInfo) {
 		r.followers[id] = fs
 	}
 	r.mu.Unlock()
-	s.logger.Info("became leader", "topic", p.topic, "partition", p.index, "leader_epoch", pi.LeaderEpoch,
+	m.logger.Info("became leader", "topic", p.topic, "partition", p.index, "leader_epoch", pi.LeaderEpoch,
 		"isr", pi.ISR, "log_end_offset", leo, "high_watermark", p.log.HighWatermark())
-	s.advanceHighWatermark(p)
+	p.advanceHighWatermark()
 }
 
 // leaderStateChanged applies a new partition state within the same
 // leadership (ISR or replica set changed).
-func (s *Server) leaderStateChanged(p *partition, pi *controller.PartitionInfo) {
+func (p *Partition) leaderStateChanged(pi *controller.PartitionInfo) {
 	r := &p.repl
 	r.mu.Lock()
 	for _, id := range pi.Replicas {
-		if id != s.cfg.NodeID && r.followers[id] == nil {
+		if id != p.m.cfg.NodeID && r.followers[id] == nil {
 			r.followers[id] = &followerState{leo: -1, lastFetchLeaderLEO: -1}
 		}
 	}
@@ -157,13 +138,13 @@ func (s *Server) leaderStateChanged(p *partition, pi *controller.PartitionInfo) 
 	}
 	r.mu.Unlock()
 	// A smaller ISR may let the high watermark move.
-	s.advanceHighWatermark(p)
+	p.advanceHighWatermark()
 }
 
 // resignLeadership ends a leadership (the partition now follows, or is
 // gone): parked acks=all produces answer NOT_LEADER_OR_FOLLOWER, as Kafka's
 // purgatory does when the leader changes.
-func (s *Server) resignLeadership(p *partition, role replicaRole, epoch int32) {
+func (p *Partition) resignLeadership(role replicaRole, epoch int32) {
 	r := &p.repl
 	r.mu.Lock()
 	r.role, r.epoch = role, epoch
@@ -176,32 +157,33 @@ func (s *Server) resignLeadership(p *partition, role replicaRole, epoch int32) {
 	}
 }
 
-// appended makes an append by this broker as leader visible: the high
-// watermark moves if no follower holds it back, and parked fetches
-// (followers' and consumers') wake.
-func (s *Server) appended(p *partition) {
+// Appended makes an append by this broker as leader visible: the high
+// watermark moves if no follower holds it back, parked fetches (followers'
+// and consumers') wake, and satisfied acks=all produces complete.
+func (p *Partition) Appended() {
 	st := p.state.Load()
 	if st == nil || len(st.Replicas) <= 1 {
 		// One replica: the high watermark is the log end offset.
 		p.log.UpdateHighWatermark(p.log.LogEndOffset())
-		p.wakeWaiters()
-		s.completeAckWaiters(p)
+		p.wakeFetchWaiters()
+		p.completeAckWaiters()
 		return
 	}
-	s.advanceHighWatermark(p)
-	p.wakeWaiters()
+	p.advanceHighWatermark()
+	p.wakeFetchWaiters()
 }
 
 // advanceHighWatermark recomputes a leader's high watermark from its
 // in-sync, caught-up followers and completes the acks=all produces it
 // satisfies. It returns whether the high watermark moved.
-func (s *Server) advanceHighWatermark(p *partition) bool {
+func (p *Partition) advanceHighWatermark() bool {
+	m := p.m
 	st := p.state.Load()
-	if st == nil || st.Leader != s.cfg.NodeID {
+	if st == nil || st.Leader != m.cfg.NodeID {
 		return false
 	}
-	lagMax := s.replica.lagMax
-	now := time.Now()
+	lagMax := m.cfg.ReplicaLagTimeMax
+	now := p.now()
 	r := &p.repl
 	r.mu.Lock()
 	if r.role != roleLeader {
@@ -210,7 +192,7 @@ func (s *Server) advanceHighWatermark(p *partition) bool {
 	}
 	hw := p.log.LogEndOffset()
 	for _, id := range st.ISR {
-		if id == s.cfg.NodeID {
+		if id == m.cfg.NodeID {
 			continue
 		}
 		fs := r.followers[id]
@@ -225,15 +207,15 @@ func (s *Server) advanceHighWatermark(p *partition) bool {
 	}
 	r.mu.Unlock()
 	if moved {
-		p.wakeWaiters()
-		s.completeAckWaiters(p)
+		p.wakeFetchWaiters()
+		p.completeAckWaiters()
 	}
 	return moved
 }
 
 // completeAckWaiters answers the acks=all produces the high watermark has
 // passed (Kafka's checkEnoughReplicasReachOffset).
-func (s *Server) completeAckWaiters(p *partition) {
+func (p *Partition) completeAckWaiters() {
 	r := &p.repl
 	hw := p.log.HighWatermark()
 	r.mu.Lock()
@@ -255,13 +237,14 @@ func (s *Server) completeAckWaiters(p *partition) {
 	r.mu.Unlock()
 }
 
-// awaitAcks parks an acks=all produce until the high watermark reaches
-// required; nil when it has already (the caller answers at once).
-func (s *Server) awaitAcks(p *partition, required int64) *ackWaiter {
+// AwaitAcks parks an acks=all produce until the high watermark reaches
+// required; nil when it has already (the caller answers at once). A waiter
+// not completed must be dropped with DropAckWaiter.
+func (p *Partition) AwaitAcks(required int64) *AckWaiter {
 	if p.log.HighWatermark() >= required {
 		return nil
 	}
-	w := &ackWaiter{required: required, done: make(chan int16, 1)}
+	w := &AckWaiter{required: required, done: make(chan int16, 1)}
 	r := &p.repl
 	r.mu.Lock()
 	if r.role != roleLeader {
@@ -270,27 +253,29 @@ func (s *Server) awaitAcks(p *partition, required int64) *ackWaiter {
 		return w
 	}
 	if r.ackWaiters == nil {
-		r.ackWaiters = make(map[*ackWaiter]struct{})
+		r.ackWaiters = make(map[*AckWaiter]struct{})
 	}
 	r.ackWaiters[w] = struct{}{}
 	r.mu.Unlock()
 	// The high watermark may have passed between the check and the
 	// registration.
-	s.completeAckWaiters(p)
+	p.completeAckWaiters()
 	return w
 }
 
-func (s *Server) dropAckWaiter(p *partition, w *ackWaiter) {
+// DropAckWaiter forgets a waiter that timed out or whose request is gone.
+func (p *Partition) DropAckWaiter(w *AckWaiter) {
 	p.repl.mu.Lock()
 	delete(p.repl.ackWaiters, w)
 	p.repl.mu.Unlock()
 }
 
-// waitReplicated blocks until the high watermark reaches required (an
+// WaitReplicated blocks until the high watermark reaches required (an
 // internal-topic append by a coordinator, which Kafka makes with acks=all),
-// the timeout passes (REQUEST_TIMED_OUT) or leadership is lost.
-func (s *Server) waitReplicated(p *partition, required int64, timeout time.Duration) error {
-	w := s.awaitAcks(p, required)
+// the timeout passes (REQUEST_TIMED_OUT), leadership is lost or cancel is
+// closed (NOT_LEADER_OR_FOLLOWER).
+func (p *Partition) WaitReplicated(required int64, timeout time.Duration, cancel <-chan struct{}) error {
+	w := p.AwaitAcks(required)
 	if w == nil {
 		return nil
 	}
@@ -303,34 +288,35 @@ func (s *Server) waitReplicated(p *partition, required int64, timeout time.Durat
 		}
 		return nil
 	case <-t.C:
-		s.dropAckWaiter(p, w)
+		p.DropAckWaiter(w)
 		return kerr.RequestTimedOut
-	case <-s.closing:
-		s.dropAckWaiter(p, w)
+	case <-cancel:
+		p.DropAckWaiter(w)
 		return kerr.NotLeaderForPartition
 	}
 }
 
-// notEnoughReplicas reports whether an acks=all produce must be refused
+// NotEnoughReplicas reports whether an acks=all produce must be refused
 // before the append: the ISR is smaller than min.insync.replicas.
-func (s *Server) notEnoughReplicas(p *partition) bool {
+func (p *Partition) NotEnoughReplicas() bool {
 	st := p.state.Load()
-	return st != nil && int32(len(st.ISR)) < p.minISR()
+	return st != nil && int32(len(st.ISR)) < p.MinISR()
 }
 
-func (p *partition) minISR() int32 {
+// MinISR is the topic's min.insync.replicas.
+func (p *Partition) MinISR() int32 {
 	p.repl.mu.Lock()
 	defer p.repl.mu.Unlock()
 	return p.repl.minISR
 }
 
-// followerFetched records a follower's fetch at fetchOffset (its log end
+// FollowerFetched records a follower's fetch at fetchOffset (its log end
 // offset) on a partition this broker leads, as Kafka's
 // updateFollowerFetchState, then lets the ISR grow and the high watermark
 // move. It returns false when the fetching broker is not a replica of the
 // partition.
-func (s *Server) followerFetched(p *partition, replica int32, brokerEpoch, fetchOffset int64) bool {
-	now := time.Now()
+func (p *Partition) FollowerFetched(replica int32, brokerEpoch, fetchOffset int64) bool {
+	now := p.now()
 	r := &p.repl
 	r.mu.Lock()
 	fs := r.followers[replica]
@@ -348,8 +334,8 @@ func (s *Server) followerFetched(p *partition, replica int32, brokerEpoch, fetch
 	fs.lastFetchLeaderLEO, fs.lastFetch = leaderLEO, now
 	fs.leo, fs.brokerEpoch = fetchOffset, brokerEpoch
 	r.mu.Unlock()
-	s.maybeExpandISR(p, replica)
-	s.advanceHighWatermark(p)
+	p.maybeExpandISR(replica)
+	p.advanceHighWatermark()
 	return true
 }
 
@@ -360,10 +346,10 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// maybeExpandISR asks the controller to add a follower that has caught up:
+// maybeExpandISR asks for a follower that has caught up to join the ISR:
 // its log end offset is at the high watermark and past the start of this
 // leader epoch (Kafka's isFollowerInSync).
-func (s *Server) maybeExpandISR(p *partition, replica int32) {
+func (p *Partition) maybeExpandISR(replica int32) {
 	st := p.state.Load()
 	if st == nil || slices.Contains(st.ISR, replica) {
 		return
@@ -381,15 +367,16 @@ func (s *Server) maybeExpandISR(p *partition, replica int32) {
 		return
 	}
 	newISR := append(slices.Clone(st.ISR), replica)
-	s.proposeISR(p, st, newISR, "follower caught up", replica)
+	p.proposeISR(st, newISR, "follower caught up", replica)
 }
 
-// shrinkISRs drops the in-sync followers of the partitions this broker leads
-// that have not caught up for replica.lag.time.max.ms (the maintenance
-// loop's ISR check, Kafka's maybeShrinkIsr).
-func (s *Server) maybeShrinkISR(p *partition, now time.Time, lagMax time.Duration) {
+// maybeShrinkISR drops the in-sync followers that have not caught up for
+// replica.lag.time.max.ms by now (the maintenance loop's ISR check, Kafka's
+// maybeShrinkIsr).
+func (p *Partition) maybeShrinkISR(now time.Time) {
+	m := p.m
 	st := p.state.Load()
-	if st == nil || st.Leader != s.cfg.NodeID || len(st.ISR) <= 1 {
+	if st == nil || st.Leader != m.cfg.NodeID || len(st.ISR) <= 1 {
 		return
 	}
 	r := &p.repl
@@ -400,10 +387,10 @@ func (s *Server) maybeShrinkISR(p *partition, now time.Time, lagMax time.Duratio
 	}
 	var out []int32
 	for _, id := range st.ISR {
-		if id == s.cfg.NodeID {
+		if id == m.cfg.NodeID {
 			continue
 		}
-		if fs := r.followers[id]; fs == nil || now.Sub(fs.lastCaughtUp) > lagMax {
+		if fs := r.followers[id]; fs == nil || now.Sub(fs.lastCaughtUp) > m.cfg.ReplicaLagTimeMax {
 			out = append(out, id)
 		}
 	}
@@ -415,13 +402,15 @@ func (s *Server) maybeShrinkISR(p *partition, now time.Time, lagMax time.Duratio
 		return
 	}
 	newISR := slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return slices.Contains(out, id) })
-	s.proposeISR(p, st, newISR, "followers out of sync", out...)
+	p.proposeISR(st, newISR, "followers out of sync", out...)
 }
 
-// proposeISR sends the AlterPartition in the background; the change applies
-// when the metadata watch delivers it (leaderStateChanged clears the
-// proposal), a failure clears it for the next attempt.
-func (s *Server) proposeISR(p *partition, st *controller.PartitionInfo, newISR []int32, why string, changed ...int32) {
+// proposeISR sends the AlterPartition on a goroutine of the Manager's; the
+// change applies when the metadata delivers it (leaderStateChanged clears
+// the proposal), a failure clears it for the next attempt. After Close
+// began nothing is sent.
+func (p *Partition) proposeISR(st *controller.PartitionInfo, newISR []int32, why string, changed ...int32) {
+	m := p.m
 	members := make([]controller.ISRMember, 0, len(newISR))
 	p.repl.mu.Lock()
 	for _, id := range newISR {
@@ -436,21 +425,27 @@ func (s *Server) proposeISR(p *partition, st *controller.PartitionInfo, newISR [
 		Topic: p.topic, TopicID: p.topicID, Partition: p.index,
 		LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, NewISR: members,
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	abandon := func() {
+		p.repl.mu.Lock()
+		if p.repl.isrProposal == st.PartitionEpoch {
+			p.repl.isrProposal = -1
+		}
+		p.repl.mu.Unlock()
+	}
+	started := m.goTask(func() {
+		ctx, cancel := context.WithTimeout(m.stopCtx, 10*time.Second)
 		defer cancel()
-		got, err := s.ctrl.AlterPartitionISR(ctx, req)
+		got, err := m.isr.AlterPartitionISR(ctx, req)
 		if err != nil {
-			p.repl.mu.Lock()
-			if p.repl.isrProposal == st.PartitionEpoch {
-				p.repl.isrProposal = -1
-			}
-			p.repl.mu.Unlock()
-			s.logger.Warn("ISR change refused", "topic", p.topic, "partition", p.index, "reason", why,
+			abandon()
+			m.logger.Warn("ISR change refused", "topic", p.topic, "partition", p.index, "reason", why,
 				"proposed_isr", newISR, "err", err)
 			return
 		}
-		s.logger.Info("ISR changed", "topic", p.topic, "partition", p.index, "reason", why, "replicas", changed,
+		m.logger.Info("ISR changed", "topic", p.topic, "partition", p.index, "reason", why, "replicas", changed,
 			"isr", got.ISR, "partition_epoch", got.PartitionEpoch)
-	}()
+	})
+	if !started {
+		abandon()
+	}
 }

@@ -1,7 +1,6 @@
-package broker
+package replication
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,19 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/strait/strait/config"
 	"github.com/strait/strait/storage"
 )
 
 // hwPassFS is the real filesystem, except that the checkpoint loop's first
-// high-watermark checkpoint waits until the broker is stopping, and the
+// high-watermark checkpoint waits until the manager is stopping, and the
 // loop's later checkpoints are counted.
 type hwPassFS struct {
 	storage.OSFS
-	srv     atomic.Pointer[Server]
+	m       atomic.Pointer[Manager]
 	first   sync.Once
 	blocked chan struct{} // closed when the first checkpoint waits
 	later   atomic.Int32
@@ -36,7 +31,8 @@ func (f *hwPassFS) Rename(oldpath, newpath string) error {
 		f.first.Do(func() { isFirst = true })
 		if isFirst {
 			close(f.blocked)
-			for !f.srv.Load().parts.stopping() {
+			deadline := time.Now().Add(30 * time.Second)
+			for !f.m.Load().stopping() && time.Now().Before(deadline) {
 				time.Sleep(time.Millisecond)
 			}
 		} else {
@@ -66,58 +62,33 @@ func calledFrom(function string) bool {
 // the pass left.
 func TestShutdownCutsCheckpointPassShort(t *testing.T) {
 	const partitions = 20
-	dir := t.TempDir()
-	cfg, _, err := config.Parse(map[string]string{
-		"listeners": "PLAINTEXT://127.0.0.1:0",
-		"log.dirs":  dir,
-		"replica.high.watermark.checkpoint.interval.ms": "100",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	fs := &hwPassFS{blocked: make(chan struct{})}
-	cfg.StorageFS = fs
-	srv, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
+	e := newEnv(t, Config{FS: fs, HighWatermarkCheckpointInterval: 100 * time.Millisecond}, nil)
+	fs.m.Store(e.m)
+	replicas := make([][]int32, partitions)
+	for i := range replicas {
+		replicas[i] = []int32{1}
 	}
-	fs.srv.Store(srv)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	<-srv.Ready()
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, "hw"); err != nil || resp.Err != nil {
-		t.Fatalf("create topic: %v %v", err, resp.Err)
-	}
+	e.topic("hw", replicas...)
 	for p := range int32(partitions) {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "hw", Partition: p, Value: []byte("v")}).FirstErr(); err != nil {
-			t.Fatalf("produce to partition %d: %v", p, err)
-		}
+		produce(t, e.m.Partition("hw", p), 1)
 	}
-	cl.Close()
 
 	// The pass that checkpoints the new high watermarks is now under way,
-	// waiting on its first partition until the broker stops.
+	// waiting on its first partition until the manager stops.
 	select {
 	case <-fs.blocked:
-	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
 		t.Fatal("no high watermark was checkpointed")
 	}
-	if err := srv.Close(); err != nil {
+	if err := e.m.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	if n := fs.later.Load(); n != 0 {
 		t.Fatalf("the checkpoint pass wrote %d more partitions after shutdown began, want 0", n)
 	}
 	for p := range partitions {
-		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("hw-%d", p), "high-watermark-checkpoint"))
+		b, err := os.ReadFile(filepath.Join(e.dir, fmt.Sprintf("hw-%d", p), "high-watermark-checkpoint"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package broker
+package replication
 
 // The follower's side of replication (Kafka's ReplicaFetcherThread).
 //
@@ -14,6 +14,9 @@ package broker
 // leader's, bounded by its own log end offset, and its log start offset
 // follows the leader's. A fetch below the leader's log start offset starts
 // the log afresh there. Errors back off for replica.fetch.backoff.ms.
+//
+// Requests go through the Manager's BrokerClient; a fetcher's context is
+// cancelled when it stops, which ends a request in flight.
 
 import (
 	"context"
@@ -24,26 +27,33 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// replicaFetchers owns the fetchers, one per leader broker.
-type replicaFetchers struct {
-	srv      *Server
+// fetchers owns the fetchers, one per leader broker (Kafka's
+// ReplicaFetcherManager). Thread-safety: mu guards the maps; each fetcher's
+// own mu its partitions (lock order: fetchers.mu > fetcher.mu). wg counts
+// every fetcher goroutine, stopped ones included, for close.
+type fetchers struct {
+	m        *Manager
 	mu       sync.Mutex
-	byLeader map[int32]*replicaFetcher
-	of       map[*partition]*replicaFetcher
+	byLeader map[int32]*fetcher
+	of       map[*Partition]*fetcher
+	closed   bool
+	wg       sync.WaitGroup
 }
 
-func newReplicaFetchers(s *Server) *replicaFetchers {
-	return &replicaFetchers{srv: s, byLeader: map[int32]*replicaFetcher{}, of: map[*partition]*replicaFetcher{}}
+func newFetchers(m *Manager) *fetchers {
+	return &fetchers{m: m, byLeader: map[int32]*fetcher{}, of: map[*Partition]*fetcher{}}
 }
 
 // follow makes p fetch from leader at leaderEpoch, truncating first.
-func (rf *replicaFetchers) follow(p *partition, leader, leaderEpoch int32) {
+func (rf *fetchers) follow(p *Partition, leader, leaderEpoch int32) {
 	rf.mu.Lock()
 	defer rf.mu.Unlock()
+	if rf.closed {
+		return
+	}
 	if f := rf.of[p]; f != nil && f.leader != leader {
 		f.remove(p)
 		delete(rf.of, p)
@@ -51,9 +61,9 @@ func (rf *replicaFetchers) follow(p *partition, leader, leaderEpoch int32) {
 	}
 	f := rf.byLeader[leader]
 	if f == nil {
-		f = newReplicaFetcher(rf.srv, leader)
+		f = newFetcher(rf.m, leader)
 		rf.byLeader[leader] = f
-		go f.run()
+		rf.wg.Go(f.run)
 	}
 	f.add(p, leaderEpoch)
 	rf.of[p] = f
@@ -61,7 +71,7 @@ func (rf *replicaFetchers) follow(p *partition, leader, leaderEpoch int32) {
 
 // unfollow stops fetching p; once it returns, no fetched data is appended
 // to p's log any more.
-func (rf *replicaFetchers) unfollow(p *partition) {
+func (rf *fetchers) unfollow(p *Partition) {
 	rf.mu.Lock()
 	defer rf.mu.Unlock()
 	f := rf.of[p]
@@ -73,26 +83,24 @@ func (rf *replicaFetchers) unfollow(p *partition) {
 	rf.stopIfIdleLocked(f)
 }
 
-func (rf *replicaFetchers) stopIfIdleLocked(f *replicaFetcher) {
+func (rf *fetchers) stopIfIdleLocked(f *fetcher) {
 	if f.size() == 0 {
 		delete(rf.byLeader, f.leader)
 		f.stop()
 	}
 }
 
-// close stops every fetcher and waits for them.
-func (rf *replicaFetchers) close() {
+// close stops every fetcher and waits for all fetcher goroutines (those
+// stopped earlier when they fell idle too); follow starts none afterwards.
+func (rf *fetchers) close() {
 	rf.mu.Lock()
-	fs := make([]*replicaFetcher, 0, len(rf.byLeader))
+	rf.closed = true
 	for _, f := range rf.byLeader {
-		fs = append(fs, f)
-	}
-	rf.byLeader, rf.of = map[int32]*replicaFetcher{}, map[*partition]*replicaFetcher{}
-	rf.mu.Unlock()
-	for _, f := range fs {
 		f.stop()
-		<-f.done
 	}
+	rf.byLeader, rf.of = map[int32]*fetcher{}, map[*Partition]*fetcher{}
+	rf.mu.Unlock()
+	rf.wg.Wait()
 }
 
 // followState is one followed partition in a fetcher.
@@ -102,12 +110,14 @@ type followState struct {
 	backoffTill time.Time
 }
 
-type replicaFetcher struct {
-	srv    *Server
+// fetcher fetches the partitions this broker follows from one leader
+// (Kafka's ReplicaFetcherThread): one goroutine, run.
+type fetcher struct {
+	m      *Manager
 	leader int32
 
 	mu    sync.Mutex // guards parts; held while appending fetched data
-	parts map[*partition]*followState
+	parts map[*Partition]*followState
 
 	wake     chan struct{}
 	quit     chan struct{}
@@ -115,21 +125,18 @@ type replicaFetcher struct {
 	done     chan struct{}
 	ctx      context.Context
 	cancel   context.CancelFunc
-
-	client     *kgo.Client
-	clientAddr string
 }
 
-func newReplicaFetcher(s *Server, leader int32) *replicaFetcher {
+func newFetcher(m *Manager, leader int32) *fetcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &replicaFetcher{
-		srv: s, leader: leader, parts: map[*partition]*followState{},
+	return &fetcher{
+		m: m, leader: leader, parts: map[*Partition]*followState{},
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		ctx: ctx, cancel: cancel,
 	}
 }
 
-func (f *replicaFetcher) add(p *partition, leaderEpoch int32) {
+func (f *fetcher) add(p *Partition, leaderEpoch int32) {
 	f.mu.Lock()
 	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true}
 	f.mu.Unlock()
@@ -139,19 +146,19 @@ func (f *replicaFetcher) add(p *partition, leaderEpoch int32) {
 	}
 }
 
-func (f *replicaFetcher) remove(p *partition) {
+func (f *fetcher) remove(p *Partition) {
 	f.mu.Lock()
 	delete(f.parts, p)
 	f.mu.Unlock()
 }
 
-func (f *replicaFetcher) size() int {
+func (f *fetcher) size() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.parts)
 }
 
-func (f *replicaFetcher) stop() {
+func (f *fetcher) stop() {
 	f.quitOnce.Do(func() {
 		close(f.quit)
 		f.cancel()
@@ -159,9 +166,9 @@ func (f *replicaFetcher) stop() {
 }
 
 // backoff is replica.fetch.backoff.ms.
-func (f *replicaFetcher) backoff() time.Duration { return f.srv.replica.fetchBackoff }
+func (f *fetcher) backoff() time.Duration { return f.m.cfg.FetchBackoff }
 
-func (f *replicaFetcher) sleep(d time.Duration) bool {
+func (f *fetcher) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -172,14 +179,9 @@ func (f *replicaFetcher) sleep(d time.Duration) bool {
 	}
 }
 
-func (f *replicaFetcher) run() {
+func (f *fetcher) run() {
 	defer close(f.done)
-	defer func() {
-		if f.client != nil {
-			f.client.Close()
-		}
-	}()
-	log := f.srv.logger.With("fetcher_leader", f.leader)
+	log := f.m.logger.With("fetcher_leader", f.leader)
 	log.Debug("replica fetcher started")
 	var lastErr string
 	for {
@@ -188,16 +190,6 @@ func (f *replicaFetcher) run() {
 			log.Debug("replica fetcher stopped")
 			return
 		default:
-		}
-		if err := f.ensureClient(); err != nil {
-			if err.Error() != lastErr {
-				log.Warn("replica fetcher cannot reach the leader", "err", err)
-				lastErr = err.Error()
-			}
-			if !f.sleep(f.backoff()) {
-				return
-			}
-			continue
 		}
 		if err := f.truncateDiverged(); err != nil {
 			if err.Error() != lastErr && !errors.Is(err, context.Canceled) {
@@ -218,8 +210,6 @@ func (f *replicaFetcher) run() {
 				log.Warn("replica fetch failed", "err", err)
 				lastErr = err.Error()
 			}
-			// The leader may have moved to a new address (restart).
-			f.closeClient()
 			if !f.sleep(f.backoff()) {
 				return
 			}
@@ -237,48 +227,15 @@ func (f *replicaFetcher) run() {
 	}
 }
 
-func (f *replicaFetcher) ensureClient() error {
-	addr, ok := f.srv.brokerAddr(f.leader)
-	if !ok {
-		return fmt.Errorf("leader %d is not registered", f.leader)
-	}
-	if f.client != nil && f.clientAddr == addr {
-		return nil
-	}
-	f.closeClient()
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(addr),
-		kgo.ClientID(fmt.Sprintf("broker-%d-fetcher-%d", f.srv.cfg.NodeID, f.leader)),
-		kgo.DialTimeout(5*time.Second),
-		kgo.RequestRetries(0),
-	)
-	if err != nil {
-		return err
-	}
-	f.client, f.clientAddr = cl, addr
-	return nil
-}
-
-func (f *replicaFetcher) closeClient() {
-	if f.client != nil {
-		f.client.Close()
-		f.client, f.clientAddr = nil, ""
-	}
-}
-
-func (f *replicaFetcher) request(req kmsg.Request) (kmsg.Response, error) {
-	seeds := f.client.SeedBrokers()
-	if len(seeds) == 0 {
-		return nil, errors.New("no seed broker")
-	}
-	return seeds[0].Request(f.ctx, req)
+func (f *fetcher) request(req kmsg.Request) (kmsg.Response, error) {
+	return f.m.client.Request(f.ctx, f.leader, req)
 }
 
 // truncateDiverged truncates every partition that starts following, as
 // Kafka's fetcher does before its first fetch from a new leader.
-func (f *replicaFetcher) truncateDiverged() error {
+func (f *fetcher) truncateDiverged() error {
 	type pending struct {
-		p      *partition
+		p      *Partition
 		epoch  int32 // leader epoch the state was taken in
 		latest int32 // our latest epoch
 	}
@@ -307,7 +264,7 @@ func (f *replicaFetcher) truncateDiverged() error {
 		return nil
 	}
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	req.ReplicaID = f.srv.cfg.NodeID
+	req.ReplicaID = f.m.cfg.NodeID
 	byTopic := map[string]int{}
 	for _, t := range todo {
 		i, ok := byTopic[t.p.topic]
@@ -357,7 +314,7 @@ func (f *replicaFetcher) truncateDiverged() error {
 		}
 		offset, done := truncationOffset(t.p, a.LeaderEpoch, a.EndOffset)
 		if offset < t.p.log.LogEndOffset() {
-			f.srv.logger.Info("truncating follower log to the leader's", "topic", t.p.topic, "partition", t.p.index,
+			f.m.logger.Info("truncating follower log to the leader's", "topic", t.p.topic, "partition", t.p.index,
 				"from", t.p.log.LogEndOffset(), "to", offset, "leader_epoch", a.LeaderEpoch, "leader_end_offset", a.EndOffset)
 			if err := t.p.log.TruncateTo(offset); err != nil {
 				return fmt.Errorf("truncating %s-%d: %w", t.p.topic, t.p.index, err)
@@ -371,7 +328,7 @@ func (f *replicaFetcher) truncateDiverged() error {
 // truncationOffset is Kafka's AbstractFetcherThread.getOffsetTruncationState
 // for the leader's answer (leaderEpoch, leaderEnd) to our latest epoch: the
 // offset to truncate to and whether truncation is complete.
-func truncationOffset(p *partition, leaderEpoch int32, leaderEnd int64) (int64, bool) {
+func truncationOffset(p *Partition, leaderEpoch int32, leaderEnd int64) (int64, bool) {
 	leo := p.log.LogEndOffset()
 	if leaderEnd < 0 {
 		// The leader knows no epoch at or below ours.
@@ -395,21 +352,21 @@ func truncationOffset(p *partition, leaderEpoch int32, leaderEnd int64) (int64, 
 
 // fetchOnce sends one Fetch for the partitions ready to fetch and applies
 // the response; progressed is false when there was nothing to ask for.
-func (f *replicaFetcher) fetchOnce() (progressed bool, err error) {
-	s := f.srv
+func (f *fetcher) fetchOnce() (progressed bool, err error) {
+	m := f.m
 	type sent struct {
-		p     *partition
+		p     *Partition
 		epoch int32
 		at    int64
 	}
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = s.cfg.NodeID
-	req.ReplicaState.ID = s.cfg.NodeID
-	req.ReplicaState.Epoch = s.ctrl.BrokerEpoch()
-	req.MaxWaitMillis = s.replica.fetchWaitMaxMs
-	req.MinBytes = s.replica.fetchMinBytes
-	req.MaxBytes = s.replica.fetchResponseBytes
-	partMax := s.replica.fetchMaxBytes
+	req.ReplicaID = m.cfg.NodeID
+	req.ReplicaState.ID = m.cfg.NodeID
+	req.ReplicaState.Epoch = m.meta.BrokerEpoch()
+	req.MaxWaitMillis = m.cfg.FetchWaitMaxMs
+	req.MinBytes = m.cfg.FetchMinBytes
+	req.MaxBytes = m.cfg.FetchResponseMaxBytes
+	partMax := m.cfg.FetchMaxBytes
 	req.SessionEpoch = -1 // full fetches, no session
 	byTopic := map[[16]byte]int{}
 	sentBy := map[[16]byte]map[int32]sent{}
@@ -455,7 +412,7 @@ func (f *replicaFetcher) fetchOnce() (progressed bool, err error) {
 	for _, rt := range resp.Topics {
 		id := rt.TopicID
 		if id == ([16]byte{}) {
-			if lt := s.parts.topicByName(rt.Topic); lt != nil {
+			if lt := m.TopicByName(rt.Topic); lt != nil {
 				id = lt.id
 			}
 		}
@@ -475,8 +432,8 @@ func (f *replicaFetcher) fetchOnce() (progressed bool, err error) {
 }
 
 // applyFetched appends one partition's fetched batches, under f.mu.
-func (f *replicaFetcher) applyFetched(p *partition, st *followState, rp *kmsg.FetchResponseTopicPartition) {
-	s := f.srv
+func (f *fetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResponseTopicPartition) {
+	m := f.m
 	switch rp.ErrorCode {
 	case 0:
 	case kerr.OffsetOutOfRange.Code:
@@ -486,14 +443,14 @@ func (f *replicaFetcher) applyFetched(p *partition, st *followState, rp *kmsg.Fe
 		// NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, unknown
 		// topic...: the metadata will move us on; pause this partition.
 		st.backoffTill = time.Now().Add(f.backoff())
-		s.logger.Debug("replica fetch partition error", "topic", p.topic, "partition", p.index,
+		m.logger.Debug("replica fetch partition error", "topic", p.topic, "partition", p.index,
 			"leader", f.leader, "err", kerr.ErrorForCode(rp.ErrorCode))
 		return
 	}
 	records := wholeBatches(rp.RecordBatches)
 	if len(records) > 0 {
 		if _, err := p.log.AppendAsFollower(records); err != nil {
-			s.logger.Error("appending fetched records", "topic", p.topic, "partition", p.index,
+			m.logger.Error("appending fetched records", "topic", p.topic, "partition", p.index,
 				"offset", p.log.LogEndOffset(), "err", err)
 			st.backoffTill = time.Now().Add(f.backoff())
 			return
@@ -506,7 +463,7 @@ func (f *replicaFetcher) applyFetched(p *partition, st *followState, rp *kmsg.Fe
 	// moves first.
 	if start := min(rp.LogStartOffset, p.log.HighWatermark()); start > p.log.LogStartOffset() {
 		if _, err := p.log.DeleteRecordsBefore(start); err != nil {
-			s.logger.Warn("following the leader's log start offset", "topic", p.topic, "partition", p.index, "err", err)
+			m.logger.Warn("following the leader's log start offset", "topic", p.topic, "partition", p.index, "err", err)
 		}
 	}
 }
@@ -514,9 +471,9 @@ func (f *replicaFetcher) applyFetched(p *partition, st *followState, rp *kmsg.Fe
 // outOfRange handles OFFSET_OUT_OF_RANGE: below the leader's log start
 // offset the log starts afresh there; above its end (it truncated further
 // than we did) we truncate by epoch again.
-func (f *replicaFetcher) outOfRange(p *partition, st *followState) {
+func (f *fetcher) outOfRange(p *Partition, st *followState) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = f.srv.cfg.NodeID
+	req.ReplicaID = f.m.cfg.NodeID
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = p.topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
@@ -535,10 +492,10 @@ func (f *replicaFetcher) outOfRange(p *partition, st *followState) {
 	}
 	start := resp.Topics[0].Partitions[0].Offset
 	if p.log.LogEndOffset() < start {
-		f.srv.logger.Info("follower log is below the leader's log start offset; starting afresh",
+		f.m.logger.Info("follower log is below the leader's log start offset; starting afresh",
 			"topic", p.topic, "partition", p.index, "log_end_offset", p.log.LogEndOffset(), "leader_log_start_offset", start)
 		if err := p.log.TruncateFullyAndStartAt(start); err != nil {
-			f.srv.logger.Error("restarting follower log", "topic", p.topic, "partition", p.index, "err", err)
+			f.m.logger.Error("restarting follower log", "topic", p.topic, "partition", p.index, "err", err)
 			st.backoffTill = time.Now().Add(f.backoff())
 		}
 		return
@@ -558,14 +515,4 @@ func wholeBatches(b []byte) []byte {
 		n += size
 	}
 	return b[:n]
-}
-
-// brokerLive reports whether id is a registered broker at epoch (-1: any).
-func (s *Server) brokerLive(id int32, epoch int64) bool {
-	for _, b := range s.ctrl.Brokers() {
-		if b.NodeID == id {
-			return epoch < 0 || b.Epoch == epoch
-		}
-	}
-	return false
 }

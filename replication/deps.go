@@ -1,0 +1,129 @@
+package replication
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/controller"
+	"github.com/strait/strait/storage"
+)
+
+// Config is the replication and partition-log settings, resolved by the
+// broker from its configuration. A zero duration (FetchBackoff excepted),
+// RecoveryThreadsPerDataDir or FS takes the default noted on the field; the
+// fetch sizes are used as given (0 is a valid value of each).
+type Config struct {
+	// NodeID is this broker's node.id.
+	NodeID int32
+	// LogDirs are log.dirs; a new partition goes to the one holding the
+	// fewest.
+	LogDirs []string
+	// FS is the filesystem partition logs are written through (nil: the
+	// real one).
+	FS storage.FS
+
+	// ReplicaLagTimeMax is replica.lag.time.max.ms (30 s).
+	ReplicaLagTimeMax time.Duration
+	// FetchBackoff is replica.fetch.backoff.ms (1 s; 0 allowed).
+	FetchBackoff time.Duration
+	// FetchWaitMaxMs is replica.fetch.wait.max.ms (500).
+	FetchWaitMaxMs int32
+	// FetchMinBytes is replica.fetch.min.bytes (1).
+	FetchMinBytes int32
+	// FetchResponseMaxBytes is replica.fetch.response.max.bytes (10 MiB).
+	FetchResponseMaxBytes int32
+	// FetchMaxBytes is replica.fetch.max.bytes (1 MiB).
+	FetchMaxBytes int32
+	// HighWatermarkCheckpointInterval is
+	// replica.high.watermark.checkpoint.interval.ms (5 s).
+	HighWatermarkCheckpointInterval time.Duration
+
+	// RecoveryThreadsPerDataDir is num.recovery.threads.per.data.dir (2):
+	// how many logs Close closes at once per log directory.
+	RecoveryThreadsPerDataDir int
+	// RetentionCheckInterval is log.retention.check.interval.ms (5 min).
+	RetentionCheckInterval time.Duration
+	// ProducerIDExpirationCheckInterval is
+	// producer.id.expiration.check.interval.ms (10 min).
+	ProducerIDExpirationCheckInterval time.Duration
+	// MaintenanceInterval is how often the maintenance loop runs (1 s):
+	// flush.ms and ISR shrinking are checked at each tick.
+	MaintenanceInterval time.Duration
+
+	// LogCleanerEnable is log.cleaner.enable; Cleaner the log.cleaner.*
+	// settings.
+	LogCleanerEnable bool
+	Cleaner          storage.CleanerConfig
+}
+
+func (c Config) withDefaults() Config {
+	dur := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	dur(&c.ReplicaLagTimeMax, 30*time.Second)
+	dur(&c.HighWatermarkCheckpointInterval, 5*time.Second)
+	dur(&c.RetentionCheckInterval, 5*time.Minute)
+	dur(&c.ProducerIDExpirationCheckInterval, 10*time.Minute)
+	dur(&c.MaintenanceInterval, time.Second)
+	if c.FetchBackoff < 0 {
+		c.FetchBackoff = 0
+	}
+	if c.RecoveryThreadsPerDataDir <= 0 {
+		c.RecoveryThreadsPerDataDir = 2
+	}
+	if c.FS == nil {
+		c.FS = storage.OSFS{}
+	}
+	return c
+}
+
+// MetadataView is what replication reads of the cluster metadata
+// (*controller.Controller implements it). Values returned share their
+// slices with the metadata cache: read-only.
+type MetadataView interface {
+	// Listen registers fn for every topic created, changed or deleted, in
+	// order; it first replays every existing topic as a creation.
+	Listen(fn func(controller.TopicChange))
+	// Topic is the topic called name.
+	Topic(name string) (controller.TopicInfo, bool)
+	// Brokers lists the registered brokers.
+	Brokers() []controller.BrokerInfo
+	// BrokerEpoch is this broker's registration epoch, -1 when not
+	// registered.
+	BrokerEpoch() int64
+}
+
+// ISRWriter changes a partition's ISR as its leader (Kafka's
+// AlterPartition; *controller.Controller implements it). The change takes
+// effect when the metadata delivers the new partition state.
+type ISRWriter interface {
+	AlterPartitionISR(ctx context.Context, req controller.AlterPartitionRequest) (controller.PartitionInfo, error)
+}
+
+// BrokerClient sends a request to another broker and returns its response
+// (the replica fetchers' Fetch, OffsetForLeaderEpoch and ListOffsets). It
+// must honour ctx: Close cancels it to stop a fetcher.
+type BrokerClient interface {
+	Request(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
+}
+
+// TopicConfigFunc resolves a topic's overrides over the broker's current
+// defaults (dynamic ones included): its log configuration and
+// min.insync.replicas. On error the values returned are the broker
+// defaults to use instead.
+type TopicConfigFunc func(overrides map[string]string) (storage.LogConfig, int32, error)
+
+// Deps are the Manager's collaborators.
+type Deps struct {
+	Metadata    MetadataView
+	ISR         ISRWriter
+	Brokers     BrokerClient
+	TopicConfig TopicConfigFunc
+	Logger      *slog.Logger     // nil: slog.Default()
+	Now         func() time.Time // nil: time.Now; tests move the clock
+}

@@ -1,0 +1,125 @@
+package replication
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/controller"
+)
+
+// TestCloseWaitsForFetchers: Close cancels the fetchers' requests in flight
+// and returns only once every fetcher goroutine has ended, those stopped
+// earlier for want of partitions included; none starts afterwards.
+func TestCloseWaitsForFetchers(t *testing.T) {
+	var (
+		inFlight atomic.Int32
+		calls    atomic.Int32
+		entered  = make(chan int32, 16)
+	)
+	client := clientFunc(func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		calls.Add(1)
+		select {
+		case entered <- broker:
+		default:
+		}
+		<-ctx.Done()
+		// A slow return: Close must still wait for it.
+		time.Sleep(20 * time.Millisecond)
+		return nil, ctx.Err()
+	})
+	e := newEnv(t, Config{FetchBackoff: time.Millisecond}, client)
+	// Node 1 follows broker 2 on f-0 and broker 3 on f-1.
+	e.topic("f", []int32{2, 1}, []int32{3, 1})
+	for range 2 {
+		select {
+		case <-entered:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the fetchers sent no request")
+		}
+	}
+	// f-1's leader moves to broker 2: broker 3's fetcher falls idle and
+	// stops, without anyone waiting for it yet.
+	e.meta.setPartition("f", 1, func(pi *controller.PartitionInfo) { pi.Leader = 2; pi.LeaderEpoch++ })
+
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := inFlight.Load(); n != 0 {
+		t.Fatalf("%d fetcher requests still running after Close", n)
+	}
+	after := calls.Load()
+	e.m.fetchers.follow(e.m.Partition("f", 0), 2, 5) // ignored once closed
+	time.Sleep(30 * time.Millisecond)
+	if n := calls.Load(); n != after {
+		t.Fatalf("%d requests after Close", n-after)
+	}
+}
+
+// TestFollowerAppendsFetchedRecords: a follower truncates by leader epoch,
+// then appends what the leader returns, byte for byte, and takes the
+// leader's high watermark bounded by its own log end offset.
+func TestFollowerAppendsFetchedRecords(t *testing.T) {
+	batch := testBatch(3)
+	var mu sync.Mutex
+	fetches := 0
+	client := clientFunc(func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+		switch r := req.(type) {
+		case *kmsg.OffsetForLeaderEpochRequest:
+			resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+			for _, rt := range r.Topics {
+				st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+				st.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+					sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, rp.LeaderEpoch, 0
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp, nil
+		case *kmsg.FetchRequest:
+			mu.Lock()
+			fetches++
+			mu.Unlock()
+			resp := kmsg.NewPtrFetchResponse()
+			for _, rt := range r.Topics {
+				st := kmsg.NewFetchResponseTopic()
+				st.Topic, st.TopicID = rt.Topic, rt.TopicID
+				for _, rp := range rt.Partitions {
+					sp := kmsg.NewFetchResponseTopicPartition()
+					sp.Partition, sp.HighWatermark, sp.LogStartOffset = rp.Partition, 2, 0
+					if rp.FetchOffset == 0 {
+						// A whole batch followed by a torn one (KIP-74).
+						sp.RecordBatches = append(append([]byte{}, batch...), batch[:20]...)
+					}
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+			return resp, nil
+		}
+		t.Errorf("unexpected request %T", req)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	e := newEnv(t, Config{}, client)
+	e.topic("follow", []int32{2, 1})
+	p := e.m.Partition("follow", 0)
+	if p == nil || p.IsLeader() {
+		t.Fatal("follow-0 is not followed here")
+	}
+	waitUntil(t, "the follower to append the fetched batch", func() bool { return p.Log().LogEndOffset() == 3 })
+	waitUntil(t, "the leader's high watermark", func() bool { return p.Log().HighWatermark() == 2 })
+}

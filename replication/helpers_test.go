@@ -1,0 +1,264 @@
+package replication
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/controller"
+	"github.com/strait/strait/storage"
+)
+
+// fakeMeta is a MetadataView whose topics the test sets.
+type fakeMeta struct {
+	mu        sync.Mutex
+	listeners []func(controller.TopicChange)
+	topics    map[string]controller.TopicInfo
+	brokers   []controller.BrokerInfo
+}
+
+func newFakeMeta(brokers ...int32) *fakeMeta {
+	f := &fakeMeta{topics: map[string]controller.TopicInfo{}}
+	for _, id := range brokers {
+		f.brokers = append(f.brokers, controller.BrokerInfo{NodeID: id, Epoch: 100 + int64(id)})
+	}
+	return f
+}
+
+func (f *fakeMeta) Listen(fn func(controller.TopicChange)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.listeners = append(f.listeners, fn)
+	for _, t := range f.topics {
+		fn(controller.TopicChange{Topic: t})
+	}
+}
+
+func (f *fakeMeta) Topic(name string) (controller.TopicInfo, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.topics[name]
+	return t, ok
+}
+
+func (f *fakeMeta) Brokers() []controller.BrokerInfo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.brokers)
+}
+
+func (f *fakeMeta) BrokerEpoch() int64 { return 101 }
+
+// set publishes t (a creation or a change) to the listeners, as the
+// controller's cache does, in order.
+func (f *fakeMeta) set(t controller.TopicInfo) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.topics[t.Name] = t
+	for _, fn := range f.listeners {
+		fn(controller.TopicChange{Topic: t})
+	}
+}
+
+// setPartition changes one partition of topic name with change.
+func (f *fakeMeta) setPartition(name string, idx int32, change func(*controller.PartitionInfo)) {
+	t, _ := f.Topic(name)
+	parts := slices.Clone(t.Partitions)
+	pi := parts[idx]
+	pi.ISR = slices.Clone(pi.ISR)
+	change(&pi)
+	parts[idx] = pi
+	t.Partitions = parts
+	f.set(t)
+}
+
+// fakeISR is an ISRWriter that records the requests and, when apply is
+// set, applies them to meta as the controller would.
+type fakeISR struct {
+	meta  *fakeMeta
+	apply bool
+	mu    sync.Mutex
+	reqs  []controller.AlterPartitionRequest
+	sent  chan controller.AlterPartitionRequest
+}
+
+func newFakeISR(meta *fakeMeta) *fakeISR {
+	return &fakeISR{meta: meta, apply: true, sent: make(chan controller.AlterPartitionRequest, 16)}
+}
+
+func (f *fakeISR) AlterPartitionISR(_ context.Context, req controller.AlterPartitionRequest) (controller.PartitionInfo, error) {
+	f.mu.Lock()
+	f.reqs = append(f.reqs, req)
+	f.mu.Unlock()
+	var got controller.PartitionInfo
+	if f.apply {
+		f.meta.setPartition(req.Topic, req.Partition, func(pi *controller.PartitionInfo) {
+			pi.ISR = nil
+			for _, m := range req.NewISR {
+				pi.ISR = append(pi.ISR, m.BrokerID)
+			}
+			pi.PartitionEpoch++
+			got = *pi
+		})
+	}
+	f.sent <- req
+	return got, nil
+}
+
+// awaitISR returns the next AlterPartition request, failing after a while.
+func (f *fakeISR) awaitISR(t *testing.T) []int32 {
+	t.Helper()
+	select {
+	case req := <-f.sent:
+		var ids []int32
+		for _, m := range req.NewISR {
+			ids = append(ids, m.BrokerID)
+		}
+		return ids
+	case <-time.After(5 * time.Second):
+		t.Fatal("no ISR change was proposed")
+		return nil
+	}
+}
+
+// noISR fails if an ISR change was proposed.
+func (f *fakeISR) noISR(t *testing.T) {
+	t.Helper()
+	select {
+	case req := <-f.sent:
+		t.Fatalf("unexpected ISR change %+v", req.NewISR)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// clientFunc is a BrokerClient.
+type clientFunc func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
+
+func (f clientFunc) Request(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+	return f(ctx, broker, req)
+}
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type testEnv struct {
+	m     *Manager
+	meta  *fakeMeta
+	isr   *fakeISR
+	clock *fakeClock
+	dir   string
+}
+
+// newEnv starts a Manager for node 1 over fakes, with the loops' intervals
+// long enough not to interfere unless cfg sets them.
+func newEnv(t *testing.T, cfg Config, client BrokerClient) *testEnv {
+	t.Helper()
+	env := &testEnv{meta: newFakeMeta(1, 2, 3), clock: &fakeClock{t: time.Unix(1_700_000_000, 0)}, dir: t.TempDir()}
+	env.isr = newFakeISR(env.meta)
+	cfg.NodeID = 1
+	cfg.LogDirs = []string{env.dir}
+	if cfg.MaintenanceInterval == 0 {
+		cfg.MaintenanceInterval = time.Hour
+	}
+	if cfg.HighWatermarkCheckpointInterval == 0 {
+		cfg.HighWatermarkCheckpointInterval = time.Hour
+	}
+	if cfg.ReplicaLagTimeMax == 0 {
+		cfg.ReplicaLagTimeMax = 10 * time.Second
+	}
+	if client == nil {
+		client = clientFunc(func(ctx context.Context, _ int32, _ kmsg.Request) (kmsg.Response, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	}
+	env.m = New(cfg, Deps{
+		Metadata: env.meta, ISR: env.isr, Brokers: client,
+		TopicConfig: func(map[string]string) (storage.LogConfig, int32, error) {
+			return storage.DefaultLogConfig(), 2, nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now:    env.clock.Now,
+	})
+	if err := env.m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.m.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return env
+}
+
+// topic publishes a topic of one partition per replica list, led by the
+// first replica of each, all in sync.
+func (e *testEnv) topic(name string, replicas ...[]int32) {
+	t := controller.TopicInfo{Name: name, ID: [16]byte{byte(len(name)), name[0], 1}}
+	for i, r := range replicas {
+		t.Partitions = append(t.Partitions, controller.PartitionInfo{
+			Partition: int32(i), Replicas: r, Leader: r[0], LeaderEpoch: 1, ISR: slices.Clone(r), PartitionEpoch: 1,
+		})
+	}
+	e.meta.set(t)
+}
+
+// produce appends a batch of n records as leader, as the broker's produce
+// path does.
+func produce(t *testing.T, p *Partition, n int) storage.AppendInfo {
+	t.Helper()
+	info, err := p.Log().AppendAsLeader(testBatch(n), p.LeaderEpoch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Appended()
+	return info
+}
+
+// testBatch is a magic-v2 batch of n small records as a producer sends it.
+func testBatch(n int) []byte {
+	var recs []byte
+	for i := range n {
+		var body []byte
+		body = append(body, 0)                     // attributes
+		body = binary.AppendVarint(body, 0)        // timestamp delta
+		body = binary.AppendVarint(body, int64(i)) // offset delta
+		body = binary.AppendVarint(body, -1)       // key
+		body = binary.AppendVarint(body, 1)        // value length
+		body = append(body, 'v')                   // value
+		body = binary.AppendVarint(body, 0)        // headers
+		recs = binary.AppendVarint(recs, int64(len(body)))
+		recs = append(recs, body...)
+	}
+	ts := time.Now().UnixMilli()
+	b := (&kmsg.RecordBatch{
+		Length: int32(49 + len(recs)), Magic: 2, LastOffsetDelta: int32(n - 1),
+		FirstTimestamp: ts, MaxTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		NumRecords: int32(n), Records: recs,
+	}).AppendTo(nil)
+	binary.BigEndian.PutUint32(b[17:21], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}

@@ -1,0 +1,245 @@
+package replication
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/controller"
+)
+
+func leaderOf(t *testing.T, e *testEnv, topic string) *Partition {
+	t.Helper()
+	p := e.m.Partition(topic, 0)
+	if p == nil || !p.IsLeader() {
+		t.Fatalf("%s-0 is not led here: %v", topic, p)
+	}
+	return p
+}
+
+// TestHighWatermarkWaitsForInSyncFollowers: the high watermark is the
+// smallest log end offset of the leader and its in-sync followers; a
+// replica outside the ISR does not hold it back, nor does an in-sync one
+// silent for longer than replica.lag.time.max.ms.
+func TestHighWatermarkWaitsForInSyncFollowers(t *testing.T) {
+	e := newEnv(t, Config{ReplicaLagTimeMax: 10 * time.Second}, nil)
+	e.topic("hw", []int32{1, 2, 3})
+	p := leaderOf(t, e, "hw")
+
+	produce(t, p, 3)
+	if hw := p.Log().HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d before any follower fetched, want 0", hw)
+	}
+	if !p.FollowerFetched(2, 102, 3) {
+		t.Fatal("follower 2 refused")
+	}
+	if hw := p.Log().HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d with follower 3 not fetched yet, want 0", hw)
+	}
+	p.FollowerFetched(3, 103, 2)
+	if hw := p.Log().HighWatermark(); hw != 2 {
+		t.Fatalf("high watermark %d with followers at 3 and 2, want 2", hw)
+	}
+	p.FollowerFetched(3, 103, 3)
+	if hw := p.Log().HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d with both followers caught up, want 3", hw)
+	}
+	if p.FollowerFetched(4, 104, 3) {
+		t.Fatal("a broker that is not a replica was accepted as a follower")
+	}
+
+	// Follower 3 stops fetching: it holds the high watermark back until
+	// it has not caught up for replica.lag.time.max.ms.
+	produce(t, p, 2)
+	p.FollowerFetched(2, 102, 5)
+	if hw := p.Log().HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d with follower 3 at 3, want 3", hw)
+	}
+	e.clock.Advance(11 * time.Second)
+	p.FollowerFetched(2, 102, 5)
+	if hw := p.Log().HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d after follower 3 lagged past replica.lag.time.max.ms, want 5", hw)
+	}
+}
+
+// TestHighWatermarkIgnoresReplicasOutsideISR: an out-of-sync replica's
+// position does not hold the high watermark back.
+func TestHighWatermarkIgnoresReplicasOutsideISR(t *testing.T) {
+	e := newEnv(t, Config{}, nil)
+	e.isr.apply = false
+	e.topic("outside", []int32{1, 2, 3})
+	e.meta.setPartition("outside", 0, func(pi *controller.PartitionInfo) { pi.ISR = []int32{1, 2}; pi.PartitionEpoch++ })
+	p := leaderOf(t, e, "outside")
+	produce(t, p, 4)
+	p.FollowerFetched(3, 103, 0)
+	p.FollowerFetched(2, 102, 4)
+	if hw := p.Log().HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark %d, want 4 (replica 3 is not in the ISR)", hw)
+	}
+}
+
+// TestAckWaiters: an acks=all waiter completes once the high watermark
+// passes its records, times out otherwise, and answers
+// NOT_LEADER_OR_FOLLOWER when the leadership ends.
+func TestAckWaiters(t *testing.T) {
+	e := newEnv(t, Config{}, nil)
+	e.topic("acks", []int32{1, 2})
+	p := leaderOf(t, e, "acks")
+
+	info := produce(t, p, 2)
+	w := p.AwaitAcks(info.LastOffset + 1)
+	if w == nil {
+		t.Fatal("no waiter although the follower has nothing")
+	}
+	select {
+	case code := <-w.Done():
+		t.Fatalf("waiter completed (%d) before the follower fetched", code)
+	default:
+	}
+	p.FollowerFetched(2, 102, 1)
+	select {
+	case code := <-w.Done():
+		t.Fatalf("waiter completed (%d) with the follower short of its records", code)
+	default:
+	}
+	p.FollowerFetched(2, 102, 2)
+	select {
+	case code := <-w.Done():
+		if code != 0 {
+			t.Fatalf("waiter completed with %d, want 0", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not completed once the high watermark passed its records")
+	}
+	if w := p.AwaitAcks(2); w != nil {
+		t.Fatal("a waiter for records already replicated")
+	}
+
+	// Timeout: the waiter is dropped.
+	info = produce(t, p, 1)
+	start := time.Now()
+	if err := p.WaitReplicated(info.LastOffset+1, 30*time.Millisecond, nil); !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("WaitReplicated = %v, want REQUEST_TIMED_OUT", err)
+	}
+	if time.Since(start) < 30*time.Millisecond {
+		t.Fatal("WaitReplicated returned before its timeout")
+	}
+	p.repl.mu.Lock()
+	left := len(p.repl.ackWaiters)
+	p.repl.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d waiters left after a timeout", left)
+	}
+
+	// Cancelled (the broker shuts down).
+	cancel := make(chan struct{})
+	close(cancel)
+	if err := p.WaitReplicated(info.LastOffset+1, time.Minute, cancel); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("WaitReplicated cancelled = %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+
+	// Leadership moves away: parked waiters answer NOT_LEADER_OR_FOLLOWER.
+	w = p.AwaitAcks(info.LastOffset + 1)
+	e.meta.setPartition("acks", 0, func(pi *controller.PartitionInfo) { pi.Leader = 2; pi.LeaderEpoch++ })
+	select {
+	case code := <-w.Done():
+		if code != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("waiter completed with %d after losing the leadership, want NOT_LEADER_OR_FOLLOWER", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not completed when the leadership ended")
+	}
+	if w := p.AwaitAcks(info.LastOffset + 1); w == nil || <-w.Done() != kerr.NotLeaderForPartition.Code {
+		t.Fatal("a follower parked an acks=all produce")
+	}
+}
+
+// TestNotEnoughReplicasAfterAppend: an acks=all produce appended while the
+// ISR met min.insync.replicas (2 here) completes with
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank meanwhile.
+func TestNotEnoughReplicasAfterAppend(t *testing.T) {
+	e := newEnv(t, Config{}, nil)
+	e.isr.apply = false
+	e.topic("minisr", []int32{1, 2})
+	p := leaderOf(t, e, "minisr")
+	if p.NotEnoughReplicas() {
+		t.Fatal("ISR of 2 refused with min.insync.replicas=2")
+	}
+	info := produce(t, p, 1)
+	w := p.AwaitAcks(info.LastOffset + 1)
+	e.meta.setPartition("minisr", 0, func(pi *controller.PartitionInfo) { pi.ISR = []int32{1}; pi.PartitionEpoch++ })
+	if !p.NotEnoughReplicas() {
+		t.Fatal("ISR of 1 accepted with min.insync.replicas=2")
+	}
+	select {
+	case code := <-w.Done():
+		if code != kerr.NotEnoughReplicasAfterAppend.Code {
+			t.Fatalf("waiter completed with %d, want NOT_ENOUGH_REPLICAS_AFTER_APPEND", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not completed when the ISR shrank to the leader")
+	}
+}
+
+// TestISRShrinksForLaggingFollower: an in-sync follower that has not caught
+// up for replica.lag.time.max.ms is dropped from the ISR, not before; once
+// it catches up it is added back.
+func TestISRShrinksForLaggingFollower(t *testing.T) {
+	e := newEnv(t, Config{ReplicaLagTimeMax: 10 * time.Second}, nil)
+	e.topic("shrink", []int32{1, 2, 3})
+	p := leaderOf(t, e, "shrink")
+	produce(t, p, 3)
+	p.FollowerFetched(2, 102, 3) // caught up
+	p.FollowerFetched(3, 103, 1) // behind
+
+	e.clock.Advance(9 * time.Second)
+	p.FollowerFetched(2, 102, 3)
+	p.maybeShrinkISR(e.clock.Now())
+	e.isr.noISR(t)
+
+	e.clock.Advance(2 * time.Second)
+	p.FollowerFetched(2, 102, 3)
+	p.maybeShrinkISR(e.clock.Now())
+	if isr := e.isr.awaitISR(t); !slices.Equal(isr, []int32{1, 2}) {
+		t.Fatalf("proposed ISR %v, want [1 2]", isr)
+	}
+	waitUntil(t, "the shrunk ISR to apply", func() bool { return slices.Equal(p.State().ISR, []int32{1, 2}) })
+
+	// Follower 3 catches up to the high watermark: it rejoins.
+	p.FollowerFetched(3, 103, 3)
+	if isr := e.isr.awaitISR(t); !slices.Equal(isr, []int32{1, 2, 3}) {
+		t.Fatalf("proposed ISR %v, want [1 2 3]", isr)
+	}
+	waitUntil(t, "the expanded ISR to apply", func() bool { return len(p.State().ISR) == 3 })
+}
+
+// TestISRShrinkOneAtATime: while a change is in flight no other is
+// proposed; a refused one is retried.
+func TestISRShrinkOneAtATime(t *testing.T) {
+	e := newEnv(t, Config{ReplicaLagTimeMax: time.Second}, nil)
+	e.isr.apply = false
+	e.topic("pending", []int32{1, 2, 3})
+	p := leaderOf(t, e, "pending")
+	e.clock.Advance(2 * time.Second)
+	p.maybeShrinkISR(e.clock.Now())
+	if isr := e.isr.awaitISR(t); !slices.Equal(isr, []int32{1}) {
+		t.Fatalf("proposed ISR %v, want [1]", isr)
+	}
+	// Not applied yet (the metadata did not come back): no second proposal.
+	p.maybeShrinkISR(e.clock.Now())
+	e.isr.noISR(t)
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

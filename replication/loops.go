@@ -1,0 +1,98 @@
+package replication
+
+import "time"
+
+// maintenanceLoop runs the periodic per-partition work: flush.ms,
+// retention, producer-id expiry and ISR shrinking, every
+// MaintenanceInterval (a second).
+func (m *Manager) maintenanceLoop() {
+	defer m.loops.Done()
+	t := time.NewTicker(m.cfg.MaintenanceInterval)
+	defer t.Stop()
+	start := m.now()
+	retention := periodic{interval: m.cfg.RetentionCheckInterval, last: start}
+	expiry := periodic{interval: m.cfg.ProducerIDExpirationCheckInterval, last: start}
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			now := m.now()
+			checkRetention, expire := retention.due(now), expiry.due(now)
+			m.ForEach(func(p *Partition) {
+				// Shutdown need not wait for the rest of a pass: closing
+				// a log flushes it.
+				if m.stopping() {
+					return
+				}
+				m.maintain(p, now, checkRetention, expire)
+				p.maybeShrinkISR(now)
+			})
+		}
+	}
+}
+
+// highWatermarkCheckpointLoop writes the high-watermark checkpoint of every
+// partition whose high watermark moved, each
+// replica.high.watermark.checkpoint.interval.ms (Kafka's
+// highwatermark-checkpoint task). It runs apart from the maintenance loop
+// because a checkpoint is two fsyncs: a pass over 10,000 partitions takes
+// seconds, which ISR shrinking and retention must not wait for, and which
+// shutdown cuts short (closing a log checkpoints it).
+func (m *Manager) highWatermarkCheckpointLoop() {
+	defer m.loops.Done()
+	t := time.NewTicker(m.cfg.HighWatermarkCheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			m.ForEach(func(p *Partition) {
+				// A topic deleted since the snapshot has closed its logs.
+				if m.stopping() || m.Partition(p.topic, p.index) != p {
+					return
+				}
+				if err := p.log.CheckpointHighWatermark(); err != nil {
+					m.logger.Warn("checkpointing the high watermark", "topic", p.topic, "partition", p.index, "err", err)
+				}
+			})
+		}
+	}
+}
+
+// periodic is a task run every interval by the maintenance loop.
+type periodic struct {
+	interval time.Duration
+	last     time.Time
+}
+
+// due reports whether the task should run at now, and notes that it did.
+func (t *periodic) due(now time.Time) bool {
+	if now.Sub(t.last) < t.interval {
+		return false
+	}
+	t.last = now
+	return true
+}
+
+// maintain runs the time-based work of one partition: flush.ms, retention
+// every log.retention.check.interval.ms, producer-state expiry every
+// producer.id.expiration.check.interval.ms.
+func (m *Manager) maintain(p *Partition, now time.Time, checkRetention, expireProducers bool) {
+	if err := p.log.MaybeFlush(now); err != nil {
+		m.logger.Error("flushing log", "topic", p.topic, "partition", p.index, "err", err)
+	}
+	if expireProducers {
+		p.log.ExpireProducers(now)
+	}
+	if !checkRetention {
+		return
+	}
+	if n, err := p.log.DeleteOldSegments(now); err != nil {
+		m.logger.Error("retention", "topic", p.topic, "partition", p.index, "err", err)
+	} else if n > 0 {
+		m.logger.Info("deleted segments by retention", "topic", p.topic, "partition", p.index,
+			"segments", n, "log_start_offset", p.log.LogStartOffset())
+	}
+}

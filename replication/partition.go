@@ -1,0 +1,105 @@
+package replication
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strait/strait/controller"
+	"github.com/strait/strait/storage"
+)
+
+// Partition is one partition hosted on this broker (Kafka's Partition): its
+// log, its state from the metadata, its replication state (leader.go) and
+// the fetches parked until it grows.
+//
+// Thread-safety: safe for concurrent use. topic, topicID, index and log are
+// fixed at creation; state is swapped atomically by the Manager's metadata
+// application; repl is guarded by repl.mu, the parked fetches by waitMu (a
+// leaf lock). The request path takes only these per-partition locks.
+type Partition struct {
+	m       *Manager
+	topic   string
+	topicID [16]byte
+	index   int32
+	log     *storage.Log
+	state   atomic.Pointer[controller.PartitionInfo]
+
+	waitMu  sync.Mutex
+	waiters map[*FetchWaiter]struct{}
+
+	repl replicaState
+}
+
+// Topic is the partition's topic name.
+func (p *Partition) Topic() string { return p.topic }
+
+// TopicID is the partition's topic id.
+func (p *Partition) TopicID() [16]byte { return p.topicID }
+
+// Index is the partition number.
+func (p *Partition) Index() int32 { return p.index }
+
+// Log is the partition's log.
+func (p *Partition) Log() *storage.Log { return p.log }
+
+// State is the partition's state from the metadata (read-only), nil before
+// the first.
+func (p *Partition) State() *controller.PartitionInfo { return p.state.Load() }
+
+// IsLeader reports whether this broker leads the partition, by the
+// metadata.
+func (p *Partition) IsLeader() bool {
+	st := p.state.Load()
+	return st != nil && st.Leader == p.m.cfg.NodeID
+}
+
+// LeaderEpoch is the partition's leader epoch by the metadata, -1 before
+// the first state.
+func (p *Partition) LeaderEpoch() int32 {
+	if st := p.state.Load(); st != nil {
+		return st.LeaderEpoch
+	}
+	return -1
+}
+
+// FetchWaiter is a parked Fetch: Wake is signalled (never blocking) when any
+// partition it waits on is appended to or stops being served here.
+type FetchWaiter struct{ wake chan struct{} }
+
+// NewFetchWaiter returns a waiter to register with AddFetchWaiter.
+func NewFetchWaiter() *FetchWaiter { return &FetchWaiter{wake: make(chan struct{}, 1)} }
+
+// Wake receives once after each append (coalesced).
+func (w *FetchWaiter) Wake() <-chan struct{} { return w.wake }
+
+// AddFetchWaiter parks w on p until RemoveFetchWaiter.
+func (p *Partition) AddFetchWaiter(w *FetchWaiter) {
+	p.waitMu.Lock()
+	if p.waiters == nil {
+		p.waiters = make(map[*FetchWaiter]struct{})
+	}
+	p.waiters[w] = struct{}{}
+	p.waitMu.Unlock()
+}
+
+// RemoveFetchWaiter unparks w.
+func (p *Partition) RemoveFetchWaiter(w *FetchWaiter) {
+	p.waitMu.Lock()
+	delete(p.waiters, w)
+	p.waitMu.Unlock()
+}
+
+// wakeFetchWaiters signals every parked fetch after an append.
+func (p *Partition) wakeFetchWaiters() {
+	p.waitMu.Lock()
+	for w := range p.waiters {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	p.waitMu.Unlock()
+}
+
+func (p *Partition) now() time.Time { return p.m.now() }
