@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 func TestPartitionForMatchesJavaHashing(t *testing.T) {
@@ -21,8 +23,8 @@ func TestPartitionForMatchesJavaHashing(t *testing.T) {
 		{"€", 8364},
 		{"𝄞", 55348*31 + 56606}, // a surrogate pair counts as two code units
 	} {
-		if got := javaStringHash(tc.s); got != tc.hash {
-			t.Errorf("javaStringHash(%q) = %d, want %d", tc.s, got, tc.hash)
+		if got := recordbatch.JavaStringHash(tc.s); got != tc.hash {
+			t.Errorf("JavaStringHash(%q) = %d, want %d", tc.s, got, tc.hash)
 		}
 	}
 	if p := PartitionFor("polygenelubricants", 50); p != 0 {
@@ -37,9 +39,9 @@ func TestBatchRoundTrip(t *testing.T) {
 	recs := []record{{key: []byte("k1"), value: []byte("v1")}, {key: []byte("k2")}}
 	b := buildBatch(recs, time.UnixMilli(1234))
 	var got []record
-	if err := readBatch(b, func(info batchInfo, k, v []byte) error {
-		if info.control || info.transactional || info.producerID != -1 {
-			t.Errorf("unexpected header %+v", info)
+	if err := readBatch(b, func(h *recordbatch.Header, k, v []byte) error {
+		if h.IsControl() || h.IsTransactional() || h.ProducerID != -1 {
+			t.Errorf("unexpected header %+v", *h)
 		}
 		got = append(got, record{k, v})
 		return nil

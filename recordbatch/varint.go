@@ -1,0 +1,144 @@
+package recordbatch
+
+import (
+	"errors"
+	"io"
+)
+
+// Varints of records are zigzag encoded, 7 bits a byte, least significant
+// group first: a varint (int32) takes at most 5 bytes, a varlong (int64) at
+// most 10. These are the one decoder and encoder of them in Strait.
+
+// Errors of a varint, and of the record fields they measure. Their text is
+// what storage reports in INVALID_RECORD.
+var (
+	ErrVarintTooLong = &FormatError{"varint too long"}
+	ErrVarintRange   = &FormatError{"varint out of int32 range"}
+)
+
+// Results of Varint32 and Varlong besides a length > 0.
+const (
+	VarintShort   = 0  // b ends before the varint does
+	VarintTooLong = -1 // more bytes than the type allows
+	VarintRange   = -2 // a varint outside int32
+)
+
+// Varint32 decodes a zigzag varint (at most 5 bytes, int32) from the start
+// of b. n > 0 is the number of bytes read; otherwise n is VarintShort,
+// VarintTooLong or VarintRange.
+func Varint32(b []byte) (v int32, n int) {
+	if len(b) > 0 && b[0] < 0x80 { // one byte: most lengths and deltas
+		return int32(b[0]>>1) ^ -int32(b[0]&1), 1
+	}
+	return varint32Slow(b)
+}
+
+func varint32Slow(b []byte) (int32, int) {
+	var ux uint64
+	for i := 0; i < 5; i++ {
+		if i >= len(b) {
+			return 0, VarintShort
+		}
+		c := b[i]
+		ux |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			v := int64(ux>>1) ^ -int64(ux&1)
+			if v != int64(int32(v)) {
+				return 0, VarintRange
+			}
+			return int32(v), i + 1
+		}
+	}
+	return 0, VarintTooLong
+}
+
+// Varlong decodes a zigzag varlong (at most 10 bytes) from the start of b,
+// with Varint32's results. As Kafka's ByteUtils.readVarlong, the tenth
+// byte's high bits are dropped.
+func Varlong(b []byte) (v int64, n int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return int64(b[0]>>1) ^ -int64(b[0]&1), 1
+	}
+	return varlongSlow(b)
+}
+
+func varlongSlow(b []byte) (int64, int) {
+	var ux uint64
+	for i := 0; i < 10; i++ {
+		if i >= len(b) {
+			return 0, VarintShort
+		}
+		c := b[i]
+		ux |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return int64(ux>>1) ^ -int64(ux&1), i + 1
+		}
+	}
+	return 0, VarintTooLong
+}
+
+// ReadVarint32 reads Varint32 from r a byte at a time (a stream being
+// decompressed). r's errors are returned as they come; an io.EOF inside
+// the varint stays io.EOF.
+func ReadVarint32(r io.ByteReader) (int32, error) {
+	v, err := readVar(r, 5)
+	if err != nil {
+		return 0, err
+	}
+	if v != int64(int32(v)) {
+		return 0, ErrVarintRange
+	}
+	return int32(v), nil
+}
+
+// ReadVarlong reads Varlong from r a byte at a time.
+func ReadVarlong(r io.ByteReader) (int64, error) { return readVar(r, 10) }
+
+func readVar(r io.ByteReader, maxBytes int) (int64, error) {
+	var ux uint64
+	for i := 0; i < maxBytes; i++ {
+		c, err := r.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		ux |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return int64(ux>>1) ^ -int64(ux&1), nil
+		}
+	}
+	return 0, ErrVarintTooLong
+}
+
+// AppendVarint appends v zigzag encoded (a varint when v fits int32, else
+// a varlong).
+func AppendVarint(dst []byte, v int64) []byte {
+	ux := uint64(v<<1) ^ uint64(v>>63)
+	for ux >= 0x80 {
+		dst = append(dst, byte(ux)|0x80)
+		ux >>= 7
+	}
+	return append(dst, byte(ux))
+}
+
+// VarintLen is the number of bytes AppendVarint takes for v.
+func VarintLen(v int64) int {
+	ux := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for ux >= 0x80 {
+		ux >>= 7
+		n++
+	}
+	return n
+}
+
+// FormatError is a structural error of a batch's records; storage answers
+// it with INVALID_RECORD.
+type FormatError struct{ Msg string }
+
+func (e *FormatError) Error() string { return e.Msg }
+
+// IsFormatError reports whether err is (or wraps) a FormatError.
+func IsFormatError(err error) bool {
+	var f *FormatError
+	return errors.As(err, &f)
+}
