@@ -58,7 +58,9 @@ const (
 	NoLeaderEpoch   = -1
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// CRCTable is the CRC-32C (Castagnoli) table of the batch CRC, for a CRC
+// computed piecewise with crc32.Update.
+var CRCTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Errors of batch framing.
 var (
@@ -131,7 +133,7 @@ func (b Batch) SetLeaderEpoch(epoch int32) {
 
 // ComputeCRC is the CRC-32C the batch must carry: over attributes through
 // the end of b.
-func (b Batch) ComputeCRC() uint32 { return crc32.Checksum(b[PosAttributes:], castagnoli) }
+func (b Batch) ComputeCRC() uint32 { return crc32.Checksum(b[PosAttributes:], CRCTable) }
 
 // SetCRC stores ComputeCRC.
 func (b Batch) SetCRC() { binary.BigEndian.PutUint32(b[PosCRC:], b.ComputeCRC()) }

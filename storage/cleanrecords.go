@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 )
 
@@ -31,16 +32,16 @@ type cleanRecord struct {
 // attributes bit 6 is set, baseTimestamp holds the time from which its
 // tombstones may be removed.
 func (h *batchHeader) deleteHorizon() (int64, bool) {
-	if h.Attributes&attrDeleteHorizon != 0 {
+	if h.Attributes&recordbatch.AttrDeleteHorizon != 0 {
 		return h.BaseTimestamp, true
 	}
-	return noTimestamp, false
+	return recordbatch.NoTimestamp, false
 }
 
 // decompressedRecords returns the records section of a batch, decompressed
 // into buf (reused between calls) when the batch is compressed.
 func decompressedRecords(batch []byte, h *batchHeader, buf *bytes.Buffer) ([]byte, error) {
-	payload := batch[batchHeaderSize:]
+	payload := batch[recordbatch.HeaderSize:]
 	if h.codec() == compress.None {
 		return payload, nil
 	}
@@ -133,7 +134,7 @@ func appendRebuiltBatch(dst []byte, h *batchHeader, recs []cleanRecord, deleteHo
 	if baseTs < 0 && len(recs) > 0 {
 		baseTs = recs[0].timestamp
 	}
-	maxTs := int64(noTimestamp)
+	maxTs := int64(recordbatch.NoTimestamp)
 	raw := (*scratch)[:0]
 	var body []byte
 	for _, r := range recs {
@@ -150,22 +151,22 @@ func appendRebuiltBatch(dst []byte, h *batchHeader, recs []cleanRecord, deleteHo
 	if h.timestampType() == LogAppendTime {
 		maxTs = h.MaxTimestamp
 	}
-	attrs := h.Attributes &^ attrDeleteHorizon
+	attrs := h.Attributes &^ recordbatch.AttrDeleteHorizon
 	if deleteHorizonMs >= 0 {
-		attrs |= attrDeleteHorizon
+		attrs |= recordbatch.AttrDeleteHorizon
 	}
 	out := *h
 	out.Attributes, out.BaseTimestamp, out.MaxTimestamp = attrs, baseTs, maxTs
 	out.RecordCount = int32(len(recs))
 
 	start := len(dst)
-	dst = append(dst, make([]byte, batchHeaderSize)...)
+	dst = append(dst, make([]byte, recordbatch.HeaderSize)...)
 	dst, err := compress.Compress(h.codec(), dst, raw)
 	if err != nil {
 		return dst[:start], err
 	}
-	out.BatchLength = int32(len(dst) - start - logOverhead)
-	putBatchHeader(dst[start:], &out)
+	out.BatchLength = int32(len(dst) - start - recordbatch.LogOverhead)
+	out.Put(dst[start:])
 	return dst, nil
 }
 
@@ -176,31 +177,12 @@ func appendRebuiltBatch(dst []byte, h *batchHeader, recs []cleanRecord, deleteHo
 // delete horizon, baseTimestamp -1, zero records.
 func appendEmptyBatch(dst []byte, h *batchHeader) []byte {
 	out := *h
-	out.Attributes = h.Attributes & (attrTimestampType | attrTransactional | attrControl)
-	out.BaseTimestamp = noTimestamp
+	out.Attributes = h.Attributes & (recordbatch.AttrTimestampType | recordbatch.AttrTransactional | recordbatch.AttrControl)
+	out.BaseTimestamp = recordbatch.NoTimestamp
 	out.RecordCount = 0
-	out.BatchLength = batchHeaderSize - logOverhead
+	out.BatchLength = recordbatch.HeaderSize - recordbatch.LogOverhead
 	start := len(dst)
-	dst = append(dst, make([]byte, batchHeaderSize)...)
-	putBatchHeader(dst[start:], &out)
+	dst = append(dst, make([]byte, recordbatch.HeaderSize)...)
+	out.Put(dst[start:])
 	return dst
-}
-
-// putBatchHeader writes h into b[:batchHeaderSize] with magic 2 and
-// computes the CRC over b (the whole batch, records already in place).
-func putBatchHeader(b []byte, h *batchHeader) {
-	be := binary.BigEndian
-	be.PutUint64(b[offBaseOffset:], uint64(h.BaseOffset))
-	be.PutUint32(b[offBatchLength:], uint32(h.BatchLength))
-	be.PutUint32(b[offLeaderEpoch:], uint32(h.LeaderEpoch))
-	b[offMagic] = magicV2
-	be.PutUint16(b[offAttributes:], uint16(h.Attributes))
-	be.PutUint32(b[offLastOffsetDelta:], uint32(h.LastOffsetDelta))
-	be.PutUint64(b[offBaseTimestamp:], uint64(h.BaseTimestamp))
-	be.PutUint64(b[offMaxTimestamp:], uint64(h.MaxTimestamp))
-	be.PutUint64(b[offProducerID:], uint64(h.ProducerID))
-	be.PutUint16(b[offProducerEpoch:], uint16(h.ProducerEpoch))
-	be.PutUint32(b[offBaseSequence:], uint32(h.BaseSequence))
-	be.PutUint32(b[offRecordCount:], uint32(h.RecordCount))
-	be.PutUint32(b[offCRC:], batchCRC(b[:h.size()]))
 }

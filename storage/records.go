@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 )
 
@@ -554,7 +555,7 @@ var (
 // decompressing as needed. Decompression failures are wrapped in
 // errDecompress.
 func walkBatchRecords(batch []byte, h *batchHeader, fn func(i int32, r recordInfo) error) error {
-	payload := batch[batchHeaderSize:]
+	payload := batch[recordbatch.HeaderSize:]
 	if h.codec() == compress.None {
 		return walkRecords(&recordWindow{buf: payload}, h.RecordCount, fn)
 	}
