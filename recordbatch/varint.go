@@ -1,9 +1,6 @@
 package recordbatch
 
-import (
-	"errors"
-	"io"
-)
+import "errors"
 
 // Varints of records are zigzag encoded, 7 bits a byte, least significant
 // group first: a varint (int32) takes at most 5 bytes, a varlong (int64) at
@@ -77,37 +74,9 @@ func varlongSlow(b []byte) (int64, int) {
 	return 0, VarintTooLong
 }
 
-// ReadVarint32 reads Varint32 from r a byte at a time (a stream being
-// decompressed). r's errors are returned as they come; an io.EOF inside
-// the varint stays io.EOF.
-func ReadVarint32(r io.ByteReader) (int32, error) {
-	v, err := readVar(r, 5)
-	if err != nil {
-		return 0, err
-	}
-	if v != int64(int32(v)) {
-		return 0, ErrVarintRange
-	}
-	return int32(v), nil
-}
-
-// ReadVarlong reads Varlong from r a byte at a time.
-func ReadVarlong(r io.ByteReader) (int64, error) { return readVar(r, 10) }
-
-func readVar(r io.ByteReader, maxBytes int) (int64, error) {
-	var ux uint64
-	for i := 0; i < maxBytes; i++ {
-		c, err := r.ReadByte()
-		if err != nil {
-			return 0, err
-		}
-		ux |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return int64(ux>>1) ^ -int64(ux&1), nil
-		}
-	}
-	return 0, ErrVarintTooLong
-}
+// Unzigzag is the value of a zigzag-encoded unsigned varint, for a reader
+// that gathers the bytes itself (a stream being decompressed).
+func Unzigzag(ux uint64) int64 { return int64(ux>>1) ^ -int64(ux&1) }
 
 // AppendVarint appends v zigzag encoded (a varint when v fits int32, else
 // a varlong).

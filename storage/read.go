@@ -227,7 +227,7 @@ func (s *segment) firstRecordWhere(pos int64, h *batchHeader, match func(offset,
 	}
 	var offset, ts int64
 	found := false
-	errStop := &errRecordShape{"stop"}
+	errStop := &errRecordShape{Msg: "stop"}
 	err = walkBatchRecords(batch, h, func(_ int32, r recordInfo) error {
 		o, t := h.BaseOffset+int64(r.OffsetDelta), h.BaseTimestamp+r.TimestampDelta
 		if h.timestampType() == LogAppendTime {

@@ -25,7 +25,7 @@ func describeWalkErr(err error) string {
 	var dec *errDecompress
 	switch {
 	case errors.As(err, &shape):
-		return "shape: " + shape.msg
+		return "shape: " + shape.Msg
 	case errors.As(err, &dec):
 		return "decompress: " + dec.Error()
 	}

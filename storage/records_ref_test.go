@@ -254,3 +254,5 @@ func (d *decompressErrReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+func shapeErr(msg string) error { return &errRecordShape{Msg: msg} }

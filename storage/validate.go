@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -126,7 +125,7 @@ func nextBatchBounds(b []byte) ([]byte, int, error) {
 	if len(b) < recordbatch.LogOverhead {
 		return nil, 0, nil
 	}
-	length := int32(binary.BigEndian.Uint32(b[recordbatch.PosBatchLength:]))
+	length := recordbatch.Batch(b).BatchLength()
 	if length < recordbatch.LegacyMinRecordSize {
 		return nil, 0, corruptMessagef("record size %d is less than the minimum record overhead (%d)", length, recordbatch.LegacyMinRecordSize)
 	}
@@ -191,7 +190,7 @@ func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, 
 		case errors.As(err, &ae):
 			return vb, ae
 		case errors.As(err, &shape):
-			return vb, invalidRecordf("found invalid record structure: %s", shape.msg)
+			return vb, invalidRecordf("found invalid record structure: %s", shape.Msg)
 		case errors.As(err, &dec):
 			return vb, corruptMessagef("%s batch: %v", h.codec(), dec.err)
 		default:
