@@ -3,6 +3,7 @@ package recordbatch
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Structural errors of records. Each is a *FormatError.
@@ -36,75 +37,114 @@ type Record struct {
 // body that is not exactly its fields the first problem in byte order
 // decides which.
 func ParseRecord(body []byte, r *Record) error {
-	if parseRecordFast(body, r) {
+	var f fields
+	if parseRecordFast(body, &f) {
+		*r = Record{
+			Attributes:     int8(body[0]),
+			TimestampDelta: f.TimestampDelta,
+			OffsetDelta:    f.OffsetDelta,
+			Key:            cut(body, int(f.keyAt), f.keyLen),
+			Value:          cut(body, int(f.valueAt), f.valueLen),
+			HeaderCount:    f.headers,
+			Headers:        body[f.headersAt:],
+		}
 		return nil
 	}
 	return parseRecordChecked(body, r)
 }
 
-// field cuts a length-prefixed field (n < 0: null) at b[p:].
-func field(b []byte, p int, n int32) ([]byte, int, bool) {
-	if n < 0 {
-		return nil, p, true
+// RecordInfo is what ScanRecord reads of a record.
+type RecordInfo struct {
+	TimestampDelta int64
+	OffsetDelta    int32
+	HasKey         bool
+}
+
+// ScanRecord is ParseRecord for a reader that needs only the deltas and
+// whether the key is null (storage's validation walk): the same checks and
+// errors, without building the record's slices.
+func ScanRecord(body []byte) (RecordInfo, error) {
+	var f fields
+	if parseRecordFast(body, &f) {
+		return f.RecordInfo, nil
 	}
-	if int64(n) > int64(len(b)-p) {
-		return nil, p, false
+	var r Record
+	if err := parseRecordChecked(body, &r); err != nil {
+		return RecordInfo{}, err
 	}
-	e := p + int(n)
-	return b[p:e:e], e, true
+	return RecordInfo{TimestampDelta: r.TimestampDelta, OffsetDelta: r.OffsetDelta, HasKey: r.Key != nil}, nil
+}
+
+// fields is a record body parsed as positions: the fast path fills it
+// without storing a slice (no write barrier, nothing to copy back).
+type fields struct {
+	RecordInfo
+	keyLen, valueLen, headers int32
+	keyAt, valueAt, headersAt int32
 }
 
 // parseRecordFast parses a well-formed body; it gives up (false) on
 // anything parseRecordChecked might refuse, so accepting here always
 // agrees with it.
-func parseRecordFast(b []byte, r *Record) bool {
-	if len(b) == 0 {
+func parseRecordFast(b []byte, f *fields) bool {
+	if len(b) == 0 || len(b) > math.MaxInt32 {
 		return false
 	}
-	r.Attributes = int8(b[0])
-	p := 1
-	ts, n := Varlong(b[p:])
+	ts, n := Varlong(b[1:])
 	if n <= 0 {
 		return false
 	}
-	p += n
-	r.TimestampDelta = ts
-	v, n := Varint32(b[p:])
-	if n <= 0 {
-		return false
-	}
-	p += n
-	r.OffsetDelta = v
+	f.TimestampDelta = ts
+	var p int
 	var ok bool
-	if v, n = Varint32(b[p:]); n <= 0 { // key length
+	if f.OffsetDelta, p, ok = varintAt(b, 1+n); !ok {
 		return false
 	}
-	if r.Key, p, ok = field(b, p+n, v); !ok {
+	if f.keyLen, p, ok = varintAt(b, p); !ok || int64(f.keyLen) > int64(len(b)-p) {
 		return false
 	}
-	if v, n = Varint32(b[p:]); n <= 0 { // value length
+	f.HasKey = f.keyLen >= 0
+	f.keyAt = int32(p)
+	p += int(max(f.keyLen, 0))
+	if f.valueLen, p, ok = varintAt(b, p); !ok || int64(f.valueLen) > int64(len(b)-p) {
 		return false
 	}
-	if r.Value, p, ok = field(b, p+n, v); !ok {
+	f.valueAt = int32(p)
+	p += int(max(f.valueLen, 0))
+	if f.headers, p, ok = varintAt(b, p); !ok || f.headers < 0 {
 		return false
 	}
-	headers, n := Varint32(b[p:])
-	if n <= 0 || headers < 0 {
-		return false
-	}
-	p += n
-	r.HeaderCount, r.Headers = headers, b[p:]
-	for h := int32(0); h < headers; h++ {
-		for f := 0; f < 2; f++ { // key, value
-			if v, n = Varint32(b[p:]); n <= 0 || (f == 0 && v < 0) {
+	f.headersAt = int32(p)
+	for h := int32(0); h < f.headers; h++ {
+		for i := 0; i < 2; i++ { // key, value
+			var l int32
+			if l, p, ok = varintAt(b, p); !ok || (i == 0 && l < 0) || int64(l) > int64(len(b)-p) {
 				return false
 			}
-			if _, p, ok = field(b, p+n, v); !ok {
-				return false
-			}
+			p += int(max(l, 0))
 		}
 	}
 	return p == len(b)
+}
+
+// varintAt is Varint32 at b[p:] (p <= len(b)), with the position after it;
+// ok is false for any n <= 0.
+func varintAt(b []byte, p int) (v int32, next int, ok bool) {
+	if p < len(b) && b[p] < 0x80 { // one byte: most lengths and deltas
+		c := b[p]
+		return int32(c>>1) ^ -int32(c&1), p + 1, true
+	}
+	v, n := Varint32(b[p:])
+	return v, p + n, n > 0
+}
+
+// cut is the field of length n (< 0: null) at b[at:].
+func cut(b []byte, at int, n int32) []byte {
+	if n < 0 {
+		return nil
+	}
+	e := at + int(n)
+	return b[at:e:e]
 }
 
 // varintErr is the error of a Varint32 or Varlong result n <= 0.
@@ -366,4 +406,16 @@ func ForEach(batch []byte, decompress Decompressor, fn func(h *Header, r *Record
 		return fmt.Errorf("record %d of the batch at offset %d: %w", it.Index(), h.BaseOffset, err)
 	}
 	return nil
+}
+
+// field cuts a length-prefixed field (n < 0: null) at b[p:].
+func field(b []byte, p int, n int32) ([]byte, int, bool) {
+	if n < 0 {
+		return nil, p, true
+	}
+	if int64(n) > int64(len(b)-p) {
+		return nil, p, false
+	}
+	e := p + int(n)
+	return b[p:e:e], e, true
 }

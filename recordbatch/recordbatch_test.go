@@ -428,25 +428,25 @@ func TestMarkers(t *testing.T) {
 	}
 }
 
-func TestPartitionFor(t *testing.T) {
-	for _, c := range []struct {
+func TestPartitionForMatchesJavaHashing(t *testing.T) {
+	for _, tc := range []struct {
 		s    string
 		hash int32
 	}{
 		{"", 0},
 		{"hello", 99162322},
-		{"polygenelubricants", math.MinInt32},
-		{"\U0001F600", 0xD83D*31 + 0xDE00}, // a surrogate pair, hashed as its two UTF-16 units
+		{"Aa", 2112},
+		{"BB", 2112},
+		{"polygenelubricants", math.MinInt32}, // Utils.abs maps it to 0
+		{"€", 8364},
+		{"𝄞", 55348*31 + 56606}, // a surrogate pair counts as two code units
 	} {
-		if got := JavaStringHash(c.s); got != c.hash {
-			t.Errorf("JavaStringHash(%q) = %d, want %d", c.s, got, c.hash)
+		if got := JavaStringHash(tc.s); got != tc.hash {
+			t.Errorf("JavaStringHash(%q) = %d, want %d", tc.s, got, tc.hash)
 		}
 	}
 	if PartitionFor("polygenelubricants", 50) != 0 || PartitionFor("hello", 50) != 99162322%50 || PartitionFor("x", 0) != 0 {
 		t.Fatal("PartitionFor")
-	}
-	if p := PartitionFor("Aa", 7); p != 2112%7 {
-		t.Fatalf("PartitionFor(Aa) = %d", p)
 	}
 	if !IsInternalTopic(ConsumerOffsetsTopic) || !IsInternalTopic(TransactionStateTopic) || IsInternalTopic("orders") {
 		t.Fatal("IsInternalTopic")

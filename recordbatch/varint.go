@@ -22,56 +22,43 @@ const (
 
 // Varint32 decodes a zigzag varint (at most 5 bytes, int32) from the start
 // of b. n > 0 is the number of bytes read; otherwise n is VarintShort,
-// VarintTooLong or VarintRange.
+// VarintTooLong or VarintRange. It is small enough to be inlined.
 func Varint32(b []byte) (v int32, n int) {
-	if len(b) > 0 && b[0] < 0x80 { // one byte: most lengths and deltas
-		return int32(b[0]>>1) ^ -int32(b[0]&1), 1
-	}
-	return varint32Slow(b)
-}
-
-func varint32Slow(b []byte) (int32, int) {
 	var ux uint64
-	for i := 0; i < 5; i++ {
-		if i >= len(b) {
-			return 0, VarintShort
-		}
-		c := b[i]
-		ux |= uint64(c&0x7f) << (7 * i)
+	var shift uint
+	for i, c := range b {
 		if c < 0x80 {
-			v := int64(ux>>1) ^ -int64(ux&1)
-			if v != int64(int32(v)) {
-				return 0, VarintRange
+			if v := Unzigzag(ux | uint64(c)<<shift); v == int64(int32(v)) {
+				return int32(v), i + 1
 			}
-			return int32(v), i + 1
+			return 0, VarintRange
 		}
+		if i == 4 {
+			return 0, VarintTooLong
+		}
+		ux |= uint64(c&0x7f) << shift
+		shift += 7
 	}
-	return 0, VarintTooLong
+	return 0, VarintShort
 }
 
 // Varlong decodes a zigzag varlong (at most 10 bytes) from the start of b,
 // with Varint32's results. As Kafka's ByteUtils.readVarlong, the tenth
 // byte's high bits are dropped.
 func Varlong(b []byte) (v int64, n int) {
-	if len(b) > 0 && b[0] < 0x80 {
-		return int64(b[0]>>1) ^ -int64(b[0]&1), 1
-	}
-	return varlongSlow(b)
-}
-
-func varlongSlow(b []byte) (int64, int) {
 	var ux uint64
-	for i := 0; i < 10; i++ {
-		if i >= len(b) {
-			return 0, VarintShort
-		}
-		c := b[i]
-		ux |= uint64(c&0x7f) << (7 * i)
+	var shift uint
+	for i, c := range b {
 		if c < 0x80 {
-			return int64(ux>>1) ^ -int64(ux&1), i + 1
+			return Unzigzag(ux | uint64(c)<<shift), i + 1
 		}
+		if i == 9 {
+			return 0, VarintTooLong
+		}
+		ux |= uint64(c&0x7f) << shift
+		shift += 7
 	}
-	return 0, VarintTooLong
+	return 0, VarintShort
 }
 
 // Unzigzag is the value of a zigzag-encoded unsigned varint, for a reader

@@ -11,15 +11,11 @@ import (
 
 // The records of a batch (their layout: see recordbatch) are walked here
 // for validation and timestamp searches, decompressing as they go:
-// recordbatch.ParseRecord parses a record held whole in memory, and
+// recordbatch.ScanRecord parses a record held whole in memory, and
 // parseRecordBody one that streams from the decompressor.
 
 // recordInfo is what validation and timestamp searches need of a record.
-type recordInfo struct {
-	OffsetDelta    int32
-	TimestampDelta int64
-	HasKey         bool
-}
+type recordInfo = recordbatch.RecordInfo
 
 // errRecordShape reports a structural error in a record; walkRecords turns
 // it into INVALID_RECORD.
@@ -28,7 +24,7 @@ type errRecordShape = recordbatch.FormatError
 // recordWindow is the source of a batch's records section: the section
 // itself for an uncompressed batch (src nil), or a pooled window refilled
 // from the decompressor. A record that lies whole in the window is parsed
-// from the slice (recordbatch.ParseRecord); one that does not (larger than the
+// from the slice (recordbatch.ScanRecord); one that does not (larger than the
 // window, or cut short by the end of the data or a codec error) is parsed
 // a byte at a time (parseRecordBody), so the first problem met in stream
 // order decides the error, whichever path runs.
@@ -178,7 +174,6 @@ func (r *bodyReader) skip(n int32) error {
 // premature ends are errRecordShape; decompression failures are returned
 // as they come.
 func walkRecords(src *recordWindow, count int32, fn func(i int32, r recordInfo) error) error {
-	var whole recordbatch.Record
 	for i := int32(0); i < count; i++ {
 		src.fill(maxRecordLengthPrefix)
 		length, n := recordbatch.Varint32(src.buf[src.pos:])
@@ -204,10 +199,10 @@ func walkRecords(src *recordWindow, count int32, fn func(i int32, r recordInfo) 
 		}
 		var rec recordInfo
 		if int(length) <= src.avail() {
-			if err := recordbatch.ParseRecord(src.buf[src.pos:src.pos+int(length)], &whole); err != nil {
+			var err error
+			if rec, err = recordbatch.ScanRecord(src.buf[src.pos : src.pos+int(length)]); err != nil {
 				return err
 			}
-			rec = recordInfo{OffsetDelta: whole.OffsetDelta, TimestampDelta: whole.TimestampDelta, HasKey: whole.Key != nil}
 			src.pos += int(length)
 		} else {
 			body := bodyReader{src: src, left: int64(length)}
