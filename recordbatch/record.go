@@ -134,6 +134,10 @@ func varintAt(b []byte, p int) (v int32, next int, ok bool) {
 		c := b[p]
 		return int32(c>>1) ^ -int32(c&1), p + 1, true
 	}
+	if p+1 < len(b) && b[p+1] < 0x80 { // two bytes: the rest of the small ones
+		ux := uint32(b[p]&0x7f) | uint32(b[p+1])<<7
+		return int32(ux>>1) ^ -int32(ux&1), p + 2, true
+	}
 	v, n := Varint32(b[p:])
 	return v, p + n, n > 0
 }

@@ -218,7 +218,15 @@ func TestVarints(t *testing.T) {
 				t.Errorf("Varint32(%d): n %d, want out of range", v, n)
 			}
 		}
+		// varintAt, the record parser's form, agrees with Varint32.
+		at, next, ok := varintAt(append([]byte{9}, enc...), 1)
+		if want, n := Varint32(enc); ok != (n > 0) || (ok && (at != want || next != 1+n)) {
+			t.Errorf("varintAt(%d) = %d, %d, %v; Varint32 %d, %d", v, at, next, ok, want, n)
+		}
 		for cut := 0; cut < len(enc); cut++ {
+			if _, _, ok := varintAt(enc[:cut], 0); ok {
+				t.Errorf("varintAt(%d cut at %d) ok", v, cut)
+			}
 			if _, n := Varlong(enc[:cut]); n != VarintShort {
 				t.Errorf("Varlong(%d cut at %d): n %d", v, cut, n)
 			}
