@@ -394,6 +394,12 @@ func TestSplit(t *testing.T) {
 	if _, _, ok := Split(a[:11]); ok {
 		t.Fatal("Split of 11 bytes")
 	}
+	// A batchLength of 0 still frames 12 bytes (storage refuses the batch
+	// itself), as the follower's fetch handling always cut it.
+	zero := make([]byte, LogOverhead)
+	if got := WholeBatches(append(bytes.Clone(zero), a...)); len(got) != LogOverhead+len(a) {
+		t.Fatalf("zero-length batch: kept %d bytes", len(got))
+	}
 	neg := bytes.Clone(a)
 	binary.BigEndian.PutUint32(neg[PosBatchLength:], 0xffffffff)
 	if _, _, ok := Split(neg); ok || len(WholeBatches(neg)) != 0 {
