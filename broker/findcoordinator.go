@@ -21,6 +21,7 @@ import (
 
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/coordinator/group"
+	"github.com/strait/strait/recordbatch"
 )
 
 func init() { register(kmsg.FindCoordinator, 0, 6, handleFindCoordinator) }
@@ -92,7 +93,7 @@ func (c *conn) findCoordinator(keyType int8, key string) coordinatorNode {
 			topic, partition = t, svc.coord.PartitionFor(key)
 			break
 		}
-		t, ok := s.ctrl.Topic(transactionStateTopic)
+		t, ok := s.ctrl.Topic(recordbatch.TransactionStateTopic)
 		if !ok || len(t.Partitions) == 0 {
 			return noCoordinator(kerr.CoordinatorNotAvailable.Code)
 		}

@@ -19,9 +19,6 @@ import (
 	"github.com/strait/strait/coordinator/group"
 )
 
-// transactionStateTopic is the transaction coordinator's topic (issue 5).
-const transactionStateTopic = "__transaction_state"
-
 // groupSettings is what the broker needs beyond the coordinator's Config.
 type groupSettings struct {
 	coord             group.Config

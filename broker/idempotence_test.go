@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/broker"
+	"github.com/strait/strait/recordbatch"
 )
 
 // idempotentBatch builds a magic-v2 batch of an idempotent producer: one
@@ -39,8 +40,8 @@ func idempotentBatch(pid int64, epoch int16, seq int32, values ...string) []byte
 	b.NumRecords = int32(len(values))
 	b.Records = recs
 	raw := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32c(raw[21:]))
+	binary.BigEndian.PutUint32(raw[recordbatch.PosBatchLength:], uint32(len(raw)-recordbatch.LogOverhead))
+	recordbatch.Batch(raw).SetCRC()
 	return raw
 }
 

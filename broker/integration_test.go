@@ -18,6 +18,7 @@ import (
 
 	"github.com/strait/strait/broker"
 	"github.com/strait/strait/config"
+	"github.com/strait/strait/recordbatch"
 )
 
 // startBroker runs a broker on 127.0.0.1:0 with its logs and etcd in dir.
@@ -381,8 +382,8 @@ func recordBatch(value []byte) []byte {
 	b.Records = recBytes
 	raw := b.AppendTo(nil)
 	// batchLength covers everything after itself; CRC covers attributes onward.
-	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32c(raw[21:]))
+	binary.BigEndian.PutUint32(raw[recordbatch.PosBatchLength:], uint32(len(raw)-recordbatch.LogOverhead))
+	recordbatch.Batch(raw).SetCRC()
 	return raw
 }
 

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/replication"
 	"github.com/strait/strait/storage"
 )
@@ -132,20 +132,19 @@ func readBatches(l *storage.Log, offset, bufBytes int64, fn func(batch []byte) e
 			if _, err := sl.File.ReadAt(b, sl.Pos); err != nil {
 				return fmt.Errorf("reading %s at position %d: %w", l.Dir(), sl.Pos, err)
 			}
-			for len(b) >= 12 {
-				size := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
-				if size < 61 || size > len(b) {
+			for len(b) >= recordbatch.LogOverhead {
+				batch, rest, ok := recordbatch.Split(b)
+				if !ok || len(batch) < recordbatch.HeaderSize {
 					return fmt.Errorf("%s: malformed batch at offset %d", l.Dir(), offset)
 				}
-				batch := b[:size]
-				last := int64(binary.BigEndian.Uint64(batch)) + int64(int32(binary.BigEndian.Uint32(batch[23:27])))
+				last := recordbatch.Batch(batch).LastOffset()
 				if last >= offset {
 					if err := fn(batch); err != nil {
 						return err
 					}
 				}
 				offset = max(offset, last+1)
-				b = b[size:]
+				b = rest
 			}
 		}
 		offset = max(offset, res.EndOffset)

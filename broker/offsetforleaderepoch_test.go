@@ -2,12 +2,12 @@ package broker
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage"
 )
 
@@ -30,8 +30,8 @@ func plainBatch(n int) []byte {
 	b.NumRecords = int32(n)
 	b.Records = recs
 	raw := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint32(raw[recordbatch.PosBatchLength:], uint32(len(raw)-recordbatch.LogOverhead))
+	recordbatch.Batch(raw).SetCRC()
 	return raw
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/replication"
 	"github.com/strait/strait/storage"
 	"github.com/strait/strait/storage/compress"
@@ -68,7 +69,7 @@ func handleProduce(c *conn, x *exchange) {
 			case x.req.Version < 7 && isZstd(rp.Records):
 				// zstd needs Produce v7 (KIP-110), as Kafka enforces.
 				job.code = kerr.UnsupportedCompressionType.Code
-			case internalTopics[rt.Topic] && clientID(x) != adminClientID:
+			case recordbatch.IsInternalTopic(rt.Topic) && clientID(x) != adminClientID:
 				// Clients write the coordinators' topics only through the
 				// coordinators, as in Kafka's ReplicaManager.
 				job.code, job.msg = kerr.InvalidTopicException.Code, "Cannot append to internal topic "+rt.Topic
@@ -286,13 +287,15 @@ func (s *Server) produceTo(lt *replication.Topic, topic string, idx int32, recor
 	return 0, "", nil
 }
 
-// errorCode maps an error to its Kafka error code and message: storage and
-// controller errors wrap *kerr.Error; anything else is an unknown server error.
+// isZstd reports whether a produce partition's records start with a zstd
+// batch: Produce v3-v6 may not use zstd (UNSUPPORTED_COMPRESSION_TYPE).
 func isZstd(records []byte) bool {
-	codec, ok := storage.FirstBatchCompression(records)
-	return ok && codec == compress.Zstd
+	codec, ok := recordbatch.FirstBatchCompression(records)
+	return ok && compress.Codec(codec) == compress.Zstd
 }
 
+// errorCode maps an error to its Kafka error code and message: storage and
+// controller errors wrap *kerr.Error; anything else is an unknown server error.
 func errorCode(err error) (int16, string) {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
@@ -300,9 +303,6 @@ func errorCode(err error) (int16, string) {
 	}
 	return kerr.UnknownServerError.Code, err.Error()
 }
-
-// internalTopics are Kafka's internal topics (Topic.isInternal).
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
 
 // adminClientID is the client id Kafka lets append to internal topics
 // (AdminUtils.ADMIN_CLIENT_ID).

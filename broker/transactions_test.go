@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/broker"
+	"github.com/strait/strait/recordbatch"
 )
 
 // txnClient is a transactional franz-go producer.
@@ -405,10 +406,7 @@ func produceRequestFor(topic string, batch []byte) *kmsg.ProduceRequest {
 	return req
 }
 
-func fixCRC(batch []byte) {
-	c := crc32c(batch[21:])
-	batch[17], batch[18], batch[19], batch[20] = byte(c>>24), byte(c>>16), byte(c>>8), byte(c)
-}
+func fixCRC(batch []byte) { recordbatch.Batch(batch).SetCRC() }
 
 // rawRequest sends req at its version on a new connection and decodes the
 // answer.

@@ -29,13 +29,13 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/coordinator/txn"
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/replication"
 	"github.com/strait/strait/storage"
 )
@@ -76,16 +76,14 @@ func (t *txnProduce) failure(topic string, idx int32) (int16, string, bool) {
 // transactionalBatch reads the producer fields of a produce partition's
 // first batch, ok only for a transactional one with a producer id.
 func transactionalBatch(records []byte) (producerID int64, epoch int16, baseSeq int32, ok bool) {
-	if len(records) < 61 || records[16] != 2 {
+	if len(records) < recordbatch.HeaderSize || records[recordbatch.PosMagic] != recordbatch.MagicV2 {
 		return 0, 0, 0, false
 	}
-	be := binary.BigEndian
-	attrs := be.Uint16(records[21:])
-	producerID = int64(be.Uint64(records[43:]))
-	if attrs&0x10 == 0 || producerID < 0 {
+	b := recordbatch.Batch(records)
+	if !b.IsTransactional() || b.ProducerID() < 0 {
 		return 0, 0, 0, false
 	}
-	return producerID, int16(be.Uint16(records[51:])), int32(be.Uint32(records[53:])), true
+	return b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), true
 }
 
 // verifyTransaction runs a produce request's transaction verification

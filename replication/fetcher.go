@@ -20,7 +20,6 @@ package replication
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -28,6 +27,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // fetchers owns the fetchers, one per leader broker (Kafka's
@@ -447,7 +448,7 @@ func (f *fetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResp
 			"leader", f.leader, "err", kerr.ErrorForCode(rp.ErrorCode))
 		return
 	}
-	records := wholeBatches(rp.RecordBatches)
+	records := recordbatch.WholeBatches(rp.RecordBatches)
 	if len(records) > 0 {
 		if _, err := p.log.AppendAsFollower(records); err != nil {
 			m.logger.Error("appending fetched records", "topic", p.topic, "partition", p.index,
@@ -501,18 +502,4 @@ func (f *fetcher) outOfRange(p *Partition, st *followState) {
 		return
 	}
 	st.truncate = true
-}
-
-// wholeBatches cuts a fetched record set after its last complete batch (a
-// response may end in a partial one, KIP-74).
-func wholeBatches(b []byte) []byte {
-	n := 0
-	for len(b)-n >= 12 {
-		size := 12 + int(int32(binary.BigEndian.Uint32(b[n+8:n+12])))
-		if size < 12 || n+size > len(b) {
-			break
-		}
-		n += size
-	}
-	return b[:n]
 }

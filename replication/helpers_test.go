@@ -2,8 +2,6 @@ package replication
 
 import (
 	"context"
-	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"slices"
@@ -14,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage"
 )
 
@@ -240,25 +239,9 @@ func produce(t *testing.T, p *Partition, n int) storage.AppendInfo {
 
 // testBatch is a magic-v2 batch of n small records as a producer sends it.
 func testBatch(n int) []byte {
-	var recs []byte
-	for i := range n {
-		var body []byte
-		body = append(body, 0)                     // attributes
-		body = binary.AppendVarint(body, 0)        // timestamp delta
-		body = binary.AppendVarint(body, int64(i)) // offset delta
-		body = binary.AppendVarint(body, -1)       // key
-		body = binary.AppendVarint(body, 1)        // value length
-		body = append(body, 'v')                   // value
-		body = binary.AppendVarint(body, 0)        // headers
-		recs = binary.AppendVarint(recs, int64(len(body)))
-		recs = append(recs, body...)
+	b := recordbatch.NewBuilder(time.Now().UnixMilli())
+	for range n {
+		b.Add(nil, []byte("v"))
 	}
-	ts := time.Now().UnixMilli()
-	b := (&kmsg.RecordBatch{
-		Length: int32(49 + len(recs)), Magic: 2, LastOffsetDelta: int32(n - 1),
-		FirstTimestamp: ts, MaxTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
-		NumRecords: int32(n), Records: recs,
-	}).AppendTo(nil)
-	binary.BigEndian.PutUint32(b[17:21], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	return b.Build()
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"golang.org/x/sys/unix"
 )
@@ -42,7 +43,7 @@ func fillLog(b *testing.B, l *Log, totalBytes int64) {
 	batch := benchBatch(b, compress.None, 16, 1000)
 	start := time.Now()
 	for written := int64(0); written < totalBytes; written += int64(len(batch)) {
-		setBaseOffset(batch, 0)
+		recordbatch.Batch(batch).SetBaseOffset(0)
 		if _, err := l.AppendAsLeader(batch, 0); err != nil {
 			b.Fatal(err)
 		}

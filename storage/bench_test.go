@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 )
 
@@ -35,7 +36,7 @@ func benchmarkAppend(b *testing.B, codec compress.Codec) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		setBaseOffset(batch, 0) // AppendAsLeader assigned it in place
+		recordbatch.Batch(batch).SetBaseOffset(0) // AppendAsLeader assigned it in place
 		if _, err := l.AppendAsLeader(batch, 0); err != nil {
 			b.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func benchReadLog(b *testing.B) (*Log, int64) {
 	l := openTestLog(b, b.TempDir(), cfg, &testClock{testEpoch})
 	batch := benchBatch(b, compress.None, 16, 1000)
 	for i := 0; i < 4000; i++ {
-		setBaseOffset(batch, 0)
+		recordbatch.Batch(batch).SetBaseOffset(0)
 		if _, err := l.AppendAsLeader(batch, 0); err != nil {
 			b.Fatal(err)
 		}

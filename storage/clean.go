@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // Cleaning one compacted log, as Kafka's Cleaner (LogCleaner.scala):
@@ -233,8 +235,8 @@ func (w *cleanerWorker) buildOffsetMap(c *cleanCandidate, m *offsetMap) error {
 		}
 		full := false
 		err = w.forEachBatch(c, seg, from, seg.size, func(_ int64, h *batchHeader, batch []byte) error {
-			w.stats.mapBytesRead += h.size()
-			if !h.isControl() && !c.aborted.contains(h) {
+			w.stats.mapBytesRead += h.Size()
+			if !h.IsControl() && !c.aborted.contains(h) {
 				recs, err := w.records(batch, h)
 				if err != nil {
 					return err
@@ -250,8 +252,8 @@ func (w *cleanerWorker) buildOffsetMap(c *cleanCandidate, m *offsetMap) error {
 					}
 				}
 			}
-			if h.lastOffset() >= start {
-				m.updateLatestOffset(h.lastOffset())
+			if h.LastOffset() >= start {
+				m.updateLatestOffset(h.LastOffset())
 			}
 			return nil
 		})
@@ -335,7 +337,7 @@ func (w *cleanerWorker) cleanSegments(c *cleanCandidate, group []*segment, nowMs
 	// interval of output: size them for that, not for segment.index.bytes,
 	// in case index.interval.bytes shrank since the input was written.
 	cfg := c.cfg
-	entries := inputBytes/max(int64(cfg.IndexIntervalBytes), batchHeaderSize) + 2
+	entries := inputBytes/max(int64(cfg.IndexIntervalBytes), recordbatch.HeaderSize) + 2
 	cfg.SegmentIndexBytes = int32(min(max(int64(cfg.SegmentIndexBytes), entries*timeIndexEntrySize), math.MaxInt32))
 	cleaned, err := openSegmentFilesNamed(l.fs, l.dir, group[0].baseOffset, cleanedFileSuffix, &cfg, segmentCreate, true, l.now())
 	if err != nil {
@@ -346,12 +348,12 @@ func (w *cleanerWorker) cleanSegments(c *cleanCandidate, group []*segment, nowMs
 	upperBound := c.firstUncleanableOffset
 	for _, seg := range group {
 		err = w.forEachBatch(c, seg, 0, seg.size, func(_ int64, h *batchHeader, batch []byte) error {
-			w.stats.bytesRead += h.size()
-			retainEmpty := h.nextOffset() == upperBound
-			if last, ok := producers[h.ProducerID]; ok && h.hasProducerID() && last == h.lastOffset() {
+			w.stats.bytesRead += h.Size()
+			retainEmpty := h.NextOffset() == upperBound
+			if last, ok := producers[h.ProducerID]; ok && h.HasProducerID() && last == h.LastOffset() {
 				retainEmpty = true
 			}
-			if h.isControl() {
+			if h.IsControl() {
 				return out.write(batch, h)
 			}
 			if c.aborted.contains(h) {
@@ -502,16 +504,16 @@ func (w *cleanerWorker) forEachBatch(c *cleanCandidate, seg *segment, from, to i
 			return w.readErr(c, seg, err)
 		}
 		off := int64(0)
-		for off+batchHeaderSize <= n {
+		for off+recordbatch.HeaderSize <= n {
 			h := parseBatchHeader(chunk[off:])
-			if h.BatchLength < minBatchLength || h.Magic != magicV2 || pos+off+h.size() > to {
+			if h.BatchLength < recordbatch.MinBatchLength || h.Magic != recordbatch.MagicV2 || pos+off+h.Size() > to {
 				return fmt.Errorf("segment %d: invalid batch at position %d", seg.baseOffset, pos+off)
 			}
-			if off+h.size() > n {
+			if off+h.Size() > n {
 				break
 			}
-			batch := chunk[off : off+h.size()]
-			if batchCRC(batch) != h.CRC {
+			batch := chunk[off : off+h.Size()]
+			if recordbatch.Batch(batch).ComputeCRC() != h.CRC {
 				return fmt.Errorf("segment %d: corrupt batch at position %d (offset %d)", seg.baseOffset, pos+off, h.BaseOffset)
 			}
 			if err := fn(pos+off, &h, batch); err != nil {
@@ -520,14 +522,14 @@ func (w *cleanerWorker) forEachBatch(c *cleanCandidate, seg *segment, from, to i
 				}
 				return err
 			}
-			off += h.size()
+			off += h.Size()
 		}
 		if off == 0 {
-			if n < batchHeaderSize {
+			if n < recordbatch.HeaderSize {
 				return fmt.Errorf("segment %d: %d trailing bytes at position %d", seg.baseOffset, n, pos)
 			}
 			h := parseBatchHeader(chunk)
-			w.readBuf = make([]byte, h.size()) // a batch larger than the buffer
+			w.readBuf = make([]byte, h.Size()) // a batch larger than the buffer
 			continue
 		}
 		pos += off

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -94,7 +95,7 @@ func readLog(t testing.TB, l *Log) []loggedBatch {
 			t.Fatalf("decode batch: %v", err)
 		}
 		size := 12 + int(rb.Length)
-		if batchCRC(b[:size]) != uint32(rb.CRC) {
+		if recordbatch.Batch(b[:size]).ComputeCRC() != uint32(rb.CRC) {
 			t.Fatalf("bad crc in batch at offset %d", rb.FirstOffset)
 		}
 		b = b[size:]
@@ -102,7 +103,7 @@ func readLog(t testing.TB, l *Log) []loggedBatch {
 			t.Fatalf("batch at offset %d after offset %d", rb.FirstOffset, next-1)
 		}
 		next = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
-		raw, err := compress.Decompress(compress.Codec(rb.Attributes&attrCompressionMask), rb.Records, 64<<20)
+		raw, err := compress.Decompress(compress.Codec(rb.Attributes&recordbatch.AttrCompressionMask), rb.Records, 64<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +119,7 @@ func readLog(t testing.TB, l *Log) []loggedBatch {
 			}
 			raw = raw[n+int(length):]
 			ts := rb.FirstTimestamp + r.TimestampDelta64
-			if rb.Attributes&attrTimestampType != 0 {
+			if rb.Attributes&recordbatch.AttrTimestampType != 0 {
 				ts = rb.MaxTimestamp
 			}
 			off := rb.FirstOffset + int64(r.OffsetDelta)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -47,8 +48,8 @@ func TestCompactionKeepsLatestValuePerKey(t *testing.T) {
 			got := allRecords(batches)
 			checkCompacted(t, orig, got, res.EndOffset)
 			for _, b := range batches {
-				if b.NumRecords > 0 && compress.Codec(b.Attributes&attrCompressionMask) != codec {
-					t.Fatalf("batch %d has codec %d, want %s", b.FirstOffset, b.Attributes&attrCompressionMask, codec)
+				if b.NumRecords > 0 && compress.Codec(b.Attributes&recordbatch.AttrCompressionMask) != codec {
+					t.Fatalf("batch %d has codec %d, want %s", b.FirstOffset, b.Attributes&recordbatch.AttrCompressionMask, codec)
 				}
 				if b.PartitionLeaderEpoch != 7 || b.ProducerID != -1 {
 					t.Fatalf("batch %d lost its header fields: %+v", b.FirstOffset, b.RecordBatch)
@@ -148,7 +149,7 @@ func TestCompactionTombstonesExpireAfterDeleteRetention(t *testing.T) {
 		t.Fatalf("after the first cleaning: %+v", got)
 	}
 	last := batches[len(batches)-1]
-	if last.Attributes&attrDeleteHorizon == 0 || last.FirstTimestamp != cleaned0.UnixMilli()+1000 {
+	if last.Attributes&recordbatch.AttrDeleteHorizon == 0 || last.FirstTimestamp != cleaned0.UnixMilli()+1000 {
 		t.Fatalf("tombstone batch: attributes %#x, base timestamp %d; want the delete horizon %d",
 			last.Attributes, last.FirstTimestamp, cleaned0.UnixMilli()+1000)
 	}
@@ -377,7 +378,7 @@ func TestCompactionKeepsLastBatchOfActiveProducerEmpty(t *testing.T) {
 	// Producer 5's first batch goes; its last stays as an empty header with
 	// its offsets and sequence; producer 9's first batch goes.
 	if len(batches) != 3 || batches[0].FirstOffset != 2 || batches[0].NumRecords != 0 || batches[0].LastOffsetDelta != 1 ||
-		batches[0].ProducerID != 5 || batches[0].FirstSequence != 2 || batches[0].Attributes&attrCompressionMask != 0 ||
+		batches[0].ProducerID != 5 || batches[0].FirstSequence != 2 || batches[0].Attributes&recordbatch.AttrCompressionMask != 0 ||
 		batches[0].FirstTimestamp != -1 || batches[0].MaxTimestamp != ts+1 {
 		t.Fatalf("batches after cleaning %v: %+v", summary, batches[0].RecordBatch)
 	}

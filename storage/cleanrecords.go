@@ -2,12 +2,12 @@ package storage
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 )
 
@@ -21,26 +21,26 @@ type cleanRecord struct {
 	timestamp int64  // the record's timestamp as Kafka's Record.timestamp() reads it
 	key       []byte // nil when the key is null
 	hasValue  bool   // false for a tombstone
-	// tail is the record body from keyLength to the end of the headers:
-	// copied verbatim when the batch is rewritten, since only the
-	// timestamp and offset deltas before it change.
-	tail []byte
+	// rec is the record as parsed: its key, value and headers are written
+	// back as they are when the batch is rewritten, since only the
+	// timestamp and offset deltas change.
+	rec recordbatch.Record
 }
 
 // deleteHorizon returns the batch's delete horizon (KIP-534): when
 // attributes bit 6 is set, baseTimestamp holds the time from which its
 // tombstones may be removed.
 func (h *batchHeader) deleteHorizon() (int64, bool) {
-	if h.Attributes&attrDeleteHorizon != 0 {
+	if h.Attributes&recordbatch.AttrDeleteHorizon != 0 {
 		return h.BaseTimestamp, true
 	}
-	return noTimestamp, false
+	return recordbatch.NoTimestamp, false
 }
 
 // decompressedRecords returns the records section of a batch, decompressed
 // into buf (reused between calls) when the batch is compressed.
 func decompressedRecords(batch []byte, h *batchHeader, buf *bytes.Buffer) ([]byte, error) {
-	payload := batch[batchHeaderSize:]
+	payload := batch[recordbatch.HeaderSize:]
 	if h.codec() == compress.None {
 		return payload, nil
 	}
@@ -56,68 +56,35 @@ func decompressedRecords(batch []byte, h *batchHeader, buf *bytes.Buffer) ([]byt
 	return buf.Bytes(), nil
 }
 
-var errShortRecord = errors.New("record runs past the end of its batch")
+// errNegativeOffsetDelta refuses a record before its batch's base offset.
+var errNegativeOffsetDelta = errors.New("negative record offset delta")
 
 // parseCleanRecords parses the records of a batch from its uncompressed
 // records section, appending them to out. The records alias records.
 func parseCleanRecords(records []byte, h *batchHeader, out []cleanRecord) ([]cleanRecord, error) {
 	logAppend := h.timestampType() == LogAppendTime
-	for i := int32(0); i < h.RecordCount; i++ {
-		length, n := binary.Varint(records)
-		if n <= 0 || length < 0 || length > int64(len(records)-n) {
-			return out, fmt.Errorf("record %d of the batch at offset %d: %w", i, h.BaseOffset, errShortRecord)
+	it := recordbatch.NewIter(records, h.RecordCount)
+	var r recordbatch.Record
+	for it.Next(&r) {
+		if r.OffsetDelta < 0 {
+			return out, fmt.Errorf("record %d of the batch at offset %d: %w", it.Index()-1, h.BaseOffset, errNegativeOffsetDelta)
 		}
-		body := records[n : n+int(length)]
-		records = records[n+int(length):]
-		rec, err := parseCleanRecord(body, h, logAppend)
-		if err != nil {
-			return out, fmt.Errorf("record %d of the batch at offset %d: %w", i, h.BaseOffset, err)
+		rec := cleanRecord{
+			offset:    h.BaseOffset + int64(r.OffsetDelta),
+			timestamp: h.BaseTimestamp + r.TimestampDelta,
+			key:       r.Key,
+			hasValue:  r.Value != nil,
+			rec:       r,
+		}
+		if logAppend {
+			rec.timestamp = h.MaxTimestamp
 		}
 		out = append(out, rec)
 	}
-	if len(records) != 0 {
-		return out, fmt.Errorf("batch at offset %d: %d bytes after its last record", h.BaseOffset, len(records))
+	if err := it.Err(); err != nil {
+		return out, fmt.Errorf("record %d of the batch at offset %d: %w", it.Index(), h.BaseOffset, err)
 	}
 	return out, nil
-}
-
-func parseCleanRecord(body []byte, h *batchHeader, logAppend bool) (cleanRecord, error) {
-	var rec cleanRecord
-	if len(body) < 1 {
-		return rec, errShortRecord
-	}
-	b := body[1:] // attributes: unused
-	tsDelta, n := binary.Varint(b)
-	if n <= 0 {
-		return rec, errShortRecord
-	}
-	b = b[n:]
-	offsetDelta, n := binary.Varint(b)
-	if n <= 0 || offsetDelta < 0 || offsetDelta > math.MaxInt32 {
-		return rec, errShortRecord
-	}
-	b = b[n:]
-	rec.tail = b
-	rec.offset = h.BaseOffset + offsetDelta
-	rec.timestamp = h.BaseTimestamp + tsDelta
-	if logAppend {
-		rec.timestamp = h.MaxTimestamp
-	}
-	keyLen, n := binary.Varint(b)
-	if n <= 0 || keyLen > int64(len(b)-n) {
-		return rec, errShortRecord
-	}
-	b = b[n:]
-	if keyLen >= 0 {
-		rec.key = b[:keyLen:keyLen]
-		b = b[keyLen:]
-	}
-	valueLen, n := binary.Varint(b)
-	if n <= 0 || valueLen > int64(len(b)-n) {
-		return rec, errShortRecord
-	}
-	rec.hasValue = valueLen >= 0
-	return rec, nil
 }
 
 // appendRebuiltBatch appends to dst a v2 batch holding recs, the records
@@ -133,39 +100,37 @@ func appendRebuiltBatch(dst []byte, h *batchHeader, recs []cleanRecord, deleteHo
 	if baseTs < 0 && len(recs) > 0 {
 		baseTs = recs[0].timestamp
 	}
-	maxTs := int64(noTimestamp)
+	maxTs := int64(recordbatch.NoTimestamp)
 	raw := (*scratch)[:0]
-	var body []byte
-	for _, r := range recs {
-		body = body[:0]
-		body = append(body, 0) // attributes
-		body = binary.AppendVarint(body, r.timestamp-baseTs)
-		body = binary.AppendVarint(body, r.offset-h.BaseOffset)
-		body = append(body, r.tail...)
-		raw = binary.AppendVarint(raw, int64(len(body)))
-		raw = append(raw, body...)
+	for i := range recs {
+		r := &recs[i]
+		out := r.rec
+		out.Attributes = 0 // unused, written as 0 as Kafka's DefaultRecord does
+		out.TimestampDelta = r.timestamp - baseTs
+		out.OffsetDelta = int32(r.offset - h.BaseOffset)
+		raw = recordbatch.AppendRecord(raw, &out)
 		maxTs = max(maxTs, r.timestamp)
 	}
 	*scratch = raw
 	if h.timestampType() == LogAppendTime {
 		maxTs = h.MaxTimestamp
 	}
-	attrs := h.Attributes &^ attrDeleteHorizon
+	attrs := h.Attributes &^ recordbatch.AttrDeleteHorizon
 	if deleteHorizonMs >= 0 {
-		attrs |= attrDeleteHorizon
+		attrs |= recordbatch.AttrDeleteHorizon
 	}
 	out := *h
 	out.Attributes, out.BaseTimestamp, out.MaxTimestamp = attrs, baseTs, maxTs
 	out.RecordCount = int32(len(recs))
 
 	start := len(dst)
-	dst = append(dst, make([]byte, batchHeaderSize)...)
+	dst = append(dst, make([]byte, recordbatch.HeaderSize)...)
 	dst, err := compress.Compress(h.codec(), dst, raw)
 	if err != nil {
 		return dst[:start], err
 	}
-	out.BatchLength = int32(len(dst) - start - logOverhead)
-	putBatchHeader(dst[start:], &out)
+	out.BatchLength = int32(len(dst) - start - recordbatch.LogOverhead)
+	out.Put(dst[start:])
 	return dst, nil
 }
 
@@ -176,31 +141,12 @@ func appendRebuiltBatch(dst []byte, h *batchHeader, recs []cleanRecord, deleteHo
 // delete horizon, baseTimestamp -1, zero records.
 func appendEmptyBatch(dst []byte, h *batchHeader) []byte {
 	out := *h
-	out.Attributes = h.Attributes & (attrTimestampType | attrTransactional | attrControl)
-	out.BaseTimestamp = noTimestamp
+	out.Attributes = h.Attributes & (recordbatch.AttrTimestampType | recordbatch.AttrTransactional | recordbatch.AttrControl)
+	out.BaseTimestamp = recordbatch.NoTimestamp
 	out.RecordCount = 0
-	out.BatchLength = batchHeaderSize - logOverhead
+	out.BatchLength = recordbatch.HeaderSize - recordbatch.LogOverhead
 	start := len(dst)
-	dst = append(dst, make([]byte, batchHeaderSize)...)
-	putBatchHeader(dst[start:], &out)
+	dst = append(dst, make([]byte, recordbatch.HeaderSize)...)
+	out.Put(dst[start:])
 	return dst
-}
-
-// putBatchHeader writes h into b[:batchHeaderSize] with magic 2 and
-// computes the CRC over b (the whole batch, records already in place).
-func putBatchHeader(b []byte, h *batchHeader) {
-	be := binary.BigEndian
-	be.PutUint64(b[offBaseOffset:], uint64(h.BaseOffset))
-	be.PutUint32(b[offBatchLength:], uint32(h.BatchLength))
-	be.PutUint32(b[offLeaderEpoch:], uint32(h.LeaderEpoch))
-	b[offMagic] = magicV2
-	be.PutUint16(b[offAttributes:], uint16(h.Attributes))
-	be.PutUint32(b[offLastOffsetDelta:], uint32(h.LastOffsetDelta))
-	be.PutUint64(b[offBaseTimestamp:], uint64(h.BaseTimestamp))
-	be.PutUint64(b[offMaxTimestamp:], uint64(h.MaxTimestamp))
-	be.PutUint64(b[offProducerID:], uint64(h.ProducerID))
-	be.PutUint16(b[offProducerEpoch:], uint16(h.ProducerEpoch))
-	be.PutUint32(b[offBaseSequence:], uint32(h.BaseSequence))
-	be.PutUint32(b[offRecordCount:], uint32(h.RecordCount))
-	be.PutUint32(b[offCRC:], batchCRC(b[:h.size()]))
 }

@@ -36,23 +36,13 @@
 // opened for each read or write and closed after it. A broker thus needs
 // about one descriptor per segment, as Kafka does.
 //
-// # Record batch (magic v2), big-endian
+// # Record batches
 //
-//	baseOffset           int64   set by the broker
-//	batchLength          int32   bytes after this field
-//	partitionLeaderEpoch int32   set by the broker
-//	magic                int8    2
-//	crc                  uint32  CRC32C (Castagnoli) of attributes..end
-//	attributes           int16   bits 0-2 codec, 3 timestamp type (1 = LogAppendTime),
-//	                             4 transactional, 5 control, 6 delete horizon set
-//	lastOffsetDelta      int32
-//	baseTimestamp        int64
-//	maxTimestamp         int64   set by the broker for LogAppendTime
-//	producerId           int64
-//	producerEpoch        int16
-//	baseSequence         int32
-//	recordCount          int32
-//	records              (compressed with the codec; see records.go)
+// Segments hold magic v2 record batches, whose layout, records and varints
+// are package recordbatch's. The broker owns three header fields:
+// baseOffset and partitionLeaderEpoch, set on append outside the CRC, and
+// maxTimestamp with the timestamp type bit for LogAppendTime topics (the
+// CRC is then recomputed).
 //
 // A produced batch is validated and then written byte for byte, with only
 // the broker-owned fields changed, so a fetch hands file ranges to the

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -45,7 +46,7 @@ func TestFullDiskAppendFailsWithoutLosingData(t *testing.T) {
 
 	// Space again: the next append takes the same offsets.
 	fsys.SetWriteBudget(-1)
-	setBaseOffset(batch, 0)
+	recordbatch.Batch(batch).SetBaseOffset(0)
 	info := mustAppend(t, l, batch)
 	if info.FirstOffset != leo {
 		t.Fatalf("append after disk full at %d, want %d", info.FirstOffset, leo)

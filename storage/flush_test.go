@@ -347,7 +347,7 @@ func TestCloseWaitsForRollFlush(t *testing.T) {
 		t.Fatalf("errors logged: %+v", errs)
 	}
 	last := parseBatchHeader(stored[len(stored)-1])
-	if off, ok := recoveryPointFileValue(t, dir); !ok || off != last.nextOffset() {
+	if off, ok := recoveryPointFileValue(t, dir); !ok || off != last.NextOffset() {
 		t.Fatalf("recovery point checkpoint %d (%v) after Close", off, ok)
 	}
 	l = openQuietly(t, dir, flushTestConfig())

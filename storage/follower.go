@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // UnexpectedAppendOffsetError is AppendAsFollower's refusal of records
@@ -54,14 +56,14 @@ func splitReplicatedBatches(records []byte, allowGaps bool) ([]followerBatch, er
 			break
 		}
 		records = records[n:]
-		if magic := int8(b[offMagic]); magic != magicV2 {
+		if magic := int8(b[recordbatch.PosMagic]); magic != recordbatch.MagicV2 {
 			return nil, corruptMessagef("replicated record batch has magic %d; only magic 2 is supported", magic)
 		}
-		if len(b) < batchHeaderSize {
-			return nil, corruptMessagef("replicated record batch of %d bytes is shorter than the %d-byte header", len(b), batchHeaderSize)
+		if len(b) < recordbatch.HeaderSize {
+			return nil, corruptMessagef("replicated record batch of %d bytes is shorter than the %d-byte header", len(b), recordbatch.HeaderSize)
 		}
 		h := parseBatchHeader(b)
-		if got := batchCRC(b); got != h.CRC {
+		if got := recordbatch.Batch(b).ComputeCRC(); got != h.CRC {
 			return nil, corruptMessagef("replicated record batch at offset %d is corrupt (stored crc = %d, computed crc = %d)", h.BaseOffset, h.CRC, got)
 		}
 		if h.BaseOffset < 0 || h.LastOffsetDelta < 0 || h.RecordCount < 0 || h.BaseOffset > math.MaxInt64-1-int64(h.LastOffsetDelta) {
@@ -71,12 +73,12 @@ func splitReplicatedBatches(records []byte, allowGaps bool) ([]followerBatch, er
 		if k := len(out); k > 0 {
 			prev := &out[k-1].header
 			switch {
-			case h.BaseOffset < prev.nextOffset():
+			case h.BaseOffset < prev.NextOffset():
 				return nil, invalidRecordf("replicated record batches out of order: batch at offset %d follows one ending at %d",
-					h.BaseOffset, prev.lastOffset())
-			case h.BaseOffset > prev.nextOffset() && !allowGaps:
+					h.BaseOffset, prev.LastOffset())
+			case h.BaseOffset > prev.NextOffset() && !allowGaps:
 				return nil, invalidRecordf("replicated record batches not contiguous: batch at offset %d follows one ending at %d",
-					h.BaseOffset, prev.lastOffset())
+					h.BaseOffset, prev.LastOffset())
 			}
 		}
 		out = append(out, followerBatch{bytes: b, header: h})
@@ -125,7 +127,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	leo := l.logEndOffset.Load()
 	restartedFrom := int64(-1)
 	switch {
-	case first.BaseOffset < leo && leo == l.logStartOffset.Load() && first.lastOffset() >= leo:
+	case first.BaseOffset < leo && leo == l.logStartOffset.Load() && first.LastOffset() >= leo:
 		l.logger.Info("follower log without records starts at the base offset of the batch holding its log end",
 			"dir", l.dir, "log_end_offset", leo, "batch_base_offset", first.BaseOffset)
 		restartedFrom = leo
@@ -133,7 +135,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 			return info, err
 		}
 	case first.BaseOffset < leo, first.BaseOffset > leo && !cfg.Compact:
-		return info, &UnexpectedAppendOffsetError{FirstOffset: first.BaseOffset, LastOffset: last.lastOffset(), LogEndOffset: leo}
+		return info, &UnexpectedAppendOffsetError{FirstOffset: first.BaseOffset, LastOffset: last.LastOffset(), LogEndOffset: leo}
 	}
 
 	now := l.now()
@@ -155,8 +157,8 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 			appendErr = storageErr("append", err)
 			break
 		}
-		l.logEndOffset.Store(h.nextOffset())
-		info.LastOffset = h.lastOffset()
+		l.logEndOffset.Store(h.NextOffset())
+		info.LastOffset = h.LastOffset()
 		info.RecordCount += int64(h.RecordCount)
 		l.unflushedMessages += int64(h.RecordCount)
 		if err := l.applyReplicatedBatchLocked(seg, b.bytes, h); err != nil {
@@ -194,14 +196,14 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 // aborted.
 func (l *Log) applyReplicatedBatchLocked(seg *segment, batch []byte, h *batchHeader) error {
 	m := l.producers
-	defer func() { m.lastMapOffset = h.nextOffset() }()
-	if !h.hasProducerID() {
+	defer func() { m.lastMapOffset = h.NextOffset() }()
+	if !h.HasProducerID() {
 		return nil
 	}
 	pa := m.prepareUpdate(h.ProducerID, originReplication)
-	if !h.isControl() {
+	if !h.IsControl() {
 		// originReplication rejects nothing.
-		if err := pa.appendDataBatch(h.ProducerEpoch, h.BaseSequence, h.lastSequence(), h.MaxTimestamp, h.BaseOffset, h.lastOffset(), h.isTransactional()); err != nil {
+		if err := pa.appendDataBatch(h.ProducerEpoch, h.BaseSequence, h.lastSequence(), h.MaxTimestamp, h.BaseOffset, h.LastOffset(), h.IsTransactional()); err != nil {
 			return err
 		}
 		m.update(pa)
@@ -210,11 +212,11 @@ func (l *Log) applyReplicatedBatchLocked(seg *segment, batch []byte, h *batchHea
 		}
 		return nil
 	}
-	commit, coordinatorEpoch, ok := parseMarker(batch, h)
+	mk, ok := recordbatch.ParseMarker(batch)
 	if !ok {
 		return nil
 	}
-	ct, err := pa.appendEndTxnMarker(h.ProducerEpoch, coordinatorEpoch, commit, h.BaseOffset, h.MaxTimestamp)
+	ct, err := pa.appendEndTxnMarker(h.ProducerEpoch, mk.CoordinatorEpoch, mk.Commit, h.BaseOffset, h.MaxTimestamp)
 	if err != nil {
 		return err
 	}

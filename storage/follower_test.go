@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -115,8 +116,8 @@ func replicate(t *testing.T, leader, follower *Log, maxBytes int64) int {
 		if err != nil {
 			t.Fatalf("follower append at %d: %v", follower.LogEndOffset(), err)
 		}
-		if info.FirstOffset != hs[0].BaseOffset || info.LastOffset != hs[len(hs)-1].lastOffset() {
-			t.Fatalf("append info %+v for batches [%d, %d]", info, hs[0].BaseOffset, hs[len(hs)-1].lastOffset())
+		if info.FirstOffset != hs[0].BaseOffset || info.LastOffset != hs[len(hs)-1].LastOffset() {
+			t.Fatalf("append info %+v for batches [%d, %d]", info, hs[0].BaseOffset, hs[len(hs)-1].LastOffset())
 		}
 		var count int64
 		for _, h := range hs {
@@ -294,9 +295,9 @@ func TestFollowerAppendRefusals(t *testing.T) {
 	batch := func(i int) []byte {
 		var pos int64
 		for _, h := range hs[:i] {
-			pos += h.size()
+			pos += h.Size()
 		}
-		return slices.Clone(all[pos : pos+hs[i].size()])
+		return slices.Clone(all[pos : pos+hs[i].Size()])
 	}
 
 	follower := openTestLog(t, t.TempDir(), cfg, producerClock())
@@ -331,14 +332,14 @@ func TestFollowerAppendRefusals(t *testing.T) {
 	bad[len(bad)-1] ^= 1
 	refuse("bad crc in the second batch", bad, kerr.CorruptMessage)
 	old := batch(1)
-	old[offMagic] = 1
+	old[recordbatch.PosMagic] = 1
 	refuse("magic 1", old, kerr.CorruptMessage)
 	short := batch(1)
-	binary.BigEndian.PutUint32(short[offBatchLength:], 20)
+	binary.BigEndian.PutUint32(short[recordbatch.PosBatchLength:], 20)
 	refuse("short batch", short[:32], kerr.CorruptMessage)
 	neg := batch(1)
-	binary.BigEndian.PutUint32(neg[offLastOffsetDelta:], math.MaxUint32)
-	binary.BigEndian.PutUint32(neg[offCRC:], batchCRC(neg))
+	binary.BigEndian.PutUint32(neg[recordbatch.PosLastOffsetDelta:], math.MaxUint32)
+	recordbatch.Batch(neg).SetCRC()
 	refuse("negative offset delta", neg, kerr.CorruptMessage)
 
 	// Nothing, or only part of a batch: nothing to do.

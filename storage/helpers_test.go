@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -79,21 +80,21 @@ func buildBatch(t testing.TB, spec batchSpec, rawRecords []byte) []byte {
 	if spec.producerID != 0 {
 		pid, seq = spec.producerID, spec.baseSequence
 	}
-	b := make([]byte, batchHeaderSize, batchHeaderSize+len(payload))
+	b := make([]byte, recordbatch.HeaderSize, recordbatch.HeaderSize+len(payload))
 	be := binary.BigEndian
-	be.PutUint32(b[offBatchLength:], uint32(batchHeaderSize-logOverhead+len(payload)))
-	be.PutUint32(b[offLeaderEpoch:], 0xffffffff)
-	b[offMagic] = magicV2
-	be.PutUint16(b[offAttributes:], uint16(int16(spec.codec)|spec.attrs))
-	be.PutUint32(b[offLastOffsetDelta:], uint32(len(spec.records)-1))
-	be.PutUint64(b[offBaseTimestamp:], uint64(spec.baseTimestamp))
-	be.PutUint64(b[offMaxTimestamp:], uint64(maxTs))
-	be.PutUint64(b[offProducerID:], uint64(pid))
-	be.PutUint16(b[offProducerEpoch:], 0xffff)
-	be.PutUint32(b[offBaseSequence:], uint32(seq))
-	be.PutUint32(b[offRecordCount:], uint32(len(spec.records)))
+	be.PutUint32(b[recordbatch.PosBatchLength:], uint32(recordbatch.HeaderSize-recordbatch.LogOverhead+len(payload)))
+	be.PutUint32(b[recordbatch.PosLeaderEpoch:], 0xffffffff)
+	b[recordbatch.PosMagic] = recordbatch.MagicV2
+	be.PutUint16(b[recordbatch.PosAttributes:], uint16(int16(spec.codec)|spec.attrs))
+	be.PutUint32(b[recordbatch.PosLastOffsetDelta:], uint32(len(spec.records)-1))
+	be.PutUint64(b[recordbatch.PosBaseTimestamp:], uint64(spec.baseTimestamp))
+	be.PutUint64(b[recordbatch.PosMaxTimestamp:], uint64(maxTs))
+	be.PutUint64(b[recordbatch.PosProducerID:], uint64(pid))
+	be.PutUint16(b[recordbatch.PosProducerEpoch:], 0xffff)
+	be.PutUint32(b[recordbatch.PosBaseSequence:], uint32(seq))
+	be.PutUint32(b[recordbatch.PosRecordCount:], uint32(len(spec.records)))
 	b = append(b, payload...)
-	be.PutUint32(b[offCRC:], batchCRC(b))
+	recordbatch.Batch(b).SetCRC()
 	return b
 }
 
@@ -167,18 +168,18 @@ func splitBatches(t testing.TB, b []byte) []batchHeader {
 	t.Helper()
 	var hs []batchHeader
 	for len(b) > 0 {
-		if len(b) < batchHeaderSize {
+		if len(b) < recordbatch.HeaderSize {
 			t.Fatalf("partial batch of %d bytes", len(b))
 		}
 		h := parseBatchHeader(b)
-		if h.size() > int64(len(b)) {
-			t.Fatalf("partial batch: %d of %d bytes", len(b), h.size())
+		if h.Size() > int64(len(b)) {
+			t.Fatalf("partial batch: %d of %d bytes", len(b), h.Size())
 		}
-		if batchCRC(b[:h.size()]) != h.CRC {
+		if recordbatch.Batch(b[:h.Size()]).ComputeCRC() != h.CRC {
 			t.Fatalf("bad crc in batch at offset %d", h.BaseOffset)
 		}
 		hs = append(hs, h)
-		b = b[h.size():]
+		b = b[h.Size():]
 	}
 	return hs
 }

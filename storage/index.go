@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // Index file formats (Kafka's), all big-endian, entries sorted by offset:
@@ -716,9 +718,9 @@ func (ti *timeIndex) at(i int) (ts, offset int64, err error) {
 
 // loadLast caches the last entry's timestamp.
 func (ti *timeIndex) loadLast() (ts, offset int64, ok bool, err error) {
-	ti.lastTs = noTimestamp
+	ti.lastTs = recordbatch.NoTimestamp
 	if ti.n == 0 {
-		return noTimestamp, ti.baseOffset, false, nil
+		return recordbatch.NoTimestamp, ti.baseOffset, false, nil
 	}
 	ts, offset, err = ti.at(ti.n - 1)
 	if err != nil {
@@ -734,7 +736,7 @@ func (ti *timeIndex) lookup(target int64) (ts, offset int64, err error) {
 	var e [timeIndexEntrySize]byte
 	i, err := ti.searchInto(func(e []byte) bool { t, _ := ti.decode(e); return t <= target }, e[:])
 	if err != nil || i < 0 {
-		return noTimestamp, ti.baseOffset, err
+		return recordbatch.NoTimestamp, ti.baseOffset, err
 	}
 	ts, offset = ti.decode(e[:])
 	return ts, offset, nil

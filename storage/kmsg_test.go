@@ -2,10 +2,10 @@ package storage
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"math"
 	"testing"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,8 +33,8 @@ func kmsgBatch(t *testing.T, codec compress.Codec, values []string, firstTs int6
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(values)), Records: payload,
 	}
 	b := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint32(b[recordbatch.PosBatchLength:], uint32(len(b)-recordbatch.LogOverhead))
+	recordbatch.Batch(b).SetCRC()
 	return b
 }
 

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // AppendInfo describes a successful append.
@@ -205,8 +207,8 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 	if err := l.maybeAssignEpochLocked(leaderEpoch, base); err != nil {
 		return AppendInfo{}, err
 	}
-	setBaseOffset(vb.bytes, base)
-	setLeaderEpoch(vb.bytes, leaderEpoch)
+	recordbatch.Batch(vb.bytes).SetBaseOffset(base)
+	recordbatch.Batch(vb.bytes).SetLeaderEpoch(leaderEpoch)
 	vb.header.BaseOffset, vb.header.LeaderEpoch = base, leaderEpoch
 
 	seg, err := l.maybeRollLocked(&vb.header, now)
@@ -217,11 +219,11 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 		l.logger.Error("append failed", "dir", l.dir, "offset", base, "err", err)
 		return AppendInfo{}, storageErr("append", err)
 	}
-	l.logEndOffset.Store(vb.header.nextOffset())
-	l.updateProducersLocked(producer, vb.header.nextOffset())
+	l.logEndOffset.Store(vb.header.NextOffset())
+	l.updateProducersLocked(producer, vb.header.NextOffset())
 	info := AppendInfo{
 		FirstOffset:    base,
-		LastOffset:     vb.header.lastOffset(),
+		LastOffset:     vb.header.LastOffset(),
 		LogAppendTime:  vb.logAppendTime,
 		LogStartOffset: l.logStartOffset.Load(),
 		RecordCount:    int64(vb.header.RecordCount),
@@ -253,9 +255,9 @@ func (l *Log) maybeRollLocked(h *batchHeader, now time.Time) (*segment, error) {
 	} else {
 		waited = now.Sub(seg.created).Milliseconds()
 	}
-	roll := (seg.size > 0 && (seg.size > cfg.SegmentBytes-h.size() || waited > cfg.maxSegmentMs())) ||
+	roll := (seg.size > 0 && (seg.size > cfg.SegmentBytes-h.Size() || waited > cfg.maxSegmentMs())) ||
 		seg.offsetIndex.full() || seg.timeIndex.full() ||
-		h.lastOffset()-seg.baseOffset > math.MaxInt32
+		h.LastOffset()-seg.baseOffset > math.MaxInt32
 	if !roll {
 		return seg, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -49,11 +50,11 @@ func TestAppendReadRoundTripEveryCodec(t *testing.T) {
 				if h.BaseOffset != off || h.LeaderEpoch != 7 {
 					t.Fatalf("batch %d stored with base %d epoch %d, want %d 7", i, h.BaseOffset, h.LeaderEpoch, off)
 				}
-				for o := h.BaseOffset; o <= h.lastOffset(); o++ {
+				for o := h.BaseOffset; o <= h.LastOffset(); o++ {
 					offsets = append(offsets, o)
 					starts = append(starts, i)
 				}
-				off = h.nextOffset()
+				off = h.NextOffset()
 			}
 			for k, o := range offsets {
 				res, err := l.Read(o, math.MaxInt32, leo, false)
@@ -148,7 +149,7 @@ func TestRollAndIndexLookupsAcrossSegments(t *testing.T) {
 	hs := splitBatches(t, all)
 	leo := l.LogEndOffset()
 	for _, h := range hs {
-		for o := h.BaseOffset; o <= h.lastOffset(); o++ {
+		for o := h.BaseOffset; o <= h.LastOffset(); o++ {
 			res, err := l.Read(o, 1, leo, true)
 			if err != nil {
 				t.Fatal(err)
@@ -250,7 +251,7 @@ func TestLogAppendTime(t *testing.T) {
 			t.Fatalf("%s: OffsetForTimestamp %d %d %v %v", codec, o, ts, ok, err)
 		}
 		// A producer may not set the LogAppendTime bit itself.
-		bad := buildBatch(t, batchSpec{attrs: attrTimestampType, baseTimestamp: 5, records: []testRecord{{value: []byte("x")}}}, nil)
+		bad := buildBatch(t, batchSpec{attrs: recordbatch.AttrTimestampType, baseTimestamp: 5, records: []testRecord{{value: []byte("x")}}}, nil)
 		if _, err := l.AppendAsLeader(bad, 0); kerrCode(err) != kerr.InvalidTimestamp.Code {
 			t.Fatalf("producer-set LogAppendTime: %v", err)
 		}
@@ -480,8 +481,8 @@ func TestConcurrentAppendAndRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			hs := splitBatches(t, readSlices(t, res))
-			if leo > 0 && hs[len(hs)-1].nextOffset() != leo {
-				t.Fatalf("read up to %d, LEO was %d", hs[len(hs)-1].nextOffset(), leo)
+			if leo > 0 && hs[len(hs)-1].NextOffset() != leo {
+				t.Fatalf("read up to %d, LEO was %d", hs[len(hs)-1].NextOffset(), leo)
 			}
 		}
 	}

@@ -10,6 +10,10 @@ import (
 	"strings"
 )
 
+// castagnoli is the CRC-32C table of the snapshot file, as Kafka's
+// ProducerStateManager writes it.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // Producer state snapshots are Kafka's `%020d.snapshot` files
 // (ProducerStateManager.writeSnapshot / readSnapshot, message schema
 // ProducerSnapshot.json, version 1), so Kafka's tools read Strait's and the

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // Producer state is Kafka's ProducerStateManager (with ProducerStateEntry,
@@ -113,7 +115,7 @@ type producerStateEntry struct {
 
 func emptyProducerStateEntry(producerID int64) *producerStateEntry {
 	return &producerStateEntry{producerID: producerID, epoch: noProducerEpoch, coordinatorEpoch: -1,
-		lastTimestamp: noTimestamp, currentTxnFirstOffset: -1}
+		lastTimestamp: recordbatch.NoTimestamp, currentTxnFirstOffset: -1}
 }
 
 func (e *producerStateEntry) isEmpty() bool { return len(e.batches) == 0 }
@@ -472,7 +474,7 @@ func (m *producerStateManager) loadFromSnapshot(logStartOffset, nowMs, expiratio
 // transactional batch opening a transaction must carry the producer's
 // current verification guard (see checkVerificationLocked).
 func (l *Log) checkProducerLocked(h *batchHeader, firstOffset int64, origin appendOrigin, verify bool, guard *VerificationGuard) (*producerAppend, *batchMetadata, error) {
-	if !h.hasProducerID() {
+	if !h.HasProducerID() {
 		return nil, nil, nil
 	}
 	m := l.producers
@@ -488,7 +490,7 @@ func (l *Log) checkProducerLocked(h *batchHeader, firstOffset int64, origin appe
 	}
 	pa := m.prepareUpdate(h.ProducerID, origin)
 	lastOffset := firstOffset + int64(h.LastOffsetDelta)
-	if err := pa.appendDataBatch(h.ProducerEpoch, h.BaseSequence, h.lastSequence(), h.MaxTimestamp, firstOffset, lastOffset, h.isTransactional()); err != nil {
+	if err := pa.appendDataBatch(h.ProducerEpoch, h.BaseSequence, h.lastSequence(), h.MaxTimestamp, firstOffset, lastOffset, h.IsTransactional()); err != nil {
 		return nil, nil, err
 	}
 	return pa, nil, nil
@@ -625,7 +627,7 @@ func (l *Log) replayProducers(end int64, toSnapshot []int64) error {
 	if err := l.truncateTxnIndexesLocked(m.lastMapOffset); err != nil {
 		return err
 	}
-	var buf [batchHeaderSize]byte
+	var buf [recordbatch.HeaderSize]byte
 	for i, seg := range l.segments {
 		segEnd := int64(math.MaxInt64)
 		if i+1 < len(l.segments) {
@@ -656,12 +658,12 @@ func (l *Log) replayProducers(end int64, toSnapshot []int64) error {
 			if h.BaseOffset >= end {
 				break
 			}
-			if h.hasProducerID() {
+			if h.HasProducerID() {
 				if err := l.replayBatchLocked(seg, pos, &h); err != nil {
 					return fmt.Errorf("replaying producer state from segment %d: %w", seg.baseOffset, err)
 				}
 			}
-			pos += h.size()
+			pos += h.Size()
 		}
 	}
 	return nil

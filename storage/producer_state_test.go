@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // producerBatch builds an idempotent producer's batch of n records with
@@ -29,8 +31,8 @@ func producerBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, ts in
 		})
 	}
 	b := buildBatch(t, spec, nil)
-	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(epoch))
-	binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
+	binary.BigEndian.PutUint16(b[recordbatch.PosProducerEpoch:], uint16(epoch))
+	recordbatch.Batch(b).SetCRC()
 	return b
 }
 

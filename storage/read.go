@@ -3,6 +3,8 @@ package storage
 import (
 	"os"
 	"sort"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // FileSlice is a byte range of a segment file holding whole batches; the
@@ -93,7 +95,7 @@ func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (
 			if found {
 				endPos = p
 				if h.BaseOffset < upTo {
-					endPos = p + h.size()
+					endPos = p + h.Size()
 				}
 			}
 		}
@@ -108,12 +110,12 @@ func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (
 				return res, storageErr("read", err)
 			}
 			if end == startPos && minOneBatch && len(res.Slices) == 0 {
-				var buf [batchHeaderSize]byte
+				var buf [recordbatch.HeaderSize]byte
 				h, err := seg.readHeader(startPos, &buf)
 				if err != nil {
 					return res, storageErr("read", err)
 				}
-				end = startPos + h.size()
+				end = startPos + h.Size()
 			}
 		}
 		if end > startPos {
@@ -122,7 +124,7 @@ func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (
 			remaining -= end - startPos
 			res.EndOffset = seg.nextOffset
 			if end < seg.size {
-				var buf [batchHeaderSize]byte
+				var buf [recordbatch.HeaderSize]byte
 				h, err := seg.readHeader(end, &buf)
 				if err != nil {
 					return res, storageErr("read", err)
@@ -163,13 +165,13 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found
 		if err != nil {
 			return -1, -1, false, storageErr("list offsets", err)
 		}
-		var buf [batchHeaderSize]byte
+		var buf [recordbatch.HeaderSize]byte
 		for pos < seg.size {
 			h, err := seg.readHeader(pos, &buf)
 			if err != nil {
 				return -1, -1, false, storageErr("list offsets", err)
 			}
-			if h.MaxTimestamp >= ts && h.lastOffset() >= start {
+			if h.MaxTimestamp >= ts && h.LastOffset() >= start {
 				o, t, ok, err := seg.firstRecordWhere(pos, &h, func(o, t int64) bool { return t >= ts && o >= start })
 				if err != nil {
 					return -1, -1, false, storageErr("list offsets", err)
@@ -178,7 +180,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found
 					return o, t, true, nil
 				}
 			}
-			pos += h.size()
+			pos += h.Size()
 		}
 		return -1, -1, false, nil
 	}
@@ -196,7 +198,7 @@ func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
 	}
 	var best *segment
 	for _, seg := range l.segments {
-		if seg.maxTimestamp > noTimestamp && (best == nil || seg.maxTimestamp > best.maxTimestamp) {
+		if seg.maxTimestamp > recordbatch.NoTimestamp && (best == nil || seg.maxTimestamp > best.maxTimestamp) {
 			best = seg
 		}
 	}
@@ -225,7 +227,7 @@ func (s *segment) firstRecordWhere(pos int64, h *batchHeader, match func(offset,
 	}
 	var offset, ts int64
 	found := false
-	errStop := &errRecordShape{"stop"}
+	errStop := &errRecordShape{Msg: "stop"}
 	err = walkBatchRecords(batch, h, func(_ int32, r recordInfo) error {
 		o, t := h.BaseOffset+int64(r.OffsetDelta), h.BaseTimestamp+r.TimestampDelta
 		if h.timestampType() == LogAppendTime {

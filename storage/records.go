@@ -1,48 +1,30 @@
 package storage
 
 import (
-	"encoding/binary"
 	"errors"
 	"io"
 	"sync"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 )
 
-// A v2 record (inside a batch's records section, possibly compressed):
-//
-//	length         varint  bytes that follow
-//	attributes     int8    unused
-//	timestampDelta varlong from the batch's baseTimestamp
-//	offsetDelta    varint  from the batch's baseOffset
-//	keyLength      varint  -1 = null
-//	key            bytes
-//	valueLength    varint  -1 = null
-//	value          bytes
-//	headerCount    varint
-//	headers        [keyLength varint, key, valueLength varint, value]...
-//
-// Varints are zigzag encoded.
+// The records of a batch (their layout: see recordbatch) are walked here
+// for validation and timestamp searches, decompressing as they go:
+// recordbatch.ScanRecord parses a record held whole in memory, and
+// parseRecordBody one that streams from the decompressor.
 
 // recordInfo is what validation and timestamp searches need of a record.
-type recordInfo struct {
-	OffsetDelta    int32
-	TimestampDelta int64
-	HasKey         bool
-}
+type recordInfo = recordbatch.RecordInfo
 
 // errRecordShape reports a structural error in a record; walkRecords turns
 // it into INVALID_RECORD.
-type errRecordShape struct{ msg string }
-
-func (e *errRecordShape) Error() string { return e.msg }
-
-func shapeErr(msg string) error { return &errRecordShape{msg} }
+type errRecordShape = recordbatch.FormatError
 
 // recordWindow is the source of a batch's records section: the section
 // itself for an uncompressed batch (src nil), or a pooled window refilled
 // from the decompressor. A record that lies whole in the window is parsed
-// from the slice (parseRecordSlice); one that does not (larger than the
+// from the slice (recordbatch.ScanRecord); one that does not (larger than the
 // window, or cut short by the end of the data or a codec error) is parsed
 // a byte at a time (parseRecordBody), so the first problem met in stream
 // order decides the error, whichever path runs.
@@ -133,7 +115,7 @@ type bodyReader struct {
 
 func (r *bodyReader) byte() (byte, error) {
 	if r.left <= 0 {
-		return 0, errBodyShort
+		return 0, recordbatch.ErrBodyShort
 	}
 	c, err := r.src.ReadByte()
 	if err != nil {
@@ -143,7 +125,8 @@ func (r *bodyReader) byte() (byte, error) {
 	return c, nil
 }
 
-// varlong reads a zigzag varint of at most maxBytes bytes.
+// varlong reads a zigzag varint of at most maxBytes bytes, a byte at a
+// time (the slice form is recordbatch.Varlong).
 func (r *bodyReader) varlong(maxBytes int) (int64, error) {
 	var ux uint64
 	for i := 0; i < maxBytes; i++ {
@@ -153,10 +136,10 @@ func (r *bodyReader) varlong(maxBytes int) (int64, error) {
 		}
 		ux |= uint64(c&0x7f) << (7 * i)
 		if c < 0x80 {
-			return int64(ux>>1) ^ -int64(ux&1), nil
+			return recordbatch.Unzigzag(ux), nil
 		}
 	}
-	return 0, errVarintTooLong
+	return 0, recordbatch.ErrVarintTooLong
 }
 
 func (r *bodyReader) varint() (int32, error) {
@@ -165,7 +148,7 @@ func (r *bodyReader) varint() (int32, error) {
 		return 0, err
 	}
 	if v != int64(int32(v)) {
-		return 0, errVarintRange
+		return 0, recordbatch.ErrVarintRange
 	}
 	return int32(v), nil
 }
@@ -176,7 +159,7 @@ func (r *bodyReader) skip(n int32) error {
 		return nil
 	}
 	if int64(n) > r.left {
-		return errFieldTooLong
+		return recordbatch.ErrFieldTooLong
 	}
 	got, err := r.src.Discard(int(n))
 	r.left -= int64(got)
@@ -186,27 +169,6 @@ func (r *bodyReader) skip(n int32) error {
 	return nil
 }
 
-// readVarintFrom reads a zigzag int32 varint straight from src (the
-// record length prefix, before the body budget is known).
-func readVarintFrom(src *recordWindow) (int32, error) {
-	var ux uint64
-	for i := 0; i < 5; i++ {
-		c, err := src.ReadByte()
-		if err != nil {
-			return 0, err
-		}
-		ux |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			v := int64(ux>>1) ^ -int64(ux&1)
-			if v != int64(int32(v)) {
-				return 0, shapeErr("varint out of int32 range")
-			}
-			return int32(v), nil
-		}
-	}
-	return 0, shapeErr("varint too long")
-}
-
 // walkRecords parses count records from src, calling fn for each, and
 // checks that nothing follows the last one. Structural problems and
 // premature ends are errRecordShape; decompression failures are returned
@@ -214,22 +176,23 @@ func readVarintFrom(src *recordWindow) (int32, error) {
 func walkRecords(src *recordWindow, count int32, fn func(i int32, r recordInfo) error) error {
 	for i := int32(0); i < count; i++ {
 		src.fill(maxRecordLengthPrefix)
-		length, n := sliceVarint(src.buf[src.pos:])
+		length, n := recordbatch.Varint32(src.buf[src.pos:])
 		switch {
-		case n < 0:
-			return shapeErr("varint out of int32 range")
-		case n == 0:
+		case n == recordbatch.VarintShort:
 			// The prefix is not all buffered: byte at a time, which
 			// reports the end or the codec error where it comes.
+			prefix := bodyReader{src: src, left: maxRecordLengthPrefix}
 			var err error
-			if length, err = readVarintFrom(src); err != nil {
+			if length, err = prefix.varint(); err != nil {
 				return eofAsShape(err)
 			}
+		case n < 0:
+			return varintErr(n)
 		default:
 			src.pos += n
 		}
 		if length < 0 {
-			return shapeErr("negative record length")
+			return recordbatch.ErrNegativeLength
 		}
 		if int(length) > src.avail() && int(length) <= recordWindowSize {
 			src.fill(int(length))
@@ -237,7 +200,7 @@ func walkRecords(src *recordWindow, count int32, fn func(i int32, r recordInfo) 
 		var rec recordInfo
 		if int(length) <= src.avail() {
 			var err error
-			if rec, err = parseRecordSlice(src.buf[src.pos : src.pos+int(length)]); err != nil {
+			if rec, err = recordbatch.ScanRecord(src.buf[src.pos : src.pos+int(length)]); err != nil {
 				return err
 			}
 			src.pos += int(length)
@@ -248,7 +211,7 @@ func walkRecords(src *recordWindow, count int32, fn func(i int32, r recordInfo) 
 				return eofAsShape(err)
 			}
 			if body.left != 0 {
-				return shapeErr("record length does not match its fields")
+				return recordbatch.ErrRecordLength
 			}
 		}
 		if fn != nil {
@@ -258,40 +221,27 @@ func walkRecords(src *recordWindow, count int32, fn func(i int32, r recordInfo) 
 		}
 	}
 	if _, err := src.ReadByte(); err == nil {
-		return shapeErr("incorrect declared batch size, records still remaining")
+		return recordbatch.ErrRecordsRemaining
 	} else if err != io.EOF {
 		return err
 	}
 	return nil
 }
 
-// maxRecordLengthPrefix is the longest varint readVarintFrom accepts.
+// maxRecordLengthPrefix is the longest record length prefix (a varint).
 const maxRecordLengthPrefix = 5
 
-// sliceVarint decodes readVarintFrom's zigzag int32 varint from the start
-// of b: n > 0 bytes read; n == 0 if b ends before the varint does (the
-// caller then reads it byte by byte, which reports that end as it comes);
-// n < 0 if it is out of int32 range. A varint longer than 5 bytes also
-// gives 0, so that the byte-at-a-time path reports it.
-func sliceVarint(b []byte) (int32, int) {
-	var ux uint64
-	for i := 0; i < maxRecordLengthPrefix && i < len(b); i++ {
-		c := b[i]
-		ux |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			v := int64(ux>>1) ^ -int64(ux&1)
-			if v != int64(int32(v)) {
-				return 0, -1
-			}
-			return int32(v), i + 1
-		}
+// varintErr is the error of a recordbatch.Varint32 result n < 0.
+func varintErr(n int) error {
+	if n == recordbatch.VarintTooLong {
+		return recordbatch.ErrVarintTooLong
 	}
-	return 0, 0
+	return recordbatch.ErrVarintRange
 }
 
 func eofAsShape(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return shapeErr("batch ends inside a record")
+		return recordbatch.ErrBatchEndsInRecord
 	}
 	return err
 }
@@ -328,7 +278,7 @@ func parseRecordBody(r *bodyReader) (recordInfo, error) {
 		return rec, err
 	}
 	if headers < 0 {
-		return rec, shapeErr("negative record header count")
+		return rec, recordbatch.ErrHeaderCount
 	}
 	for h := int32(0); h < headers; h++ {
 		kl, err := r.varint()
@@ -336,7 +286,7 @@ func parseRecordBody(r *bodyReader) (recordInfo, error) {
 			return rec, err
 		}
 		if kl < 0 {
-			return rec, shapeErr("negative record header key length")
+			return rec, recordbatch.ErrHeaderKeyLength
 		}
 		if err := r.skip(kl); err != nil {
 			return rec, err
@@ -352,209 +302,11 @@ func parseRecordBody(r *bodyReader) (recordInfo, error) {
 	return rec, nil
 }
 
-// parseRecordSlice is parseRecordBody over a body held whole in b: the
-// same checks in the same order, with the same errors, without a call per
-// byte. Every error is an errRecordShape: with the whole body at hand,
-// nothing else can go wrong.
-func parseRecordSlice(b []byte) (recordInfo, error) {
-	if rec, ok := parseRecordFast(b); ok {
-		return rec, nil
-	}
-	return parseRecordChecked(b)
-}
-
-// parseRecordFast parses a well-formed record body with binary.Uvarint; it
-// gives up (ok false) on anything parseRecordChecked might refuse or read
-// differently, so accepting here always agrees with it.
-func parseRecordFast(b []byte) (rec recordInfo, ok bool) {
-	if len(b) == 0 {
-		return rec, false
-	}
-	p := 1 // attributes
-	ux, n := binary.Uvarint(b[p:])
-	if n <= 0 {
-		return rec, false
-	}
-	p += n
-	rec.TimestampDelta = int64(ux>>1) ^ -int64(ux&1)
-	var v int32
-	if v, p, ok = fastVarint32(b, p); !ok {
-		return rec, false
-	}
-	rec.OffsetDelta = v
-	if v, p, ok = fastVarint32(b, p); !ok { // key length
-		return rec, false
-	}
-	rec.HasKey = v >= 0
-	if v > 0 {
-		if int64(v) > int64(len(b)-p) {
-			return rec, false
-		}
-		p += int(v)
-	}
-	if v, p, ok = fastVarint32(b, p); !ok { // value length
-		return rec, false
-	}
-	if v > 0 {
-		if int64(v) > int64(len(b)-p) {
-			return rec, false
-		}
-		p += int(v)
-	}
-	headers, p, ok := fastVarint32(b, p)
-	if !ok || headers < 0 {
-		return rec, false
-	}
-	for h := int32(0); h < headers; h++ {
-		for field := 0; field < 2; field++ { // key, value
-			if v, p, ok = fastVarint32(b, p); !ok || (field == 0 && v < 0) {
-				return rec, false
-			}
-			if v > 0 {
-				if int64(v) > int64(len(b)-p) {
-					return rec, false
-				}
-				p += int(v)
-			}
-		}
-	}
-	return rec, p == len(b)
-}
-
-// fastVarint32 decodes a zigzag int32 varint of at most 5 bytes at b[p:].
-func fastVarint32(b []byte, p int) (int32, int, bool) {
-	if p < len(b) && b[p] < 0x80 {
-		ux := uint32(b[p])
-		return int32(ux>>1) ^ -int32(ux&1), p + 1, true
-	}
-	ux, n := binary.Uvarint(b[p:])
-	if n <= 0 || n > 5 {
-		return 0, p, false
-	}
-	v := int64(ux>>1) ^ -int64(ux&1)
-	if v != int64(int32(v)) {
-		return 0, p, false
-	}
-	return int32(v), p + n, true
-}
-
-// parseRecordChecked is parseRecordSlice's exact path, check by check as
-// parseRecordBody.
-func parseRecordChecked(b []byte) (recordInfo, error) {
-	var rec recordInfo
-	if len(b) == 0 { // attributes
-		return rec, errBodyShort
-	}
-	p := 1
-	var err error
-	if rec.TimestampDelta, p, err = bodyVarlong(b, p, 10); err != nil {
-		return rec, err
-	}
-	if rec.OffsetDelta, p, err = bodyVarint(b, p); err != nil {
-		return rec, err
-	}
-	var n int32
-	if n, p, err = bodyVarint(b, p); err != nil { // key length
-		return rec, err
-	}
-	rec.HasKey = n >= 0
-	if p, err = bodySkip(b, p, n); err != nil {
-		return rec, err
-	}
-	if n, p, err = bodyVarint(b, p); err != nil { // value length
-		return rec, err
-	}
-	if p, err = bodySkip(b, p, n); err != nil {
-		return rec, err
-	}
-	headers, p, err := bodyVarint(b, p)
-	if err != nil {
-		return rec, err
-	}
-	if headers < 0 {
-		return rec, shapeErr("negative record header count")
-	}
-	for h := int32(0); h < headers; h++ {
-		if n, p, err = bodyVarint(b, p); err != nil {
-			return rec, err
-		}
-		if n < 0 {
-			return rec, shapeErr("negative record header key length")
-		}
-		if p, err = bodySkip(b, p, n); err != nil {
-			return rec, err
-		}
-		if n, p, err = bodyVarint(b, p); err != nil {
-			return rec, err
-		}
-		if p, err = bodySkip(b, p, n); err != nil {
-			return rec, err
-		}
-	}
-	if p != len(b) {
-		return rec, shapeErr("record length does not match its fields")
-	}
-	return rec, nil
-}
-
-// bodyVarlong is bodyReader.varlong over b[p:], returning the position
-// after the varint.
-func bodyVarlong(b []byte, p, maxBytes int) (int64, int, error) {
-	if p < len(b) && b[p] < 0x80 { // one byte: most lengths and deltas
-		ux := uint64(b[p])
-		return int64(ux>>1) ^ -int64(ux&1), p + 1, nil
-	}
-	var ux uint64
-	for i := 0; i < maxBytes; i++ {
-		if p >= len(b) {
-			return 0, p, errBodyShort
-		}
-		c := b[p]
-		p++
-		ux |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return int64(ux>>1) ^ -int64(ux&1), p, nil
-		}
-	}
-	return 0, p, errVarintTooLong
-}
-
-// bodyVarint is bodyReader.varint over b[p:].
-func bodyVarint(b []byte, p int) (int32, int, error) {
-	v, p, err := bodyVarlong(b, p, 5)
-	if err != nil {
-		return 0, p, err
-	}
-	if v != int64(int32(v)) {
-		return 0, p, errVarintRange
-	}
-	return int32(v), p, nil
-}
-
-// bodySkip is bodyReader.skip over b[p:].
-func bodySkip(b []byte, p int, n int32) (int, error) {
-	if n <= 0 {
-		return p, nil
-	}
-	if int64(n) > int64(len(b)-p) {
-		return p, errFieldTooLong
-	}
-	return p + int(n), nil
-}
-
-// The structural errors of a record body, shared by both parsers.
-var (
-	errBodyShort     = shapeErr("record body shorter than its fields")
-	errVarintTooLong = shapeErr("varint too long")
-	errVarintRange   = shapeErr("varint out of int32 range")
-	errFieldTooLong  = shapeErr("field length exceeds the record body")
-)
-
 // walkBatchRecords walks the records of a whole batch (header included),
 // decompressing as needed. Decompression failures are wrapped in
 // errDecompress.
 func walkBatchRecords(batch []byte, h *batchHeader, fn func(i int32, r recordInfo) error) error {
-	payload := batch[batchHeaderSize:]
+	payload := batch[recordbatch.HeaderSize:]
 	if h.codec() == compress.None {
 		return walkRecords(&recordWindow{buf: payload}, h.RecordCount, fn)
 	}

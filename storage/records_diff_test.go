@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 )
 
@@ -24,7 +25,7 @@ func describeWalkErr(err error) string {
 	var dec *errDecompress
 	switch {
 	case errors.As(err, &shape):
-		return "shape: " + shape.msg
+		return "shape: " + shape.Msg
 	case errors.As(err, &dec):
 		return "decompress: " + dec.Error()
 	}
@@ -34,8 +35,8 @@ func describeWalkErr(err error) string {
 // walkBoth walks payload (a records section, compressed with codec) with
 // the walker and the reference; stopAt >= 0 makes the callback fail there.
 func walkBoth(codec compress.Codec, payload []byte, count int32, stopAt int32) (got, want walkOutcome) {
-	batch := append(make([]byte, batchHeaderSize), payload...)
-	h := batchHeader{Attributes: int16(codec), RecordCount: count}
+	batch := append(make([]byte, recordbatch.HeaderSize), payload...)
+	h := batchHeader{recordbatch.Header{Attributes: int16(codec), RecordCount: count}}
 	errStop := errors.New("stop")
 	run := func(walk func([]byte, *batchHeader, func(int32, recordInfo) error) error) walkOutcome {
 		var o walkOutcome

@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 )
 
@@ -228,7 +229,7 @@ var refBufReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 
 // decompressing as needed. Decompression failures are wrapped in
 // errDecompress.
 func refWalkBatchRecords(batch []byte, h *batchHeader, fn func(i int32, r recordInfo) error) error {
-	payload := batch[batchHeaderSize:]
+	payload := batch[recordbatch.HeaderSize:]
 	if h.codec() == compress.None {
 		return refWalkRecords(&refSliceSource{payload}, h.RecordCount, fn)
 	}
@@ -253,3 +254,5 @@ func (d *decompressErrReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+func shapeErr(msg string) error { return &errRecordShape{Msg: msg} }

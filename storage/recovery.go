@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // Open loads (or creates) the partition log in dir, as Kafka's LogLoader:
@@ -304,7 +306,7 @@ func (l *Log) loadSegment(base int64, active bool, now time.Time) (*segment, err
 // last offset-index entry (at most one index interval when the index is
 // whole) and checks that the index would not have had another entry there.
 func (l *Log) checkSegment(seg *segment, cfg *LogConfig) error {
-	var buf [batchHeaderSize]byte
+	var buf [recordbatch.HeaderSize]byte
 	lastOffset, pos, hasEntry, err := seg.offsetIndex.last()
 	if err != nil {
 		return err
@@ -316,28 +318,28 @@ func (l *Log) checkSegment(seg *segment, cfg *LogConfig) error {
 		if err != nil {
 			return fmt.Errorf("last offset index entry: %w", err)
 		}
-		if h.Magic != magicV2 || h.lastOffset() != lastOffset {
-			return fmt.Errorf("last offset index entry (%d at %d) does not match the batch there (last offset %d)", lastOffset, pos, h.lastOffset())
+		if h.Magic != recordbatch.MagicV2 || h.LastOffset() != lastOffset {
+			return fmt.Errorf("last offset index entry (%d at %d) does not match the batch there (last offset %d)", lastOffset, pos, h.LastOffset())
 		}
 		seg.noteBatch(&h)
-		bytesSince, expectNext = h.size(), h.nextOffset()
-		pos += h.size()
+		bytesSince, expectNext = h.Size(), h.NextOffset()
+		pos += h.Size()
 	}
 	for pos < seg.size {
 		h, err := seg.readHeader(pos, &buf)
 		if err != nil {
 			return err
 		}
-		if h.Magic != magicV2 || h.BaseOffset < expectNext || h.LastOffsetDelta < 0 {
+		if h.Magic != recordbatch.MagicV2 || h.BaseOffset < expectNext || h.LastOffsetDelta < 0 {
 			return fmt.Errorf("malformed batch header at position %d", pos)
 		}
 		if bytesSince > int64(cfg.IndexIntervalBytes) {
 			return fmt.Errorf("offset index lacks an entry for the batch at position %d", pos)
 		}
 		seg.noteBatch(&h)
-		bytesSince += h.size()
-		expectNext = h.nextOffset()
-		pos += h.size()
+		bytesSince += h.Size()
+		expectNext = h.NextOffset()
+		pos += h.Size()
 	}
 	seg.nextOffset = max(expectNext, seg.nextOffset)
 	seg.bytesSinceLastIndexEntry = bytesSince
@@ -372,9 +374,9 @@ func (l *Log) checkSegment(seg *segment, cfg *LogConfig) error {
 // seen while loading.
 func (s *segment) noteBatch(h *batchHeader) {
 	if h.MaxTimestamp > s.maxTimestamp {
-		s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.lastOffset()
+		s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.LastOffset()
 	}
-	s.nextOffset = h.nextOffset()
+	s.nextOffset = h.NextOffset()
 }
 
 // recoverSegment re-validates a segment's log from its start, cuts it at
@@ -388,7 +390,7 @@ func (l *Log) recoverSegment(base int64, now time.Time) (*segment, bool, error) 
 	}
 	fileSize := seg.size
 	seg.size = 0
-	var hbuf [batchHeaderSize]byte
+	var hbuf [recordbatch.HeaderSize]byte
 	crcBuf := make([]byte, 64<<10)
 	var pos int64
 	var problem string
@@ -402,7 +404,7 @@ func (l *Log) recoverSegment(base int64, now time.Time) (*segment, bool, error) 
 			seg.closeFiles()
 			return nil, false, err
 		}
-		pos += h.size()
+		pos += h.Size()
 		seg.size = pos
 	}
 	truncated := pos < fileSize
@@ -420,8 +422,8 @@ func (l *Log) recoverSegment(base int64, now time.Time) (*segment, bool, error) 
 
 // validateBatchOnDisk checks the batch at pos of a segment being recovered,
 // leaving its header in hbuf; it returns what is wrong, or "".
-func validateBatchOnDisk(seg *segment, pos, fileSize int64, hbuf *[batchHeaderSize]byte, crcBuf []byte) string {
-	if fileSize-pos < batchHeaderSize {
+func validateBatchOnDisk(seg *segment, pos, fileSize int64, hbuf *[recordbatch.HeaderSize]byte, crcBuf []byte) string {
+	if fileSize-pos < recordbatch.HeaderSize {
 		return fmt.Sprintf("%d trailing bytes, less than a batch header", fileSize-pos)
 	}
 	if _, err := seg.log.ReadAt(hbuf[:], pos); err != nil {
@@ -429,24 +431,24 @@ func validateBatchOnDisk(seg *segment, pos, fileSize int64, hbuf *[batchHeaderSi
 	}
 	h := parseBatchHeader(hbuf[:])
 	switch {
-	case h.BatchLength < minBatchLength:
+	case h.BatchLength < recordbatch.MinBatchLength:
 		return fmt.Sprintf("batch length %d below the minimum", h.BatchLength)
-	case pos+h.size() > fileSize:
+	case pos+h.Size() > fileSize:
 		return fmt.Sprintf("batch length %d runs past the end of the file", h.BatchLength)
-	case h.Magic != magicV2:
+	case h.Magic != recordbatch.MagicV2:
 		return fmt.Sprintf("magic %d", h.Magic)
 	case h.BaseOffset < seg.nextOffset:
 		return fmt.Sprintf("base offset %d below the expected %d", h.BaseOffset, seg.nextOffset)
-	case h.LastOffsetDelta < 0 || h.lastOffset()-seg.baseOffset > math.MaxInt32:
-		return fmt.Sprintf("invalid offset range [%d, %d]", h.BaseOffset, h.lastOffset())
+	case h.LastOffsetDelta < 0 || h.LastOffset()-seg.baseOffset > math.MaxInt32:
+		return fmt.Sprintf("invalid offset range [%d, %d]", h.BaseOffset, h.LastOffset())
 	}
 	crc := uint32(0)
-	for off := pos + offAttributes; off < pos+h.size(); {
-		n := min(int64(len(crcBuf)), pos+h.size()-off)
+	for off := pos + recordbatch.PosAttributes; off < pos+h.Size(); {
+		n := min(int64(len(crcBuf)), pos+h.Size()-off)
 		if _, err := seg.log.ReadAt(crcBuf[:n], off); err != nil {
 			return "read error: " + err.Error()
 		}
-		crc = crc32.Update(crc, castagnoli, crcBuf[:n])
+		crc = crc32.Update(crc, recordbatch.CRCTable, crcBuf[:n])
 		off += n
 	}
 	if crc != h.CRC {

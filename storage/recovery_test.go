@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 )
 
@@ -38,7 +39,7 @@ func verifyLog(t *testing.T, l *Log, want [][]byte) {
 	var leo int64
 	if len(want) > 0 {
 		h := parseBatchHeader(want[len(want)-1])
-		leo = h.nextOffset()
+		leo = h.NextOffset()
 	}
 	if l.LogEndOffset() != leo {
 		t.Fatalf("LEO %d, want %d", l.LogEndOffset(), leo)
@@ -52,12 +53,12 @@ func verifyLog(t *testing.T, l *Log, want [][]byte) {
 	}
 	for _, b := range want {
 		h := parseBatchHeader(b)
-		res, err := l.Read(h.lastOffset(), 1, leo, true)
+		res, err := l.Read(h.LastOffset(), 1, leo, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := readSlices(t, res); !bytes.Equal(got, b) {
-			t.Fatalf("read at %d returned another batch", h.lastOffset())
+			t.Fatalf("read at %d returned another batch", h.LastOffset())
 		}
 	}
 	info := mustAppend(t, l, simpleBatch(t, compress.None, 3, testEpoch.UnixMilli()))
@@ -153,7 +154,7 @@ func TestRecoveryBitFlipInActiveSegment(t *testing.T) {
 	}
 	k := len(positions) / 2
 	crash(l)
-	flipByte(t, segPath(dir, active.baseOffset, logFileSuffix), positions[k]+batchHeaderSize+2)
+	flipByte(t, segPath(dir, active.baseOffset, logFileSuffix), positions[k]+recordbatch.HeaderSize+2)
 	l2 := openTestLog(t, dir, recoveryConfig(), nil)
 	defer l2.Close()
 	verifyLog(t, l2, stored[:first+k])
@@ -172,7 +173,7 @@ func TestRecoveryBitFlipMidLogDropsLaterSegments(t *testing.T) {
 	if err := os.Remove(dir + "/" + recoveryPointFile); err != nil {
 		t.Fatal(err)
 	}
-	flipByte(t, segPath(dir, seg.baseOffset, logFileSuffix), positions[k]+offCRC+1)
+	flipByte(t, segPath(dir, seg.baseOffset, logFileSuffix), positions[k]+recordbatch.PosCRC+1)
 	l2 := openTestLog(t, dir, recoveryConfig(), nil)
 	defer l2.Close()
 	if len(l2.segments) != 2 {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // DeleteOldSegments applies retention as Kafka's UnifiedLog.deleteOldSegments,
@@ -51,7 +53,7 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 		}
 		switch {
 		case upper <= lso:
-		case cfg.Delete && cfg.RetentionMs >= 0 && s.maxTimestamp > noTimestamp &&
+		case cfg.Delete && cfg.RetentionMs >= 0 && s.maxTimestamp > recordbatch.NoTimestamp &&
 			now.UnixMilli()-s.maxTimestamp > cfg.RetentionMs:
 		case cfg.Delete && cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes:
 		default:

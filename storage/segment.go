@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 const (
@@ -88,7 +90,7 @@ func openSegmentFilesNamed(fsys FS, dir string, baseOffset int64, extra string, 
 	}
 	s := &segment{
 		dir: dir, baseOffset: baseOffset, log: lf, size: fi.Size(), nextOffset: baseOffset,
-		maxTimestamp: noTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: noTimestamp, created: now,
+		maxTimestamp: recordbatch.NoTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: recordbatch.NoTimestamp, created: now,
 	}
 	if err := s.openIndexes(fsys, extra, cfg, mode != segmentLoad, active); err != nil {
 		lf.Close()
@@ -108,7 +110,7 @@ func (s *segment) openIndexes(fsys FS, extra string, cfg *LogConfig, fresh, acti
 		return err
 	}
 	s.offsetIndex = &offsetIndex{indexFile: oi, baseOffset: s.baseOffset}
-	s.timeIndex = &timeIndex{indexFile: ti, baseOffset: s.baseOffset, lastTs: noTimestamp}
+	s.timeIndex = &timeIndex{indexFile: ti, baseOffset: s.baseOffset, lastTs: recordbatch.NoTimestamp}
 	if _, _, _, err := s.timeIndex.loadLast(); err != nil {
 		s.closeIndexes()
 		return err
@@ -132,10 +134,10 @@ func (s *segment) indexBatch(h *batchHeader, pos int64, intervalBytes int32) err
 		s.firstBatchTimestamp = h.MaxTimestamp
 	}
 	if h.MaxTimestamp > s.maxTimestamp {
-		s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.lastOffset()
+		s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.LastOffset()
 	}
 	if s.bytesSinceLastIndexEntry > int64(intervalBytes) {
-		if err := s.offsetIndex.appendEntry(h.lastOffset(), pos); err != nil {
+		if err := s.offsetIndex.appendEntry(h.LastOffset(), pos); err != nil {
 			return err
 		}
 		if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
@@ -143,8 +145,8 @@ func (s *segment) indexBatch(h *batchHeader, pos int64, intervalBytes int32) err
 		}
 		s.bytesSinceLastIndexEntry = 0
 	}
-	s.bytesSinceLastIndexEntry += h.size()
-	s.nextOffset = h.nextOffset()
+	s.bytesSinceLastIndexEntry += h.Size()
+	s.nextOffset = h.NextOffset()
 	return nil
 }
 
@@ -176,15 +178,15 @@ func (s *segment) append(batch []byte, h *batchHeader, intervalBytes int32) erro
 }
 
 // readHeader reads the batch header at pos, which must lie below size.
-func (s *segment) readHeader(pos int64, buf *[batchHeaderSize]byte) (batchHeader, error) {
-	if pos+batchHeaderSize > s.size {
+func (s *segment) readHeader(pos int64, buf *[recordbatch.HeaderSize]byte) (batchHeader, error) {
+	if pos+recordbatch.HeaderSize > s.size {
 		return batchHeader{}, fmt.Errorf("segment %d: batch header at %d runs past the end %d", s.baseOffset, pos, s.size)
 	}
 	if _, err := s.log.ReadAt(buf[:], pos); err != nil {
 		return batchHeader{}, err
 	}
 	h := parseBatchHeader(buf[:])
-	if h.BatchLength < minBatchLength || pos+h.size() > s.size {
+	if h.BatchLength < recordbatch.MinBatchLength || pos+h.Size() > s.size {
 		return batchHeader{}, fmt.Errorf("segment %d: batch at %d has invalid length %d", s.baseOffset, pos, h.BatchLength)
 	}
 	return h, nil
@@ -199,16 +201,16 @@ func (s *segment) findBatch(target int64) (pos int64, h batchHeader, found bool,
 	if err != nil {
 		return 0, h, false, err
 	}
-	var buf [batchHeaderSize]byte
+	var buf [recordbatch.HeaderSize]byte
 	for pos < s.size {
 		h, err = s.readHeader(pos, &buf)
 		if err != nil {
 			return 0, h, false, err
 		}
-		if h.lastOffset() >= target {
+		if h.LastOffset() >= target {
 			return pos, h, true, nil
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
 	return pos, h, false, nil
 }
@@ -225,23 +227,23 @@ func (s *segment) boundaryAtOrBefore(from, limit int64) (int64, error) {
 		return 0, err
 	}
 	pos = max(pos, from)
-	var buf [batchHeaderSize]byte
+	var buf [recordbatch.HeaderSize]byte
 	for pos < s.size {
 		h, err := s.readHeader(pos, &buf)
 		if err != nil {
 			return 0, err
 		}
-		if pos+h.size() > limit {
+		if pos+h.Size() > limit {
 			return pos, nil
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
 	return pos, nil
 }
 
 // readBatch reads the whole batch at pos.
 func (s *segment) readBatch(pos int64, h *batchHeader) ([]byte, error) {
-	b := make([]byte, h.size())
+	b := make([]byte, h.Size())
 	if _, err := s.log.ReadAt(b, pos); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // Swapping a cleaned segment in, crash-safely, as Kafka's
@@ -207,17 +209,17 @@ func (l *Log) nextOffsetOfFile(name string, base int64) (int64, error) {
 		return 0, err
 	}
 	next := base
-	var buf [batchHeaderSize]byte
-	for pos := int64(0); pos+batchHeaderSize <= fi.Size(); {
+	var buf [recordbatch.HeaderSize]byte
+	for pos := int64(0); pos+recordbatch.HeaderSize <= fi.Size(); {
 		if _, err := f.ReadAt(buf[:], pos); err != nil {
 			return 0, err
 		}
 		h := parseBatchHeader(buf[:])
-		if h.BatchLength < minBatchLength || pos+h.size() > fi.Size() || h.Magic != magicV2 {
+		if h.BatchLength < recordbatch.MinBatchLength || pos+h.Size() > fi.Size() || h.Magic != recordbatch.MagicV2 {
 			break
 		}
-		next = h.nextOffset()
-		pos += h.size()
+		next = h.NextOffset()
+		pos += h.Size()
 	}
 	return next, nil
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // Truncation, Kafka's UnifiedLog.truncateTo and truncateFullyAndStartAt: a
@@ -340,7 +342,7 @@ func (s *segment) retrack(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	s.maxTimestamp, s.offsetOfMaxTimestamp = noTimestamp, -1
+	s.maxTimestamp, s.offsetOfMaxTimestamp = recordbatch.NoTimestamp, -1
 	if hasTs {
 		s.maxTimestamp, s.offsetOfMaxTimestamp = ts, tsOffset
 	}
@@ -361,23 +363,23 @@ func (s *segment) retrack(now time.Time) error {
 	}
 	s.nextOffset = s.baseOffset
 	s.bytesSinceLastIndexEntry = 0
-	var buf [batchHeaderSize]byte
+	var buf [recordbatch.HeaderSize]byte
 	for pos := from; pos < s.size; {
 		h, err := s.readHeader(pos, &buf)
 		if err != nil {
 			return err
 		}
 		if h.MaxTimestamp > s.maxTimestamp {
-			s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.lastOffset()
+			s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.LastOffset()
 		}
 		if pos >= lastIndexed {
-			s.bytesSinceLastIndexEntry += h.size()
+			s.bytesSinceLastIndexEntry += h.Size()
 		}
-		s.nextOffset = h.nextOffset()
-		pos += h.size()
+		s.nextOffset = h.NextOffset()
+		pos += h.Size()
 	}
 	if s.size == 0 {
-		s.firstBatchTimestamp = noTimestamp
+		s.firstBatchTimestamp = recordbatch.NoTimestamp
 		s.created = now
 	}
 	return nil

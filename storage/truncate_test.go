@@ -117,7 +117,7 @@ func checkReads(t *testing.T, l *Log, stored []byte) {
 	leo := l.LogEndOffset()
 	var pos int64
 	for _, h := range hs {
-		for o := h.BaseOffset; o <= h.lastOffset(); o++ {
+		for o := h.BaseOffset; o <= h.LastOffset(); o++ {
 			res, err := l.Read(o, math.MaxInt64, leo, false)
 			if err != nil {
 				t.Fatalf("read at %d: %v", o, err)
@@ -129,10 +129,10 @@ func checkReads(t *testing.T, l *Log, stored []byte) {
 		if o, ts, found, err := l.OffsetForTimestamp(h.BaseTimestamp); err != nil || !found || o != h.BaseOffset || ts != h.BaseTimestamp {
 			t.Fatalf("offset for timestamp %d: %d %d %v %v, want %d", h.BaseTimestamp, o, ts, found, err, h.BaseOffset)
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
-	if last := hs[len(hs)-1]; leo != last.nextOffset() {
-		t.Fatalf("log end %d, want %d", leo, last.nextOffset())
+	if last := hs[len(hs)-1]; leo != last.NextOffset() {
+		t.Fatalf("log end %d, want %d", leo, last.NextOffset())
 	}
 	if res, err := l.Read(leo, math.MaxInt64, leo, true); err != nil || len(res.Slices) != 0 {
 		t.Fatalf("read at the log end: %+v %v", res, err)
@@ -146,7 +146,7 @@ func checkReads(t *testing.T, l *Log, stored []byte) {
 	wantO, wantTs := int64(-1), int64(-1)
 	for _, h := range hs {
 		if h.MaxTimestamp > wantTs {
-			wantO, wantTs = h.lastOffset(), h.MaxTimestamp
+			wantO, wantTs = h.LastOffset(), h.MaxTimestamp
 		}
 	}
 	if o, ts := l.MaxTimestamp(); o != wantO || ts != wantTs {

@@ -1,11 +1,12 @@
 package storage
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // Transactions in a partition log, as Kafka's ProducerStateManager,
@@ -85,12 +86,7 @@ func (m *producerStateManager) clearVerificationForMarker(producerID int64, mark
 }
 
 // TxnMarker is a transaction marker to append (a WriteTxnMarkers entry).
-type TxnMarker struct {
-	ProducerID       int64
-	ProducerEpoch    int16
-	Commit           bool
-	CoordinatorEpoch int32
-}
+type TxnMarker = recordbatch.EndTxnMarker
 
 // ProducerState describes one producer of a partition (DescribeProducers).
 type ProducerState struct {
@@ -285,7 +281,7 @@ func (l *Log) StartTxnVerification(producerID int64, epoch int16, baseSequence i
 // OUT_OF_ORDER_SEQUENCE_NUMBER for a batch after the lowest sequence whose
 // verification started (ProducerAppendInfo.checkSequence).
 func (l *Log) checkVerificationLocked(h *batchHeader, verify bool, guard *VerificationGuard) error {
-	if !verify || !h.isTransactional() || h.isControl() {
+	if !verify || !h.IsTransactional() || h.IsControl() {
 		return nil
 	}
 	m := l.producers
@@ -304,93 +300,6 @@ func (l *Log) checkVerificationLocked(h *batchHeader, verify bool, guard *Verifi
 	return nil
 }
 
-// markerBatch encodes a transaction marker: a control batch of one record,
-// uncompressed, base offset and leader epoch set at append.
-func markerBatch(mk TxnMarker, nowMs int64) []byte {
-	be := binary.BigEndian
-	typ := uint16(0) // ABORT
-	if mk.Commit {
-		typ = 1 // COMMIT
-	}
-	var body []byte
-	body = append(body, 0)              // record attributes
-	body = binary.AppendVarint(body, 0) // timestamp delta
-	body = binary.AppendVarint(body, 0) // offset delta
-	body = binary.AppendVarint(body, 4) // key length
-	body = be.AppendUint16(body, 0)     // key version
-	body = be.AppendUint16(body, typ)   // control type
-	body = binary.AppendVarint(body, 6) // value length
-	body = be.AppendUint16(body, 0)     // EndTxnMarker version
-	body = be.AppendUint32(body, uint32(mk.CoordinatorEpoch))
-	body = binary.AppendVarint(body, 0) // headers
-	rec := append(binary.AppendVarint(nil, int64(len(body))), body...)
-
-	b := make([]byte, batchHeaderSize, batchHeaderSize+len(rec))
-	be.PutUint32(b[offBatchLength:], uint32(batchHeaderSize-logOverhead+len(rec)))
-	be.PutUint32(b[offLeaderEpoch:], 0xffffffff)
-	b[offMagic] = magicV2
-	be.PutUint16(b[offAttributes:], uint16(attrTransactional|attrControl))
-	be.PutUint32(b[offLastOffsetDelta:], 0)
-	be.PutUint64(b[offBaseTimestamp:], uint64(nowMs))
-	be.PutUint64(b[offMaxTimestamp:], uint64(nowMs))
-	be.PutUint64(b[offProducerID:], uint64(mk.ProducerID))
-	be.PutUint16(b[offProducerEpoch:], uint16(mk.ProducerEpoch))
-	be.PutUint32(b[offBaseSequence:], 0xffffffff)
-	be.PutUint32(b[offRecordCount:], 1)
-	b = append(b, rec...)
-	be.PutUint32(b[offCRC:], batchCRC(b))
-	return b
-}
-
-// parseMarker reads the marker of a control batch: ok is false for an
-// empty control batch (its transaction compacted away) or one that is not
-// a commit or abort marker.
-func parseMarker(batch []byte, h *batchHeader) (commit bool, coordinatorEpoch int32, ok bool) {
-	if h.RecordCount < 1 || h.codec() != 0 || len(batch) <= batchHeaderSize {
-		return false, 0, false
-	}
-	b := batch[batchHeaderSize:]
-	next := func() (int64, bool) {
-		v, n := binary.Varint(b)
-		if n <= 0 {
-			return 0, false
-		}
-		b = b[n:]
-		return v, true
-	}
-	if _, ok := next(); !ok { // record length
-		return false, 0, false
-	}
-	if len(b) < 1 {
-		return false, 0, false
-	}
-	b = b[1:] // attributes
-	if _, ok := next(); !ok {
-		return false, 0, false
-	}
-	if _, ok := next(); !ok {
-		return false, 0, false
-	}
-	klen, ok := next()
-	if !ok || klen < 4 || int64(len(b)) < klen {
-		return false, 0, false
-	}
-	typ := int16(binary.BigEndian.Uint16(b[2:4]))
-	b = b[klen:]
-	vlen, ok := next()
-	if !ok || vlen < 6 || int64(len(b)) < vlen {
-		return false, 0, false
-	}
-	coordinatorEpoch = int32(binary.BigEndian.Uint32(b[2:6]))
-	switch typ {
-	case 0:
-		return false, coordinatorEpoch, true
-	case 1:
-		return true, coordinatorEpoch, true
-	}
-	return false, 0, false
-}
-
 // AppendMarker appends a transaction marker for the producer (the leader's
 // side of WriteTxnMarkers): it closes the producer's open transaction,
 // indexes it if aborted, and moves the last stable offset. Errors unwrap to
@@ -399,7 +308,7 @@ func parseMarker(batch []byte, h *batchHeader) (commit bool, coordinatorEpoch in
 // KAFKA_STORAGE_ERROR for a failed write.
 func (l *Log) AppendMarker(mk TxnMarker, leaderEpoch int32) (AppendInfo, error) {
 	now := l.now()
-	batch := markerBatch(mk, now.UnixMilli())
+	batch := recordbatch.MarkerBatch(mk, now.UnixMilli())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -414,8 +323,8 @@ func (l *Log) AppendMarker(mk TxnMarker, leaderEpoch int32) (AppendInfo, error) 
 	if err := l.maybeAssignEpochLocked(leaderEpoch, base); err != nil {
 		return AppendInfo{}, err
 	}
-	setBaseOffset(batch, base)
-	setLeaderEpoch(batch, leaderEpoch)
+	recordbatch.Batch(batch).SetBaseOffset(base)
+	recordbatch.Batch(batch).SetLeaderEpoch(leaderEpoch)
 	h := parseBatchHeader(batch)
 	seg, err := l.maybeRollLocked(&h, now)
 	if err != nil {
@@ -425,14 +334,14 @@ func (l *Log) AppendMarker(mk TxnMarker, leaderEpoch int32) (AppendInfo, error) 
 		l.logger.Error("marker append failed", "dir", l.dir, "offset", base, "err", err)
 		return AppendInfo{}, storageErr("append", err)
 	}
-	l.logEndOffset.Store(h.nextOffset())
+	l.logEndOffset.Store(h.NextOffset())
 	l.producers.update(pa)
 	l.producers.clearVerificationForMarker(mk.ProducerID, mk.ProducerEpoch)
 	var ixErr error
 	if ct != nil {
 		ixErr = l.completeTxnLocked(seg, ct)
 	}
-	l.producers.lastMapOffset = h.nextOffset()
+	l.producers.lastMapOffset = h.NextOffset()
 	l.updateFirstUnstableLocked()
 	info := AppendInfo{FirstOffset: base, LastOffset: base, LogAppendTime: -1, LogStartOffset: l.logStartOffset.Load(), RecordCount: 1}
 	if ixErr != nil {
@@ -559,9 +468,9 @@ func (l *Log) truncateTxnIndexesLocked(offset int64) error {
 func (l *Log) replayBatchLocked(seg *segment, pos int64, h *batchHeader) error {
 	m := l.producers
 	pa := m.prepareUpdate(h.ProducerID, originReplication)
-	if !h.isControl() {
+	if !h.IsControl() {
 		// originReplication rejects nothing.
-		if err := pa.appendDataBatch(h.ProducerEpoch, h.BaseSequence, h.lastSequence(), h.MaxTimestamp, h.BaseOffset, h.lastOffset(), h.isTransactional()); err != nil {
+		if err := pa.appendDataBatch(h.ProducerEpoch, h.BaseSequence, h.lastSequence(), h.MaxTimestamp, h.BaseOffset, h.LastOffset(), h.IsTransactional()); err != nil {
 			return err
 		}
 		m.update(pa)
@@ -571,11 +480,11 @@ func (l *Log) replayBatchLocked(seg *segment, pos int64, h *batchHeader) error {
 	if err != nil {
 		return err
 	}
-	commit, coordinatorEpoch, ok := parseMarker(batch, h)
+	mk, ok := recordbatch.ParseMarker(batch)
 	if !ok {
 		return nil
 	}
-	ct, err := pa.appendEndTxnMarker(h.ProducerEpoch, coordinatorEpoch, commit, h.BaseOffset, h.MaxTimestamp)
+	ct, err := pa.appendEndTxnMarker(h.ProducerEpoch, mk.CoordinatorEpoch, mk.Commit, h.BaseOffset, h.MaxTimestamp)
 	if err != nil {
 		return err
 	}
@@ -620,12 +529,12 @@ func validateFromCoordinator(records []byte, cfg *LogConfig, nowMs int64, topicP
 		return validatedBatch{}, err
 	}
 	h := parseBatchHeader(batch)
-	if got := batchCRC(batch); got != h.CRC {
+	if got := recordbatch.Batch(batch).ComputeCRC(); got != h.CRC {
 		return validatedBatch{}, corruptMessagef("record batch is corrupt (stored crc = %d, computed crc = %d)", h.CRC, got)
 	}
-	if h.size() > int64(cfg.MaxMessageBytes) {
+	if h.Size() > int64(cfg.MaxMessageBytes) {
 		return validatedBatch{}, appendErrorf(kerr.MessageTooLarge,
-			"the record batch size is %d bytes, larger than max.message.bytes %d", h.size(), cfg.MaxMessageBytes)
+			"the record batch size is %d bytes, larger than max.message.bytes %d", h.Size(), cfg.MaxMessageBytes)
 	}
 	return validateRecords(batch, &h, cfg, nowMs, topicPartition)
 }

@@ -43,7 +43,7 @@ func (l *Log) abortedSince(from int64) (abortedSet, error) {
 
 // contains reports whether a data batch belongs to an aborted transaction.
 func (s abortedSet) contains(h *batchHeader) bool {
-	if len(s) == 0 || !h.isTransactional() || h.isControl() {
+	if len(s) == 0 || !h.IsTransactional() || h.IsControl() {
 		return false
 	}
 	txns := s[h.ProducerID]

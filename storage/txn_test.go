@@ -9,15 +9,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // txnBatch is a transactional producer's batch.
 func txnBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, ts int64) []byte {
 	t.Helper()
 	b := producerBatch(t, pid, epoch, seq, n, ts)
-	attrs := binary.BigEndian.Uint16(b[offAttributes:])
-	binary.BigEndian.PutUint16(b[offAttributes:], attrs|attrTransactional)
-	binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
+	attrs := binary.BigEndian.Uint16(b[recordbatch.PosAttributes:])
+	binary.BigEndian.PutUint16(b[recordbatch.PosAttributes:], attrs|recordbatch.AttrTransactional)
+	recordbatch.Batch(b).SetCRC()
 	return b
 }
 
@@ -171,8 +173,8 @@ func TestTxnStateErrors(t *testing.T) {
 	}
 	// Clients cannot write control batches.
 	b := txnBatch(t, 1, 1, 2, 1, ts)
-	binary.BigEndian.PutUint16(b[offAttributes:], binary.BigEndian.Uint16(b[offAttributes:])|attrControl)
-	binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
+	binary.BigEndian.PutUint16(b[recordbatch.PosAttributes:], binary.BigEndian.Uint16(b[recordbatch.PosAttributes:])|recordbatch.AttrControl)
+	recordbatch.Batch(b).SetCRC()
 	if _, err := l.AppendAsLeaderVerified(b, 7, nil); kerrCode(err) != kerr.InvalidRecord.Code {
 		t.Fatalf("client control batch: %v", err)
 	}
@@ -274,11 +276,11 @@ func TestTxnCompactionDropsAbortedRecords(t *testing.T) {
 		spec := batchSpec{producerID: pid, baseSequence: seq, baseTimestamp: ts,
 			records: []testRecord{{key: []byte(key), value: []byte(value)}}}
 		if txn {
-			spec.attrs = attrTransactional
+			spec.attrs = recordbatch.AttrTransactional
 		}
 		b := buildBatch(t, spec, nil)
-		binary.BigEndian.PutUint16(b[offProducerEpoch:], 0)
-		binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
+		binary.BigEndian.PutUint16(b[recordbatch.PosProducerEpoch:], 0)
+		recordbatch.Batch(b).SetCRC()
 		return b
 	}
 	mustAppend(t, l, keyed(5, 0, "k", "committed", false))
@@ -307,7 +309,7 @@ func TestTxnCompactionDropsAbortedRecords(t *testing.T) {
 	values := map[string]bool{}
 	markers := 0
 	for _, h := range splitBatches(t, readSlices(t, res)) {
-		if h.isControl() {
+		if h.IsControl() {
 			markers++
 		}
 	}
@@ -315,10 +317,10 @@ func TestTxnCompactionDropsAbortedRecords(t *testing.T) {
 	for len(raw) > 0 {
 		h := parseBatchHeader(raw)
 		var b kmsg.RecordBatch
-		if err := b.ReadFrom(raw[:h.size()]); err != nil {
+		if err := b.ReadFrom(raw[:h.Size()]); err != nil {
 			t.Fatal(err)
 		}
-		if !h.isControl() {
+		if !h.IsControl() {
 			recs := b.Records
 			for i := int32(0); i < b.NumRecords; i++ {
 				length, n := binary.Varint(recs)
@@ -330,7 +332,7 @@ func TestTxnCompactionDropsAbortedRecords(t *testing.T) {
 				recs = recs[n+int(length):]
 			}
 		}
-		raw = raw[h.size():]
+		raw = raw[h.Size():]
 	}
 	if !values["committed"] || values["aborted"] {
 		t.Fatalf("after compaction values %v: the committed value must stay, the aborted one go", values)
@@ -350,8 +352,8 @@ func TestTxnCoordinatorAppend(t *testing.T) {
 	l := openTestLog(t, t.TempDir(), testConfig(), producerClock())
 	defer l.Close()
 	b := txnBatch(t, 42, 3, 0, 2, testEpoch.UnixMilli())
-	binary.BigEndian.PutUint32(b[offBaseSequence:], 0xffffffff) // no sequence
-	binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
+	binary.BigEndian.PutUint32(b[recordbatch.PosBaseSequence:], 0xffffffff) // no sequence
+	recordbatch.Batch(b).SetCRC()
 	if _, err := l.AppendAsLeader(b, 7); kerrCode(err) != kerr.InvalidRecord.Code {
 		t.Fatalf("a client batch without a sequence: %v", err)
 	}
@@ -368,8 +370,8 @@ func TestTxnCoordinatorAppend(t *testing.T) {
 	}
 	appendMarker(t, l, 42, 3, true)
 	old := txnBatch(t, 42, 2, 0, 1, testEpoch.UnixMilli())
-	binary.BigEndian.PutUint32(old[offBaseSequence:], 0xffffffff)
-	binary.BigEndian.PutUint32(old[offCRC:], batchCRC(old))
+	binary.BigEndian.PutUint32(old[recordbatch.PosBaseSequence:], 0xffffffff)
+	recordbatch.Batch(old).SetCRC()
 	if _, err := l.AppendAsCoordinator(old, 7, true, l.StartTxnVerification(42, 2, -1, false)); kerrCode(err) != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("coordinator append at an old epoch: %v", err)
 	}

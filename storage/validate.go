@@ -1,11 +1,11 @@
 package storage
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -47,11 +47,11 @@ func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition
 	if h.BaseOffset != 0 {
 		return validatedBatch{}, invalidRecordf("the baseOffset of the record batch should be 0, but it is %d", h.BaseOffset)
 	}
-	if h.size() > int64(cfg.MaxMessageBytes) {
+	if h.Size() > int64(cfg.MaxMessageBytes) {
 		return validatedBatch{}, appendErrorf(kerr.MessageTooLarge,
-			"the record batch size is %d bytes, larger than max.message.bytes %d", h.size(), cfg.MaxMessageBytes)
+			"the record batch size is %d bytes, larger than max.message.bytes %d", h.Size(), cfg.MaxMessageBytes)
 	}
-	if got := batchCRC(batch); got != h.CRC {
+	if got := recordbatch.Batch(batch).ComputeCRC(); got != h.CRC {
 		return validatedBatch{}, corruptMessagef("record batch is corrupt (stored crc = %d, computed crc = %d)", h.CRC, got)
 	}
 	if !h.codec().Valid() {
@@ -69,10 +69,10 @@ func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition
 		return validatedBatch{}, invalidRecordf("inconsistent batch offset range [0, %d] and count of records %d",
 			h.LastOffsetDelta, h.RecordCount)
 	}
-	if h.isControl() {
+	if h.IsControl() {
 		return validatedBatch{}, invalidRecordf("clients are not allowed to write control records")
 	}
-	if h.hasProducerID() && h.BaseSequence < 0 {
+	if h.HasProducerID() && h.BaseSequence < 0 {
 		return validatedBatch{}, invalidRecordf("invalid sequence number %d in record batch with producerId %d",
 			h.BaseSequence, h.ProducerID)
 	}
@@ -81,9 +81,9 @@ func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition
 	if err != nil {
 		return validatedBatch{}, err
 	}
-	if vb.header.size() > cfg.SegmentBytes {
+	if vb.header.Size() > cfg.SegmentBytes {
 		return validatedBatch{}, appendErrorf(kerr.RecordListTooLarge,
-			"message batch size is %d bytes, larger than segment.bytes %d", vb.header.size(), cfg.SegmentBytes)
+			"message batch size is %d bytes, larger than segment.bytes %d", vb.header.Size(), cfg.SegmentBytes)
 	}
 	return vb, nil
 }
@@ -102,7 +102,7 @@ func singleBatch(records []byte) ([]byte, error) {
 	if first == nil {
 		return nil, invalidRecordf("produce requests must have at least one record batch per partition")
 	}
-	if magic := int8(first[offMagic]); magic != magicV2 {
+	if magic := int8(first[recordbatch.PosMagic]); magic != recordbatch.MagicV2 {
 		return nil, invalidRecordf("produce requests are only allowed to contain record batches with magic version 2, got %d", magic)
 	}
 	second, _, err := nextBatchBounds(records[n:])
@@ -112,9 +112,9 @@ func singleBatch(records []byte) ([]byte, error) {
 	if second != nil {
 		return nil, invalidRecordf("produce requests are only allowed to contain exactly one record batch per partition")
 	}
-	if len(first) < batchHeaderSize {
+	if len(first) < recordbatch.HeaderSize {
 		// Kafka fails this batch's CRC check (isValid needs the full header).
-		return nil, corruptMessagef("record batch of %d bytes is shorter than the %d-byte header", len(first), batchHeaderSize)
+		return nil, corruptMessagef("record batch of %d bytes is shorter than the %d-byte header", len(first), recordbatch.HeaderSize)
 	}
 	return first, nil
 }
@@ -122,20 +122,20 @@ func singleBatch(records []byte) ([]byte, error) {
 // nextBatchBounds returns the first complete batch of b and its size, nil
 // if b holds no complete batch.
 func nextBatchBounds(b []byte) ([]byte, int, error) {
-	if len(b) < logOverhead {
+	if len(b) < recordbatch.LogOverhead {
 		return nil, 0, nil
 	}
-	length := int32(binary.BigEndian.Uint32(b[offBatchLength:]))
-	if length < legacyMinRecordSize {
-		return nil, 0, corruptMessagef("record size %d is less than the minimum record overhead (%d)", length, legacyMinRecordSize)
+	length := recordbatch.Batch(b).BatchLength()
+	if length < recordbatch.LegacyMinRecordSize {
+		return nil, 0, corruptMessagef("record size %d is less than the minimum record overhead (%d)", length, recordbatch.LegacyMinRecordSize)
 	}
-	if len(b) < offMagic+1 {
+	if len(b) < recordbatch.PosMagic+1 {
 		return nil, 0, nil
 	}
-	if magic := int8(b[offMagic]); magic < 0 || magic > magicV2 {
+	if magic := int8(b[recordbatch.PosMagic]); magic < 0 || magic > recordbatch.MagicV2 {
 		return nil, 0, corruptMessagef("invalid magic found in record: %d", magic)
 	}
-	size := int64(length) + logOverhead
+	size := int64(length) + recordbatch.LogOverhead
 	if size > int64(len(b)) {
 		return nil, 0, nil
 	}
@@ -148,7 +148,7 @@ func nextBatchBounds(b []byte) ([]byte, int, error) {
 // records are decompressed here whatever the codec, so the compacted-topic
 // key check costs no extra pass.
 func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
-	vb := validatedBatch{bytes: batch, header: *h, maxTimestamp: noTimestamp, offsetDeltaOfMaxTimestamp: -1, logAppendTime: -1}
+	vb := validatedBatch{bytes: batch, header: *h, maxTimestamp: recordbatch.NoTimestamp, offsetDeltaOfMaxTimestamp: -1, logAppendTime: -1}
 	var recordErrs []RecordError
 	anyTimestampErr := false
 	batchIsLogAppend := h.timestampType() == LogAppendTime
@@ -164,7 +164,7 @@ func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, 
 			recordErrs = append(recordErrs, RecordError{i, "Compacted topic cannot accept message without key in topic partition " + topicPartition})
 			return nil
 		}
-		if cfg.TimestampType == CreateTime && ts != noTimestamp {
+		if cfg.TimestampType == CreateTime && ts != recordbatch.NoTimestamp {
 			if timestampOutOfRange(ts, nowMs, cfg) {
 				anyTimestampErr = true
 				recordErrs = append(recordErrs, RecordError{i, fmt.Sprintf(
@@ -190,7 +190,7 @@ func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, 
 		case errors.As(err, &ae):
 			return vb, ae
 		case errors.As(err, &shape):
-			return vb, invalidRecordf("found invalid record structure: %s", shape.msg)
+			return vb, invalidRecordf("found invalid record structure: %s", shape.Msg)
 		case errors.As(err, &dec):
 			return vb, corruptMessagef("%s batch: %v", h.codec(), dec.err)
 		default:
@@ -216,7 +216,7 @@ func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, 
 			vb.offsetDeltaOfMaxTimestamp = 0
 		}
 	}
-	setMaxTimestamp(batch, cfg.TimestampType, vb.maxTimestamp)
+	recordbatch.Batch(batch).SetMaxTimestamp(cfg.TimestampType == LogAppendTime, vb.maxTimestamp)
 	vb.header = parseBatchHeader(batch)
 	return vb, nil
 }

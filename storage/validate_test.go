@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -19,7 +20,7 @@ func recs(n int) []testRecord {
 // refreshCRC recomputes a hand-damaged batch's CRC so that the check under
 // test, not the CRC, rejects it.
 func refreshCRC(b []byte) []byte {
-	binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
+	recordbatch.Batch(b).SetCRC()
 	return b
 }
 
@@ -36,26 +37,26 @@ func TestValidationErrors(t *testing.T) {
 	}{
 		{"empty", nil, func() []byte { return nil }, kerr.InvalidRecord.Code, -1},
 		{"partial batch only", nil, func() []byte { return good()[:40] }, kerr.InvalidRecord.Code, -1},
-		{"magic 1", nil, func() []byte { b := good(); b[offMagic] = 1; return b }, kerr.InvalidRecord.Code, -1},
-		{"magic 3", nil, func() []byte { b := good(); b[offMagic] = 3; return b }, kerr.CorruptMessage.Code, -1},
-		{"batch length below 14", nil, func() []byte { b := good(); be.PutUint32(b[offBatchLength:], 13); return b }, kerr.CorruptMessage.Code, -1},
-		{"batch length below header", nil, func() []byte { b := good()[:40]; be.PutUint32(b[offBatchLength:], 28); return b }, kerr.CorruptMessage.Code, -1},
+		{"magic 1", nil, func() []byte { b := good(); b[recordbatch.PosMagic] = 1; return b }, kerr.InvalidRecord.Code, -1},
+		{"magic 3", nil, func() []byte { b := good(); b[recordbatch.PosMagic] = 3; return b }, kerr.CorruptMessage.Code, -1},
+		{"batch length below 14", nil, func() []byte { b := good(); be.PutUint32(b[recordbatch.PosBatchLength:], 13); return b }, kerr.CorruptMessage.Code, -1},
+		{"batch length below header", nil, func() []byte { b := good()[:40]; be.PutUint32(b[recordbatch.PosBatchLength:], 28); return b }, kerr.CorruptMessage.Code, -1},
 		{"two batches", nil, func() []byte { return append(good(), good()...) }, kerr.InvalidRecord.Code, -1},
-		{"base offset not 0", nil, func() []byte { b := good(); setBaseOffset(b, 5); return b }, kerr.InvalidRecord.Code, -1},
+		{"base offset not 0", nil, func() []byte { b := good(); recordbatch.Batch(b).SetBaseOffset(5); return b }, kerr.InvalidRecord.Code, -1},
 		{"crc mismatch", nil, func() []byte { b := good(); b[len(b)-1] ^= 0x40; return b }, kerr.CorruptMessage.Code, -1},
 		{"too large", func(c *LogConfig) { c.MaxMessageBytes = 50 }, good, kerr.MessageTooLarge.Code, -1},
 		{"larger than segment", func(c *LogConfig) { c.SegmentBytes = 50 }, good, kerr.RecordListTooLarge.Code, -1},
-		{"count mismatch", nil, func() []byte { b := good(); be.PutUint32(b[offRecordCount:], 2); return refreshCRC(b) }, kerr.InvalidRecord.Code, -1},
+		{"count mismatch", nil, func() []byte { b := good(); be.PutUint32(b[recordbatch.PosRecordCount:], 2); return refreshCRC(b) }, kerr.InvalidRecord.Code, -1},
 		{"count zero", nil, func() []byte {
 			b := good()
-			be.PutUint32(b[offRecordCount:], 0)
-			be.PutUint32(b[offLastOffsetDelta:], 0xffffffff)
+			be.PutUint32(b[recordbatch.PosRecordCount:], 0)
+			be.PutUint32(b[recordbatch.PosLastOffsetDelta:], 0xffffffff)
 			return refreshCRC(b)
 		}, kerr.InvalidRecord.Code, -1},
 		{"fewer records than count", nil, func() []byte {
 			b := good()
-			be.PutUint32(b[offRecordCount:], 4)
-			be.PutUint32(b[offLastOffsetDelta:], 3)
+			be.PutUint32(b[recordbatch.PosRecordCount:], 4)
+			be.PutUint32(b[recordbatch.PosLastOffsetDelta:], 3)
 			return refreshCRC(b)
 		}, kerr.InvalidRecord.Code, -1},
 		{"bytes after the last record", nil, func() []byte {
@@ -82,7 +83,7 @@ func TestValidationErrors(t *testing.T) {
 			return buildBatch(t, batchSpec{baseTimestamp: now, records: rs}, nil)
 		}, kerr.InvalidRecord.Code, -1},
 		{"control batch", nil, func() []byte {
-			return buildBatch(t, batchSpec{attrs: attrControl, baseTimestamp: now, records: recs(1)}, nil)
+			return buildBatch(t, batchSpec{attrs: recordbatch.AttrControl, baseTimestamp: now, records: recs(1)}, nil)
 		}, kerr.InvalidRecord.Code, -1},
 		{"producer id without sequence", nil, func() []byte {
 			return buildBatch(t, batchSpec{producerID: 9, baseSequence: -1, baseTimestamp: now, records: recs(1)}, nil)
@@ -92,7 +93,7 @@ func TestValidationErrors(t *testing.T) {
 		}, kerr.UnknownServerError.Code, -1},
 		{"corrupt compressed payload", nil, func() []byte {
 			b := buildBatch(t, batchSpec{codec: compress.Zstd, baseTimestamp: now, records: recs(20)}, nil)
-			for i := batchHeaderSize + 8; i < len(b); i++ {
+			for i := recordbatch.HeaderSize + 8; i < len(b); i++ {
 				b[i] ^= 0x5a
 			}
 			return refreshCRC(b)

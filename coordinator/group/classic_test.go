@@ -6,40 +6,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-func TestPartitionForMatchesJavaHashing(t *testing.T) {
-	for _, tc := range []struct {
-		s    string
-		hash int32
-	}{
-		{"", 0},
-		{"hello", 99162322},
-		{"Aa", 2112},
-		{"BB", 2112},
-		{"polygenelubricants", -2147483648}, // Integer.MIN_VALUE: Utils.abs maps it to 0
-		{"€", 8364},
-		{"𝄞", 55348*31 + 56606}, // a surrogate pair counts as two code units
-	} {
-		if got := javaStringHash(tc.s); got != tc.hash {
-			t.Errorf("javaStringHash(%q) = %d, want %d", tc.s, got, tc.hash)
-		}
-	}
-	if p := PartitionFor("polygenelubricants", 50); p != 0 {
-		t.Errorf("MIN_VALUE hash: partition %d, want 0", p)
-	}
-	if p := PartitionFor("hello", 50); p != 99162322%50 {
-		t.Errorf("hello: partition %d", p)
-	}
-}
+	"github.com/strait/strait/recordbatch"
+)
 
 func TestBatchRoundTrip(t *testing.T) {
 	recs := []record{{key: []byte("k1"), value: []byte("v1")}, {key: []byte("k2")}}
 	b := buildBatch(recs, time.UnixMilli(1234))
 	var got []record
-	if err := readBatch(b, func(info batchInfo, k, v []byte) error {
-		if info.control || info.transactional || info.producerID != -1 {
-			t.Errorf("unexpected header %+v", info)
+	if err := readBatch(b, func(h *recordbatch.Header, k, v []byte) error {
+		if h.IsControl() || h.IsTransactional() || h.ProducerID != -1 {
+			t.Errorf("unexpected header %+v", *h)
 		}
 		got = append(got, record{k, v})
 		return nil

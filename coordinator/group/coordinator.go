@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // TopicName is Kafka's name for the offsets topic.
-const TopicName = "__consumer_offsets"
+const TopicName = recordbatch.ConsumerOffsetsTopic
 
 // Config holds the broker settings the coordinator uses, under Kafka's names.
 type Config struct {

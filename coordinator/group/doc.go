@@ -16,7 +16,7 @@
 //
 // # Placement
 //
-// A group lives on partition abs(javaStringHash(groupID)) % N of the
+// A group lives on partition abs(recordbatch.JavaStringHash(groupID)) % N of the
 // __consumer_offsets topic (N: the topic's partition count, or
 // offsets.topic.num.partitions before it exists), exactly as Kafka hashes, so
 // the leader of that partition is the group's coordinator. Each partition is

@@ -1,8 +1,6 @@
 package group
 
 import (
-	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"sync"
@@ -10,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // memLog is an in-memory __consumer_offsets: Append assigns offsets as the
@@ -35,15 +35,15 @@ func (l *memLog) Append(p int32, batch []byte) error {
 	if l.fail != nil {
 		return l.fail
 	}
-	if crc32.Checksum(batch[batchAttributesPos:], crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(batch[batchCRCPos:]) {
+	if err := recordbatch.Check(batch); err != nil {
+		panic(err)
+	}
+	if !recordbatch.Batch(batch).CRCValid() {
 		panic("bad batch CRC")
 	}
-	if got := int(binary.BigEndian.Uint32(batch[8:12])) + 12; got != len(batch) {
-		panic("bad batch length")
-	}
-	b := append([]byte(nil), batch...)
-	binary.BigEndian.PutUint64(b, uint64(l.next[p]))
-	l.next[p] += int64(binary.BigEndian.Uint32(b[batchLastOffsetDelta:])) + 1
+	b := recordbatch.Batch(append([]byte(nil), batch...))
+	b.SetBaseOffset(l.next[p])
+	l.next[p] += int64(b.LastOffsetDelta()) + 1
 	l.batches[p] = append(l.batches[p], b)
 	return nil
 }
@@ -75,7 +75,7 @@ func (l *memLog) records(t *testing.T) []record {
 	var out []record
 	for p := int32(0); p < l.parts; p++ {
 		for _, b := range l.batches[p] {
-			if err := readBatch(b, func(_ batchInfo, k, v []byte) error {
+			if err := readBatch(b, func(_ *recordbatch.Header, k, v []byte) error {
 				out = append(out, record{k, v})
 				return nil
 			}); err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // replayer rebuilds a shard's groups from its partition, record by record,
@@ -41,15 +43,15 @@ func (r *replayer) batch(b []byte) error {
 	return readBatch(b, r.record)
 }
 
-func (r *replayer) record(info batchInfo, key, value []byte) error {
+func (r *replayer) record(h *recordbatch.Header, key, value []byte) error {
 	r.records++
-	if info.control {
+	if h.IsControl() {
 		var k kmsg.ControlRecordKey
 		if err := k.ReadFrom(key); err != nil {
 			return nil
 		}
-		pending := r.txn[info.producerID]
-		delete(r.txn, info.producerID)
+		pending := r.txn[h.ProducerID]
+		delete(r.txn, h.ProducerID)
 		if k.Type == kmsg.ControlRecordKeyTypeCommit {
 			for _, o := range pending {
 				r.group(o.group).applyTxnOffsetLocked(o.topic, o.partition, o.entry)
@@ -66,7 +68,7 @@ func (r *replayer) record(info batchInfo, key, value []byte) error {
 	case keyOffsetCommitV0, keyOffsetCommit:
 		var k kmsg.OffsetCommitKey
 		if err := k.ReadFrom(key); err != nil {
-			r.c.logger.Warn("skipping unreadable offset commit key", "partition", r.s.index, "offset", info.baseOffset, "err", err)
+			r.c.logger.Warn("skipping unreadable offset commit key", "partition", r.s.index, "offset", h.BaseOffset, "err", err)
 			return nil
 		}
 		if value == nil {
@@ -77,7 +79,7 @@ func (r *replayer) record(info batchInfo, key, value []byte) error {
 		}
 		var v kmsg.OffsetCommitValue
 		if err := v.ReadFrom(value); err != nil {
-			r.c.logger.Warn("skipping unreadable offset commit value", "partition", r.s.index, "offset", info.baseOffset, "err", err)
+			r.c.logger.Warn("skipping unreadable offset commit value", "partition", r.s.index, "offset", h.BaseOffset, "err", err)
 			return nil
 		}
 		e := offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTime: v.CommitTimestamp, expireTime: -1}
@@ -87,16 +89,16 @@ func (r *replayer) record(info batchInfo, key, value []byte) error {
 		if v.Version == 1 {
 			e.expireTime = v.ExpireTimestamp
 		}
-		if info.transactional {
+		if h.IsTransactional() {
 			e.seq = r.c.seq.Add(1)
-			r.txn[info.producerID] = append(r.txn[info.producerID], txnOffset{k.Group, k.Topic, k.Partition, e})
+			r.txn[h.ProducerID] = append(r.txn[h.ProducerID], txnOffset{k.Group, k.Topic, k.Partition, e})
 			return nil
 		}
 		r.group(k.Group).setOffsetLocked(k.Topic, k.Partition, e)
 	case keyGroupMetadata:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(key); err != nil {
-			r.c.logger.Warn("skipping unreadable group metadata key", "partition", r.s.index, "offset", info.baseOffset, "err", err)
+			r.c.logger.Warn("skipping unreadable group metadata key", "partition", r.s.index, "offset", h.BaseOffset, "err", err)
 			return nil
 		}
 		if value == nil {
@@ -108,7 +110,7 @@ func (r *replayer) record(info batchInfo, key, value []byte) error {
 		}
 		var v kmsg.GroupMetadataValue
 		if err := v.ReadFrom(value); err != nil {
-			r.c.logger.Warn("skipping unreadable group metadata value", "partition", r.s.index, "offset", info.baseOffset, "err", err)
+			r.c.logger.Warn("skipping unreadable group metadata value", "partition", r.s.index, "offset", h.BaseOffset, "err", err)
 			return nil
 		}
 		r.group(k.Group).replayGroupMetadata(&v)

@@ -1,13 +1,13 @@
 package group
 
 import (
-	"encoding/binary"
-	"hash/crc32"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 func txnCommit(c *Coordinator, group string, producerID int64, topic string, offsets map[int32]int64) *kmsg.TxnOffsetCommitResponse {
@@ -41,10 +41,10 @@ func controlBatch(producerID int64, commit bool) []byte {
 		k.Type = kmsg.ControlRecordKeyTypeCommit
 	}
 	v := kmsg.EndTxnMarker{}
-	b := buildProducerBatch([]record{{key: k.AppendTo(nil), value: v.AppendTo(nil)}}, time.Now(), producerID, 0)
-	binary.BigEndian.PutUint16(b[batchAttributesPos:], attrTransactionalFlag|attrControlFlag)
-	binary.BigEndian.PutUint32(b[batchCRCPos:], crc32.Checksum(b[batchAttributesPos:], castagnoli))
-	return b
+	b := recordbatch.NewBuilder(time.Now().UnixMilli())
+	b.ProducerID, b.ProducerEpoch, b.Transactional, b.Control = producerID, 0, true, true
+	b.Add(k.AppendTo(nil), v.AppendTo(nil))
+	return b.Build()
 }
 
 func TestTransactionalOffsetCommits(t *testing.T) {
@@ -57,8 +57,8 @@ func TestTransactionalOffsetCommits(t *testing.T) {
 	}
 	var txnBatches int
 	for _, b := range log.batches[0] {
-		readBatch(b, func(info batchInfo, _, _ []byte) error {
-			if info.transactional && info.producerID == 7 {
+		readBatch(b, func(h *recordbatch.Header, _, _ []byte) error {
+			if h.IsTransactional() && h.ProducerID == 7 {
 				txnBatches++
 			}
 			return nil

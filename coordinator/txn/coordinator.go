@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // TopicName is Kafka's name for the transaction state topic.
-const TopicName = "__transaction_state"
+const TopicName = recordbatch.TransactionStateTopic
 
 // Config holds the broker settings the coordinator uses, under Kafka's names.
 type Config struct {

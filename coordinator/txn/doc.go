@@ -11,7 +11,7 @@
 // # __transaction_state
 //
 // A compacted topic (transaction.state.log.num.partitions, default 50); a
-// transactional id lives on partition abs(javaStringHash(id)) % partitions.
+// transactional id lives on partition abs(recordbatch.JavaStringHash(id)) % partitions.
 // Each record is keyed by the transactional id and holds its whole state
 // after a transition, so the latest record of a key is the state; a null
 // value (tombstone) is an expired id. Kafka's schemas, big-endian:

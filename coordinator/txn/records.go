@@ -4,15 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"math"
 	"slices"
 	"time"
-	"unicode/utf16"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 )
 
@@ -97,33 +94,13 @@ func decodeValue(id string, value []byte) (*txnMetadata, error) {
 	return m, nil
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-const batchHeaderLen = 61
-
 // buildBatch encodes one record (value nil: a tombstone) as an uncompressed
-// magic-v2 batch without producer id, CreateTime now, CRC32C set; the
-// broker assigns its offset on append.
+// batch without producer id, CreateTime now; the broker assigns its offset
+// on append.
 func buildBatch(key, value []byte, now time.Time) []byte {
-	ts := now.UnixMilli()
-	rec := kmsg.Record{Key: key, Value: value}
-	rec.Length = int32(len(rec.AppendTo(nil)) - 1)
-	body := rec.AppendTo(nil)
-	b := kmsg.RecordBatch{
-		Length:               int32(batchHeaderLen - 12 + len(body)),
-		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		FirstTimestamp:       ts,
-		MaxTimestamp:         ts,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           1,
-		Records:              body,
-	}
-	out := b.AppendTo(make([]byte, 0, batchHeaderLen+len(body)))
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], castagnoli))
-	return out
+	b := recordbatch.NewBuilder(now.UnixMilli())
+	b.Add(key, value)
+	return b.Build()
 }
 
 // maxDecompressedBatch bounds a compressed batch's size on load (Kafka
@@ -133,38 +110,12 @@ const maxDecompressedBatch = 256 << 20
 // readRecords calls fn with each record of a batch read back at load;
 // control batches are skipped.
 func readRecords(batch []byte, fn func(key, value []byte) error) error {
-	if len(batch) < batchHeaderLen || batch[16] != 2 {
-		return errors.New("not a magic v2 record batch")
-	}
-	attrs := binary.BigEndian.Uint16(batch[21:])
-	if attrs&0x20 != 0 {
-		return nil
-	}
-	count := int32(binary.BigEndian.Uint32(batch[57:]))
-	body := batch[batchHeaderLen:]
-	if codec := compress.Codec(attrs & 0x07); codec != compress.None {
-		var err error
-		if body, err = compress.Decompress(codec, body, maxDecompressedBatch); err != nil {
-			return err
+	return recordbatch.ForEach(batch, compress.Limited(maxDecompressedBatch), func(h *recordbatch.Header, r *recordbatch.Record) error {
+		if h.IsControl() {
+			return nil
 		}
-	}
-	for i := int32(0); i < count; i++ {
-		r := kbin.Reader{Src: body}
-		length := r.Varint()
-		if !r.Ok() || length < 0 || int(length) > len(r.Src) {
-			return fmt.Errorf("truncated record %d", i)
-		}
-		n := len(body) - len(r.Src) + int(length)
-		var rec kmsg.Record
-		if err := rec.ReadFrom(body[:n]); err != nil {
-			return fmt.Errorf("record %d: %w", i, err)
-		}
-		body = body[n:]
-		if err := fn(rec.Key, rec.Value); err != nil {
-			return err
-		}
-	}
-	return nil
+		return fn(r.Key, r.Value)
+	})
 }
 
 // decodeKey returns the transactional id of a key, ok false for a key of
@@ -183,28 +134,8 @@ func decodeKey(key []byte) (string, bool, error) {
 	return k.TransactionalID, true, nil
 }
 
-// PartitionFor is the __transaction_state partition of a transactional id:
-// Kafka's Utils.abs(transactionalId.hashCode()) % n, with Java's String
-// hash over UTF-16 code units.
+// PartitionFor is the __transaction_state partition of a transactional id
+// (Kafka's Utils.abs(transactionalId.hashCode()) % n).
 func PartitionFor(transactionalID string, n int32) int32 {
-	if n <= 0 {
-		return 0
-	}
-	var h int32
-	for _, r := range transactionalID {
-		if r >= 0x10000 {
-			hi, lo := utf16.EncodeRune(r)
-			h = 31*h + int32(hi)
-			h = 31*h + int32(lo)
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	switch {
-	case h == math.MinInt32:
-		h = 0
-	case h < 0:
-		h = -h
-	}
-	return h % n
+	return recordbatch.PartitionFor(transactionalID, n)
 }

@@ -285,6 +285,12 @@ func Decompress(c Codec, src []byte, limit int64) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// Limited is Decompress with limit as a function of the codec id, the form
+// recordbatch.Read takes.
+func Limited(limit int64) func(codec int8, src []byte) ([]byte, error) {
+	return func(codec int8, src []byte) ([]byte, error) { return Decompress(Codec(codec), src, limit) }
+}
+
 // Compress appends the compressed form of src to dst.
 func Compress(c Codec, dst, src []byte) ([]byte, error) {
 	switch c {
