@@ -60,7 +60,9 @@ func (f osFile) mapTarget() *os.File {
 	return f.File
 }
 
-func (f osFile) mmap(size int, writable bool) ([]byte, error) { return mmapFile(f.File, size, writable) }
+func (f osFile) mmap(size int, writable bool) ([]byte, error) {
+	return mmapFile(f.File, size, writable)
+}
 
 // mappableFile returns f as a file storage may map, nil if it may not.
 func mappableFile(f File) mappable {
