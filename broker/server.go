@@ -8,8 +8,11 @@
 // Lifecycle, modelled on etcd's embed: New validates the configuration, Start
 // binds the listeners, starts (or connects to) etcd, registers the broker and
 // opens its partition logs, then accepts connections; Ready is closed once the
-// broker answers requests; Err reports a fatal error; Close shuts down cleanly
-// (stop accepting, finish in-flight requests, close the logs).
+// broker answers requests; Err reports a fatal error (a listener that stops
+// for good, the embedded etcd failing, every log dir gone: lifecycle.go),
+// after which the owner calls Close; Close shuts down cleanly (stop
+// accepting, finish in-flight requests, close the logs) and returns once
+// every goroutine the broker started has returned (goBackground).
 package broker
 
 import (
@@ -299,7 +302,9 @@ func (s *Server) removeConn(c *conn) {
 // Ready is closed once the broker accepts requests.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
-// Err delivers a fatal error that stopped the broker after Start.
+// Err delivers the first fatal error after Start: the broker can no longer
+// serve (a listener stopped, the embedded etcd failed, every log dir is
+// offline) and should be closed. A clean Close delivers nothing.
 func (s *Server) Err() <-chan error { return s.errc }
 
 // Addrs returns the bound address of each listener, in configuration order.
