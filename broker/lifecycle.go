@@ -9,6 +9,8 @@ package broker
 // dir offline by looking at it: gone, not a directory, or not writable (a
 // read-only remount). A dir found offline stays offline until restart, as
 // in Kafka; while some dir is online the broker logs the loss and goes on.
+// The dirs are looked at every logDirCheckInterval, and at once after an
+// append failed with KAFKA_STORAGE_ERROR.
 
 import (
 	"errors"
@@ -45,10 +47,20 @@ func (s *Server) watchLogDirs() {
 		case <-s.closing:
 			return
 		case <-t.C:
+		case <-s.logDirsCheck:
 		}
 		if s.checkLogDirs() {
 			return
 		}
+	}
+}
+
+// checkLogDirsSoon has watchLogDirs look at the log dirs now: a storage
+// error (KAFKA_STORAGE_ERROR) may mean one is gone.
+func (s *Server) checkLogDirsSoon() {
+	select {
+	case s.logDirsCheck <- struct{}{}:
+	default:
 	}
 }
 

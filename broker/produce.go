@@ -87,6 +87,9 @@ func handleProduce(c *conn, x *exchange) {
 		}
 		anyErr = true
 		sp.ErrorCode = j.code
+		if j.code == kerr.KafkaStorageError.Code {
+			s.checkLogDirsSoon() // is the dir gone?
+		}
 		if j.msg != "" && x.req.Version >= 8 {
 			msg := j.msg
 			sp.ErrorMessage = &msg

@@ -77,8 +77,10 @@ type Server struct {
 	bgMu     sync.RWMutex
 	bgClosed bool
 	bgWG     sync.WaitGroup
-	// offlineDirs are the log dirs found gone or unwritable (watchLogDirs).
-	offlineDirs map[string]bool
+	// offlineDirs are the log dirs found gone or unwritable (watchLogDirs,
+	// which checkLogDirsSoon wakes).
+	offlineDirs  map[string]bool
+	logDirsCheck chan struct{}
 }
 
 type listener struct {
@@ -109,7 +111,8 @@ func New(cfg Config) (*Server, error) {
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
 
-		offlineDirs: make(map[string]bool),
+		offlineDirs:  make(map[string]bool),
+		logDirsCheck: make(chan struct{}, 1),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers = newHandlerTable()
