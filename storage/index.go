@@ -73,8 +73,10 @@ import (
 // open or roll. Raise vm.max_map_count (Kafka's operators use 262144 and
 // more) for brokers with many segments that are read.
 //
-// Files of an FS other than OSFS (FaultFS in tests) are not mapped: stores
-// into a mapping would bypass the injected faults. Their indexes take the
+// Mapping goes through the File (the mappable interface in fs.go), so a
+// FaultFS can fail it (FailMmaps). Files of an FS that does not offer it
+// (a FaultFS without MapFiles: stores into a mapping would bypass its
+// write and fsync faults) are not mapped. Their indexes take the
 // descriptor-based path: the file stays open, the active index's entries
 // are also kept in memory and written with one pwrite each, and sealed
 // lookups pread entries during the binary search.
