@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Lifecycle tests: Close waits for every goroutine the broker started and
@@ -351,4 +353,80 @@ func TestErrReportsEveryLogDirGone(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Err did not report every log dir gone")
 	}
+}
+
+// TestCloseDropsAClientThatDoesNotRead: a client that pipelines fetches and
+// never reads their responses holds the connection's writer on a full
+// socket; Close gives it connDrainTimeout, then closes the connection and
+// returns, leaving no goroutine behind.
+func TestCloseDropsAClientThatDoesNotRead(t *testing.T) {
+	old := connDrainTimeout
+	connDrainTimeout = 300 * time.Millisecond
+	defer func() { connDrainTimeout = old }()
+	base := takeBaseline(t)
+	srv := startLifecycleBroker(t, t.TempDir())
+	closed := false
+	defer func() {
+		if !closed {
+			srv.Close()
+		}
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr()), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "big"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	value := bytes.Repeat([]byte("x"), 900<<10)
+	for range 4 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+
+	nc, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
+	for corr := range int32(maxInFlight) {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(11)
+		req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 64<<20, -1
+		tp := kmsg.NewFetchRequestTopicPartition()
+		tp.PartitionMaxBytes = 64 << 20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.Partitions = "big", []kmsg.FetchRequestTopicPartition{tp}
+		req.Topics = []kmsg.FetchRequestTopic{rt}
+		frame := binary.BigEndian.AppendUint32(nil, 0)
+		frame = binary.BigEndian.AppendUint16(frame, uint16(req.Key()))
+		frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
+		frame = binary.BigEndian.AppendUint32(frame, uint32(corr))
+		frame = binary.BigEndian.AppendUint16(frame, uint16(len("slow")))
+		frame = append(frame, "slow"...)
+		frame = req.AppendTo(frame)
+		binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+		nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := nc.Write(frame); err != nil {
+			t.Fatalf("request %d: %v", corr, err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the writer fills the socket
+	start := time.Now()
+	closed = true
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Close took %v with a client that does not read", took)
+	}
+	nc.Close()
+	base.check(t, "after Close")
 }

@@ -432,7 +432,7 @@ func (s *Server) controlledShutdown() {
 
 // connDrainTimeout bounds how long Close lets connections write the
 // responses of the requests already read.
-const connDrainTimeout = 10 * time.Second
+var connDrainTimeout = 10 * time.Second
 
 // goBackground runs fn on a goroutine Close waits for (as nats-server's
 // startGoRoutine). Started after closing, fn must see closing (or s.ctx)
