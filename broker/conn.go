@@ -339,10 +339,14 @@ func (c *conn) complete(x *exchange, inline bool) {
 	c.writing = true
 	if !inline {
 		c.mu.Unlock()
-		go func() {
+		// Refused only once Close has drained the connections.
+		if !c.srv.goBackground(func() {
 			c.mu.Lock()
 			c.writeLocked()
-		}()
+		}) {
+			c.mu.Lock()
+			c.writeLocked()
+		}
 		return
 	}
 	c.writeLocked()

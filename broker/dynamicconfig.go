@@ -70,16 +70,13 @@ func (d *dynamicConfigs) start() {
 	if s.ctrl == nil {
 		return // not started: the static configuration is all there is
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-s.closing
-		cancel()
-	}()
-	// The watch stops with ctx, or with the controller's own shutdown.
+	// The watch stops with s.ctx (Close), or with the controller's own
+	// shutdown.
+	ctx := s.ctx
 	load := func() error { return s.ctrl.WatchBrokerConfigs(ctx, 10*time.Second, d.apply) }
 	if err := load(); err != nil {
 		s.logger.Warn("loading dynamic broker configs failed; using the static ones and retrying", "err", err)
-		go func() {
+		s.goBackground(func() {
 			for ctx.Err() == nil {
 				select {
 				case <-time.After(2 * time.Second):
@@ -90,7 +87,7 @@ func (d *dynamicConfigs) start() {
 					return
 				}
 			}
-		}()
+		})
 	}
 }
 
@@ -113,7 +110,7 @@ func (d *dynamicConfigs) apply(set controller.BrokerConfigSet, rev int64) {
 		s.logger.Info("dynamic broker configs changed the log defaults", "revision", rev)
 		// Not on this goroutine: the first load may run inside the
 		// partition manager's metadata application, which holds its lock.
-		go d.reapply()
+		s.goBackground(d.reapply)
 	}
 }
 

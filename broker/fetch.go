@@ -86,7 +86,10 @@ func handleFetch(c *conn, x *exchange) {
 		f.finish()
 		return
 	}
-	go f.park()
+	// Refused only once Close has drained the connections.
+	if !c.srv.goBackground(f.park) {
+		f.park()
+	}
 }
 
 // resolve builds the response skeleton and the list of partitions to read,

@@ -81,10 +81,6 @@ func (s *Server) startGroupService() *groupService {
 			svc.coord.LoadOwned()
 		}
 	})
-	go func() {
-		<-s.closing
-		svc.coord.Close()
-	}()
 	s.logger.Info("group coordinator started", "offsets.topic.num.partitions", settings.coord.NumPartitions,
 		"consumer_protocol", settings.coord.ConsumerProtocol)
 	return svc

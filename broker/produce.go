@@ -92,6 +92,9 @@ func handleProduce(c *conn, x *exchange) {
 		}
 		anyErr = true
 		sp.ErrorCode = j.code
+		if j.code == kerr.KafkaStorageError.Code {
+			s.checkLogDirsSoon() // is the dir gone?
+		}
 		if j.msg != "" && x.req.Version >= 8 {
 			msg := j.msg
 			sp.ErrorMessage = &msg
@@ -113,7 +116,11 @@ func handleProduce(c *conn, x *exchange) {
 	// acks=all with followers: answer once the high watermark passes every
 	// partition's records, or at timeout_ms (REQUEST_TIMED_OUT for those
 	// not yet replicated, as Kafka's DelayedProduce); the read loop goes on.
-	go s.awaitProduceAcks(x, resp, pending, time.Duration(req.TimeoutMillis)*time.Millisecond)
+	// Refused only once Close has drained the connections.
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if !s.goBackground(func() { s.awaitProduceAcks(x, resp, pending, timeout) }) {
+		s.awaitProduceAcks(x, resp, pending, timeout)
+	}
 }
 
 // produceJob is one partition of a produce request: where its response

@@ -8,8 +8,11 @@
 // Lifecycle, modelled on etcd's embed: New validates the configuration, Start
 // binds the listeners, starts (or connects to) etcd, registers the broker and
 // opens its partition logs, then accepts connections; Ready is closed once the
-// broker answers requests; Err reports a fatal error; Close shuts down cleanly
-// (stop accepting, finish in-flight requests, close the logs).
+// broker answers requests; Err reports a fatal error (a listener that stops
+// for good, the embedded etcd failing, every log dir gone: lifecycle.go),
+// after which the owner calls Close; Close shuts down cleanly (stop
+// accepting, finish in-flight requests, close the logs) and returns once
+// every goroutine the broker started has returned (goBackground).
 package broker
 
 import (
@@ -48,6 +51,10 @@ type Server struct {
 	closing   chan struct{} // closed when Close starts: wakes parked fetches
 	closeOnce sync.Once
 	closeErr  error
+	// ctx ends when Close starts, with closing: long waits (etcd calls,
+	// the dynamic config watch) take it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// dynCfg follows the dynamic broker configs in etcd; groupSvc and
 	// txnSvc are the group and transaction coordinators (started in Start,
@@ -63,7 +70,16 @@ type Server struct {
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
 	connWG  sync.WaitGroup
-	bgWG    sync.WaitGroup
+	// bgWG counts the goroutines the broker started (goBackground), which
+	// Close waits for; bgMu orders their Add before that Wait, and
+	// bgClosed (set as Close starts waiting) refuses new ones.
+	bgMu     sync.RWMutex
+	bgClosed bool
+	bgWG     sync.WaitGroup
+	// offlineDirs are the log dirs found gone or unwritable (watchLogDirs,
+	// which checkLogDirsSoon wakes).
+	offlineDirs  map[string]bool
+	logDirsCheck chan struct{}
 }
 
 type listener struct {
@@ -93,7 +109,11 @@ func New(cfg config.Config) (*Server, error) {
 		errc:    make(chan error, 1),
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
+
+		offlineDirs:  make(map[string]bool),
+		logDirsCheck: make(chan struct{}, 1),
 	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers = newHandlerTable()
 	s.versions = s.handlers.versionTable()
 	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
@@ -158,9 +178,10 @@ func (s *Server) start() error {
 		return fmt.Errorf("broker: controller: %w", err)
 	}
 	s.ctrl = ctrl
-	if err := ctrl.Start(context.Background()); err != nil {
+	if err := ctrl.Start(s.ctx); err != nil {
 		return fmt.Errorf("broker: controller start: %w", err)
 	}
+	s.goBackground(s.watchController)
 
 	// Dynamic broker configs before the logs open, so they take their
 	// defaults; the partition manager exists first because a config change
@@ -175,9 +196,9 @@ func (s *Server) start() error {
 	s.startTxnService()
 
 	for _, l := range s.listeners {
-		s.bgWG.Add(1)
-		go s.acceptLoop(l)
+		s.goBackground(func() { s.acceptLoop(l) })
 	}
+	s.goBackground(s.watchLogDirs)
 
 	s.logger.Debug("broker started", "took", time.Since(started))
 	close(s.ready)
@@ -219,8 +240,11 @@ func (s *Server) advertisedEndpoints() []controller.Endpoint {
 	return out
 }
 
+// acceptLoop accepts connections until Close. A temporary failure (out of
+// descriptors or memory, a connection aborted before it was accepted) is
+// retried after a backoff; any other one means the listener stopped for
+// good, which is fatal (Err): the broker no longer takes connections.
 func (s *Server) acceptLoop(l *listener) {
-	defer s.bgWG.Done()
 	var backoff time.Duration
 	for {
 		nc, err := l.ln.Accept()
@@ -230,17 +254,22 @@ func (s *Server) acceptLoop(l *listener) {
 				return
 			default:
 			}
-			if errors.Is(err, net.ErrClosed) {
+			if !temporaryAcceptError(err) {
+				s.logger.Error("listener stopped accepting connections", "listener", l.cfg.Name, "err", err)
+				s.fail(fmt.Errorf("broker: listener %s stopped accepting connections: %w", l.cfg.Name, err))
 				return
 			}
-			// Temporary failures (EMFILE and the like): back off, keep serving.
 			if backoff == 0 {
 				backoff = 5 * time.Millisecond
 			} else if backoff < time.Second {
 				backoff *= 2
 			}
 			s.logger.Warn("accept failed", "listener", l.cfg.Name, "err", err, "retry_in", backoff)
-			time.Sleep(backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.closing:
+				return
+			}
 			continue
 		}
 		backoff = 0
@@ -270,7 +299,9 @@ func (s *Server) removeConn(c *conn) {
 // Ready is closed once the broker accepts requests.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
-// Err delivers a fatal error that stopped the broker after Start.
+// Err delivers the first fatal error after Start: the broker can no longer
+// serve (a listener stopped, the embedded etcd failed, every log dir is
+// offline) and should be closed. A clean Close delivers nothing.
 func (s *Server) Err() <-chan error { return s.errc }
 
 // Addrs returns the bound address of each listener, in configuration order.
@@ -303,22 +334,45 @@ func (s *Server) NodeID() int32 { return s.cfg.NodeID }
 
 // Close stops accepting connections, lets in-flight requests finish, closes
 // every connection, deregisters the broker and closes the partition logs.
+// It returns once every goroutine the broker started has returned.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.controlledShutdown()
 		close(s.closing)
+		s.cancel()
 		for _, l := range s.listeners {
 			l.ln.Close()
+		}
+		// The coordinators answer their parked requests (JoinGroup,
+		// SyncGroup) as they close, so that connections can drain.
+		if s.groupSvc != nil {
+			s.groupSvc.coord.Close()
+		}
+		if s.txnSvc != nil {
+			s.txnSvc.coord.Close()
 		}
 		s.connsMu.Lock()
 		for c := range s.conns {
 			c.stopReading()
 		}
 		s.connsMu.Unlock()
-		waitTimeout(&s.connWG, 10*time.Second)
+		if !waitTimeout(&s.connWG, connDrainTimeout) {
+			// A client that does not read its responses: drop them.
+			s.connsMu.Lock()
+			n := len(s.conns)
+			for c := range s.conns {
+				c.teardown()
+			}
+			s.connsMu.Unlock()
+			s.logger.Warn("closed connections whose responses were not taken in time", "connections", n, "after", connDrainTimeout)
+			s.connWG.Wait()
+		}
 		if s.replicas != nil {
 			s.replicas.Stop()
 		}
+		s.bgMu.Lock()
+		s.bgClosed = true
+		s.bgMu.Unlock()
 		s.bgWG.Wait()
 		var errs []error
 		if s.ctrl != nil {
@@ -370,6 +424,29 @@ func (s *Server) controlledShutdown() {
 	s.logger.Info("controlled shutdown complete", "took", time.Since(start))
 }
 
+// connDrainTimeout bounds how long Close lets connections write the
+// responses of the requests already read.
+var connDrainTimeout = 10 * time.Second
+
+// goBackground runs fn on a goroutine Close waits for (as nats-server's
+// startGoRoutine). Started after closing, fn must see closing (or s.ctx)
+// and return soon. Once Close waits for them (the connections are gone by
+// then) it runs nothing and returns false: a caller whose work must still
+// happen does it on its own goroutine.
+func (s *Server) goBackground(fn func()) bool {
+	s.bgMu.RLock()
+	defer s.bgMu.RUnlock()
+	if s.bgClosed {
+		return false
+	}
+	s.bgWG.Add(1)
+	go func() {
+		defer s.bgWG.Done()
+		fn()
+	}()
+	return true
+}
+
 // fail reports a fatal error on Err once.
 func (s *Server) fail(err error) {
 	select {
@@ -378,13 +455,29 @@ func (s *Server) fail(err error) {
 	}
 }
 
+// watchController reports the control plane's fatal error (the embedded
+// etcd failing) on Err.
+func (s *Server) watchController() {
+	select {
+	case err := <-s.ctrl.Err():
+		s.logger.Error("control plane failed", "err", err)
+		s.fail(fmt.Errorf("broker: %w", err))
+	case <-s.closing:
+	}
+}
+
+// waitTimeout waits for wg at most d. On timeout the waiting goroutine goes
+// on until wg is done: the caller must make it so (Close tears the
+// connections down and waits again).
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-done:
 		return true
-	case <-time.After(d):
+	case <-t.C:
 		return false
 	}
 }

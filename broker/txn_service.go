@@ -88,10 +88,6 @@ func (s *Server) startTxnService() {
 			svc.coord.LoadOwned()
 		}
 	})
-	go func() {
-		<-s.closing
-		svc.coord.Close()
-	}()
 }
 
 // ensureTopic creates __transaction_state if it does not exist yet, as

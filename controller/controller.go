@@ -54,6 +54,12 @@ type Controller struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+	// goMu orders goBackground's wg.Add before Close's wg.Wait; goClosed
+	// refuses new goroutines once Close has begun.
+	goMu     sync.Mutex
+	goClosed bool
+	// errc carries the fatal error of the embedded etcd (see Err).
+	errc chan error
 
 	// createMu serializes this controller's topic creations, so validation
 	// (name collisions) and the transaction see each other's results.
@@ -86,6 +92,7 @@ func New(cfg Config) (*Controller, error) {
 		runCtx:    runCtx,
 		cancelRun: cancel,
 		stop:      make(chan struct{}),
+		errc:      make(chan error, 1),
 	}
 	empty := ""
 	c.clusterID.Store(&empty)
@@ -125,6 +132,7 @@ func (c *Controller) start(ctx context.Context) error {
 		c.etcd, c.client, err = startEmbeddedMember(ctx, c.cfg.DataDir, c.cfg.member, c.log, &c.etcdQuiet)
 		if err == nil {
 			c.log.Debug("embedded etcd ready", "client.url", embeddedClientURL(c.etcd))
+			c.goBackground(c.watchEmbeddedEtcd)
 		}
 	} else {
 		c.client, err = connectEtcd(c.cfg.EtcdEndpoints, c.log, &c.etcdQuiet)
@@ -143,24 +151,70 @@ func (c *Controller) start(ctx context.Context) error {
 		return fmt.Errorf("controller: loading metadata: %w", err)
 	}
 	c.cache.load(resp.Kvs, resp.Header.Revision)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.cache.run(c.runCtx, c.client, resp.Header.Revision)
-	}()
+	c.goBackground(func() { c.cache.run(c.runCtx, c.client, resp.Header.Revision) })
 
 	regRev, err := c.establishSession(ctx)
 	if err != nil {
 		return err
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.superviseSession()
-	}()
+	if !c.goBackground(c.superviseSession) {
+		return ErrNotStarted
+	}
 	return c.cache.waitFor(ctx, c.stop, func(s *metadataSnapshot) bool {
 		return s.rev >= regRev && s.controllerID >= 0
 	})
+}
+
+// goBackground runs fn on a goroutine that Close waits for; it returns
+// false, running nothing, once Close has begun.
+func (c *Controller) goBackground(fn func()) bool {
+	c.goMu.Lock()
+	defer c.goMu.Unlock()
+	if c.goClosed {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// Err delivers a fatal error of the control plane: the embedded etcd
+// member failed (a listener of it stopped serving) or stopped by itself.
+// Nothing more works without it, so the broker stops (Kafka halts a broker
+// whose metadata log fails). An external etcd being unreachable is not
+// fatal: the client reconnects.
+func (c *Controller) Err() <-chan error { return c.errc }
+
+func (c *Controller) fail(err error) {
+	select {
+	case c.errc <- err:
+	default:
+	}
+}
+
+// watchEmbeddedEtcd reports on Err the embedded member's failure for as
+// long as the controller runs.
+func (c *Controller) watchEmbeddedEtcd() {
+	select {
+	case <-c.stop:
+	case err := <-c.etcd.Err():
+		select {
+		case <-c.stop:
+		default:
+			c.log.Error("embedded etcd failed", "err", err)
+			c.fail(fmt.Errorf("controller: embedded etcd failed: %w", err))
+		}
+	case <-c.etcd.Server.StopNotify():
+		select {
+		case <-c.stop:
+		default:
+			c.log.Error("embedded etcd stopped")
+			c.fail(errors.New("controller: embedded etcd stopped"))
+		}
+	}
 }
 
 // ensureClusterID returns the cluster id, creating it if this is a new cluster.
@@ -194,6 +248,9 @@ func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
 		c.state.Store(stateClosed)
 		close(c.stop)
+		c.goMu.Lock()
+		c.goClosed = true
+		c.goMu.Unlock()
 		c.closeErr = c.shutdown()
 	})
 	return c.closeErr

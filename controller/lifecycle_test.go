@@ -121,3 +121,51 @@ func BenchmarkStartToReady(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// TestErrReportsEmbeddedEtcdStopping: the embedded member stopping while
+// the controller runs is reported on Err (the broker stops on it); a
+// controller closed normally reports nothing.
+func TestErrReportsEmbeddedEtcdStopping(t *testing.T) {
+	before := runtime.NumGoroutine()
+	c, err := New(testConfig(t, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-c.Err():
+		t.Fatalf("Err before any failure: %v", err)
+	default:
+	}
+	c.etcdQuiet.Store(true)
+	c.etcd.Server.HardStop()
+	select {
+	case err := <-c.Err():
+		if err == nil {
+			t.Fatal("Err delivered nil")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Err did not report the embedded etcd stopping")
+	}
+	c.Close()
+	goroutinesSettle(t, before)
+
+	c2, err := New(testConfig(t, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-c2.Err():
+		t.Fatalf("Err after a normal Close: %v", err)
+	default:
+	}
+	goroutinesSettle(t, before)
+}

@@ -46,12 +46,10 @@ func (c *Controller) establishSession(ctx context.Context) (int64, error) {
 		return 0, ErrNotStarted
 	}
 	c.session, c.cancelCampaign = session, cancelCampaign
-	c.wg.Add(1)
+	// Refused only once Close has begun, whose shutdown then revokes the
+	// session stored here.
+	c.goBackground(func() { c.campaign(campaignCtx, session) })
 	c.sessionMu.Unlock()
-	go func() {
-		defer c.wg.Done()
-		c.campaign(campaignCtx, session)
-	}()
 	return rev, nil
 }
 

@@ -227,11 +227,15 @@ func (c *Controller) WatchBrokerConfigs(ctx context.Context, loadTimeout time.Du
 	fn(set, rev)
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.runCtx, cancel)
-	go func() {
+	if !c.goBackground(func() {
 		defer stop()
 		defer cancel()
 		c.watchBrokerConfigs(wctx, set, rev, fn)
-	}()
+	}) {
+		stop()
+		cancel()
+		return ErrNotStarted
+	}
 	return nil
 }
 

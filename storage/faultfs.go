@@ -16,6 +16,8 @@ type FaultFS struct {
 	writeBudget int64 // bytes writes may still store; < 0 = unlimited
 	failSync    bool
 	failCreate  bool
+	mapFiles    bool
+	failMmap    bool
 }
 
 // ErrInjected is the error of an injected fsync or create failure.
@@ -49,6 +51,22 @@ func (f *FaultFS) FailSyncs(fail bool) {
 func (f *FaultFS) FailCreates(fail bool) {
 	f.mu.Lock()
 	f.failCreate = fail
+	f.mu.Unlock()
+}
+
+// MapFiles lets storage map this FS's index files into memory, as it maps
+// OSFS's (the inner FS's files must be mappable). Stores into a mapping
+// bypass the write budget and the fsync faults; FailMmaps does not.
+func (f *FaultFS) MapFiles(on bool) {
+	f.mu.Lock()
+	f.mapFiles = on
+	f.mu.Unlock()
+}
+
+// FailMmaps makes mapping a file fail (with MapFiles on).
+func (f *FaultFS) FailMmaps(fail bool) {
+	f.mu.Lock()
+	f.failMmap = fail
 	f.mu.Unlock()
 }
 
@@ -122,4 +140,28 @@ func (ff *faultFile) Sync() error {
 		return err
 	}
 	return ff.File.Sync()
+}
+
+func (ff *faultFile) mapTarget() *os.File {
+	ff.fs.mu.Lock()
+	on := ff.fs.mapFiles
+	ff.fs.mu.Unlock()
+	if m, ok := ff.File.(mappable); ok && on {
+		return m.mapTarget()
+	}
+	return nil
+}
+
+func (ff *faultFile) mmap(size int, writable bool) ([]byte, error) {
+	ff.fs.mu.Lock()
+	fail := ff.fs.failMmap
+	ff.fs.mu.Unlock()
+	if fail {
+		return nil, ErrInjected
+	}
+	m, ok := ff.File.(mappable)
+	if !ok {
+		return nil, errors.New("faultfs: the inner file cannot be mapped")
+	}
+	return m.mmap(size, writable)
 }

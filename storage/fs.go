@@ -40,18 +40,34 @@ type osFile struct{ *os.File }
 
 func (f osFile) OS() *os.File { return f.File }
 
-// plainOSFile is implemented by OSFS's files only, not by wrappers that
-// embed a File (FaultFS's): storage maps a file into memory only when
-// nothing sits between it and the system, since stores into a mapping
-// bypass a wrapper's WriteAt and Sync (see index.go).
-type plainOSFile interface{ plainOS() *os.File }
+// mappable is the optional interface of a File that storage may map into
+// memory (index.go): OSFS's files, and a FaultFS's once MapFiles is on.
+// Stores into a mapping bypass a wrapper's WriteAt and Sync, so a wrapper
+// offers it only when asked to. Mapping goes through the file, not around
+// it, so that a FaultFS can fail it.
+type mappable interface {
+	// mapTarget returns the descriptor to reserve blocks of and truncate,
+	// nil when this file is not to be mapped (the pread path).
+	mapTarget() *os.File
+	// mmap maps the first size bytes, shared (see mmapFile).
+	mmap(size int, writable bool) ([]byte, error)
+}
 
-func (f osFile) plainOS() *os.File { return f.File }
+func (f osFile) mapTarget() *os.File {
+	if !mmapSupported {
+		return nil
+	}
+	return f.File
+}
 
-// mappableFile returns the *os.File behind f if storage may map it, else nil.
-func mappableFile(f File) *os.File {
-	if p, ok := f.(plainOSFile); ok && mmapSupported {
-		return p.plainOS()
+func (f osFile) mmap(size int, writable bool) ([]byte, error) {
+	return mmapFile(f.File, size, writable)
+}
+
+// mappableFile returns f as a file storage may map, nil if it may not.
+func mappableFile(f File) mappable {
+	if m, ok := f.(mappable); ok && m.mapTarget() != nil {
+		return m
 	}
 	return nil
 }

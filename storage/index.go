@@ -75,8 +75,10 @@ import (
 // open or roll. Raise vm.max_map_count (Kafka's operators use 262144 and
 // more) for brokers with many segments that are read.
 //
-// Files of an FS other than OSFS (FaultFS in tests) are not mapped: stores
-// into a mapping would bypass the injected faults. Their indexes take the
+// Mapping goes through the File (the mappable interface in fs.go), so a
+// FaultFS can fail it (FailMmaps). Files of an FS that does not offer it
+// (a FaultFS without MapFiles: stores into a mapping would bypass its
+// write and fsync faults) are not mapped. Their indexes take the
 // descriptor-based path: the file stays open, the active index's entries
 // are also kept in memory and written with one pwrite each, and sealed
 // lookups pread entries during the binary search.
@@ -163,8 +165,8 @@ func openIndexFile(fsys FS, path string, entrySize int, maxBytes int32, fresh, a
 		return nil, fmt.Errorf("%w: %s has %d bytes, not a multiple of %d", errCorruptIndex, path, fi.Size(), entrySize)
 	}
 	ix.n = int(fi.Size() / int64(entrySize))
-	osf := mappableFile(f)
-	if osf == nil {
+	mf := mappableFile(f)
+	if mf == nil {
 		ix.file = f
 		if active {
 			if err := ix.activateFD(); err != nil {
@@ -182,7 +184,7 @@ func openIndexFile(fsys FS, path string, entrySize int, maxBytes int32, fresh, a
 		}
 	}
 	if active {
-		if err := ix.mapActive(osf, true); err != nil {
+		if err := ix.mapActive(mf, true); err != nil {
 			return nil, err
 		}
 	}
@@ -215,7 +217,8 @@ func (ix *indexFile) activateFD() error {
 // reservation is an error if strict, else left to the next append (which
 // fails until the disk has room): a segment whose roll failed takes
 // appends again even on a full disk, failing them cleanly.
-func (ix *indexFile) mapActive(f *os.File, strict bool) error {
+func (ix *indexFile) mapActive(mf mappable, strict bool) error {
+	f := mf.mapTarget()
 	if ix.n > ix.maxEntries {
 		ix.maxEntries = ix.n // segment.index.bytes shrank; the index is simply full
 	}
@@ -228,7 +231,7 @@ func (ix *indexFile) mapActive(f *os.File, strict bool) error {
 	if err := f.Truncate(int64(size)); err != nil {
 		return err
 	}
-	mm, err := mmapFile(f, size, true)
+	mm, err := mf.mmap(size, true)
 	if err != nil {
 		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
 	}
@@ -265,26 +268,26 @@ func (ix *indexFile) reserve(need int) error {
 	if need <= ix.reserved {
 		return nil
 	}
-	f, osf, err := ix.openMappable(os.O_RDWR)
+	f, mf, err := ix.openMappable(os.O_RDWR)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return ix.reserveWith(osf, need, len(ix.mm))
+	return ix.reserveWith(mf.mapTarget(), need, len(ix.mm))
 }
 
 // openMappable opens the index file for mapping or reserving blocks; the
 // caller closes f (a mapping outlives its descriptor).
-func (ix *indexFile) openMappable(flag int) (f File, osf *os.File, err error) {
+func (ix *indexFile) openMappable(flag int) (f File, mf mappable, err error) {
 	f, err = ix.fsys.OpenFile(ix.path, flag, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	if osf = mappableFile(f); osf == nil {
+	if mf = mappableFile(f); mf == nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("index %s: not an OS file", ix.path)
 	}
-	return f, osf, nil
+	return f, mf, nil
 }
 
 func (ix *indexFile) markDirty(from, to int) {
@@ -311,12 +314,12 @@ func (ix *indexFile) mapSealed() error {
 	if ix.mm != nil || ix.closed || ix.active || ix.n == 0 {
 		return nil
 	}
-	f, osf, err := ix.openMappable(os.O_RDONLY)
+	f, mf, err := ix.openMappable(os.O_RDONLY)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	mm, err := mmapFile(osf, ix.n*ix.entrySize, false)
+	mm, err := mf.mmap(ix.n*ix.entrySize, false)
 	if err != nil {
 		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
 	}
@@ -588,7 +591,7 @@ func (ix *indexFile) activate() error {
 	if !ix.useMmap {
 		return ix.activateFD()
 	}
-	f, osf, err := ix.openMappable(os.O_RDWR)
+	f, mf, err := ix.openMappable(os.O_RDWR)
 	if err != nil {
 		return err
 	}
@@ -596,7 +599,7 @@ func (ix *indexFile) activate() error {
 	if err := ix.unmap(); err != nil {
 		return err
 	}
-	return ix.mapActive(osf, false)
+	return ix.mapActive(mf, false)
 }
 
 // sync makes the entries durable: fsync off the mmap path, msync of the

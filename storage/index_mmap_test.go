@@ -816,3 +816,70 @@ func TestActiveIndexFaultsInOnePage(t *testing.T) {
 		t.Fatalf("%d pages of a 10 MiB active index resident after two appends", resident)
 	}
 }
+
+// TestIndexMmapFaults: mapping goes through the FS, so a FaultFS that maps
+// its files can fail it. Opening an active index whose mapping fails is an
+// error (the log does not open), not a panic; a sealed index whose mapping
+// fails is searched with pread; reactivating one is an error.
+func TestIndexMmapFaults(t *testing.T) {
+	dir := t.TempDir()
+	fsys := NewFaultFS(nil)
+	fsys.MapFiles(true)
+	path := filepath.Join(dir, "00000000000000000000.index")
+
+	ix, err := openIndexFile(fsys, path, offsetIndexEntrySize, 4096, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ix.useMmap || ix.mm == nil {
+		t.Fatalf("a FaultFS with MapFiles: useMmap %v, mapped %v", ix.useMmap, ix.mm != nil)
+	}
+	var e [offsetIndexEntrySize]byte
+	for i := range 3 {
+		binary.BigEndian.PutUint32(e[0:4], uint32(i*10))
+		binary.BigEndian.PutUint32(e[4:8], uint32(i*100))
+		if err := ix.append(e[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.seal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.close(); err != nil {
+		t.Fatal(err)
+	}
+
+	fsys.FailMmaps(true)
+	if _, err := openIndexFile(fsys, path, offsetIndexEntrySize, 4096, false, true); !errors.Is(err, ErrInjected) {
+		t.Fatalf("opening an active index whose mapping fails: %v, want the injected error", err)
+	}
+	sealed, err := openIndexFile(fsys, path, offsetIndexEntrySize, 4096, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sealed.close()
+	i, err := sealed.search(func(e []byte) bool { return binary.BigEndian.Uint32(e) > 10 })
+	if err != nil || i != 2 {
+		t.Fatalf("searching a sealed index whose mapping fails: %d, %v; want 2 (pread)", i, err)
+	}
+	if err := sealed.activate(); !errors.Is(err, ErrInjected) {
+		t.Fatalf("activating a sealed index whose mapping fails: %v, want the injected error", err)
+	}
+
+	// A whole log on such an FS: Open reports the failure.
+	logDir := t.TempDir()
+	if _, err := Open(logDir, testConfig(), Options{FS: fsys}); !errors.Is(err, ErrInjected) {
+		t.Fatalf("opening a log whose index mapping fails: %v, want the injected error", err)
+	}
+	fsys.FailMmaps(false)
+	l, err := Open(logDir, testConfig(), Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.active().offsetIndex.useMmap {
+		t.Fatal("the log's index is not on the mmap path")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The system calls behind index mappings (see index.go). They are
-// variables so that tests can inject the failures of a full or failing
-// disk into the mmap path, which FaultFS cannot reach.
+// The system calls behind index mappings (see index.go). Mapping goes
+// through the File (mappable in fs.go), where FaultFS.FailMmaps fails it;
+// msync is a variable so that tests can fail it too.
 
 const mmapSupported = true
 

@@ -197,9 +197,7 @@ func run(args, environ []string, stderr io.Writer, signals <-chan os.Signal) int
 	select {
 	case <-srv.Ready():
 	case err := <-srv.Err():
-		logger.Error("broker failed", "err", err)
-		srv.Close()
-		return 1
+		return failed(logger, srv, err)
 	}
 	addrs := make([]string, 0, len(srv.Addrs()))
 	for _, a := range srv.Addrs() {
@@ -212,10 +210,17 @@ func run(args, environ []string, stderr io.Writer, signals <-chan os.Signal) int
 		logger.Info("shutting down", "signal", sig.String())
 		return shutdown(logger, srv)
 	case err := <-srv.Err():
-		logger.Error("broker failed", "err", err)
-		srv.Close()
-		return 1
+		return failed(logger, srv, err)
 	}
+}
+
+// failed stops a broker that reported a fatal error: exit code 1.
+func failed(logger *slog.Logger, srv server, err error) int {
+	logger.Error("broker failed", "err", err)
+	if err := srv.Close(); err != nil {
+		logger.Error("unclean shutdown", "err", err)
+	}
+	return 1
 }
 
 func shutdown(logger *slog.Logger, srv server) int {

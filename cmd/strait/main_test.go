@@ -272,3 +272,38 @@ func TestParseArgs(t *testing.T) {
 		t.Fatalf("bad option: code %d", c)
 	}
 }
+
+// TestRunExitsWhenEveryLogDirIsGone runs a real broker and removes its only
+// log dir: the broker reports it on Err and strait exits 1 with it logged.
+func TestRunExitsWhenEveryLogDirIsGone(t *testing.T) {
+	logs := t.TempDir()
+	var stderr syncBuffer
+	code := runAsync([]string{"--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", "log.dirs=" + logs,
+		"--override", "etcd.data.dir=" + t.TempDir()}, nil, &stderr, make(chan os.Signal))
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), "strait ready") {
+		select {
+		case c := <-code:
+			t.Fatalf("exited %d before ready:\n%s", c, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := os.RemoveAll(logs); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-code:
+		if c != 1 {
+			t.Fatalf("exit code %d, want 1:\n%s", c, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("strait did not exit with every log dir gone:\n%s", stderr.String())
+	}
+	if out := stderr.String(); !strings.Contains(out, `msg="broker failed"`) || !strings.Contains(out, "all log dirs in "+logs+" have failed") {
+		t.Fatalf("the failure is not logged:\n%s", out)
+	}
+}

@@ -112,7 +112,9 @@ type Coordinator struct {
 
 	closed atomic.Bool
 	stop   chan struct{}
-	wg     sync.WaitGroup
+	// bgMu orders goBackground's wg.Add before Close's wg.Wait.
+	bgMu sync.Mutex
+	wg   sync.WaitGroup
 }
 
 // shard is one __transaction_state partition's transactional ids.
@@ -182,14 +184,27 @@ func New(cfg Config, log StateLog, broker Broker) *Coordinator {
 		c.now = time.Now
 	}
 	c.shards.Store(&map[int32]*shard{})
-	c.wg.Add(2)
-	go c.every(cfg.AbortTimedOutInterval, c.abortTimedOutTransactions)
-	go c.every(cfg.RemoveExpiredInterval, c.removeExpiredTransactionalIDs)
+	c.goBackground(func() { c.every(cfg.AbortTimedOutInterval, c.abortTimedOutTransactions) })
+	c.goBackground(func() { c.every(cfg.RemoveExpiredInterval, c.removeExpiredTransactionalIDs) })
 	return c
 }
 
+// goBackground runs fn in a goroutine Close waits for; false once closed.
+func (c *Coordinator) goBackground(fn func()) bool {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.closed.Load() {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
+}
+
 func (c *Coordinator) every(d time.Duration, fn func()) {
-	defer c.wg.Done()
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
@@ -205,10 +220,13 @@ func (c *Coordinator) every(d time.Duration, fn func()) {
 // Close stops the background work and marker writing and unloads
 // everything; requests after it get NOT_COORDINATOR.
 func (c *Coordinator) Close() {
+	c.bgMu.Lock()
 	if c.closed.Swap(true) {
+		c.bgMu.Unlock()
 		return
 	}
 	close(c.stop)
+	c.bgMu.Unlock()
 	c.shardsMu.Lock()
 	for _, sh := range *c.shards.Load() {
 		sh.unloaded.Store(true)
@@ -260,11 +278,7 @@ func (c *Coordinator) LoadOwned() {
 	}
 	c.shards.Store(&next)
 	for _, sh := range toLoad {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			c.load(sh)
-		}()
+		c.goBackground(func() { c.load(sh) })
 	}
 }
 

@@ -24,11 +24,9 @@ func (c *Coordinator) startMarkers(sh *shard, m *txnMetadata, commit bool, compl
 	mk := Marker{ProducerID: m.producerID, ProducerEpoch: m.producerEpoch, CoordinatorEpoch: sh.epoch, Commit: commit}
 	parts := m.sortedPartitions()
 	m.unlock()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.sendMarkers(sh, m, mk, parts, complete)
-	}()
+	// Refused once closed: the partition's next leader finishes the
+	// transaction when it loads it.
+	c.goBackground(func() { c.sendMarkers(sh, m, mk, parts, complete) })
 }
 
 // markerOutcome is what a marker write's result means for the transaction.

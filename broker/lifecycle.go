@@ -1,0 +1,104 @@
+package broker
+
+// The fatal errors Err reports besides the control plane's (server.go):
+// a listener that stops for good (acceptLoop) and the log directories all
+// gone. Kafka takes a log dir offline on an I/O error in it and halts the
+// broker once every log dir is offline ("Shutdown broker because all log
+// dirs in ... have failed"). Strait keeps serving through a failed append
+// or fsync (a full disk clears, see storage's FaultFS tests), so it finds a
+// dir offline by looking at it: gone, not a directory, or not writable (a
+// read-only remount). A dir found offline stays offline until restart, as
+// in Kafka; while some dir is online the broker logs the loss and goes on.
+// The dirs are looked at every logDirCheckInterval, and at once after an
+// append failed with KAFKA_STORAGE_ERROR.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// logDirCheckInterval is how often watchLogDirs looks at the log dirs.
+var logDirCheckInterval = time.Second
+
+// temporaryAcceptError reports whether Accept failing with err may succeed
+// later: out of descriptors, buffers or memory, or a connection that went
+// away before it was accepted.
+func temporaryAcceptError(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
+		syscall.ECONNABORTED, syscall.ECONNRESET, syscall.EINTR, syscall.EAGAIN, syscall.EPROTO, syscall.EPERM} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+// watchLogDirs checks the log dirs every logDirCheckInterval until Close
+// and reports on Err once every one is offline.
+func (s *Server) watchLogDirs() {
+	t := time.NewTicker(logDirCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-t.C:
+		case <-s.logDirsCheck:
+		}
+		if s.checkLogDirs() {
+			return
+		}
+	}
+}
+
+// checkLogDirsSoon has watchLogDirs look at the log dirs now: a storage
+// error (KAFKA_STORAGE_ERROR) may mean one is gone.
+func (s *Server) checkLogDirsSoon() {
+	select {
+	case s.logDirsCheck <- struct{}{}:
+	default:
+	}
+}
+
+// checkLogDirs marks the log dirs that are gone or unwritable offline and
+// reports whether all of them are (after failing the broker).
+func (s *Server) checkLogDirs() (allOffline bool) {
+	for _, dir := range s.cfg.LogDirs {
+		if s.offlineDirs[dir] {
+			continue
+		}
+		if err := s.logDirUsable(dir); err != nil {
+			s.offlineDirs[dir] = true
+			s.logger.Error("log dir is offline", "dir", dir, "err", err)
+		}
+	}
+	if len(s.offlineDirs) < len(s.cfg.LogDirs) {
+		return false
+	}
+	err := fmt.Errorf("broker: all log dirs in %s have failed", strings.Join(s.cfg.LogDirs, ","))
+	s.logger.Error("every log dir is offline: the broker cannot go on", "log.dirs", strings.Join(s.cfg.LogDirs, ","))
+	s.fail(err)
+	return true
+}
+
+// logDirUsable returns why dir cannot hold logs, nil if it can.
+func (s *Server) logDirUsable(dir string) error {
+	var fi os.FileInfo
+	var err error
+	if s.cfg.StorageFS != nil {
+		fi, err = s.cfg.StorageFS.Stat(dir)
+	} else {
+		fi, err = os.Stat(dir)
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return dirWritable(dir)
+}
