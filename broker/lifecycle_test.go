@@ -27,14 +27,13 @@ import (
 // errors (a listener closed underneath, every log dir gone).
 
 // lifecycleRounds is how many times the one-broker leak test starts and
-// closes a broker (about 0.2 s a round); clusterRounds the three-broker
-// one, fewer to keep both tests near 80 s on two cores: a round takes 7 to
-// 8 s (the members' start 2 s, each close 1 s, and the last broker to close
-// waits 2 s more for its lease revocation, which has no etcd quorum left),
-// so 20 rounds took 150 to 180 s.
+// closes a broker (about 0.2 s a round), clusterRounds the three-broker one
+// (7 to 8 s a round on two cores: the members' start 2 s, each close 1 s,
+// and the last broker to close waits 2 s more for its lease revocation,
+// which has no etcd quorum left).
 const (
 	lifecycleRounds = 20
-	clusterRounds   = 8
+	clusterRounds   = 20
 )
 
 // lifecycleProps are the settings of the leak tests' brokers: a small
