@@ -242,7 +242,7 @@ func (c *conn) readLoop() (idle bool) {
 // its request. It returns false to close the connection, and the buffer to
 // read the next frame into.
 func (c *conn) readRequest(buf []byte) ([]byte, bool) {
-	frame, err := protocol.ReadFrame(&c.rd, c.srv.cfg.SocketRequestMaxBytes, buf)
+	frame, err := protocol.ReadFrame(&c.rd, c.srv.cfg.Network.SocketRequestMaxBytes, buf)
 	if err != nil {
 		c.logReadError(err)
 		return nil, false

@@ -62,10 +62,10 @@ func handleCreateTopics(c *conn, x *exchange) {
 		}
 		np, rf := rt.NumPartitions, rt.ReplicationFactor
 		if np == -1 && len(rt.ReplicaAssignment) == 0 {
-			np = s.cfg.NumPartitions
+			np = s.cfg.Topics.NumPartitions
 		}
 		if rf == -1 && len(rt.ReplicaAssignment) == 0 {
-			rf = s.cfg.DefaultReplicationFactor
+			rf = s.cfg.Topics.DefaultReplicationFactor
 		}
 		var assign map[int32][]int32
 		if len(rt.ReplicaAssignment) > 0 {

@@ -50,7 +50,7 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 		byDir[dir] = append(byDir[dir], p)
 	})
 
-	for _, dir := range s.cfg.LogDirs {
+	for _, dir := range s.cfg.Log.Dirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		abs, err := filepath.Abs(dir)
 		if err != nil {

@@ -106,7 +106,7 @@ func (d *dynamicConfigs) apply(set controller.BrokerConfigSet, rev int64) {
 	next := &dynamicConfigState{rev: rev, layers: layers, effective: effective, next: make(chan struct{})}
 	d.state.Store(next)
 	close(old.next)
-	if effective.LogDefaults != old.effective.LogDefaults {
+	if effective.Log.Defaults != old.effective.Log.Defaults {
 		s.logger.Info("dynamic broker configs changed the log defaults", "revision", rev)
 		// Not on this goroutine: the first load may run inside the
 		// partition manager's metadata application, which holds its lock.

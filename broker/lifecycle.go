@@ -67,7 +67,7 @@ func (s *Server) checkLogDirsSoon() {
 // checkLogDirs marks the log dirs that are gone or unwritable offline and
 // reports whether all of them are (after failing the broker).
 func (s *Server) checkLogDirs() (allOffline bool) {
-	for _, dir := range s.cfg.LogDirs {
+	for _, dir := range s.cfg.Log.Dirs {
 		if s.offlineDirs[dir] {
 			continue
 		}
@@ -76,11 +76,11 @@ func (s *Server) checkLogDirs() (allOffline bool) {
 			s.logger.Error("log dir is offline", "dir", dir, "err", err)
 		}
 	}
-	if len(s.offlineDirs) < len(s.cfg.LogDirs) {
+	if len(s.offlineDirs) < len(s.cfg.Log.Dirs) {
 		return false
 	}
-	err := fmt.Errorf("broker: all log dirs in %s have failed", strings.Join(s.cfg.LogDirs, ","))
-	s.logger.Error("every log dir is offline: the broker cannot go on", "log.dirs", strings.Join(s.cfg.LogDirs, ","))
+	err := fmt.Errorf("broker: all log dirs in %s have failed", strings.Join(s.cfg.Log.Dirs, ","))
+	s.logger.Error("every log dir is offline: the broker cannot go on", "log.dirs", strings.Join(s.cfg.Log.Dirs, ","))
 	s.fail(err)
 	return true
 }

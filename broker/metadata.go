@@ -83,7 +83,7 @@ func handleMetadata(c *conn, x *exchange) {
 			name = *rt.Topic
 		}
 		t, ok := s.ctrl.Topic(name)
-		if !ok && allowAuto && s.cfg.AutoCreateTopicsEnable && !strings.HasPrefix(name, "__") {
+		if !ok && allowAuto && s.cfg.Topics.AutoCreateEnable && !strings.HasPrefix(name, "__") {
 			t, ok = s.autoCreateTopic(name)
 		}
 		if !ok {
@@ -111,8 +111,8 @@ func (s *Server) autoCreateTopic(name string) (controller.TopicInfo, bool) {
 	defer cancel()
 	t, err := s.ctrl.CreateTopic(ctx, controller.CreateTopicRequest{
 		Name:              name,
-		NumPartitions:     s.cfg.NumPartitions,
-		ReplicationFactor: s.cfg.DefaultReplicationFactor,
+		NumPartitions:     s.cfg.Topics.NumPartitions,
+		ReplicationFactor: s.cfg.Topics.DefaultReplicationFactor,
 	})
 	if err != nil {
 		if t, ok := s.ctrl.Topic(name); ok {
@@ -121,8 +121,8 @@ func (s *Server) autoCreateTopic(name string) (controller.TopicInfo, bool) {
 		s.logger.Warn("auto-creating topic failed", "topic", name, "err", err)
 		return controller.TopicInfo{}, false
 	}
-	s.logger.Info("auto-created topic", "topic", name, "partitions", s.cfg.NumPartitions,
-		"replication_factor", s.cfg.DefaultReplicationFactor)
+	s.logger.Info("auto-created topic", "topic", name, "partitions", s.cfg.Topics.NumPartitions,
+		"replication_factor", s.cfg.Topics.DefaultReplicationFactor)
 	return t, true
 }
 

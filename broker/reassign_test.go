@@ -214,7 +214,7 @@ func TestReassignPartitionUnderLoad(t *testing.T) {
 
 	// Broker 1 stopped replicating moving-0 and deleted its directory
 	// (file.delete.delay.ms=0: the renamed -delete directory goes at once).
-	dir1 := c.cfgs[0].LogDirs[0]
+	dir1 := c.cfgs[0].Log.Dirs[0]
 	waitFor(t, 10*time.Second, "broker 1 to delete its replica of moving-0", func() bool {
 		if c.partitionOn(0, "moving", 0) != nil {
 			return false
@@ -288,7 +288,7 @@ func TestReassignCancelAndErrors(t *testing.T) {
 	adm := kadm.NewClient(c.client())
 	// A file where broker 4 would put the replica's directory: its log
 	// cannot be opened, so broker 4 never catches up.
-	if err := os.WriteFile(filepath.Join(c.cfgs[3].LogDirs[0], "stuck-0"), []byte("in the way\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.cfgs[3].Log.Dirs[0], "stuck-0"), []byte("in the way\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("stuck"))

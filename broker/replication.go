@@ -22,7 +22,7 @@ func replicationConfig(cfg config.Config) replication.Config {
 	r := cfg.Replication
 	return replication.Config{
 		NodeID:                            cfg.NodeID,
-		LogDirs:                           cfg.LogDirs,
+		LogDirs:                           cfg.Log.Dirs,
 		FS:                                cfg.StorageFS,
 		ReplicaLagTimeMax:                 r.LagTimeMax,
 		FetchBackoff:                      r.FetchBackoff,
@@ -32,10 +32,10 @@ func replicationConfig(cfg config.Config) replication.Config {
 		FetchMaxBytes:                     r.FetchMaxBytes,
 		HighWatermarkCheckpointInterval:   r.HighWatermarkSync,
 		RecoveryThreadsPerDataDir:         r.RecoveryThreadsPerDataDir,
-		RetentionCheckInterval:            time.Duration(cfg.RetentionCheckIntervalMs) * time.Millisecond,
-		ProducerIDExpirationCheckInterval: time.Duration(cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
-		LogCleanerEnable:                  cfg.LogCleanerEnable,
-		Cleaner:                           cfg.Cleaner,
+		RetentionCheckInterval:            time.Duration(cfg.Log.RetentionCheckIntervalMs) * time.Millisecond,
+		ProducerIDExpirationCheckInterval: time.Duration(cfg.Log.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
+		LogCleanerEnable:                  cfg.Log.CleanerEnable,
+		Cleaner:                           cfg.Log.Cleaner,
 	}
 }
 
@@ -58,11 +58,11 @@ func (s *Server) topicReplicationConfig(overrides map[string]string) (storage.Lo
 	cur := s.currentConfig()
 	logCfg, err := cur.TopicLogConfig(overrides)
 	if err != nil {
-		return cur.LogDefaults, cur.MinInsyncReplicas, err
+		return cur.Log.Defaults, cur.Topics.MinInsyncReplicas, err
 	}
 	minISR, err := cur.TopicMinInsyncReplicas(overrides)
 	if err != nil {
-		return cur.LogDefaults, cur.MinInsyncReplicas, err
+		return cur.Log.Defaults, cur.Topics.MinInsyncReplicas, err
 	}
 	return logCfg, minISR, nil
 }

@@ -89,14 +89,14 @@ type listener struct {
 
 // New validates cfg and returns a broker that is not started yet.
 func New(cfg config.Config) (*Server, error) {
-	if len(cfg.Listeners) == 0 {
+	if len(cfg.Network.Listeners) == 0 {
 		return nil, errors.New("broker: no listeners configured")
 	}
-	if len(cfg.LogDirs) == 0 {
+	if len(cfg.Log.Dirs) == 0 {
 		return nil, errors.New("broker: no log.dirs configured")
 	}
-	if cfg.SocketRequestMaxBytes <= 0 {
-		return nil, fmt.Errorf("broker: invalid socket.request.max.bytes %d", cfg.SocketRequestMaxBytes)
+	if cfg.Network.SocketRequestMaxBytes <= 0 {
+		return nil, fmt.Errorf("broker: invalid socket.request.max.bytes %d", cfg.Network.SocketRequestMaxBytes)
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -134,7 +134,7 @@ func (s *Server) Start() error {
 
 func (s *Server) start() error {
 	started := time.Now()
-	for _, l := range s.cfg.Listeners {
+	for _, l := range s.cfg.Network.Listeners {
 		addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -155,8 +155,8 @@ func (s *Server) start() error {
 		// lease: a broker silent for that long loses its leaderships.
 		LeaseTTLSeconds: s.cfg.Replication.LeaseTTLSeconds(),
 
-		DefaultNumPartitions:     s.cfg.NumPartitions,
-		DefaultReplicationFactor: s.cfg.DefaultReplicationFactor,
+		DefaultNumPartitions:     s.cfg.Topics.NumPartitions,
+		DefaultReplicationFactor: s.cfg.Topics.DefaultReplicationFactor,
 
 		EtcdName:                     s.cfg.Etcd.Name,
 		EtcdInitialCluster:           s.cfg.Etcd.InitialCluster,
@@ -169,9 +169,9 @@ func (s *Server) start() error {
 		EtcdHeartbeatIntervalMs:      s.cfg.Etcd.HeartbeatIntervalMs,
 		EtcdElectionTimeoutMs:        s.cfg.Etcd.ElectionTimeoutMs,
 
-		UncleanLeaderElectionEnable:  s.cfg.UncleanLeaderElectionEnable,
-		AutoLeaderRebalanceEnable:    &s.cfg.AutoLeaderRebalanceEnable,
-		LeaderImbalanceCheckInterval: time.Duration(s.cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+		UncleanLeaderElectionEnable:  s.cfg.Controller.UncleanLeaderElectionEnable,
+		AutoLeaderRebalanceEnable:    &s.cfg.Controller.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval: time.Duration(s.cfg.Controller.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Logger:                       s.logger,
 	})
 	if err != nil {
@@ -212,9 +212,9 @@ func (s *Server) advertisedEndpoints() []controller.Endpoint {
 	for _, l := range s.listeners {
 		bound[l.cfg.Name] = l
 	}
-	adv := s.cfg.AdvertisedListeners
+	adv := s.cfg.Network.Advertised
 	if len(adv) == 0 {
-		adv = s.cfg.Listeners
+		adv = s.cfg.Network.Listeners
 	}
 	out := make([]controller.Endpoint, 0, len(adv))
 	for _, a := range adv {

@@ -85,53 +85,70 @@ type Etcd struct {
 	ElectionTimeoutMs        int      // etcd.election.timeout (0: etcd's)
 }
 
-// Config is the broker's static configuration, every value typed and
-// validated. Parse builds it; Default is what an empty server.properties
-// gives.
-type Config struct {
-	NodeID                   int32      // node.id (default 1); broker.id is accepted as its alias
-	Listeners                []Listener // listeners (default PLAINTEXT://127.0.0.1:9092), without the controller listeners
-	AdvertisedListeners      []Listener // advertised.listeners (default: listeners; a port 0 there is replaced by the bound port at start)
-	LogDirs                  []string   // log.dirs, else log.dir (Strait default: /tmp/strait-logs, mirroring Kafka's /tmp/kafka-logs)
-	NumPartitions            int32      // num.partitions (1)
-	DefaultReplicationFactor int16      // default.replication.factor (1)
-	AutoCreateTopicsEnable   bool       // auto.create.topics.enable (true)
-	MessageMaxBytes          int32      // message.max.bytes (1048588)
-	SocketRequestMaxBytes    int32      // socket.request.max.bytes (104857600)
-	Rack                     string     // broker.rack
-
+// Network is where the broker listens and how clients and other brokers
+// reach it.
+type Network struct {
+	Listeners  []Listener // listeners (default PLAINTEXT://127.0.0.1:9092), without the controller listeners
+	Advertised []Listener // advertised.listeners (default: listeners; a port 0 there is replaced by the bound port at start)
 	// InterBrokerListenerName is inter.broker.listener.name, else the listener named
 	// after security.inter.broker.protocol (PLAINTEXT).
 	InterBrokerListenerName string
 	// ControllerListenerNames is controller.listener.names. Strait has no KRaft
 	// quorum (etcd replaces it), so these listeners are parsed and then left out of
-	// Listeners and AdvertisedListeners: a KRaft combined-mode file still works.
+	// Listeners and Advertised: a KRaft combined-mode file still works.
 	ControllerListenerNames []string
-	MinInsyncReplicas       int32  // min.insync.replicas (1)
-	CompressionType         string // compression.type (producer)
-	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs are
-	// log.message.timestamp.before/after.max.ms, also copied into LogDefaults.
-	MessageTimestampBeforeMaxMs int64
-	MessageTimestampAfterMaxMs  int64
-	// UncleanLeaderElectionEnable, AutoLeaderRebalanceEnable and
-	// LeaderImbalanceCheckIntervalSeconds are Kafka's keys of the same names
-	// (false, true, 300), used by the active controller.
-	UncleanLeaderElectionEnable         bool
-	AutoLeaderRebalanceEnable           bool
-	LeaderImbalanceCheckIntervalSeconds int64
+	SocketRequestMaxBytes   int32 // socket.request.max.bytes (104857600)
+}
 
-	// LogDefaults are the broker-level log.* defaults of every topic.
-	LogDefaults storage.LogConfig
+// Log is the partition logs' place on disk, the broker-level defaults of
+// every topic's log (the log.* synonyms of the topic keys), and the
+// background work over the logs.
+type Log struct {
+	Dirs     []string          // log.dirs, else log.dir (Strait default: /tmp/strait-logs, mirroring Kafka's /tmp/kafka-logs)
+	Defaults storage.LogConfig // log.segment.bytes, log.retention.*, log.cleanup.policy, ...: every topic's defaults
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms (300000).
 	RetentionCheckIntervalMs int64
-	// LogCleanerEnable is log.cleaner.enable (true): whether compacted
-	// topics are cleaned; Cleaner holds the log.cleaner.* settings.
-	LogCleanerEnable bool
-	Cleaner          storage.CleanerConfig
+	// CleanerEnable is log.cleaner.enable (true): whether compacted topics
+	// are cleaned; Cleaner holds the log.cleaner.* settings.
+	CleanerEnable bool
+	Cleaner       storage.CleanerConfig
 	// ProducerIDExpirationCheckIntervalMs is
 	// producer.id.expiration.check.interval.ms (600000): how often idle
 	// producers' state is expired.
 	ProducerIDExpirationCheckIntervalMs int64
+}
+
+// TopicDefaults are the broker keys a topic takes when its creation leaves
+// them open (auto-creation, CreateTopics with -1, no override).
+type TopicDefaults struct {
+	NumPartitions            int32  // num.partitions (1)
+	DefaultReplicationFactor int16  // default.replication.factor (1)
+	AutoCreateEnable         bool   // auto.create.topics.enable (true)
+	MessageMaxBytes          int32  // message.max.bytes (1048588), also Log.Defaults.MaxMessageBytes
+	MinInsyncReplicas        int32  // min.insync.replicas (1)
+	CompressionType          string // compression.type (producer)
+}
+
+// Controller holds the keys of Kafka's names that the active controller
+// uses: unclean.leader.election.enable (false), auto.leader.rebalance.enable
+// (true) and leader.imbalance.check.interval.seconds (300).
+type Controller struct {
+	UncleanLeaderElectionEnable         bool
+	AutoLeaderRebalanceEnable           bool
+	LeaderImbalanceCheckIntervalSeconds int64
+}
+
+// Config is the broker's static configuration, every value typed and
+// validated. Parse builds it; Default is what an empty server.properties
+// gives.
+type Config struct {
+	NodeID int32  // node.id (default 1); broker.id is accepted as its alias
+	Rack   string // broker.rack
+
+	Network    Network       // listeners and how clients and brokers reach them
+	Log        Log           // log.dirs and the log.* defaults of every topic
+	Topics     TopicDefaults // what topics are created with when a request leaves it open
+	Controller Controller    // the active controller's leader-election keys
 
 	Replication   Replication   // replica.*, num.recovery.threads.per.data.dir, broker.session.timeout.ms
 	Groups        Groups        // the group coordinator's keys (offsets.*, group.*)

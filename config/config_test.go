@@ -42,15 +42,15 @@ func TestParseConfigEmptyIsDefault(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("Parse(nil) =\n%+v\nDefaultConfig() =\n%+v", c, want)
 	}
-	if c.NodeID != 1 || c.NumPartitions != 1 || c.DefaultReplicationFactor != 1 || !c.AutoCreateTopicsEnable ||
-		c.MessageMaxBytes != 1048588 || c.SocketRequestMaxBytes != 104857600 || c.Etcd.Prefix != "/strait" ||
+	if c.NodeID != 1 || c.Topics.NumPartitions != 1 || c.Topics.DefaultReplicationFactor != 1 || !c.Topics.AutoCreateEnable ||
+		c.Topics.MessageMaxBytes != 1048588 || c.Network.SocketRequestMaxBytes != 104857600 || c.Etcd.Prefix != "/strait" ||
 		c.Etcd.DataDir != "/tmp/strait-logs/etcd" || len(c.Etcd.Endpoints) != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if got := c.Listeners; len(got) != 1 || got[0] != (Listener{"PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"}) {
+	if got := c.Network.Listeners; len(got) != 1 || got[0] != (Listener{"PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"}) {
 		t.Fatalf("listeners = %+v", got)
 	}
-	ld := c.LogDefaults
+	ld := c.Log.Defaults
 	wantLD := storage.LogConfig{
 		SegmentBytes: 1 << 30, SegmentMs: 604800000, SegmentIndexBytes: 10485760, IndexIntervalBytes: 4096,
 		MaxMessageBytes: 1048588, TimestampType: storage.CreateTime, RetentionMs: 604800000, RetentionBytes: -1,
@@ -101,17 +101,17 @@ func TestParseConfigKafkaServerProperties(t *testing.T) {
 	}
 	// The CONTROLLER listener is Kafka's KRaft quorum: Strait leaves it out.
 	wantL := []Listener{{"PLAINTEXT", "", 9092, "PLAINTEXT"}}
-	if !reflect.DeepEqual(c.Listeners, wantL) {
-		t.Fatalf("Listeners = %+v, want %+v", c.Listeners, wantL)
+	if !reflect.DeepEqual(c.Network.Listeners, wantL) {
+		t.Fatalf("Listeners = %+v, want %+v", c.Network.Listeners, wantL)
 	}
 	wantA := []Listener{{"PLAINTEXT", "localhost", 9092, "PLAINTEXT"}}
-	if !reflect.DeepEqual(c.AdvertisedListeners, wantA) {
-		t.Fatalf("AdvertisedListeners = %+v, want %+v", c.AdvertisedListeners, wantA)
+	if !reflect.DeepEqual(c.Network.Advertised, wantA) {
+		t.Fatalf("AdvertisedListeners = %+v, want %+v", c.Network.Advertised, wantA)
 	}
-	if !reflect.DeepEqual(c.ControllerListenerNames, []string{"CONTROLLER"}) || c.InterBrokerListenerName != "PLAINTEXT" {
-		t.Fatalf("controller names %v, inter-broker %q", c.ControllerListenerNames, c.InterBrokerListenerName)
+	if !reflect.DeepEqual(c.Network.ControllerListenerNames, []string{"CONTROLLER"}) || c.Network.InterBrokerListenerName != "PLAINTEXT" {
+		t.Fatalf("controller names %v, inter-broker %q", c.Network.ControllerListenerNames, c.Network.InterBrokerListenerName)
 	}
-	if c.NumPartitions != 3 || !reflect.DeepEqual(c.LogDirs, []string{"/tmp/kraft-combined-logs"}) ||
+	if c.Topics.NumPartitions != 3 || !reflect.DeepEqual(c.Log.Dirs, []string{"/tmp/kraft-combined-logs"}) ||
 		c.Etcd.DataDir != "/tmp/kraft-combined-logs/etcd" {
 		t.Fatalf("parsed %+v", c)
 	}
@@ -133,8 +133,8 @@ func TestParseConfigKRaftDefaultControllerProtocol(t *testing.T) {
 		"listeners":                 "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"controller.listener.names": "CONTROLLER",
 	})
-	if len(c.Listeners) != 1 || c.Listeners[0].Name != "PLAINTEXT" || c.Listeners[0].Port != 0 {
-		t.Fatalf("Listeners = %+v", c.Listeners)
+	if len(c.Network.Listeners) != 1 || c.Network.Listeners[0].Name != "PLAINTEXT" || c.Network.Listeners[0].Port != 0 {
+		t.Fatalf("Listeners = %+v", c.Network.Listeners)
 	}
 }
 
@@ -174,16 +174,16 @@ func TestParseConfigValues(t *testing.T) {
 		"min.insync.replicas":        "2",
 		"compression.type":           "zstd",
 	})
-	if c.NodeID != 7 || c.NumPartitions != 4 || c.DefaultReplicationFactor != 3 || c.AutoCreateTopicsEnable ||
-		c.MessageMaxBytes != 2000000 || c.LogDefaults.MaxMessageBytes != 2000000 || c.SocketRequestMaxBytes != 5000000 ||
-		c.Rack != "r1" || !reflect.DeepEqual(c.LogDirs, []string{"/a"}) || c.Etcd.DataDir != "/a/etcd" ||
-		c.MinInsyncReplicas != 2 || c.CompressionType != "zstd" {
+	if c.NodeID != 7 || c.Topics.NumPartitions != 4 || c.Topics.DefaultReplicationFactor != 3 || c.Topics.AutoCreateEnable ||
+		c.Topics.MessageMaxBytes != 2000000 || c.Log.Defaults.MaxMessageBytes != 2000000 || c.Network.SocketRequestMaxBytes != 5000000 ||
+		c.Rack != "r1" || !reflect.DeepEqual(c.Log.Dirs, []string{"/a"}) || c.Etcd.DataDir != "/a/etcd" ||
+		c.Topics.MinInsyncReplicas != 2 || c.Topics.CompressionType != "zstd" {
 		t.Fatalf("parsed %+v", c)
 	}
 	// log.dirs wins over log.dir.
 	c, _ = mustParse(t, map[string]string{"log.dir": "/a", "log.dirs": "/b, /c"})
-	if !reflect.DeepEqual(c.LogDirs, []string{"/b", "/c"}) {
-		t.Fatalf("LogDirs = %v", c.LogDirs)
+	if !reflect.DeepEqual(c.Log.Dirs, []string{"/b", "/c"}) {
+		t.Fatalf("LogDirs = %v", c.Log.Dirs)
 	}
 }
 
@@ -212,16 +212,16 @@ func TestParseConfigLogDefaults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c, _ := mustParse(t, tc.props)
-		if !tc.check(c.LogDefaults) {
-			t.Errorf("%v: LogDefaults = %+v", tc.props, c.LogDefaults)
+		if !tc.check(c.Log.Defaults) {
+			t.Errorf("%v: LogDefaults = %+v", tc.props, c.Log.Defaults)
 		}
 	}
 	c, _ := mustParse(t, map[string]string{"log.message.timestamp.before.max.ms": "10", "log.message.timestamp.after.max.ms": "20"})
-	if c.MessageTimestampBeforeMaxMs != 10 || c.MessageTimestampAfterMaxMs != 20 {
-		t.Fatalf("timestamp bounds %d %d", c.MessageTimestampBeforeMaxMs, c.MessageTimestampAfterMaxMs)
+	if c.Log.Defaults.TimestampBeforeMaxMs != 10 || c.Log.Defaults.TimestampAfterMaxMs != 20 {
+		t.Fatalf("timestamp bounds %d %d", c.Log.Defaults.TimestampBeforeMaxMs, c.Log.Defaults.TimestampAfterMaxMs)
 	}
-	if d := Default(); d.MessageTimestampBeforeMaxMs != math.MaxInt64 || d.MessageTimestampAfterMaxMs != 3600000 {
-		t.Fatalf("timestamp bound defaults %d %d", d.MessageTimestampBeforeMaxMs, d.MessageTimestampAfterMaxMs)
+	if d := Default(); d.Log.Defaults.TimestampBeforeMaxMs != math.MaxInt64 || d.Log.Defaults.TimestampAfterMaxMs != 3600000 {
+		t.Fatalf("timestamp bound defaults %d %d", d.Log.Defaults.TimestampBeforeMaxMs, d.Log.Defaults.TimestampAfterMaxMs)
 	}
 }
 
@@ -288,17 +288,17 @@ func TestParseListeners(t *testing.T) {
 		{"PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"},
 		{"SSL", "::1", 9092, "SSL"}, // one IPv4 and one IPv6 listener may share a port
 	}
-	if !reflect.DeepEqual(c.Listeners, want) {
-		t.Fatalf("Listeners = %+v\nwant %+v", c.Listeners, want)
+	if !reflect.DeepEqual(c.Network.Listeners, want) {
+		t.Fatalf("Listeners = %+v\nwant %+v", c.Network.Listeners, want)
 	}
 	wantA := []Listener{{"INTERNAL", "broker1", 0, "PLAINTEXT"}, {"EXTERNAL", "example.com", 19094, "SASL_SSL"}}
-	if !reflect.DeepEqual(c.AdvertisedListeners, wantA) {
-		t.Fatalf("AdvertisedListeners = %+v", c.AdvertisedListeners)
+	if !reflect.DeepEqual(c.Network.Advertised, wantA) {
+		t.Fatalf("AdvertisedListeners = %+v", c.Network.Advertised)
 	}
-	if c.InterBrokerListenerName != "INTERNAL" {
-		t.Fatalf("InterBrokerListenerName = %q", c.InterBrokerListenerName)
+	if c.Network.InterBrokerListenerName != "INTERNAL" {
+		t.Fatalf("InterBrokerListenerName = %q", c.Network.InterBrokerListenerName)
 	}
-	if s := c.Listeners[1].String(); s != "EXTERNAL://[::1]:9094" {
+	if s := c.Network.Listeners[1].String(); s != "EXTERNAL://[::1]:9094" {
 		t.Fatalf("String() = %q", s)
 	}
 	// Several port-0 listeners are fine: each gets its own port.
@@ -369,8 +369,8 @@ func TestTopicLogConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lc != c.LogDefaults || lc.RetentionMs != 3600000 || !lc.Compact || lc.MaxMessageBytes != 5000 {
-		t.Fatalf("no topic configs: %+v, defaults %+v", lc, c.LogDefaults)
+	if lc != c.Log.Defaults || lc.RetentionMs != 3600000 || !lc.Compact || lc.MaxMessageBytes != 5000 {
+		t.Fatalf("no topic configs: %+v, defaults %+v", lc, c.Log.Defaults)
 	}
 	lc, err = c.TopicLogConfig(map[string]string{
 		"segment.bytes": "2097152", "segment.ms": "1000", "segment.index.bytes": "8192", "index.interval.bytes": "100",
@@ -441,7 +441,7 @@ func TestLogConfigPendingFields(t *testing.T) {
 			t.Errorf("%s: %s = %d, want %d", what, name, got, want)
 		}
 	}
-	d := Default().LogDefaults
+	d := Default().Log.Defaults
 	check("default", d, "TimestampBeforeMaxMs", math.MaxInt64)
 	check("default", d, "TimestampAfterMaxMs", 3600000)
 	check("default", d, "FileDeleteDelayMs", 60000)
@@ -449,9 +449,9 @@ func TestLogConfigPendingFields(t *testing.T) {
 	c, _ := mustParse(t, map[string]string{
 		"log.message.timestamp.before.max.ms": "11", "log.message.timestamp.after.max.ms": "22", "log.segment.delete.delay.ms": "33",
 	})
-	check("broker", c.LogDefaults, "TimestampBeforeMaxMs", 11)
-	check("broker", c.LogDefaults, "TimestampAfterMaxMs", 22)
-	check("broker", c.LogDefaults, "FileDeleteDelayMs", 33)
+	check("broker", c.Log.Defaults, "TimestampBeforeMaxMs", 11)
+	check("broker", c.Log.Defaults, "TimestampAfterMaxMs", 22)
+	check("broker", c.Log.Defaults, "FileDeleteDelayMs", 33)
 
 	lc, err := c.TopicLogConfig(map[string]string{
 		"message.timestamp.before.max.ms": "44", "message.timestamp.after.max.ms": "55", "file.delete.delay.ms": "66",

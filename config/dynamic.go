@@ -27,8 +27,8 @@ var dynamicLogKeys = func() map[string]bool {
 // WithDynamic returns c with the dynamic configs of l that Strait applies at
 // runtime: the static properties with the dynamic log keys on top (the
 // cluster default, then this broker's), parsed once, give the new
-// LogDefaults, MinInsyncReplicas, MessageMaxBytes and message timestamp
-// bounds; every other field stays c's. Without any dynamic log key, c is
+// Log.Defaults (message timestamp bounds included), Topics.MinInsyncReplicas and
+// Topics.MessageMaxBytes; every other field stays c's. Without any dynamic log key, c is
 // returned as is.
 func (c Config) WithDynamic(l *Layers) (Config, error) {
 	props := maps.Clone(c.Props)
@@ -52,11 +52,9 @@ func (c Config) WithDynamic(l *Layers) (Config, error) {
 		return Config{}, err
 	}
 	out := c
-	out.LogDefaults = with.LogDefaults
-	out.MinInsyncReplicas = with.MinInsyncReplicas
-	out.MessageMaxBytes = with.MessageMaxBytes
-	out.MessageTimestampBeforeMaxMs = with.MessageTimestampBeforeMaxMs
-	out.MessageTimestampAfterMaxMs = with.MessageTimestampAfterMaxMs
+	out.Log.Defaults = with.Log.Defaults
+	out.Topics.MinInsyncReplicas = with.Topics.MinInsyncReplicas
+	out.Topics.MessageMaxBytes = with.Topics.MessageMaxBytes
 	return out, nil
 }
 

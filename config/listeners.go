@@ -29,16 +29,16 @@ func (l Listener) String() string {
 // listenerPattern is SocketServerConfigs.URI_PARSE_REGEXP, anchored as matches() is.
 var listenerPattern = regexp.MustCompile(`^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$`)
 
-// parseListeners fills Listeners, AdvertisedListeners, InterBrokerListenerName and
-// ControllerListenerNames, validating them as KafkaConfig does.
+// parseListeners fills c.Network (listeners, advertised listeners, the inter-broker and
+// controller listener names), validating them as KafkaConfig does.
 func (c *Config) parseListeners(p *props) error {
-	c.ControllerListenerNames = nil
+	c.Network.ControllerListenerNames = nil
 	for _, n := range strings.Split(p.str("controller.listener.names"), ",") {
 		if n = strings.TrimSpace(n); n != "" {
-			c.ControllerListenerNames = append(c.ControllerListenerNames, n)
+			c.Network.ControllerListenerNames = append(c.Network.ControllerListenerNames, n)
 		}
 	}
-	isController := func(name string) bool { return slices.Contains(c.ControllerListenerNames, name) }
+	isController := func(name string) bool { return slices.Contains(c.Network.ControllerListenerNames, name) }
 
 	// listener.security.protocol.map (KafkaConfig.effectiveListenerSecurityProtocolMap).
 	protoMap := map[string]string{}
@@ -56,14 +56,14 @@ func (c *Config) parseListeners(p *props) error {
 		// KRaft adds PLAINTEXT for controller listener names when nothing uses
 		// SSL or SASL and no map was given.
 		sslOrSasl := func(n string) bool { return n == "SSL" || n == "SASL_SSL" || n == "SASL_PLAINTEXT" }
-		usesSecure := slices.ContainsFunc(c.ControllerListenerNames, sslOrSasl)
+		usesSecure := slices.ContainsFunc(c.Network.ControllerListenerNames, sslOrSasl)
 		for _, e := range parseCsvList(listenersRaw) {
 			if name, _, ok := strings.Cut(e, "://"); ok && sslOrSasl(name) {
 				usesSecure = true
 			}
 		}
 		if !usesSecure {
-			for _, n := range c.ControllerListenerNames {
+			for _, n := range c.Network.ControllerListenerNames {
 				protoMap[strings.ToUpper(n)] = "PLAINTEXT"
 			}
 		}
@@ -74,14 +74,14 @@ func (c *Config) parseListeners(p *props) error {
 		return err
 	}
 	var names []string
-	c.Listeners = nil
+	c.Network.Listeners = nil
 	for _, l := range all {
 		names = append(names, l.Name)
 		if !isController(l.Name) {
-			c.Listeners = append(c.Listeners, l)
+			c.Network.Listeners = append(c.Network.Listeners, l)
 		}
 	}
-	if len(c.Listeners) == 0 {
+	if len(c.Network.Listeners) == 0 {
 		return invalidValue("listeners", p.raw("listeners"), "There must be at least one broker listener (one not in controller.listener.names)")
 	}
 
@@ -90,17 +90,17 @@ func (c *Config) parseListeners(p *props) error {
 		if err != nil {
 			return err
 		}
-		c.AdvertisedListeners = nil
+		c.Network.Advertised = nil
 		for _, l := range adv {
 			if !isController(l.Name) {
-				c.AdvertisedListeners = append(c.AdvertisedListeners, l)
+				c.Network.Advertised = append(c.Network.Advertised, l)
 			}
 		}
 	} else {
-		c.AdvertisedListeners = slices.Clone(c.Listeners)
+		c.Network.Advertised = slices.Clone(c.Network.Listeners)
 	}
 	var advNames []string
-	for _, l := range c.AdvertisedListeners {
+	for _, l := range c.Network.Advertised {
 		advNames = append(advNames, l.Name)
 	}
 	if len(advNames) == 0 {
@@ -117,15 +117,15 @@ func (c *Config) parseListeners(p *props) error {
 			return &ConfigError{Key: "inter.broker.listener.name", Message: "Listener with name " + name +
 				" defined in inter.broker.listener.name not found in listener.security.protocol.map."}
 		}
-		c.InterBrokerListenerName = name
+		c.Network.InterBrokerListenerName = name
 	} else {
 		proto := p.str("security.inter.broker.protocol")
 		if !slices.Contains(securityProtocols, strings.ToUpper(proto)) {
 			return &ConfigError{Key: "security.inter.broker.protocol", Message: "Invalid security protocol `" + proto + "` defined in security.inter.broker.protocol"}
 		}
-		c.InterBrokerListenerName = strings.ToUpper(proto)
+		c.Network.InterBrokerListenerName = strings.ToUpper(proto)
 	}
-	if !slices.Contains(advNames, c.InterBrokerListenerName) {
+	if !slices.Contains(advNames, c.Network.InterBrokerListenerName) {
 		return &ConfigError{Key: "inter.broker.listener.name", Message: "inter.broker.listener.name must be a listener name defined in advertised.listeners. " +
 			"The valid options based on currently configured listeners are " + strings.Join(advNames, ",")}
 	}
@@ -135,7 +135,7 @@ func (c *Config) parseListeners(p *props) error {
 				"Found " + strings.Join(advNames, ",") + ". The valid options based on the current configuration are " + strings.Join(names, ",")}
 		}
 	}
-	for _, l := range c.AdvertisedListeners {
+	for _, l := range c.Network.Advertised {
 		if l.Host == "0.0.0.0" {
 			return &ConfigError{Key: "advertised.listeners", Message: "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address."}
 		}

@@ -65,7 +65,7 @@ func parse(in map[string]string, used map[string]bool) (Config, []string, error)
 		p.fail(invalidValue(key, p.m[key], "Value must be at least 0"))
 	}
 
-	c.NumPartitions = p.intAtLeast("num.partitions", 1)
+	c.Topics.NumPartitions = p.intAtLeast("num.partitions", 1)
 	// Kafka's default.replication.factor has no validator, but CreateTopics
 	// then fails for every topic relying on it; refuse at start instead.
 	rf := p.int("default.replication.factor")
@@ -73,17 +73,17 @@ func parse(in map[string]string, used map[string]bool) (Config, []string, error)
 		p.fail(invalidValue("default.replication.factor", p.raw("default.replication.factor"),
 			"Value must be at least 1 and no more than 32767"))
 	}
-	c.DefaultReplicationFactor = int16(rf)
-	c.AutoCreateTopicsEnable = p.bool("auto.create.topics.enable")
-	c.MessageMaxBytes = p.int("message.max.bytes")
-	c.RetentionCheckIntervalMs = p.longAtLeast("log.retention.check.interval.ms", 1)
-	p.atLeast("message.max.bytes", int64(c.MessageMaxBytes), 0)
-	c.SocketRequestMaxBytes = p.intAtLeast("socket.request.max.bytes", 1)
+	c.Topics.DefaultReplicationFactor = int16(rf)
+	c.Topics.AutoCreateEnable = p.bool("auto.create.topics.enable")
+	c.Topics.MessageMaxBytes = p.int("message.max.bytes")
+	c.Log.RetentionCheckIntervalMs = p.longAtLeast("log.retention.check.interval.ms", 1)
+	p.atLeast("message.max.bytes", int64(c.Topics.MessageMaxBytes), 0)
+	c.Network.SocketRequestMaxBytes = p.intAtLeast("socket.request.max.bytes", 1)
 	c.FetchSessions = parseFetchSessions(p)
 	c.Rack = p.str("broker.rack")
-	c.MinInsyncReplicas = p.intAtLeast("min.insync.replicas", 1)
-	c.CompressionType = p.str("compression.type")
-	if err := validIn("compression.type", c.CompressionType, compressionTypes...); err != nil {
+	c.Topics.MinInsyncReplicas = p.intAtLeast("min.insync.replicas", 1)
+	c.Topics.CompressionType = p.str("compression.type")
+	if err := validIn("compression.type", c.Topics.CompressionType, compressionTypes...); err != nil {
 		p.fail(err)
 	}
 	if p.err != nil {
@@ -102,16 +102,16 @@ func parse(in map[string]string, used map[string]bool) (Config, []string, error)
 	if len(dirs) == 0 {
 		return Config{}, warnings, &ConfigError{Key: "log.dirs", Message: "At least one log directory must be defined via log.dirs or log.dir."}
 	}
-	c.LogDirs = dirs
+	c.Log.Dirs = dirs
 
 	etcd, err := parseEtcd(p, dirs[0])
 	if err != nil {
 		return Config{}, warnings, err
 	}
 	c.Etcd = etcd
-	c.UncleanLeaderElectionEnable = p.bool("unclean.leader.election.enable")
-	c.AutoLeaderRebalanceEnable = p.bool("auto.leader.rebalance.enable")
-	c.LeaderImbalanceCheckIntervalSeconds = p.longAtLeast("leader.imbalance.check.interval.seconds", 1)
+	c.Controller.UncleanLeaderElectionEnable = p.bool("unclean.leader.election.enable")
+	c.Controller.AutoLeaderRebalanceEnable = p.bool("auto.leader.rebalance.enable")
+	c.Controller.LeaderImbalanceCheckIntervalSeconds = p.longAtLeast("leader.imbalance.check.interval.seconds", 1)
 
 	if err := c.parseLogDefaults(p); err != nil {
 		return Config{}, warnings, err
@@ -189,9 +189,9 @@ func (c *Config) parseLogDefaults(p *props) error {
 
 	ld.SegmentIndexBytes = p.intAtLeast("log.index.size.max.bytes", 4)
 	ld.IndexIntervalBytes = p.intAtLeast("log.index.interval.bytes", 0)
-	ld.MaxMessageBytes = c.MessageMaxBytes
+	ld.MaxMessageBytes = c.Topics.MessageMaxBytes
 	ld.ProducerIDExpirationMs = int64(p.intAtLeast("producer.id.expiration.ms", 1))
-	c.ProducerIDExpirationCheckIntervalMs = int64(p.intAtLeast("producer.id.expiration.check.interval.ms", 1))
+	c.Log.ProducerIDExpirationCheckIntervalMs = int64(p.intAtLeast("producer.id.expiration.check.interval.ms", 1))
 
 	switch ts := p.str("log.message.timestamp.type"); ts {
 	case "CreateTime":
@@ -250,8 +250,8 @@ func (c *Config) parseLogDefaults(p *props) error {
 	ld.MaxCompactionLagMs = p.longAtLeast("log.cleaner.max.compaction.lag.ms", 1)
 	ld.DeleteRetentionMs = p.longAtLeast("log.cleaner.delete.retention.ms", 0)
 
-	c.LogCleanerEnable = p.bool("log.cleaner.enable")
-	c.Cleaner = storage.CleanerConfig{
+	c.Log.CleanerEnable = p.bool("log.cleaner.enable")
+	c.Log.Cleaner = storage.CleanerConfig{
 		Threads:                int(p.intAtLeast("log.cleaner.threads", 0)),
 		DedupeBufferSize:       p.long("log.cleaner.dedupe.buffer.size"),
 		DedupeBufferLoadFactor: p.double("log.cleaner.io.buffer.load.factor"),
@@ -259,15 +259,13 @@ func (c *Config) parseLogDefaults(p *props) error {
 		BackoffMs:              p.longAtLeast("log.cleaner.backoff.ms", 0),
 	}
 
-	c.MessageTimestampBeforeMaxMs = p.longAtLeast("log.message.timestamp.before.max.ms", 0)
-	c.MessageTimestampAfterMaxMs = p.longAtLeast("log.message.timestamp.after.max.ms", 0)
-	ld.TimestampBeforeMaxMs = c.MessageTimestampBeforeMaxMs
-	ld.TimestampAfterMaxMs = c.MessageTimestampAfterMaxMs
+	ld.TimestampBeforeMaxMs = p.longAtLeast("log.message.timestamp.before.max.ms", 0)
+	ld.TimestampAfterMaxMs = p.longAtLeast("log.message.timestamp.after.max.ms", 0)
 	ld.FileDeleteDelayMs = p.longAtLeast("log.segment.delete.delay.ms", 0)
 
 	if p.err != nil {
 		return p.err
 	}
-	c.LogDefaults = ld
+	c.Log.Defaults = ld
 	return nil
 }

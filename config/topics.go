@@ -179,7 +179,7 @@ func (c Config) TopicLogConfig(topicConfigs map[string]string) (storage.LogConfi
 	if err := ValidateTopicConfigs(topicConfigs); err != nil {
 		return storage.LogConfig{}, err
 	}
-	lc := c.LogDefaults
+	lc := c.Log.Defaults
 	num := func(key string) (int64, bool) {
 		v, ok := topicConfigs[key]
 		if !ok {
@@ -255,5 +255,5 @@ func (c Config) TopicMinInsyncReplicas(topicConfigs map[string]string) (int32, e
 		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 		return int32(n), nil
 	}
-	return c.MinInsyncReplicas, nil
+	return c.Topics.MinInsyncReplicas, nil
 }

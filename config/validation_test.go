@@ -218,27 +218,27 @@ func TestDynamicChangeGivesNewTypedValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.LogDefaults.RetentionMs != 5000 || !got.LogDefaults.Compact || got.LogDefaults.Delete ||
-		got.MinInsyncReplicas != 2 || got.MessageMaxBytes != 3000 || got.LogDefaults.MaxMessageBytes != 3000 {
-		t.Errorf("dynamic: retention %d compact %v delete %v min.insync %d message.max %d/%d", got.LogDefaults.RetentionMs,
-			got.LogDefaults.Compact, got.LogDefaults.Delete, got.MinInsyncReplicas, got.MessageMaxBytes, got.LogDefaults.MaxMessageBytes)
+	if got.Log.Defaults.RetentionMs != 5000 || !got.Log.Defaults.Compact || got.Log.Defaults.Delete ||
+		got.Topics.MinInsyncReplicas != 2 || got.Topics.MessageMaxBytes != 3000 || got.Log.Defaults.MaxMessageBytes != 3000 {
+		t.Errorf("dynamic: retention %d compact %v delete %v min.insync %d message.max %d/%d", got.Log.Defaults.RetentionMs,
+			got.Log.Defaults.Compact, got.Log.Defaults.Delete, got.Topics.MinInsyncReplicas, got.Topics.MessageMaxBytes, got.Log.Defaults.MaxMessageBytes)
 	}
-	if got.NumPartitions != 3 {
-		t.Errorf("num.partitions is not applied at runtime: got %d", got.NumPartitions)
+	if got.Topics.NumPartitions != 3 {
+		t.Errorf("num.partitions is not applied at runtime: got %d", got.Topics.NumPartitions)
 	}
-	if static.LogDefaults.RetentionMs != int64(time.Hour/time.Millisecond) || static.MessageMaxBytes != 2000 || static.MinInsyncReplicas != 1 {
-		t.Errorf("the static config changed: %+v", static.LogDefaults)
+	if static.Log.Defaults.RetentionMs != int64(time.Hour/time.Millisecond) || static.Topics.MessageMaxBytes != 2000 || static.Topics.MinInsyncReplicas != 1 {
+		t.Errorf("the static config changed: %+v", static.Log.Defaults)
 	}
 	// The cluster default applies where the broker sets nothing; the
 	// broker's own value wins over it.
 	layers = NewLayers(static, map[string]string{"message.max.bytes": "4000"}, map[string]string{"message.max.bytes": "5000"})
-	if got, err := static.WithDynamic(layers); err != nil || got.MessageMaxBytes != 5000 {
-		t.Errorf("broker over default: %d %v", got.MessageMaxBytes, err)
+	if got, err := static.WithDynamic(layers); err != nil || got.Topics.MessageMaxBytes != 5000 {
+		t.Errorf("broker over default: %d %v", got.Topics.MessageMaxBytes, err)
 	}
 	// Nothing dynamic: the same value.
 	if got, err := static.WithDynamic(NewLayers(static, nil, map[string]string{"num.io.threads": "4"})); err != nil ||
-		got.LogDefaults != static.LogDefaults || got.MessageMaxBytes != 2000 {
-		t.Errorf("no dynamic log key: %+v %v", got.LogDefaults, err)
+		got.Log.Defaults != static.Log.Defaults || got.Topics.MessageMaxBytes != 2000 {
+		t.Errorf("no dynamic log key: %+v %v", got.Log.Defaults, err)
 	}
 	// An invalid dynamic value is refused naming the key.
 	_, err = static.WithDynamic(NewLayers(static, nil, map[string]string{"log.retention.ms": "0"}))

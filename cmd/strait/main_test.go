@@ -126,8 +126,8 @@ func TestRunReadyThenSignal(t *testing.T) {
 		t.Fatalf("unknown key not warned:\n%s", out)
 	}
 	// file < env < override.
-	if srv.cfg.NumPartitions != 5 || srv.cfg.Rack != "rack-a" || srv.cfg.NodeID != 4 ||
-		!reflect.DeepEqual(srv.cfg.LogDirs, []string{"/tmp/x"}) || srv.cfg.Logger == nil {
+	if srv.cfg.Topics.NumPartitions != 5 || srv.cfg.Rack != "rack-a" || srv.cfg.NodeID != 4 ||
+		!reflect.DeepEqual(srv.cfg.Log.Dirs, []string{"/tmp/x"}) || srv.cfg.Logger == nil {
 		t.Fatalf("config given to the broker: %+v", srv.cfg)
 	}
 	if srv.closeCount() != 0 {
@@ -202,7 +202,7 @@ func TestRunInvalidConfig(t *testing.T) {
 			t.Errorf("%v %v: stderr lacks %q:\n%s", tc.args, tc.env, tc.want, stderr.String())
 		}
 	}
-	if srv.closeCount() != 0 || srv.cfg.Listeners != nil {
+	if srv.closeCount() != 0 || srv.cfg.Network.Listeners != nil {
 		t.Fatal("a broker was built from an invalid configuration")
 	}
 }
