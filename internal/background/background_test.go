@@ -65,15 +65,13 @@ func TestConcurrentGoAndWait(t *testing.T) {
 		var accepted, finished atomic.Int32
 		var callers sync.WaitGroup
 		for range 8 {
-			callers.Add(1)
-			go func() {
-				defer callers.Done()
+			callers.Go(func() {
 				for range 20 {
 					if g.Go(func() { finished.Add(1) }) {
 						accepted.Add(1)
 					}
 				}
-			}()
+			})
 		}
 		g.Wait()
 		f := finished.Load()
