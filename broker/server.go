@@ -27,6 +27,7 @@ import (
 
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/internal/background"
 	"github.com/strait/strait/protocol"
 	"github.com/strait/strait/replication"
 )
@@ -70,12 +71,10 @@ type Server struct {
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
 	connWG  sync.WaitGroup
-	// bgWG counts the goroutines the broker started (goBackground), which
-	// Close waits for; bgMu orders their Add before that Wait, and
-	// bgClosed (set as Close starts waiting) refuses new ones.
-	bgMu     sync.RWMutex
-	bgClosed bool
-	bgWG     sync.WaitGroup
+	// bg holds the goroutines the broker started (goBackground), which
+	// Close waits for once the connections have drained; only then does it
+	// refuse new ones.
+	bg background.Group
 	// offlineDirs are the log dirs found gone or unwritable (watchLogDirs,
 	// which checkLogDirsSoon wakes).
 	offlineDirs  map[string]bool
@@ -370,10 +369,7 @@ func (s *Server) Close() error {
 		if s.replicas != nil {
 			s.replicas.Stop()
 		}
-		s.bgMu.Lock()
-		s.bgClosed = true
-		s.bgMu.Unlock()
-		s.bgWG.Wait()
+		s.bg.Wait()
 		var errs []error
 		if s.ctrl != nil {
 			if err := s.ctrl.Close(); err != nil {
@@ -433,19 +429,7 @@ var connDrainTimeout = 10 * time.Second
 // and return soon. Once Close waits for them (the connections are gone by
 // then) it runs nothing and returns false: a caller whose work must still
 // happen does it on its own goroutine.
-func (s *Server) goBackground(fn func()) bool {
-	s.bgMu.RLock()
-	defer s.bgMu.RUnlock()
-	if s.bgClosed {
-		return false
-	}
-	s.bgWG.Add(1)
-	go func() {
-		defer s.bgWG.Done()
-		fn()
-	}()
-	return true
-}
+func (s *Server) goBackground(fn func()) bool { return s.bg.Go(fn) }
 
 // fail reports a fatal error on Err once.
 func (s *Server) fail(err error) {

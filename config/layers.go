@@ -338,16 +338,7 @@ func (b *Layers) BrokerEntry(name string, perBrokerResource, withSynonyms, withD
 		v := renderValue(*value, typ)
 		value = &v
 	}
-	if !sensitive {
-		e.Value = value
-	}
-	e.Source = kmsg.ConfigSourceDefaultConfig
-	if len(syns) > 0 {
-		e.Source = syns[0].Source
-	}
-	if withSynonyms {
-		e.ConfigSynonyms = syns
-	}
+	setValueAndSource(&e, value, syns, sensitive, withSynonyms)
 	k := brokerCatalogByName[name]
 	e.ReadOnly = k == nil || k.mode == readOnly
 	if base, ok := listenerConfigName(name); ok && k == nil {
@@ -362,6 +353,22 @@ func (b *Layers) BrokerEntry(name string, perBrokerResource, withSynonyms, withD
 		e.Documentation = ptr(k.doc)
 	}
 	return e
+}
+
+// setValueAndSource fills an entry's value (withheld when sensitive), its
+// source (the first synonym's, else the default) and, when asked, its
+// synonyms, most specific first.
+func setValueAndSource(e *kmsg.DescribeConfigsResponseResourceConfig, value *string, syns []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym, sensitive, withSynonyms bool) {
+	if !sensitive {
+		e.Value = value
+	}
+	e.Source = kmsg.ConfigSourceDefaultConfig
+	if len(syns) > 0 {
+		e.Source = syns[0].Source
+	}
+	if withSynonyms {
+		e.ConfigSynonyms = syns
+	}
 }
 
 // BrokerEntryNames is every key a broker resource lists (ConfigHelper.allConfigs):
@@ -458,16 +465,7 @@ func (b *Layers) topicEntry(k *topicCatalogKey, overrides map[string]string, wit
 	if k.brokerSynonym != "" {
 		syns = append(syns, b.synonyms(k.brokerSynonym, brokerConfigSynonyms(k.brokerSynonym), sensitive)...)
 	}
-	if !sensitive {
-		e.Value = value
-	}
-	e.Source = kmsg.ConfigSourceDefaultConfig
-	if len(syns) > 0 {
-		e.Source = syns[0].Source
-	}
-	if withSynonyms {
-		e.ConfigSynonyms = syns
-	}
+	setValueAndSource(&e, value, syns, sensitive, withSynonyms)
 	e.IsSensitive = sensitive
 	e.ConfigType = wireConfigType(k.typ, true)
 	if withDocs {

@@ -91,7 +91,7 @@ func crash(t testing.TB, c *Controller) {
 			session.Orphan()
 		}
 		c.cancelRun()
-		c.wg.Wait()
+		c.bg.Wait()
 		c.etcdQuiet.Store(true)
 		c.client.Close()
 		if c.etcd != nil {

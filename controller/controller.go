@@ -13,6 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/strait/strait/internal/background"
 )
 
 // Lifecycle states of a Controller.
@@ -51,13 +53,11 @@ type Controller struct {
 	runCtx    context.Context // ends at Close: the watch, campaigns, keepalives
 	cancelRun context.CancelFunc
 	stop      chan struct{} // closed at Close
-	wg        sync.WaitGroup
+	// bg holds the goroutines the controller started (goBackground): Close
+	// refuses new ones at once and waits for them once the session is gone.
+	bg        background.Group
 	closeOnce sync.Once
 	closeErr  error
-	// goMu orders goBackground's wg.Add before Close's wg.Wait; goClosed
-	// refuses new goroutines once Close has begun.
-	goMu     sync.Mutex
-	goClosed bool
 	// errc carries the fatal error of the embedded etcd (see Err).
 	errc chan error
 
@@ -167,19 +167,7 @@ func (c *Controller) start(ctx context.Context) error {
 
 // goBackground runs fn on a goroutine that Close waits for; it returns
 // false, running nothing, once Close has begun.
-func (c *Controller) goBackground(fn func()) bool {
-	c.goMu.Lock()
-	defer c.goMu.Unlock()
-	if c.goClosed {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		fn()
-	}()
-	return true
-}
+func (c *Controller) goBackground(fn func()) bool { return c.bg.Go(fn) }
 
 // Err delivers a fatal error of the control plane: the embedded etcd
 // member failed (a listener of it stopped serving) or stopped by itself.
@@ -248,9 +236,7 @@ func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
 		c.state.Store(stateClosed)
 		close(c.stop)
-		c.goMu.Lock()
-		c.goClosed = true
-		c.goMu.Unlock()
+		c.bg.Close()
 		c.closeErr = c.shutdown()
 	})
 	return c.closeErr
@@ -291,7 +277,7 @@ func (c *Controller) shutdown() error {
 		cancel()
 	}
 	c.cancelRun()
-	c.wg.Wait()
+	c.bg.Wait()
 	c.etcdQuiet.Store(true)
 	if c.client != nil {
 		if err := c.client.Close(); err != nil && !errors.Is(err, context.Canceled) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/internal/background"
 	"github.com/strait/strait/storage"
 )
 
@@ -73,13 +74,11 @@ type Manager struct {
 	stopOnce sync.Once
 	stopCtx  context.Context
 	cancel   context.CancelFunc
-	// loops counts the maintenance and checkpoint loops; tasks the
+	// loops counts the maintenance and checkpoint loops; tasks holds the
 	// short-lived goroutines (ISR changes, stale directory removal), which
-	// goTask refuses to start once tasksDone is set.
-	loops     sync.WaitGroup
-	tasks     sync.WaitGroup
-	taskMu    sync.Mutex
-	tasksDone bool
+	// goTask refuses to start once Close waits for them.
+	loops sync.WaitGroup
+	tasks background.Group
 }
 
 // New returns a Manager hosting nothing yet; Start makes it follow the
@@ -453,19 +452,7 @@ func (m *Manager) Stop() {
 
 // goTask runs fn on a goroutine Close waits for; false (fn not run) once
 // Close has begun waiting.
-func (m *Manager) goTask(fn func()) bool {
-	m.taskMu.Lock()
-	defer m.taskMu.Unlock()
-	if m.tasksDone {
-		return false
-	}
-	m.tasks.Add(1)
-	go func() {
-		defer m.tasks.Done()
-		fn()
-	}()
-	return true
-}
+func (m *Manager) goTask(fn func()) bool { return m.tasks.Go(fn) }
 
 // Close stops everything Stop does, then the fetchers, waits for every
 // goroutine the Manager started, and flushes and closes every log (writing
@@ -474,9 +461,6 @@ func (m *Manager) goTask(fn func()) bool {
 func (m *Manager) Close() error {
 	m.Stop()
 	m.fetchers.close()
-	m.taskMu.Lock()
-	m.tasksDone = true
-	m.taskMu.Unlock()
 	m.tasks.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()

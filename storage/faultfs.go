@@ -35,39 +35,37 @@ func NewFaultFS(inner FS) *FaultFS {
 // ENOSPC; the write crossing the budget stores its first part (a torn
 // write). n < 0 removes the limit.
 func (f *FaultFS) SetWriteBudget(n int64) {
-	f.mu.Lock()
-	f.writeBudget = n
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.writeBudget, n)
 }
 
 // FailSyncs makes every fsync fail (or succeed again).
 func (f *FaultFS) FailSyncs(fail bool) {
-	f.mu.Lock()
-	f.failSync = fail
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.failSync, fail)
 }
 
 // FailCreates makes opening a file that does not exist yet fail.
 func (f *FaultFS) FailCreates(fail bool) {
-	f.mu.Lock()
-	f.failCreate = fail
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.failCreate, fail)
 }
 
 // MapFiles lets storage map this FS's index files into memory, as it maps
 // OSFS's (the inner FS's files must be mappable). Stores into a mapping
 // bypass the write budget and the fsync faults; FailMmaps does not.
 func (f *FaultFS) MapFiles(on bool) {
-	f.mu.Lock()
-	f.mapFiles = on
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.mapFiles, on)
 }
 
 // FailMmaps makes mapping a file fail (with MapFiles on).
 func (f *FaultFS) FailMmaps(fail bool) {
-	f.mu.Lock()
-	f.failMmap = fail
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.failMmap, fail)
+}
+
+// setLocked stores v in *p under mu: the setters above arm and disarm the
+// faults while the FS is in use.
+func setLocked[T any](mu *sync.Mutex, p *T, v T) {
+	mu.Lock()
+	*p = v
+	mu.Unlock()
 }
 
 // allowWrite returns how many of n bytes may be written.

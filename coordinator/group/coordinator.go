@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strait/strait/internal/background"
 	"github.com/strait/strait/recordbatch"
 )
 
@@ -114,8 +115,7 @@ type Coordinator struct {
 	closed      atomic.Bool
 	stop        chan struct{}
 
-	bgMu sync.Mutex // orders starting background work against Close
-	wg   sync.WaitGroup
+	bg background.Group // the goroutines Close waits for (goBackground)
 }
 
 // New returns a coordinator over log and meta and starts its offset
@@ -160,32 +160,20 @@ func New(cfg Config, log Log, meta Metadata) *Coordinator {
 }
 
 // goBackground runs fn in a goroutine Close waits for; false once closed.
-func (c *Coordinator) goBackground(fn func()) bool {
-	c.bgMu.Lock()
-	defer c.bgMu.Unlock()
-	if c.closed.Load() {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		fn()
-	}()
-	return true
-}
+func (c *Coordinator) goBackground(fn func()) bool { return c.bg.Go(fn) }
 
 // Close stops the coordinator: every shard is unloaded (parked JoinGroup and
 // SyncGroup requests are answered NOT_COORDINATOR) and later requests get
 // COORDINATOR_NOT_AVAILABLE.
 func (c *Coordinator) Close() {
-	c.bgMu.Lock()
+	// Refused from here on, so everything started began before closed was
+	// set and is waited for below.
+	c.bg.Close()
 	if !c.closed.CompareAndSwap(false, true) {
-		c.bgMu.Unlock()
 		return
 	}
 	close(c.stop)
-	c.bgMu.Unlock()
-	c.wg.Wait()
+	c.bg.Wait()
 	c.shards.Range(func(_, v any) bool {
 		v.(*shard).unload(c)
 		return true

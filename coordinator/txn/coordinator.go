@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strait/strait/internal/background"
 	"github.com/strait/strait/recordbatch"
 )
 
@@ -112,9 +113,7 @@ type Coordinator struct {
 
 	closed atomic.Bool
 	stop   chan struct{}
-	// bgMu orders goBackground's wg.Add before Close's wg.Wait.
-	bgMu sync.Mutex
-	wg   sync.WaitGroup
+	bg     background.Group // the goroutines Close waits for (goBackground)
 }
 
 // shard is one __transaction_state partition's transactional ids.
@@ -190,19 +189,7 @@ func New(cfg Config, log StateLog, broker Broker) *Coordinator {
 }
 
 // goBackground runs fn in a goroutine Close waits for; false once closed.
-func (c *Coordinator) goBackground(fn func()) bool {
-	c.bgMu.Lock()
-	defer c.bgMu.Unlock()
-	if c.closed.Load() {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		fn()
-	}()
-	return true
-}
+func (c *Coordinator) goBackground(fn func()) bool { return c.bg.Go(fn) }
 
 func (c *Coordinator) every(d time.Duration, fn func()) {
 	t := time.NewTicker(d)
@@ -220,20 +207,20 @@ func (c *Coordinator) every(d time.Duration, fn func()) {
 // Close stops the background work and marker writing and unloads
 // everything; requests after it get NOT_COORDINATOR.
 func (c *Coordinator) Close() {
-	c.bgMu.Lock()
+	// Refused from here on, so everything started began before closed was
+	// set and is waited for below.
+	c.bg.Close()
 	if c.closed.Swap(true) {
-		c.bgMu.Unlock()
 		return
 	}
 	close(c.stop)
-	c.bgMu.Unlock()
 	c.shardsMu.Lock()
 	for _, sh := range *c.shards.Load() {
 		sh.unloaded.Store(true)
 	}
 	c.shards.Store(&map[int32]*shard{})
 	c.shardsMu.Unlock()
-	c.wg.Wait()
+	c.bg.Wait()
 }
 
 // PartitionFor is the __transaction_state partition of a transactional id
