@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 )
 
@@ -22,21 +21,7 @@ import (
 // refuses while the preferred replica is out of the ISR, then moves the
 // leadership to it, and this broker's partition follows the new state.
 func TestElectLeadersPreferredMovesLeader(t *testing.T) {
-	cfg, _, err := config.Parse(map[string]string{
-		"listeners":                    "PLAINTEXT://127.0.0.1:0",
-		"log.dirs":                     t.TempDir(),
-		"auto.leader.rebalance.enable": "false",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv := startTestBroker(t, map[string]string{"auto.leader.rebalance.enable": "false"})
 	defer srv.Close()
 	<-srv.Ready()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -48,7 +33,7 @@ func TestElectLeadersPreferredMovesLeader(t *testing.T) {
 			NodeID:          2,
 			Endpoints:       []controller.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 1, SecurityProtocol: "PLAINTEXT"}},
 			EtcdEndpoints:   []string{srv.ctrl.EtcdClientURL()},
-			Prefix:          cfg.Etcd.Prefix,
+			Prefix:          srv.cfg.Etcd.Prefix,
 			LeaseTTLSeconds: 1,
 			Logger:          logger,
 		})

@@ -12,23 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
-
-	"github.com/strait/strait/config"
 )
 
 func startSessionBroker(t *testing.T) *Server {
 	t.Helper()
-	cfg, _, err := config.Parse(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv := startTestBroker(t)
 	t.Cleanup(func() { srv.Close() })
 	return srv
 }

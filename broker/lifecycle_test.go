@@ -10,15 +10,12 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strait/strait/config"
 )
 
 // Lifecycle tests: Close waits for every goroutine the broker started and
@@ -39,7 +36,6 @@ const (
 // lifecycleProps are the settings of the leak tests' brokers: a small
 // __consumer_offsets and no initial rebalance delay keep a round short.
 var lifecycleProps = map[string]string{
-	"listeners":                            "PLAINTEXT://127.0.0.1:0",
 	"offsets.topic.num.partitions":         "2",
 	"transaction.state.log.num.partitions": "2",
 	"group.initial.rebalance.delay.ms":     "0",
@@ -168,22 +164,7 @@ func lifecycleTraffic(t *testing.T, seeds []string, topic string, rf int16) {
 // startLifecycleBroker starts one broker with its logs and etcd in dir.
 func startLifecycleBroker(t *testing.T, dir string) *Server {
 	t.Helper()
-	props := map[string]string{"log.dirs": dir}
-	for k, v := range lifecycleProps {
-		props[k] = v
-	}
-	cfg, _, err := config.Parse(props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return srv
+	return startTestBroker(t, lifecycleProps, map[string]string{"log.dirs": dir})
 }
 
 func TestLifecycleBrokerLeaksNothing(t *testing.T) {
@@ -203,11 +184,7 @@ func TestLifecycleBrokerLeaksNothing(t *testing.T) {
 		if err := srv.Close(); err != nil {
 			t.Fatalf("round %d: Close: %v", round, err)
 		}
-		select {
-		case err := <-srv.Err():
-			t.Fatalf("round %d: Err after a clean run: %v", round, err)
-		default:
-		}
+		noErr(t, srv, 0, fmt.Sprintf("in round %d after a clean run", round))
 		os.RemoveAll(dir)
 		base.check(t, fmt.Sprintf("after round %d", round))
 	}
@@ -241,57 +218,14 @@ func TestLifecycleClusterLeaksNothing(t *testing.T) {
 }
 
 // startLifecycleCluster starts n brokers whose embedded etcd members form
-// one cluster.
+// one cluster, with the leak tests' small settings and fast etcd timings.
 func startLifecycleCluster(t *testing.T, n int) []*Server {
 	t.Helper()
-	peers := make([]string, n)
-	var initial []string
-	for i := range peers {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		peers[i] = fmt.Sprintf("http://%s", l.Addr())
-		l.Close()
-		initial = append(initial, fmt.Sprintf("b%d=%s", i+1, peers[i]))
-	}
-	srvs := make([]*Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		props := map[string]string{
-			"node.id":                  fmt.Sprint(i + 1),
-			"log.dirs":                 t.TempDir(),
-			"etcd.name":                fmt.Sprintf("b%d", i+1),
-			"etcd.initial.cluster":     strings.Join(initial, ","),
-			"etcd.listen.peer.urls":    peers[i],
-			"etcd.heartbeat.interval":  "20",
-			"etcd.election.timeout":    "200",
-			"replica.fetch.backoff.ms": "100",
-		}
-		for k, v := range lifecycleProps {
-			props[k] = v
-		}
-		cfg, _, err := config.Parse(props)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srvs[i] = srv
-		wg.Go(func() { errs[i] = srv.Start() })
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			for _, s := range srvs {
-				s.Close()
-			}
-			t.Fatalf("broker %d: %v", i+1, err)
-		}
-	}
+	srvs, _ := startEtcdCluster(t, n, lifecycleProps, map[string]string{
+		"etcd.heartbeat.interval":  "20",
+		"etcd.election.timeout":    "200",
+		"replica.fetch.backoff.ms": "100",
+	})
 	return srvs
 }
 
@@ -301,13 +235,9 @@ func TestErrReportsClosedListener(t *testing.T) {
 	srv := startLifecycleBroker(t, t.TempDir())
 	defer srv.Close()
 	srv.listeners[0].ln.Close()
-	select {
-	case err := <-srv.Err():
-		if !errors.Is(err, net.ErrClosed) || !strings.Contains(err.Error(), "listener PLAINTEXT") {
-			t.Fatalf("Err: %v, want the listener's error", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Err did not report the closed listener")
+	err := awaitErr(t, srv, 10*time.Second, "the closed listener")
+	if !errors.Is(err, net.ErrClosed) || !strings.Contains(err.Error(), "listener PLAINTEXT") {
+		t.Fatalf("Err: %v, want the listener's error", err)
 	}
 }
 
@@ -315,44 +245,19 @@ func TestErrReportsClosedListener(t *testing.T) {
 // broker goes on; with both removed, Err reports it (Kafka halts once every
 // log dir is offline).
 func TestErrReportsEveryLogDirGone(t *testing.T) {
-	old := logDirCheckInterval
-	logDirCheckInterval = 20 * time.Millisecond
-	defer func() { logDirCheckInterval = old }()
+	setForTest(t, &logDirCheckInterval, 20*time.Millisecond)
 	a, b := t.TempDir(), t.TempDir()
-	props := map[string]string{"log.dirs": a + "," + b, "etcd.data.dir": t.TempDir()}
-	for k, v := range lifecycleProps {
-		props[k] = v
-	}
-	cfg, _, err := config.Parse(props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv := startTestBroker(t, lifecycleProps, map[string]string{"log.dirs": a + "," + b, "etcd.data.dir": t.TempDir()})
 	defer srv.Close()
 	if err := os.RemoveAll(a); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-srv.Err():
-		t.Fatalf("Err with one log dir left: %v", err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	noErr(t, srv, 300*time.Millisecond, "with one log dir left")
 	if err := os.RemoveAll(b); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-srv.Err():
-		if !strings.Contains(err.Error(), "all log dirs") {
-			t.Fatalf("Err: %v, want all log dirs failed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Err did not report every log dir gone")
+	if err := awaitErr(t, srv, 10*time.Second, "every log dir gone"); !strings.Contains(err.Error(), "all log dirs") {
+		t.Fatalf("Err: %v, want all log dirs failed", err)
 	}
 }
 
@@ -361,9 +266,7 @@ func TestErrReportsEveryLogDirGone(t *testing.T) {
 // socket; Close gives it connDrainTimeout, then closes the connection and
 // returns, leaving no goroutine behind.
 func TestCloseDropsAClientThatDoesNotRead(t *testing.T) {
-	old := connDrainTimeout
-	connDrainTimeout = 300 * time.Millisecond
-	defer func() { connDrainTimeout = old }()
+	setForTest(t, &connDrainTimeout, 300*time.Millisecond)
 	base := takeBaseline(t)
 	srv := startLifecycleBroker(t, t.TempDir())
 	closed := false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -31,59 +30,18 @@ type replicatedCluster struct {
 
 func startReplicatedCluster(t *testing.T, n int, extra map[string]string) *replicatedCluster {
 	t.Helper()
-	peers := make([]string, n)
-	var initial []string
-	for i := range peers {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		peers[i] = fmt.Sprintf("http://%s", l.Addr())
-		l.Close()
-		initial = append(initial, fmt.Sprintf("b%d=%s", i+1, peers[i]))
-	}
-	c := &replicatedCluster{t: t, srvs: make([]*Server, n), cfgs: make([]config.Config, n), addrs: make([]string, n)}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		props := map[string]string{
-			"node.id":                   fmt.Sprint(i + 1),
-			"listeners":                 "PLAINTEXT://127.0.0.1:0",
-			"log.dirs":                  t.TempDir(),
-			"etcd.name":                 fmt.Sprintf("b%d", i+1),
-			"etcd.initial.cluster":      strings.Join(initial, ","),
-			"etcd.listen.peer.urls":     peers[i],
-			"broker.session.timeout.ms": "3000",
-			"replica.fetch.backoff.ms":  "200",
-		}
-		for k, v := range extra {
-			props[k] = v
-		}
-		cfg, _, err := config.Parse(props)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.cfgs[i] = cfg
-		srv, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.srvs[i] = srv
-		wg.Add(1)
-		go func(i int) { defer wg.Done(); errs[i] = c.srvs[i].Start() }(i)
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("broker %d: %v", i+1, err)
-		}
-		c.addrs[i] = c.srvs[i].Addr()
+	srvs, cfgs := startEtcdCluster(t, n, map[string]string{
+		"broker.session.timeout.ms": "3000",
+		"replica.fetch.backoff.ms":  "200",
+	}, extra)
+	c := &replicatedCluster{t: t, srvs: srvs, cfgs: cfgs, addrs: make([]string, n)}
+	for i, s := range srvs {
+		c.addrs[i] = s.Addr()
 	}
 	t.Cleanup(func() {
 		var cw sync.WaitGroup
 		for _, s := range c.srvs {
-			cw.Add(1)
-			go func(s *Server) { defer cw.Done(); s.Close() }(s)
+			cw.Go(func() { s.Close() })
 		}
 		cw.Wait()
 	})

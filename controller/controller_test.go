@@ -231,13 +231,7 @@ func TestRestartKeepsTopicsAndClusterID(t *testing.T) {
 func TestRestartAfterCrashRevokesStaleRegistration(t *testing.T) {
 	cfg := testConfig(t, 1)
 	cfg.LeaseTTLSeconds = 60 // waiting for it to expire would fail the 10s deadline below
-	c, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	c := runController(t, ctxT(t), cfg)
 	// Simulate a crash: shut down without revoking the lease.
 	c.sessionMu.Lock()
 	c.session.Orphan()

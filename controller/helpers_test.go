@@ -27,18 +27,27 @@ func testConfig(t *testing.T, nodeID int32) Config {
 	}
 }
 
-// startController starts a controller with cfg and closes it when the test ends.
-func startController(t *testing.T, cfg Config) *Controller {
+// runController starts a controller with cfg within ctx; closing it is
+// the caller's.
+func runController(t *testing.T, ctx context.Context, cfg Config) *Controller {
 	t.Helper()
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	if err := c.Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	return c
+}
+
+// startController starts a controller with cfg (within 30 s) and closes it
+// when the test ends.
+func startController(t *testing.T, cfg Config) *Controller {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := runController(t, ctx, cfg)
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
 			t.Errorf("Close: %v", err)

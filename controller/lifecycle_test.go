@@ -71,13 +71,7 @@ func TestStartFailsWhenExternalEtcdUnreachable(t *testing.T) {
 
 func TestCloseStopsEverything(t *testing.T) {
 	before := runtime.NumGoroutine()
-	c, err := New(testConfig(t, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	c := runController(t, ctxT(t), testConfig(t, 1))
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +87,7 @@ func TestStartToReady(t *testing.T) {
 	cfg := testConfig(t, 1)
 	for _, run := range []string{"fresh", "restart"} {
 		began := time.Now()
-		c, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(ctxT(t)); err != nil {
-			t.Fatal(err)
-		}
+		c := runController(t, ctxT(t), cfg)
 		t.Logf("%s start-to-ready: %v", run, time.Since(began))
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
@@ -127,13 +115,7 @@ func BenchmarkStartToReady(b *testing.B) {
 // controller closed normally reports nothing.
 func TestErrReportsEmbeddedEtcdStopping(t *testing.T) {
 	before := runtime.NumGoroutine()
-	c, err := New(testConfig(t, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	c := runController(t, ctxT(t), testConfig(t, 1))
 	select {
 	case err := <-c.Err():
 		t.Fatalf("Err before any failure: %v", err)
@@ -152,13 +134,7 @@ func TestErrReportsEmbeddedEtcdStopping(t *testing.T) {
 	c.Close()
 	goroutinesSettle(t, before)
 
-	c2, err := New(testConfig(t, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c2.Start(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	c2 := runController(t, ctxT(t), testConfig(t, 1))
 	if err := c2.Close(); err != nil {
 		t.Fatal(err)
 	}
