@@ -21,7 +21,8 @@ import (
 // refuses while the preferred replica is out of the ISR, then moves the
 // leadership to it, and this broker's partition follows the new state.
 func TestElectLeadersPreferredMovesLeader(t *testing.T) {
-	srv := startTestBroker(t, map[string]string{"auto.leader.rebalance.enable": "false"})
+	etcdURL := freeURL(t) // broker 2 (a bare controller) shares this broker's etcd
+	srv := startTestBroker(t, map[string]string{"auto.leader.rebalance.enable": "false", "etcd.listen.client.urls": etcdURL})
 	defer srv.Close()
 	<-srv.Ready()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -32,7 +33,7 @@ func TestElectLeadersPreferredMovesLeader(t *testing.T) {
 		c, err := controller.New(controller.Config{
 			NodeID:          2,
 			Endpoints:       []controller.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 1, SecurityProtocol: "PLAINTEXT"}},
-			EtcdEndpoints:   []string{srv.ctrl.EtcdClientURL()},
+			EtcdEndpoints:   []string{etcdURL},
 			Prefix:          srv.cfg.Etcd.Prefix,
 			LeaseTTLSeconds: 1,
 			Logger:          logger,

@@ -58,6 +58,18 @@ func startTestBroker(t *testing.T, layers ...map[string]string) *Server {
 	return srv
 }
 
+// freeURL is http://127.0.0.1:<a port free a moment ago>, for an etcd
+// listener a test names.
+func freeURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String()
+}
+
 // startEtcdCluster starts n brokers at once whose embedded etcd members
 // form one etcd cluster: broker i+1 has node.id i+1, the etcd member b<i+1>
 // on a free peer port, a listener on a free port and its own temporary log
@@ -69,12 +81,7 @@ func startEtcdCluster(t *testing.T, n int, layers ...map[string]string) ([]*Serv
 	peers := make([]string, n)
 	var initial []string
 	for i := range peers {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		peers[i] = fmt.Sprintf("http://%s", l.Addr())
-		l.Close()
+		peers[i] = freeURL(t)
 		initial = append(initial, fmt.Sprintf("b%d=%s", i+1, peers[i]))
 	}
 	srvs := make([]*Server, n)

@@ -343,13 +343,3 @@ func (c *Controller) TopicByID(id [16]byte) (TopicInfo, bool) {
 // the cache and would deadlock). Reading methods (Topic, Topics, ...) are
 // fine and already reflect the change.
 func (c *Controller) Listen(fn func(TopicChange)) { c.cache.listen(fn) }
-
-// EtcdClientURL returns the client URL of the embedded etcd (on 127.0.0.1 and
-// a kernel-chosen port) for tools and for other processes sharing it, or ""
-// with an external etcd or when not running.
-func (c *Controller) EtcdClientURL() string {
-	if !c.running() {
-		return ""
-	}
-	return embeddedClientURL(c.etcd)
-}

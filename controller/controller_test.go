@@ -32,9 +32,6 @@ func TestStartRegistersBrokerAndElectsController(t *testing.T) {
 	if _, err := ParseUUID(id); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(c.EtcdClientURL(), "http://127.0.0.1:") {
-		t.Fatalf("EtcdClientURL() = %q", c.EtcdClientURL())
-	}
 }
 
 func TestCreateTopicIsVisibleInCacheAndListenersOnReturn(t *testing.T) {
@@ -262,7 +259,7 @@ func TestTwoEmbeddedControllersSideBySide(t *testing.T) {
 	if a.ClusterID() == b.ClusterID() {
 		t.Fatal("two independent clusters share a cluster id")
 	}
-	if a.EtcdClientURL() == b.EtcdClientURL() {
+	if embeddedClientURL(a.etcd) == embeddedClientURL(b.etcd) {
 		t.Fatal("two embedded etcds share a client URL")
 	}
 	if _, err := a.CreateTopic(ctxT(t), CreateTopicRequest{Name: "only-a", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
@@ -283,7 +280,7 @@ func TestControllersSharingOneEtcd(t *testing.T) {
 	a := startController(t, testConfig(t, 1))
 	cfgB := testConfig(t, 2)
 	cfgB.DataDir = ""
-	cfgB.EtcdEndpoints = []string{a.EtcdClientURL()}
+	cfgB.EtcdEndpoints = []string{embeddedClientURL(a.etcd)}
 	b := startController(t, cfgB)
 
 	if a.ClusterID() != b.ClusterID() {
@@ -364,7 +361,7 @@ func TestSameNodeIDInSharedEtcdIsRefused(t *testing.T) {
 	a := startController(t, testConfig(t, 1))
 	cfg := testConfig(t, 1)
 	cfg.DataDir = ""
-	cfg.EtcdEndpoints = []string{a.EtcdClientURL()}
+	cfg.EtcdEndpoints = []string{embeddedClientURL(a.etcd)}
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

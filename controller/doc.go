@@ -8,8 +8,9 @@
 // Without Config.EtcdEndpoints the controller embeds a single-member etcd whose
 // data lives in Config.DataDir. It binds no fixed port: there is no peer
 // listener (a single member has no peers) and the one client listener is on
-// 127.0.0.1:0, exposed by EtcdClientURL for tools and tests; the controller
-// itself talks to the embedded server in process (v3client). With
+// 127.0.0.1:0 unless etcd.listen.client.urls names one, for tools and other
+// processes; the controller itself talks to the embedded server in process
+// (v3client). With
 // Config.EtcdEndpoints it is a plain etcd client of that cluster.
 //
 // With Config.EtcdInitialCluster (etcd.initial.cluster and the other etcd.*

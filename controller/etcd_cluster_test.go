@@ -122,8 +122,8 @@ func TestThreeEmbeddedMembersFormOneCluster(t *testing.T) {
 		if c.ClusterID() != cs[0].ClusterID() {
 			t.Fatalf("cluster ids differ: %s and %s", c.ClusterID(), cs[0].ClusterID())
 		}
-		if !strings.HasPrefix(c.EtcdClientURL(), "http://127.0.0.1:") {
-			t.Fatalf("EtcdClientURL() = %q", c.EtcdClientURL())
+		if !strings.HasPrefix(embeddedClientURL(c.etcd), "http://127.0.0.1:") {
+			t.Fatalf("embedded client URL %q", embeddedClientURL(c.etcd))
 		}
 	}
 	var controller int32

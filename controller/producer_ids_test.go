@@ -22,7 +22,7 @@ func TestProducerIDBlocksAreDisjoint(t *testing.T) {
 
 	cfgB := testConfig(t, 2)
 	cfgB.DataDir = ""
-	cfgB.EtcdEndpoints = []string{a.EtcdClientURL()}
+	cfgB.EtcdEndpoints = []string{embeddedClientURL(a.etcd)}
 	b := startController(t, cfgB)
 
 	type block struct{ first, last int64 }
