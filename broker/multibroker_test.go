@@ -3,7 +3,6 @@ package broker_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -14,15 +13,19 @@ import (
 
 	"github.com/strait/strait/broker"
 	"github.com/strait/strait/config"
+	"github.com/strait/strait/internal/freeport"
 )
 
+// freeLoopbackPort is a port of 127.0.0.1 free a moment ago, from below the
+// ephemeral range (internal/freeport), so that no :0 listener or client
+// connection is handed it before the test binds it.
 func freeLoopbackPort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Helper()
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // TestThreeBrokersOneEtcdCluster: three brokers, configured with the etcd.*

@@ -3,13 +3,14 @@ package broker
 import (
 	"fmt"
 	"maps"
-	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/strait/strait/config"
+	"github.com/strait/strait/internal/freeport"
 )
 
 // Helpers of the internal tests (package broker) that start brokers: one
@@ -58,16 +59,15 @@ func startTestBroker(t *testing.T, layers ...map[string]string) *Server {
 	return srv
 }
 
-// freeURL is http://127.0.0.1:<a port free a moment ago>, for an etcd
-// listener a test names.
+// freeURL is http://127.0.0.1:<a free port>, for an etcd listener a test
+// names (internal/freeport: a port no :0 listener is handed meanwhile).
 func freeURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return "http://" + l.Addr().String()
+	return "http://127.0.0.1:" + strconv.Itoa(ports[0])
 }
 
 // startEtcdCluster starts n brokers at once whose embedded etcd members

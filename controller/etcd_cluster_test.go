@@ -3,29 +3,23 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/strait/strait/internal/freeport"
 )
 
-// freeLoopbackPorts returns n ports free on 127.0.0.1 a moment ago.
+// freeLoopbackPorts returns n ports free on 127.0.0.1 a moment ago, from
+// below the ephemeral range (internal/freeport), so that no :0 listener of
+// another member is handed one meanwhile.
 func freeLoopbackPorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+	ports, err := freeport.Ports(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

@@ -17,7 +17,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +32,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/strait/strait/internal/freeport"
 )
 
 func TestMain(m *testing.M) {
@@ -77,14 +78,16 @@ func brokerBinary(t *testing.T) string {
 	return abs
 }
 
+// freePort is a port of 127.0.0.1 free a moment ago, from below the
+// ephemeral range (internal/freeport): the brokers keep theirs across
+// restarts, and no client connection is handed one meanwhile.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // node is one broker process; it keeps its ports and directory across

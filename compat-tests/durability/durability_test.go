@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strait/strait/internal/freeport"
 )
 
 var binary string
@@ -39,13 +40,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// freePort is a port of 127.0.0.1 free a moment ago, from below the
+// ephemeral range (internal/freeport), so that no :0 listener or client
+// connection is handed it before the test binds it.
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Helper()
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 type process struct {
