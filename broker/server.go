@@ -97,6 +97,9 @@ func New(cfg config.Config) (*Server, error) {
 	if cfg.Network.SocketRequestMaxBytes <= 0 {
 		return nil, fmt.Errorf("broker: invalid socket.request.max.bytes %d", cfg.Network.SocketRequestMaxBytes)
 	}
+	if err := refuseUnservedProtocols(cfg.Network.Listeners); err != nil {
+		return nil, err
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -448,6 +451,22 @@ func (s *Server) watchController() {
 		s.fail(fmt.Errorf("broker: %w", err))
 	case <-s.closing:
 	}
+}
+
+// refuseUnservedProtocols stops a broker configured with a listener whose
+// security protocol it cannot honour: Strait serves PLAINTEXT only (no TLS,
+// no SASL yet), and an SSL or SASL listener served as plaintext would hand
+// clients an unencrypted, unauthenticated socket under a secure name.
+func refuseUnservedProtocols(listeners []config.Listener) error {
+	for _, l := range listeners {
+		if l.SecurityProtocol != "PLAINTEXT" {
+			return &config.ConfigError{Key: "listeners", Message: "Listener " + l.String() + " has security protocol " +
+				l.SecurityProtocol + " (listeners, listener.security.protocol.map), which Strait does not serve yet: " +
+				"only PLAINTEXT listeners are supported, and this one is refused rather than served without " +
+				"encryption or authentication."}
+		}
+	}
+	return nil
 }
 
 // waitTimeout waits for wg at most d. On timeout the waiting goroutine goes

@@ -164,7 +164,11 @@ func run(args, environ []string, stderr io.Writer, signals <-chan os.Signal) int
 
 	srv, err := newServer(cfg)
 	if err != nil {
-		logger.Error("cannot create broker", "err", err)
+		if ce, ok := errors.AsType[*config.ConfigError](err); ok {
+			logger.Error("invalid configuration", "key", ce.Key, "err", err)
+		} else {
+			logger.Error("cannot create broker", "err", err)
+		}
 		return 1
 	}
 
