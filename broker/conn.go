@@ -340,7 +340,7 @@ func (c *conn) complete(x *exchange, inline bool) {
 	if !inline {
 		c.mu.Unlock()
 		// Refused only once Close has drained the connections.
-		if !c.srv.goBackground(func() {
+		if !c.srv.bg.Go(func() {
 			c.mu.Lock()
 			c.writeLocked()
 		}) {

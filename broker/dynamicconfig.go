@@ -76,7 +76,7 @@ func (d *dynamicConfigs) start() {
 	load := func() error { return s.ctrl.WatchBrokerConfigs(ctx, 10*time.Second, d.apply) }
 	if err := load(); err != nil {
 		s.logger.Warn("loading dynamic broker configs failed; using the static ones and retrying", "err", err)
-		s.goBackground(func() {
+		s.bg.Go(func() {
 			for ctx.Err() == nil {
 				select {
 				case <-time.After(2 * time.Second):
@@ -110,7 +110,7 @@ func (d *dynamicConfigs) apply(set controller.BrokerConfigSet, rev int64) {
 		s.logger.Info("dynamic broker configs changed the log defaults", "revision", rev)
 		// Not on this goroutine: the first load may run inside the
 		// partition manager's metadata application, which holds its lock.
-		s.goBackground(d.reapply)
+		s.bg.Go(d.reapply)
 	}
 }
 

@@ -87,7 +87,7 @@ func handleFetch(c *conn, x *exchange) {
 		return
 	}
 	// Refused only once Close has drained the connections.
-	if !c.srv.goBackground(f.park) {
+	if !c.srv.bg.Go(f.park) {
 		f.park()
 	}
 }

@@ -118,7 +118,7 @@ func handleProduce(c *conn, x *exchange) {
 	// not yet replicated, as Kafka's DelayedProduce); the read loop goes on.
 	// Refused only once Close has drained the connections.
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-	if !s.goBackground(func() { s.awaitProduceAcks(x, resp, pending, timeout) }) {
+	if !s.bg.Go(func() { s.awaitProduceAcks(x, resp, pending, timeout) }) {
 		s.awaitProduceAcks(x, resp, pending, timeout)
 	}
 }

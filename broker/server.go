@@ -12,7 +12,7 @@
 // for good, the embedded etcd failing, every log dir gone: lifecycle.go),
 // after which the owner calls Close; Close shuts down cleanly (stop
 // accepting, finish in-flight requests, close the logs) and returns once
-// every goroutine the broker started has returned (goBackground).
+// every goroutine the broker started has returned (bg.Go).
 package broker
 
 import (
@@ -71,9 +71,11 @@ type Server struct {
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
 	connWG  sync.WaitGroup
-	// bg holds the goroutines the broker started (goBackground), which
-	// Close waits for once the connections have drained; only then does it
-	// refuse new ones.
+	// bg holds the goroutines the broker started (as nats-server's
+	// startGoRoutine), which Close waits for once the connections have
+	// drained; only then does bg.Go refuse, running nothing, so a caller
+	// whose work must still happen does it itself. A goroutine started
+	// after closing began must see closing (or s.ctx) and return soon.
 	bg background.Group
 	// offlineDirs are the log dirs found gone or unwritable (watchLogDirs,
 	// which checkLogDirsSoon wakes).
@@ -183,7 +185,7 @@ func (s *Server) start() error {
 	if err := ctrl.Start(s.ctx); err != nil {
 		return fmt.Errorf("broker: controller start: %w", err)
 	}
-	s.goBackground(s.watchController)
+	s.bg.Go(s.watchController)
 
 	// Dynamic broker configs before the logs open, so they take their
 	// defaults; the partition manager exists first because a config change
@@ -198,9 +200,9 @@ func (s *Server) start() error {
 	s.startTxnService()
 
 	for _, l := range s.listeners {
-		s.goBackground(func() { s.acceptLoop(l) })
+		s.bg.Go(func() { s.acceptLoop(l) })
 	}
-	s.goBackground(s.watchLogDirs)
+	s.bg.Go(s.watchLogDirs)
 
 	s.logger.Debug("broker started", "took", time.Since(started))
 	close(s.ready)
@@ -426,13 +428,6 @@ func (s *Server) controlledShutdown() {
 // connDrainTimeout bounds how long Close lets connections write the
 // responses of the requests already read.
 var connDrainTimeout = 10 * time.Second
-
-// goBackground runs fn on a goroutine Close waits for (as nats-server's
-// startGoRoutine). Started after closing, fn must see closing (or s.ctx)
-// and return soon. Once Close waits for them (the connections are gone by
-// then) it runs nothing and returns false: a caller whose work must still
-// happen does it on its own goroutine.
-func (s *Server) goBackground(fn func()) bool { return s.bg.Go(fn) }
 
 // fail reports a fatal error on Err once.
 func (s *Server) fail(err error) {

@@ -53,7 +53,7 @@ type Controller struct {
 	runCtx    context.Context // ends at Close: the watch, campaigns, keepalives
 	cancelRun context.CancelFunc
 	stop      chan struct{} // closed at Close
-	// bg holds the goroutines the controller started (goBackground): Close
+	// bg holds the goroutines the controller started (bg.Go): Close
 	// refuses new ones at once and waits for them once the session is gone.
 	bg        background.Group
 	closeOnce sync.Once
@@ -132,7 +132,7 @@ func (c *Controller) start(ctx context.Context) error {
 		c.etcd, c.client, err = startEmbeddedMember(ctx, c.cfg.DataDir, c.cfg.member, c.log, &c.etcdQuiet)
 		if err == nil {
 			c.log.Debug("embedded etcd ready", "client.url", embeddedClientURL(c.etcd))
-			c.goBackground(c.watchEmbeddedEtcd)
+			c.bg.Go(c.watchEmbeddedEtcd)
 		}
 	} else {
 		c.client, err = connectEtcd(c.cfg.EtcdEndpoints, c.log, &c.etcdQuiet)
@@ -151,23 +151,19 @@ func (c *Controller) start(ctx context.Context) error {
 		return fmt.Errorf("controller: loading metadata: %w", err)
 	}
 	c.cache.load(resp.Kvs, resp.Header.Revision)
-	c.goBackground(func() { c.cache.run(c.runCtx, c.client, resp.Header.Revision) })
+	c.bg.Go(func() { c.cache.run(c.runCtx, c.client, resp.Header.Revision) })
 
 	regRev, err := c.establishSession(ctx)
 	if err != nil {
 		return err
 	}
-	if !c.goBackground(c.superviseSession) {
+	if !c.bg.Go(c.superviseSession) {
 		return ErrNotStarted
 	}
 	return c.cache.waitFor(ctx, c.stop, func(s *metadataSnapshot) bool {
 		return s.rev >= regRev && s.controllerID >= 0
 	})
 }
-
-// goBackground runs fn on a goroutine that Close waits for; it returns
-// false, running nothing, once Close has begun.
-func (c *Controller) goBackground(fn func()) bool { return c.bg.Go(fn) }
 
 // Err delivers a fatal error of the control plane: the embedded etcd
 // member failed (a listener of it stopped serving) or stopped by itself.

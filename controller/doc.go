@@ -76,7 +76,8 @@
 //
 // New, Start, Err, Close, as etcd's embed: every goroutine of the
 // controller (the watch, the session, the campaign, the broker-config
-// watches, the embedded member's watcher) starts through goBackground and
-// Close waits for them. Err reports the embedded etcd failing or stopping
-// while the controller runs; the broker stops on it.
+// watches, the embedded member's watcher) starts through its
+// background.Group (bg.Go), and Close waits for them. Err reports the
+// embedded etcd failing or stopping while the controller runs; the broker
+// stops on it.
 package controller

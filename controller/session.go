@@ -48,7 +48,7 @@ func (c *Controller) establishSession(ctx context.Context) (int64, error) {
 	c.session, c.cancelCampaign = session, cancelCampaign
 	// Refused only once Close has begun, whose shutdown then revokes the
 	// session stored here.
-	c.goBackground(func() { c.campaign(campaignCtx, session) })
+	c.bg.Go(func() { c.campaign(campaignCtx, session) })
 	c.sessionMu.Unlock()
 	return rev, nil
 }

@@ -227,7 +227,7 @@ func (c *Controller) WatchBrokerConfigs(ctx context.Context, loadTimeout time.Du
 	fn(set, rev)
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.runCtx, cancel)
-	if !c.goBackground(func() {
+	if !c.bg.Go(func() {
 		defer stop()
 		defer cancel()
 		c.watchBrokerConfigs(wctx, set, rev, fn)

@@ -432,7 +432,7 @@ func (p *Partition) proposeISR(st *controller.PartitionInfo, newISR []int32, why
 		}
 		p.repl.mu.Unlock()
 	}
-	started := m.goTask(func() {
+	started := m.tasks.Go(func() {
 		ctx, cancel := context.WithTimeout(m.stopCtx, 10*time.Second)
 		defer cancel()
 		got, err := m.isr.AlterPartitionISR(ctx, req)

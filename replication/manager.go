@@ -76,7 +76,7 @@ type Manager struct {
 	cancel   context.CancelFunc
 	// loops counts the maintenance and checkpoint loops; tasks holds the
 	// short-lived goroutines (ISR changes, stale directory removal), which
-	// goTask refuses to start once Close waits for them.
+	// tasks.Go refuses to start once Close waits for them.
 	loops sync.WaitGroup
 	tasks background.Group
 }
@@ -384,7 +384,7 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 					m.logger.Warn("removing a stale log directory", "dir", stale, "err", err)
 				}
 			}
-			if !m.goTask(remove) {
+			if !m.tasks.Go(remove) {
 				remove()
 			}
 			dir = ""
@@ -449,10 +449,6 @@ func (m *Manager) Stop() {
 	})
 	m.loops.Wait()
 }
-
-// goTask runs fn on a goroutine Close waits for; false (fn not run) once
-// Close has begun waiting.
-func (m *Manager) goTask(fn func()) bool { return m.tasks.Go(fn) }
 
 // Close stops everything Stop does, then the fetchers, waits for every
 // goroutine the Manager started, and flushes and closes every log (writing

@@ -115,7 +115,7 @@ type Coordinator struct {
 	closed      atomic.Bool
 	stop        chan struct{}
 
-	bg background.Group // the goroutines Close waits for (goBackground)
+	bg background.Group // the goroutines Close waits for (bg.Go)
 }
 
 // New returns a coordinator over log and meta and starts its offset
@@ -155,12 +155,9 @@ func New(cfg Config, log Log, meta Metadata) *Coordinator {
 		now = time.Now
 	}
 	c := &Coordinator{cfg: cfg, log: log, meta: meta, logger: logger, now: now, stop: make(chan struct{})}
-	c.goBackground(c.expirationLoop)
+	c.bg.Go(c.expirationLoop)
 	return c
 }
-
-// goBackground runs fn in a goroutine Close waits for; false once closed.
-func (c *Coordinator) goBackground(fn func()) bool { return c.bg.Go(fn) }
 
 // Close stops the coordinator: every shard is unloaded (parked JoinGroup and
 // SyncGroup requests are answered NOT_COORDINATOR) and later requests get
@@ -255,7 +252,7 @@ func (s *shard) ensureLoaded(c *Coordinator) int16 {
 		return kerr.CoordinatorLoadInProgress.Code
 	}
 	s.state = shardLoading
-	if !c.goBackground(func() { c.load(s) }) {
+	if !c.bg.Go(func() { c.load(s) }) {
 		s.state = shardUnloaded
 		return kerr.CoordinatorNotAvailable.Code
 	}

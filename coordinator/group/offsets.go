@@ -412,7 +412,7 @@ func (c *Coordinator) OffsetDelete(cl Client, req *kmsg.OffsetDeleteRequest) *km
 // that was deleted, as Kafka's coordinator does when partitions go away. It
 // works in the background: the caller may be the metadata applier.
 func (c *Coordinator) TopicDeleted(topic string) {
-	c.goBackground(func() {
+	c.bg.Go(func() {
 		n := 0
 		for _, g := range c.allGroups() {
 			g.mu.Lock()

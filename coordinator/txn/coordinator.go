@@ -113,7 +113,7 @@ type Coordinator struct {
 
 	closed atomic.Bool
 	stop   chan struct{}
-	bg     background.Group // the goroutines Close waits for (goBackground)
+	bg     background.Group // the goroutines Close waits for (bg.Go)
 }
 
 // shard is one __transaction_state partition's transactional ids.
@@ -183,13 +183,10 @@ func New(cfg Config, log StateLog, broker Broker) *Coordinator {
 		c.now = time.Now
 	}
 	c.shards.Store(&map[int32]*shard{})
-	c.goBackground(func() { c.every(cfg.AbortTimedOutInterval, c.abortTimedOutTransactions) })
-	c.goBackground(func() { c.every(cfg.RemoveExpiredInterval, c.removeExpiredTransactionalIDs) })
+	c.bg.Go(func() { c.every(cfg.AbortTimedOutInterval, c.abortTimedOutTransactions) })
+	c.bg.Go(func() { c.every(cfg.RemoveExpiredInterval, c.removeExpiredTransactionalIDs) })
 	return c
 }
-
-// goBackground runs fn in a goroutine Close waits for; false once closed.
-func (c *Coordinator) goBackground(fn func()) bool { return c.bg.Go(fn) }
 
 func (c *Coordinator) every(d time.Duration, fn func()) {
 	t := time.NewTicker(d)
@@ -265,7 +262,7 @@ func (c *Coordinator) LoadOwned() {
 	}
 	c.shards.Store(&next)
 	for _, sh := range toLoad {
-		c.goBackground(func() { c.load(sh) })
+		c.bg.Go(func() { c.load(sh) })
 	}
 }
 

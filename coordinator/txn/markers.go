@@ -26,7 +26,7 @@ func (c *Coordinator) startMarkers(sh *shard, m *txnMetadata, commit bool, compl
 	m.unlock()
 	// Refused once closed: the partition's next leader finishes the
 	// transaction when it loads it.
-	c.goBackground(func() { c.sendMarkers(sh, m, mk, parts, complete) })
+	c.bg.Go(func() { c.sendMarkers(sh, m, mk, parts, complete) })
 }
 
 // markerOutcome is what a marker write's result means for the transaction.
