@@ -7,9 +7,10 @@ package broker
 // DescribeConfigs, and its effective configuration, the static one with the
 // dynamic log defaults applied (log.retention.ms, message.max.bytes,
 // log.cleanup.policy and the other broker synonyms of topic configs, plus
-// producer.id.expiration.ms): config.Config.WithDynamic parses them once into
-// a new typed value, compared with the previous one. When those change, every hosted partition's
-// log gets its configuration resolved anew. Other dynamic keys (listeners,
+// producer.id.expiration.ms): config.Config.WithDynamic parses them once
+// into a new typed value, compared with the previous one. When those
+// change, every hosted partition's log gets its configuration resolved
+// anew. Other dynamic keys (listeners,
 // SSL, thread counts, ...) are stored and described as Kafka does, but take
 // effect only at the next start, when they are part of the properties.
 

@@ -1,13 +1,10 @@
 package broker
 
 // The group coordinator's side of the broker: its configuration (mapped
-// from config.Groups), the __consumer_offsets topic
-// (created on first use, compacted, internal), and the adapter through which
-// the coordinator appends to and replays that topic's partitions.
-//
-// The coordinator is started on the first group request and stopped when
-// the broker closes. It is kept in groupServices, keyed by server, because
-// Server has no field for it yet: see groupService.
+// from config.Groups), the __consumer_offsets topic (created on first use,
+// compacted, internal), and the adapter through which the coordinator
+// appends to and replays that topic's partitions. The coordinator starts
+// with the broker (Start), before clients come, and Close closes it.
 
 import (
 	"slices"
