@@ -30,61 +30,39 @@ type handler struct {
 // handlerTable maps API keys to their handler and served versions.
 type handlerTable map[int16]handler
 
-// registration is one registered API: its versions and how each Server gets
-// its handler.
-type registration struct {
-	versions   protocol.VersionRange
-	newHandler func() handlerFunc
-}
-
 // registered is filled by the handler files' init functions; read-only after
-// package initialisation.
-var registered = map[int16]registration{}
+// package initialisation. Handlers keep no state of their own: what they
+// need per broker hangs off the Server.
+var registered = handlerTable{}
 
 // register declares that the broker serves key at versions min through max
 // with fn.
 func register(key kmsg.Key, min, max int16, fn handlerFunc) {
-	registerVersions(key, protocol.VersionRange{Min: min, Max: max}, func() handlerFunc { return fn })
-}
-
-// registerPerServer is register for a handler with state of its own (the
-// InitProducerId id pool): newHandler is called once for each Server.
-func registerPerServer(key kmsg.Key, min, max int16, newHandler func() handlerFunc) {
-	registerVersions(key, protocol.VersionRange{Min: min, Max: max}, newHandler)
+	registerVersions(key, protocol.VersionRange{Min: min, Max: max}, fn)
 }
 
 // registerAdvertised is register for an API whose ApiVersions entry starts
 // at advertisedMin, below min, the lowest version served (only Produce, as
 // in Kafka 4: KAFKA-18659); the protocol layer refuses the versions between.
 func registerAdvertised(key kmsg.Key, advertisedMin, min, max int16, fn handlerFunc) {
-	registerVersions(key, protocol.VersionRange{Min: advertisedMin, MinAccepted: min, Max: max}, func() handlerFunc { return fn })
+	registerVersions(key, protocol.VersionRange{Min: advertisedMin, MinAccepted: min, Max: max}, fn)
 }
 
 // registerVersions records a registration. It panics, at package
 // initialisation and so in every test, when key is registered twice or its
 // range is empty or outside what Apache Kafka 4 serves
 // (protocol.KafkaVersions): Strait never advertises a version Kafka does not.
-func registerVersions(key kmsg.Key, vr protocol.VersionRange, newHandler func() handlerFunc) {
+func registerVersions(key kmsg.Key, vr protocol.VersionRange, fn handlerFunc) {
 	kafka, ok := protocol.KafkaVersions[int16(key)]
 	switch {
 	case !ok:
 		panic("broker: no Kafka version range for " + key.Name())
 	case vr.Min < kafka.Min || vr.Max > kafka.Max || vr.Min > vr.Max || vr.MinAccepted > vr.Max:
 		panic("broker: " + key.Name() + " registered outside Kafka's version range")
-	case registered[int16(key)].newHandler != nil:
+	case registered[int16(key)].fn != nil:
 		panic("broker: " + key.Name() + " registered twice")
 	}
-	registered[int16(key)] = registration{versions: vr, newHandler: newHandler}
-}
-
-// newHandlerTable returns the registered APIs with their handlers, for one
-// Server.
-func newHandlerTable() handlerTable {
-	t := make(handlerTable, len(registered))
-	for k, r := range registered {
-		t[k] = handler{versions: r.versions, fn: r.newHandler()}
-	}
-	return t
+	registered[int16(key)] = handler{versions: vr, fn: fn}
 }
 
 func (t handlerTable) versionTable() protocol.VersionTable {

@@ -32,7 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { registerPerServer(kmsg.InitProducerID, 0, 5, newInitProducerIDHandler) }
+func init() { register(kmsg.InitProducerID, 0, 5, handleInitProducerID) }
 
 // producerIDAllocTimeout bounds the etcd transaction that reserves a block.
 const producerIDAllocTimeout = 10 * time.Second
@@ -65,14 +65,7 @@ func (p *producerIDPool) nextID(ctx context.Context, allocate func(context.Conte
 	return id, nil
 }
 
-// newInitProducerIDHandler returns the InitProducerId handler with the
-// broker's producer id pool (one per Server: see registerPerServer).
-func newInitProducerIDHandler() handlerFunc {
-	pool := newProducerIDPool()
-	return func(c *conn, x *exchange) { handleInitProducerID(c, x, pool) }
-}
-
-func handleInitProducerID(c *conn, x *exchange, pool *producerIDPool) {
+func handleInitProducerID(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
@@ -101,7 +94,7 @@ func handleInitProducerID(c *conn, x *exchange, pool *producerIDPool) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), producerIDAllocTimeout)
 	defer cancel()
-	id, err := pool.nextID(ctx, c.srv.ctrl.AllocateProducerIDBlock)
+	id, err := c.srv.producerIDs.nextID(ctx, c.srv.ctrl.AllocateProducerIDBlock)
 	if err != nil {
 		var ke *kerr.Error
 		if errors.As(err, &ke) {

@@ -67,6 +67,9 @@ type Server struct {
 	interBroker interBrokerClients
 	// fetchSessions holds the incremental fetch sessions (KIP-227).
 	fetchSessions *fetchSessionCache
+	// producerIDs hands idempotent producers their ids (InitProducerId
+	// without a transactional id) from this broker's block.
+	producerIDs *producerIDPool
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -118,11 +121,12 @@ func New(cfg config.Config) (*Server, error) {
 		logDirsCheck: make(chan struct{}, 1),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.handlers = newHandlerTable()
+	s.handlers = registered // read-only: shared by every Server
 	s.versions = s.handlers.versionTable()
 	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
+	s.producerIDs = newProducerIDPool()
 	return s, nil
 }
 
