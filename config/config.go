@@ -156,7 +156,7 @@ type Config struct {
 	FetchSessions FetchSessions // max.incremental.fetch.session.cache.slots
 	Shutdown      Shutdown      // controlled.shutdown.enable
 	Etcd          Etcd          // etcd.*: Strait's metadata store
-	Security      Security      // reserved: TLS, SASL, ACLs
+	Security      Security      // how each listener authenticates: ssl.*, sasl.*, delegation.token.*
 	Quotas        Quotas        // reserved: client quotas
 
 	// Props are the properties as given, for DescribeConfigs' layers (see

@@ -125,6 +125,12 @@ func parse(in map[string]string, used map[string]bool) (Config, []string, error)
 	if p.err != nil {
 		return Config{}, warnings, p.err
 	}
+	if err := c.parseSecurity(p); err != nil {
+		return Config{}, warnings, err
+	}
+	if p.err != nil {
+		return Config{}, warnings, p.err
+	}
 	if err := c.crossCheck(); err != nil {
 		return Config{}, warnings, err
 	}

@@ -168,11 +168,6 @@ type Shutdown struct {
 	Controlled bool
 }
 
-// Security is reserved for TLS, SASL and ACLs (ssl.*, sasl.*,
-// authorizer.class.name, super.users): their keys are accepted and
-// type-checked today, and will be parsed here.
-type Security struct{}
-
 // Quotas is reserved for client quotas (quota.window.*, client.quota.*):
 // their keys are accepted and type-checked today, and will be parsed here.
 type Quotas struct{}
