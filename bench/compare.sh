@@ -8,8 +8,9 @@
 #                 head/tail log (about 5 minutes)
 #   ROUNDS=n      rounds of the scenarios (default 3)
 #   TARGETS=a,b   brokers among kafka,strait,kfake (default all three)
-#   SCENARIOS=p   a scenario file or directory (default bench/scenarios;
-#                 bench/matrix/full.json is the 72-scenario cross product)
+#   SCENARIOS=p   scenario files or directories, comma-separated (default
+#                 bench/scenarios; bench/matrix/full.json is the 72-scenario
+#                 cross product)
 #   SKIP=a,b      phases to leave out: startup, connections, scenarios,
 #                 headtail, scaling
 #   SCALE=list    partitions per scaling step (default 1,100,1000;
@@ -17,12 +18,20 @@
 #                 and Strait runs out of file descriptors near 6,600)
 #   BENCH_ARGS    more strait-bench compare flags (-h lists them)
 #
-# Needs Go, a JDK 17+ (java) and Maven (mvn): apt-get install openjdk-17-jre-headless maven.
+# Scenarios with "security" (09-sasl-ssl.json: SASL_SSL with SCRAM-SHA-512,
+# 10-ssl.json: SSL) run over a secured listener that Kafka and Strait open
+# beside PLAINTEXT, with the same keys and keystore (PKCS12; BENCH_ARGS=
+# "-keystore-type PEM" or JKS for another), certificates made by openssl and
+# keytool in bench/work/tls; kfake has no TLS (n/a). They add about 1.5 of
+# the 9.5 minutes; the report sets each beside its plaintext twin (01).
+#
+# Needs Go, a JDK 17+ (java, keytool), Maven (mvn) and openssl:
+# apt-get install openjdk-17-jre-headless maven openssl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO="${GO:-go}"
-for tool in java mvn; do
-  command -v "$tool" >/dev/null || { echo "bench-compare: $tool is needed (apt-get install openjdk-17-jre-headless maven)" >&2; exit 1; }
+for tool in java mvn keytool openssl; do
+  command -v "$tool" >/dev/null || { echo "bench-compare: $tool is needed (apt-get install openjdk-17-jre-headless maven openssl)" >&2; exit 1; }
 done
 "$GO" build -o bin/strait ./cmd/strait
 "$GO" build -o bin/strait-bench ./cmd/strait-bench
@@ -33,7 +42,10 @@ args=()
 [ "${QUICK:-0}" != 0 ] && args+=(-quick)
 [ -n "${ROUNDS:-}" ] && args+=(-rounds "$ROUNDS")
 [ -n "${TARGETS:-}" ] && args+=(-targets "$TARGETS")
-[ -n "${SCENARIOS:-}" ] && args+=(-scenarios "$SCENARIOS")
+if [ -n "${SCENARIOS:-}" ]; then
+  IFS=, read -ra files <<<"$SCENARIOS"
+  for f in "${files[@]}"; do args+=(-scenarios "$f"); done
+fi
 [ -n "${SKIP:-}" ] && args+=(-skip "$SKIP")
 [ -n "${SCALE:-}" ] && args+=(-scale "$SCALE")
 # shellcheck disable=SC2206 # BENCH_ARGS is a list of flags

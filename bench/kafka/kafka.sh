@@ -17,7 +17,11 @@
 # The JVM gets kafka-server-start.sh's defaults: a 1 GiB heap (-Xmx1G -Xms1G,
 # override with KAFKA_HEAP_OPTS) and G1 with MaxGCPauseMillis=20. Logging goes
 # to DIR/kafka.log at WARN (Kafka's own default is INFO into several files).
-# KAFKA_VERSION picks another release than the pom's.
+# KAFKA_VERSION picks another release than the pom's. For format (and start),
+# KAFKA_EXTRA_LISTENERS adds listeners beside PLAINTEXT (e.g.
+# "SASL_SSL://127.0.0.1:9094,SSL://127.0.0.1:9093", advertised as such) and
+# KAFKA_EXTRA_PROPERTIES names a file of key=value lines appended to
+# server.properties (their ssl.* and sasl.* settings).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 lib="$here/lib"
@@ -55,14 +59,15 @@ cmd_format() {
   dir="$(cd "$dir" && pwd)"
   [ -n "$port" ] || port="$(free_port)"
   local cport; cport="$(free_port)"
+  local extra="${KAFKA_EXTRA_LISTENERS:+,$KAFKA_EXTRA_LISTENERS}"
   # Kafka 4.x's config/server.properties, with the ports and log dir changed.
   cat >"$dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port$extra,CONTROLLER://127.0.0.1:$cport
 inter.broker.listener.name=PLAINTEXT
-advertised.listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port$extra,CONTROLLER://127.0.0.1:$cport
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
 num.network.threads=3
@@ -81,6 +86,9 @@ transaction.state.log.min.isr=1
 log.retention.hours=168
 log.retention.check.interval.ms=300000
 EOF
+  if [ -n "${KAFKA_EXTRA_PROPERTIES:-}" ]; then
+    cat "$KAFKA_EXTRA_PROPERTIES" >>"$dir/server.properties"
+  fi
   cat >"$dir/log4j2.properties" <<EOF
 status = error
 appender.file.type = File
@@ -163,5 +171,5 @@ format) shift; cmd_format "$@" ;;
 run) shift; cmd_run "$@" ;;
 start) shift; cmd_start "$@" ;;
 stop) shift; cmd_stop "$@" ;;
-*) sed -n '2,20s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+*) sed -n '2,24s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 esac

@@ -52,14 +52,23 @@ func parsePartitioner(s string) (kgo.Partitioner, error) {
 // is off for every broker (Strait does not serve InitProducerId yet, and
 // franz-go would fall back silently there), so the comparison is like for like.
 // STRAIT_BENCH_LOG=info (or debug, warn, error) turns on franz-go's log.
+// A broker given as a secured listener's key (listenerKey) gets the TLS and
+// SASL options registered for it.
 func baseOpts(brokers []string) []kgo.Opt {
+	seeds := make([]string, len(brokers))
+	for i, b := range brokers {
+		seeds[i] = seedAddr(b)
+	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(brokers...),
+		kgo.SeedBrokers(seeds...),
 		kgo.DisableIdempotentWrite(),
 		kgo.ClientID("strait-bench"),
 		// Metadata refreshes after CreateTopics should not wait the default 5 s.
 		kgo.MetadataMinAge(50 * time.Millisecond),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
+	}
+	if len(brokers) > 0 {
+		opts = append(opts, securityOpts(brokers[0])...)
 	}
 	levels := map[string]kgo.LogLevel{"error": kgo.LogLevelError, "warn": kgo.LogLevelWarn, "info": kgo.LogLevelInfo, "debug": kgo.LogLevelDebug}
 	if level, ok := levels[os.Getenv("STRAIT_BENCH_LOG")]; ok {

@@ -69,7 +69,12 @@ type CompareReport struct {
 	Connections map[string]ConnMemory      `json:"connections"`
 	HeadTail    map[string]FetchLatency    `json:"head_tail"`
 	Scaling     map[string][]ScaleStep     `json:"scaling"`
-	Errors      []string                   `json:"errors,omitempty"`
+	// TLS is what each broker's TLS listeners negotiated with Go's client,
+	// by broker and protocol: "TLS 1.3 TLS_AES_128_GCM_SHA256".
+	TLS map[string]map[string]string `json:"tls,omitempty"`
+	// Keystore is the keystore type the brokers read (secured scenarios).
+	Keystore string   `json:"keystore,omitempty"`
+	Errors   []string `json:"errors,omitempty"`
 }
 
 // StartupSample is one fresh start: exec to the first Metadata answer, and
@@ -96,6 +101,10 @@ func runCompare(ctx context.Context, o compareOptions) *CompareReport {
 		Targets: o.targets, Reference: o.reference, Subject: o.subject, Rounds: o.rounds, Scenarios: o.scenarios,
 		Startup: map[string][]StartupSample{}, LoadMemory: map[string]memory{},
 		Connections: map[string]ConnMemory{}, HeadTail: map[string]FetchLatency{}, Scaling: map[string][]ScaleStep{},
+		TLS: map[string]map[string]string{},
+	}
+	if o.pki != nil {
+		_, rep.Keystore = o.pki.keystore()
 	}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
@@ -113,7 +122,7 @@ func runCompare(ctx context.Context, o compareOptions) *CompareReport {
 				if ctx.Err() != nil {
 					return rep
 				}
-				p, err := o.start(ctx, kind)
+				p, err := o.start(ctx, kind, false)
 				if err != nil {
 					fail("startup %s: %v", kind, err)
 					continue
@@ -133,7 +142,7 @@ func runCompare(ctx context.Context, o compareOptions) *CompareReport {
 	if !o.skip[phaseScenarios] || !o.skip[phaseConns] || !o.skip[phaseHeadTail] {
 		procs := map[string]*process{}
 		for _, kind := range o.targets {
-			p, err := o.start(ctx, kind)
+			p, err := o.start(ctx, kind, !o.skip[phaseScenarios])
 			if err != nil {
 				fail("start %s: %v", kind, err)
 				continue
@@ -141,6 +150,14 @@ func runCompare(ctx context.Context, o compareOptions) *CompareReport {
 			defer p.remove()
 			procs[kind] = p
 			logf("started %s at %s (%s)", kind, p.addr, p.dir)
+			for _, proto := range o.protocols {
+				if a := p.listeners[proto]; a != "" {
+					logf("  %s listener at %s %s", proto, a, p.tlsInfo[proto])
+				}
+			}
+			if len(p.tlsInfo) > 0 {
+				rep.TLS[kind] = p.tlsInfo
+			}
 		}
 		if !o.skip[phaseConns] {
 			for _, kind := range o.targets {
@@ -239,13 +256,21 @@ func (o compareOptions) runScenarioRounds(ctx context.Context, rep *CompareRepor
 		for si, s := range o.scenarios {
 			s.Duration, s.Topic = Dur(time.Second), topics[kind][si]
 			var res ScenarioResult
-			if err := runThroughput(ctx, []string{p.addr}, s, pool, true, nil, &res); err != nil {
+			addr := p.scenarioAddr(s)
+			if addr == "" {
+				continue
+			}
+			if err := runThroughput(ctx, []string{addr}, s, pool, true, nil, &res); err != nil {
 				fail("warm-up %s %s: %v", kind, s.Name, err)
 			}
 		}
 		logf("warmed up %s", kind)
 	}
+	// A secured scenario's latency phase runs at its plaintext twin's rate
+	// of the same round, so the two latencies compare at the same load.
+	tw := twins(o.scenarios)
 	for r := 1; r <= o.rounds; r++ {
+		roundRates := map[int]float64{} // scenario index -> the reference's latency rate this round
 		for si, s := range o.scenarios {
 			order := rotate(o.targets, r+si)
 			byKind := map[string]*ScenarioResult{}
@@ -257,8 +282,15 @@ func (o compareOptions) runScenarioRounds(ctx context.Context, rep *CompareRepor
 					continue
 				}
 				res := &ScenarioResult{Scenario: s.Name, Target: kind, Round: r}
+				addr := p.scenarioAddr(s)
+				if addr == "" {
+					// kfake: no TLS, no SASL. Shown as n/a, not as a pass.
+					res.Skipped = fmt.Sprintf("%s has no %s listener", kind, s.protocol())
+					byKind[kind] = res
+					continue
+				}
 				s.Topic = topics[kind][si]
-				from, to, err := runProduce(ctx, []string{p.addr}, s, pool, p.cpuTime, res)
+				from, to, err := runProduce(ctx, []string{addr}, s, pool, p.cpuTime, res)
 				if err != nil {
 					res.Error = err.Error()
 				} else {
@@ -287,27 +319,33 @@ func (o compareOptions) runScenarioRounds(ctx context.Context, rep *CompareRepor
 					continue
 				}
 				res := byKind[kind]
-				if err := runConsume(ctx, []string{procs[kind].addr}, sp.from, sp.to, limit, procs[kind].cpuTime, res); err != nil {
+				if err := runConsume(ctx, []string{procs[kind].scenarioAddr(s)}, sp.from, sp.to, limit, procs[kind].cpuTime, res); err != nil {
 					res.Error = err.Error()
 				}
 			}
 			if s.LatencyRate >= 0 {
 				for _, kind := range order {
 					res := byKind[kind]
-					if res == nil || res.Error != "" {
+					if res == nil || res.Error != "" || res.Skipped != "" {
 						continue
 					}
 					rate := s.LatencyRate
 					if rate == 0 {
 						rate = res.Produce.RecordsPerSec / 2
-						if ref := byKind[o.reference]; ref != nil && ref.Error == "" {
+						if ref := byKind[o.reference]; ref != nil && ref.Error == "" && ref.Skipped == "" {
 							rate = ref.Produce.RecordsPerSec / 2
 						}
+						if j, ok := tw[si]; ok && roundRates[j] > 0 {
+							rate = roundRates[j]
+						}
 					}
-					if err := runLatency(ctx, []string{procs[kind].addr}, s, rate, pool, res); err != nil {
+					if err := runLatency(ctx, []string{procs[kind].scenarioAddr(s)}, s, rate, pool, res); err != nil {
 						res.Error = err.Error()
 					}
 				}
+			}
+			if ref := byKind[o.reference]; ref != nil && ref.Latency != nil {
+				roundRates[si] = ref.Latency.Rate
 			}
 			for _, kind := range order {
 				if res := byKind[kind]; res != nil {
@@ -358,7 +396,7 @@ func connMemory(p *process, n int) (ConnMemory, error) {
 // partitions one after the other, measuring each under load. It stops at
 // the first step that fails or whose topic takes longer than o.scaleLimit.
 func (o compareOptions) scaling(ctx context.Context, kind string, pool *valuePool, logf, fail func(string, ...any)) []ScaleStep {
-	p, err := o.start(ctx, kind)
+	p, err := o.start(ctx, kind, false)
 	if err != nil {
 		fail("scaling %s: %v", kind, err)
 		return nil

@@ -181,6 +181,7 @@ func cmdCompare(ctx context.Context, args []string) {
 	fs.IntVar(&o.kfakeMaxPartitions, "kfake-max-partitions", 1000, "largest scaling step for kfake (memory again)")
 	fs.BoolVar(&o.equalConsume, "equal-consume", true, "each broker's consume phase reads as many records as the broker that produced the fewest in the round (false: all it produced)")
 	skip := fs.String("skip", "", "phases to leave out: startup, connections, scenarios, headtail, scaling")
+	keystoreType := fs.String("keystore-type", "PKCS12", "keystore the brokers of secured scenarios read: PKCS12, JKS or PEM (the same file for every broker)")
 	_ = fs.Parse(args)
 
 	o.targets = strings.Split(*targets, ",")
@@ -228,6 +229,14 @@ func cmdCompare(ctx context.Context, args []string) {
 	_ = os.RemoveAll(o.workDir)
 	if err := os.MkdirAll(o.workDir, 0o755); err != nil {
 		fail("%v", err)
+	}
+	if !o.skip[phaseScenarios] {
+		o.protocols, o.mechanisms = securedNeeds(o.scenarios)
+		if len(o.protocols) > 0 {
+			if o.pki, err = newPKI(filepath.Join(o.workDir, "tls"), *keystoreType); err != nil {
+				fail("certificates: %v", err)
+			}
+		}
 	}
 	rep := runCompare(ctx, o)
 	rep.Command = strings.TrimSpace("strait-bench compare " + strings.Join(args, " "))

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -82,11 +83,20 @@ func latencyMetric(f func(*Latency) float64) metric {
 type summary struct {
 	rep *CompareReport
 	by  map[string]map[string]map[int]ScenarioResult
+	// na: scenario -> broker that could not run it (kfake over TLS).
+	na map[string]map[string]bool
 }
 
 func newSummary(rep *CompareReport) summary {
-	s := summary{rep: rep, by: map[string]map[string]map[int]ScenarioResult{}}
+	s := summary{rep: rep, by: map[string]map[string]map[int]ScenarioResult{}, na: map[string]map[string]bool{}}
 	for _, r := range rep.Results {
+		if r.Skipped != "" {
+			if s.na[r.Scenario] == nil {
+				s.na[r.Scenario] = map[string]bool{}
+			}
+			s.na[r.Scenario][r.Target] = true
+			continue
+		}
 		if r.Error != "" {
 			continue
 		}
@@ -99,6 +109,14 @@ func newSummary(rep *CompareReport) summary {
 		s.by[r.Scenario][r.Target][r.Round] = r
 	}
 	return s
+}
+
+// orNA is text, or n/a when kind could not run scenario at all.
+func (s summary) orNA(scenario, kind, text string) string {
+	if s.na[scenario][kind] {
+		return "n/a"
+	}
+	return text
 }
 
 // med is the median over rounds of m for one scenario and broker.
@@ -243,12 +261,12 @@ func writeMarkdown(w io.Writer, rep *CompareReport) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |", n, mbRecs(s.med(n, ref, produceMB), s.med(n, ref, produceRecs)),
 			mbRecs(s.med(n, sub, produceMB), s.med(n, sub, produceRecs)), fratio(s.ratio(n, produceMB)))
 		for _, k := range others {
-			fmt.Fprintf(w, " %s |", mbRecs(s.med(n, k, produceMB), s.med(n, k, produceRecs)))
+			fmt.Fprintf(w, " %s |", s.orNA(n, k, mbRecs(s.med(n, k, produceMB), s.med(n, k, produceRecs))))
 		}
 		fmt.Fprintf(w, " %s | %s | %s |", mbRecs(s.med(n, ref, consumeMB), s.med(n, ref, consumeRecs)),
 			mbRecs(s.med(n, sub, consumeMB), s.med(n, sub, consumeRecs)), fratio(s.ratio(n, consumeMB)))
 		for _, k := range others {
-			fmt.Fprintf(w, " %s |", mbRecs(s.med(n, k, consumeMB), s.med(n, k, consumeRecs)))
+			fmt.Fprintf(w, " %s |", s.orNA(n, k, mbRecs(s.med(n, k, consumeMB), s.med(n, k, consumeRecs))))
 		}
 		fmt.Fprintln(w)
 	}
@@ -269,7 +287,7 @@ func writeMarkdown(w io.Writer, rep *CompareReport) {
 			f2(s.med(n, sub, latP50)), dagger(s.saturated(n, sub)), f2(s.med(n, sub, latP99)), f2(s.med(n, sub, latP999)), f1(s.med(n, sub, latMax)),
 			fratio(s.ratio(n, latP50)), fratio(s.ratio(n, latP99)))
 		for _, k := range others {
-			fmt.Fprintf(w, " %s / %s |", f2(s.med(n, k, latP50)), f2(s.med(n, k, latP99)))
+			fmt.Fprintf(w, " %s |", s.orNA(n, k, f2(s.med(n, k, latP50))+" / "+f2(s.med(n, k, latP99))))
 		}
 		fmt.Fprintln(w)
 	}
@@ -285,6 +303,7 @@ func writeMarkdown(w io.Writer, rep *CompareReport) {
 			f2(s.med(n, ref, consumeCPU)), f2(s.med(n, sub, consumeCPU)), fratio(s.ratio(n, consumeCPU)))
 	}
 
+	writeSecurityCost(w, rep, s)
 	writeResources(w, rep, s)
 	writeScaling(w, rep, s)
 	writeHeadTail(w, rep)
@@ -452,4 +471,72 @@ func writeHeadTail(w io.Writer, rep *CompareReport) {
 		fmt.Fprintf(w, "| %s | %.2f GB | %s | %d | %s | %s | %s | %s | %s | %s |\n", title(k), float64(ht.LogBytes)/1e9, krecs(float64(ht.Records)), ht.Samples,
 			f2(ht.HeadP50Ms), f2(ht.HeadP99Ms), f2(ht.HeadMaxMs), f2(ht.TailP50Ms), f2(ht.TailP99Ms), f2(ht.TailMaxMs))
 	}
+}
+
+// writeSecurityCost sets each secured scenario beside its plaintext twin on
+// the same broker: the cost of TLS (and SASL) to each broker.
+func writeSecurityCost(w io.Writer, rep *CompareReport, s summary) {
+	tw := twins(rep.Scenarios)
+	var secured []int
+	for i, sc := range rep.Scenarios {
+		if sc.secured() {
+			secured = append(secured, i)
+		}
+	}
+	if len(secured) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Cost of TLS and SASL: each secured scenario beside its plaintext twin, same broker\n\n")
+	fmt.Fprintf(w, "The secured listener is on the same broker process as the PLAINTEXT one, and a secured scenario runs in the same round as its twin (the same parameters over PLAINTEXT), minutes apart at most; ")
+	fmt.Fprintf(w, "its latency phase runs at the twin's rate. Ratios are secured/plaintext, the median of the per-round ratios: for throughput below 1, for latency and CPU above 1, is what the security costs. ")
+	fmt.Fprintf(w, "Clients: franz-go over Go's crypto/tls (RSA 2048 certificate")
+	if rep.Keystore != "" {
+		fmt.Fprintf(w, ", %s keystore", rep.Keystore)
+	}
+	fmt.Fprintf(w, "); kfake has no TLS or SASL (n/a).")
+	var neg []string
+	for _, k := range []string{rep.Reference, rep.Subject} {
+		for _, proto := range slices.Sorted(maps.Keys(rep.TLS[k])) {
+			neg = append(neg, fmt.Sprintf("%s %s: %s", title(k), proto, rep.TLS[k][proto]))
+		}
+	}
+	if len(neg) > 0 {
+		fmt.Fprintf(w, " Negotiated: %s.", strings.Join(neg, "; "))
+	}
+	fmt.Fprintf(w, "\n\n| scenario | broker | produce MB/s plain → secured | ratio | consume MB/s plain → secured | ratio | p50 ms plain → secured | ratio | p99 ms plain → secured | ratio | CPU s/GB produce ratio | consume ratio |\n")
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	arrow := func(a, b string) string { return a + " → " + b }
+	for _, i := range secured {
+		sec := rep.Scenarios[i].Name
+		j, ok := tw[i]
+		if !ok {
+			fmt.Fprintf(w, "| %s | | no plaintext twin in this run | | | | | | | | | |\n", sec)
+			continue
+		}
+		plain := rep.Scenarios[j].Name
+		for _, k := range []string{rep.Reference, rep.Subject} {
+			if len(s.by[sec][k]) == 0 && len(s.by[plain][k]) == 0 {
+				continue
+			}
+			pr := func(m metric) string { return fratio(s.pairRatio(sec, plain, k, m)) }
+			fmt.Fprintf(w, "| %s (twin: %s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sec, plain, title(k),
+				arrow(f1(s.med(plain, k, produceMB)), f1(s.med(sec, k, produceMB))), pr(produceMB),
+				arrow(f1(s.med(plain, k, consumeMB)), f1(s.med(sec, k, consumeMB))), pr(consumeMB),
+				arrow(f2(s.med(plain, k, latP50)), f2(s.med(sec, k, latP50))), pr(latP50),
+				arrow(f2(s.med(plain, k, latP99)), f2(s.med(sec, k, latP99))), pr(latP99),
+				pr(produceCPU), pr(consumeCPU))
+		}
+	}
+}
+
+// pairRatio is the median over rounds of m(a)/m(b) for one broker, taking
+// the rounds in which it ran both scenarios.
+func (s summary) pairRatio(a, b, kind string, m metric) float64 {
+	var xs []float64
+	for round, ra := range s.by[a][kind] {
+		if rb, ok := s.by[b][kind][round]; ok {
+			xs = append(xs, m(ra)/m(rb))
+		}
+	}
+	return median(xs)
 }

@@ -24,6 +24,9 @@ type ScenarioResult struct {
 	ProduceCPUSec float64 `json:"produce_cpu_sec,omitempty"`
 	ConsumeCPUSec float64 `json:"consume_cpu_sec,omitempty"`
 	Error         string  `json:"error,omitempty"`
+	// Skipped says why the broker could not run the scenario at all (kfake
+	// and a secured scenario): n/a in the report, neither pass nor error.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // cpuClock reads a broker's accumulated CPU time; nil when unknown.
@@ -163,6 +166,10 @@ func resultLine(r ScenarioResult) string {
 	fmt.Fprintf(&b, "%-36s", r.Scenario)
 	if r.Target != "" {
 		fmt.Fprintf(&b, " %-6s r%d", r.Target, r.Round)
+	}
+	if r.Skipped != "" {
+		fmt.Fprintf(&b, " n/a: %s", r.Skipped)
+		return b.String()
 	}
 	fmt.Fprintf(&b, " produce %9.0f rec/s %7.1f MB/s  consume %9.0f rec/s %7.1f MB/s",
 		r.Produce.RecordsPerSec, r.Produce.MBPerSec, r.Consume.RecordsPerSec, r.Consume.MBPerSec)

@@ -44,6 +44,14 @@ type Scenario struct {
 	// so the figure is mostly the broker's, but not 0, which would send a
 	// request per record and cap the rate far below the produce phase's.
 	LatencyLingerMs int `json:"latency_linger_ms"`
+	// Security is the listener the scenario's clients use: PLAINTEXT (the
+	// default), SSL, SASL_PLAINTEXT or SASL_SSL. compare opens such a
+	// listener beside the PLAINTEXT one on the same broker (kfake, which
+	// has no TLS or SASL, sits these out: n/a in the report).
+	Security string `json:"security,omitempty"`
+	// SASLMechanism is the SASL_* scenarios' mechanism: SCRAM-SHA-512 (the
+	// default), SCRAM-SHA-256 or PLAIN.
+	SASLMechanism string `json:"sasl_mechanism,omitempty"`
 	// Topic, when set, is used (and created only if missing) instead of a
 	// fresh topic per run, e.g. to measure a topic that has settled.
 	Topic string `json:"topic,omitempty"`
@@ -103,7 +111,43 @@ func (s Scenario) autoName() string {
 	if s.Partitioner != "sticky" {
 		name += " " + s.Partitioner
 	}
+	if p := s.protocol(); p != protoPlaintext {
+		name += " " + p
+		if usesSASL(p) {
+			name += "/" + s.mechanism()
+		}
+	}
 	return name
+}
+
+// protocol is the scenario's security protocol, PLAINTEXT when unset.
+func (s Scenario) protocol() string {
+	if s.Security == "" {
+		return protoPlaintext
+	}
+	return s.Security
+}
+
+// mechanism is the SASL mechanism of a SASL_* scenario ("" otherwise).
+func (s Scenario) mechanism() string {
+	switch {
+	case !usesSASL(s.protocol()):
+		return ""
+	case s.SASLMechanism == "":
+		return mechScram512
+	}
+	return s.SASLMechanism
+}
+
+// secured reports whether the scenario needs a listener other than PLAINTEXT.
+func (s Scenario) secured() bool { return s.protocol() != protoPlaintext }
+
+// twinKey is the scenario with its name, topic and security cleared: a
+// secured scenario and the plaintext one with the same key are twins,
+// whose ratio is the cost of the security.
+func (s Scenario) twinKey() Scenario {
+	s.Name, s.Topic, s.Topics, s.Security, s.SASLMechanism = "", "", nil, "", ""
+	return s
 }
 
 func (s Scenario) validate() error {
@@ -125,6 +169,15 @@ func (s Scenario) validate() error {
 	}
 	if _, err := parsePartitioner(s.Partitioner); err != nil {
 		return fmt.Errorf("%s: %w", s.Name, err)
+	}
+	if !validProtocol(s.protocol()) {
+		return fmt.Errorf("%s: security %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", s.Name, s.Security)
+	}
+	if s.SASLMechanism != "" && !usesSASL(s.protocol()) {
+		return fmt.Errorf("%s: sasl_mechanism %q needs security SASL_SSL or SASL_PLAINTEXT", s.Name, s.SASLMechanism)
+	}
+	if m := s.mechanism(); m != "" && !validMechanism(m) {
+		return fmt.Errorf("%s: sasl_mechanism %q: want SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN", s.Name, m)
 	}
 	return nil
 }

@@ -22,6 +22,12 @@ type launcher struct {
 	kfakeBin    string // bin/kfake-bench (bench/kfake)
 	kafkaScript string // bench/kafka/kafka.sh
 	workDir     string // scratch: one directory per started broker
+	// The secured listeners (SSL, SASL_SSL, ...) a secured start opens
+	// beside PLAINTEXT, the SASL mechanisms its clients use, and the
+	// certificates; nil pki: no scenario needs any.
+	protocols  []string
+	mechanisms []string
+	pki        *pki
 }
 
 // broker kinds, as named on the command line and in the report.
@@ -33,20 +39,27 @@ const (
 
 // process is one started broker process.
 type process struct {
-	kind    string
-	dir     string
-	addr    string
-	cmd     *exec.Cmd
-	readyIn time.Duration // exec to the first Metadata response listing a broker
-	exited  chan struct{}
-	waitErr error
+	kind string
+	dir  string
+	addr string // the PLAINTEXT listener
+	// listeners are the secured listeners' addresses by protocol, and
+	// tlsInfo what each TLS one negotiated with Go's client.
+	listeners map[string]string
+	tlsInfo   map[string]string
+	cmd       *exec.Cmd
+	readyIn   time.Duration // exec to the first Metadata response listing a broker
+	exited    chan struct{}
+	waitErr   error
 }
 
 var startSeq int
 
 // start launches a fresh broker of kind in a new directory and waits until it
 // answers Metadata; untimed preparation (Kafka's storage format) comes first.
-func (l launcher) start(ctx context.Context, kind string) (*process, error) {
+// With secured (and l.pki set) the broker also gets a listener of each of
+// l.protocols (kfake none: it has no TLS or SASL), and start returns once
+// each serves an authenticated client.
+func (l launcher) start(ctx context.Context, kind string, secured bool) (*process, error) {
 	startSeq++
 	dir := filepath.Join(l.workDir, fmt.Sprintf("%s-%d-%d", kind, os.Getpid(), startSeq))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -57,16 +70,42 @@ func (l launcher) start(ctx context.Context, kind string) (*process, error) {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	secured = secured && l.pki != nil && len(l.protocols) > 0 && kind != kindKfake
+	listeners := map[string]string{}
+	extra := []string{} // "SSL://127.0.0.1:port", ...
+	props := filepath.Join(dir, "security.properties")
+	if secured {
+		for _, proto := range l.protocols {
+			p, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			listeners[proto] = fmt.Sprintf("127.0.0.1:%d", p)
+			extra = append(extra, proto+"://"+listeners[proto])
+		}
+		if err := os.WriteFile(props, []byte(l.pki.brokerProperties(l.protocols)), 0o600); err != nil {
+			return nil, err
+		}
+	}
 	var cmd *exec.Cmd
 	switch kind {
 	case kindStrait:
-		cmd = exec.Command(l.straitBin,
-			"--override", "listeners=PLAINTEXT://"+addr,
+		var args []string
+		if secured {
+			// Kafka's keys in a properties file, as Kafka gets them.
+			args = append(args, props)
+		}
+		args = append(args,
+			"--override", "listeners="+strings.Join(append([]string{"PLAINTEXT://" + addr}, extra...), ","),
 			"--override", "log.dirs="+filepath.Join(dir, "data"))
+		cmd = exec.Command(l.straitBin, args...)
 	case kindKfake:
 		cmd = exec.Command(l.kfakeBin, "-addr", addr)
 	case kindKafka:
 		format := exec.CommandContext(ctx, l.kafkaScript, "format", dir, strconv.Itoa(port))
+		if secured {
+			format.Env = append(os.Environ(), "KAFKA_EXTRA_LISTENERS="+strings.Join(extra, ","), "KAFKA_EXTRA_PROPERTIES="+props)
+		}
 		if out, err := format.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("kafka format: %v: %s", err, out)
 		}
@@ -82,6 +121,9 @@ func (l launcher) start(ctx context.Context, kind string) (*process, error) {
 	// The broker goes when the harness goes, even on SIGKILL.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	p := &process{kind: kind, dir: dir, addr: addr, cmd: cmd, exited: make(chan struct{})}
+	if secured {
+		p.listeners = listeners
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -95,6 +137,10 @@ func (l launcher) start(ctx context.Context, kind string) (*process, error) {
 	for {
 		if err := metadataProbe(addr, 250*time.Millisecond); err == nil {
 			p.readyIn = time.Since(start)
+			if p.tlsInfo, err = p.setupSecured(ctx, l.pki, l.mechanisms); err != nil {
+				p.stop()
+				return nil, fmt.Errorf("%s secured listeners: %w; see %s", kind, err, logf.Name())
+			}
 			return p, nil
 		}
 		select {
