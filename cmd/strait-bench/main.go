@@ -84,6 +84,11 @@ func cmdRun(ctx context.Context, args []string) {
 	fs.IntVar(&s.LatencyLingerMs, "latency-linger-ms", s.LatencyLingerMs, "producer linger in the latency phase")
 	latDuration := fs.Duration("latency-duration", s.LatencyDuration.D(), "latency phase length")
 	consume := fs.Bool("consume", true, "measure the consume phase (false: produce only, for profiling)")
+	fs.StringVar(&s.Security, "security", "", "listener protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (-brokers is such a listener)")
+	fs.StringVar(&s.SASLMechanism, "sasl-mechanism", "", "SCRAM-SHA-512 (default), SCRAM-SHA-256 or PLAIN")
+	caFile := fs.String("tls-ca", "", "PEM file of the CA certificates to trust over TLS (default: the system's)")
+	saslUser := fs.String("sasl-user", "", "SASL user")
+	saslPassword := fs.String("sasl-password", "", "SASL password (or env STRAIT_BENCH_SASL_PASSWORD)")
 	fs.StringVar(&latencyTrace, "latency-trace", "", "write every measured record of the latency phase to this file: scheduled send ms, produce ack ms, end-to-end ms (to see when stalls happen)")
 	_ = fs.Parse(args)
 	s.Duration, s.LatencyDuration = Dur(*duration), Dur(*latDuration)
@@ -125,6 +130,10 @@ func cmdRun(ctx context.Context, args []string) {
 					sc.LatencyRate = s.LatencyRate
 				case "topic":
 					sc.Topic = s.Topic
+				case "security":
+					sc.Security = s.Security
+				case "sasl-mechanism":
+					sc.SASLMechanism = s.SASLMechanism
 				}
 			}
 		})
@@ -138,6 +147,9 @@ func cmdRun(ctx context.Context, args []string) {
 	seeds := strings.Split(*brokers, ",")
 	if !dialable(seeds[0]) {
 		fail("nothing listens on %s", seeds[0])
+	}
+	if err := registerRunSecurity(seeds[0], scenarios, *caFile, *saslUser, *saslPassword); err != nil {
+		fail("%v", err)
 	}
 	results := runScenarios(ctx, seeds, scenarios, *consume, os.Stderr)
 	if *jsonOut != "" {

@@ -144,6 +144,7 @@ func runScenarios(ctx context.Context, brokers []string, scenarios []Scenario, c
 	var out []ScenarioResult
 	for _, s := range scenarios {
 		res := ScenarioResult{Scenario: s.Name}
+		brokers := scenarioSeeds(brokers, s)
 		err := runThroughput(ctx, brokers, s, pool, consume, nil, &res)
 		if err == nil && s.LatencyRate >= 0 {
 			rate := s.LatencyRate

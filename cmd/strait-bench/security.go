@@ -16,6 +16,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,15 @@ func validProtocol(proto string) bool {
 }
 
 func validMechanism(m string) bool { return m == mechScram512 || m == mechScram256 || m == mechPlain }
+
+// scenarioSeeds are the bootstrap brokers of s against brokers given by
+// address (the run command): the first as s's listener key.
+func scenarioSeeds(brokers []string, s Scenario) []string {
+	if !s.secured() || len(brokers) == 0 {
+		return brokers
+	}
+	return append([]string{listenerKey(brokers[0], s.mechanism())}, brokers[1:]...)
+}
 
 // listenerOpts holds the client options of each secured listener, by its
 // key (listenerKey: the address, and the SASL mechanism after a #): every
@@ -215,9 +225,10 @@ func (p *pki) keystore() (location, typ string) {
 }
 
 // brokerProperties are the security settings of listeners named after
-// protos (SSL, SASL_SSL, ...), as Kafka's keys, one key=value a line:
-// the same file for Kafka (appended to its server.properties) and Strait.
-func (p *pki) brokerProperties(protos []string) string {
+// protos (SSL, SASL_SSL, ...) with the SASL mechanisms mechs enabled, as
+// Kafka's keys, one key=value a line: the same file for Kafka (appended to
+// its server.properties) and Strait.
+func (p *pki) brokerProperties(protos, mechs []string) string {
 	var b strings.Builder
 	w := func(k, v string) { fmt.Fprintf(&b, "%s=%s\n", k, v) }
 	loc, typ := p.keystore()
@@ -233,11 +244,14 @@ func (p *pki) brokerProperties(protos []string) string {
 			w(l+"ssl.client.auth", "none")
 		}
 		if usesSASL(proto) {
-			w(l+"sasl.enabled.mechanisms", strings.Join([]string{mechScram512, mechScram256, mechPlain}, ","))
-			w(l+"scram-sha-512.sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required;")
-			w(l+"scram-sha-256.sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required;")
-			w(l+"plain.sasl.jaas.config", fmt.Sprintf(
-				"org.apache.kafka.common.security.plain.PlainLoginModule required user_%s=\"%s\";", benchUser, benchPassword))
+			w(l+"sasl.enabled.mechanisms", strings.Join(mechs, ","))
+			for _, m := range mechs {
+				jaas := "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+				if m == mechPlain {
+					jaas = fmt.Sprintf("org.apache.kafka.common.security.plain.PlainLoginModule required user_%s=\"%s\";", benchUser, benchPassword)
+				}
+				w(l+strings.ToLower(m)+".sasl.jaas.config", jaas)
+			}
 		}
 	}
 	return b.String()
@@ -411,4 +425,47 @@ func twins(scenarios []Scenario) map[int]int {
 		}
 	}
 	return out
+}
+
+// registerRunSecurity registers the client options of the run command's
+// secured scenarios against addr: TLS trusting caFile, SASL as user.
+func registerRunSecurity(addr string, scenarios []Scenario, caFile, user, password string) error {
+	if password == "" {
+		password = os.Getenv("STRAIT_BENCH_SASL_PASSWORD")
+	}
+	var roots *x509.CertPool
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return err
+		}
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("-tls-ca %s: no PEM certificate in it", caFile)
+		}
+	}
+	protos := map[string]bool{}
+	for _, s := range scenarios {
+		protos[s.protocol()] = true
+	}
+	if len(protos) > 1 {
+		return fmt.Errorf("-brokers is one listener: every scenario must use the same security protocol, not %v", slices.Sorted(maps.Keys(protos)))
+	}
+	for _, s := range scenarios {
+		if err := s.validate(); err != nil {
+			return err
+		}
+		if !s.secured() {
+			continue
+		}
+		if usesSASL(s.protocol()) && user == "" {
+			return fmt.Errorf("%s: %s needs -sasl-user and -sasl-password", s.Name, s.protocol())
+		}
+		opts, err := clientSecurity(s.protocol(), s.mechanism(), roots, user, password)
+		if err != nil {
+			return err
+		}
+		registerListener(listenerKey(addr, s.mechanism()), opts)
+	}
+	return nil
 }

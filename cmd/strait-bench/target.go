@@ -83,7 +83,7 @@ func (l launcher) start(ctx context.Context, kind string, secured bool) (*proces
 			listeners[proto] = fmt.Sprintf("127.0.0.1:%d", p)
 			extra = append(extra, proto+"://"+listeners[proto])
 		}
-		if err := os.WriteFile(props, []byte(l.pki.brokerProperties(l.protocols)), 0o600); err != nil {
+		if err := os.WriteFile(props, []byte(l.pki.brokerProperties(l.protocols, l.mechanisms)), 0o600); err != nil {
 			return nil, err
 		}
 	}
