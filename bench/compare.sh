@@ -21,8 +21,10 @@
 # Scenarios with "security" (09-sasl-ssl.json: SASL_SSL with SCRAM-SHA-512,
 # 10-ssl.json: SSL) run over a secured listener that Kafka and Strait open
 # beside PLAINTEXT, with the same keys and keystore (PKCS12; BENCH_ARGS=
-# "-keystore-type PEM" or JKS for another), certificates made by openssl and
-# keytool in bench/work/tls; kfake has no TLS (n/a). They add about 1.5 of
+# "-keystore-type PEM" or JKS for another; "-ssl-cipher-suites
+# TLS_AES_128_GCM_SHA256" to give Kafka the suite Go picks: by default each
+# broker picks its own, and the report names it), certificates made by
+# openssl and keytool in bench/work/tls; kfake has no TLS (n/a). They add about 1.5 of
 # the 9.5 minutes; the report sets each beside its plaintext twin (01).
 #
 # Needs Go, a JDK 17+ (java, keytool), Maven (mvn) and openssl:

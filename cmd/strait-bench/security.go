@@ -135,6 +135,10 @@ type pki struct {
 	pem      string // PEM keystore: unencrypted PKCS#8 key, then the chain
 	roots    *x509.CertPool
 	storeTyp string // which one the brokers get: PKCS12 (default), JKS or PEM
+	// cipherSuites, when set, is every TLS listener's ssl.cipher.suites
+	// (e.g. TLS_AES_128_GCM_SHA256, what Go's client and server pick, where
+	// Kafka's JSSE picks TLS_AES_256_GCM_SHA384 by default).
+	cipherSuites string
 }
 
 // newPKI generates into dir, with the openssl CLI and keytool, a CA and a
@@ -242,6 +246,9 @@ func (p *pki) brokerProperties(protos, mechs []string) string {
 				w(l+"ssl.key.password", storePassword)
 			}
 			w(l+"ssl.client.auth", "none")
+			if p.cipherSuites != "" {
+				w(l+"ssl.cipher.suites", p.cipherSuites)
+			}
 		}
 		if usesSASL(proto) {
 			w(l+"sasl.enabled.mechanisms", strings.Join(mechs, ","))
