@@ -2,10 +2,10 @@
 # make bench-compare: Strait beside Apache Kafka 4.x (from Maven Central) and
 # franz-go's kfake on this machine, every scenario in bench/scenarios against
 # each in turn, ratios as medians of the rounds; writes bench/results/latest.md
-# and latest.json. Takes about 9.5 minutes on 2 cores.
+# and latest.json. Takes about 11 minutes on 2 cores.
 #
 #   QUICK=1       one round, half-length phases, 3 start-ups, 500 MB
-#                 head/tail log (about 5 minutes)
+#                 head/tail log (about 6 minutes)
 #   ROUNDS=n      rounds of the scenarios (default 3)
 #   TARGETS=a,b   brokers among kafka,strait,kfake (default all three)
 #   SCENARIOS=p   scenario files or directories, comma-separated (default
@@ -24,8 +24,9 @@
 # "-keystore-type PEM" or JKS for another; "-ssl-cipher-suites
 # TLS_AES_128_GCM_SHA256" to give Kafka the suite Go picks: by default each
 # broker picks its own, and the report names it), certificates made by
-# openssl and keytool in bench/work/tls; kfake has no TLS (n/a). They add about 1.5 of
-# the 9.5 minutes; the report sets each beside its plaintext twin (01).
+# openssl and keytool in bench/work/tls; kfake has no TLS (n/a). The two add
+# about 1.5 minutes (QUICK=1: under 1); the report sets each beside its
+# plaintext twin (01) on the same broker: the cost of TLS.
 #
 # Needs Go, a JDK 17+ (java, keytool), Maven (mvn) and openssl:
 # apt-get install openjdk-17-jre-headless maven openssl.
