@@ -488,7 +488,7 @@ func writeSecurityCost(w io.Writer, rep *CompareReport, s summary) {
 	}
 	fmt.Fprintf(w, "\n## Cost of TLS and SASL: each secured scenario beside its plaintext twin, same broker\n\n")
 	fmt.Fprintf(w, "The secured listener is on the same broker process as the PLAINTEXT one, and a secured scenario runs in the same round as its twin (the same parameters over PLAINTEXT), minutes apart at most; ")
-	fmt.Fprintf(w, "its latency phase runs at the twin's rate. Ratios are secured/plaintext, the median of the per-round ratios: for throughput below 1, for latency and CPU above 1, is what the security costs. ")
+	fmt.Fprintf(w, "its latency phase runs at the twin's rate (†n: fell behind it in n rounds). Ratios are secured/plaintext, the median of the per-round ratios: for throughput below 1, for latency and CPU above 1, is what the security costs. ")
 	fmt.Fprintf(w, "Clients: franz-go over Go's crypto/tls (RSA 2048 certificate")
 	if rep.Keystore != "" {
 		fmt.Fprintf(w, ", %s keystore", rep.Keystore)
@@ -522,7 +522,7 @@ func writeSecurityCost(w io.Writer, rep *CompareReport, s summary) {
 			fmt.Fprintf(w, "| %s (twin: %s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sec, plain, title(k),
 				arrow(f1(s.med(plain, k, produceMB)), f1(s.med(sec, k, produceMB))), pr(produceMB),
 				arrow(f1(s.med(plain, k, consumeMB)), f1(s.med(sec, k, consumeMB))), pr(consumeMB),
-				arrow(f2(s.med(plain, k, latP50)), f2(s.med(sec, k, latP50))), pr(latP50),
+				arrow(f2(s.med(plain, k, latP50))+dagger(s.saturated(plain, k)), f2(s.med(sec, k, latP50))+dagger(s.saturated(sec, k))), pr(latP50),
 				arrow(f2(s.med(plain, k, latP99)), f2(s.med(sec, k, latP99))), pr(latP99),
 				pr(produceCPU), pr(consumeCPU))
 		}
