@@ -152,7 +152,7 @@ func runCompare(ctx context.Context, o compareOptions) *CompareReport {
 			logf("started %s at %s (%s)", kind, p.addr, p.dir)
 			for _, proto := range o.protocols {
 				if a := p.listeners[proto]; a != "" {
-					logf("  %s listener at %s %s", proto, a, p.tlsInfo[proto])
+					logf("  %s listener at %s", proto, strings.TrimSpace(a+" "+p.tlsInfo[proto]))
 				}
 			}
 			if len(p.tlsInfo) > 0 {
