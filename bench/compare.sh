@@ -26,7 +26,8 @@
 # broker picks its own, and the report names it), certificates made by
 # openssl and keytool in bench/work/tls; kfake has no TLS (n/a). The two add
 # about 1.5 minutes (QUICK=1: under 1); the report sets each beside its
-# plaintext twin (01) on the same broker: the cost of TLS.
+# plaintext twin (01) on the same broker (the cost of TLS) and times new
+# clients on each listener (TLS handshake, SASL exchange).
 #
 # Needs Go, a JDK 17+ (java, keytool), Maven (mvn) and openssl:
 # apt-get install openjdk-17-jre-headless maven openssl.

@@ -36,6 +36,7 @@ type compareOptions struct {
 	// equalConsume has every broker's consume phase read the same number of
 	// records in a round (the fewest any produced), not all it produced.
 	equalConsume bool
+	connSetupN   int // new clients per listener for the set-up time (secured scenarios)
 	skip         map[string]bool
 	log          io.Writer
 }
@@ -72,6 +73,9 @@ type CompareReport struct {
 	// TLS is what each broker's TLS listeners negotiated with Go's client,
 	// by broker and protocol: "TLS 1.3 TLS_AES_128_GCM_SHA256".
 	TLS map[string]map[string]string `json:"tls,omitempty"`
+	// ConnSetup is each broker's new-client set-up time by listener
+	// ("PLAINTEXT", "SASL_SSL/SCRAM-SHA-512", ...), when scenarios are secured.
+	ConnSetup map[string]map[string]ConnSetup `json:"conn_setup,omitempty"`
 	// Keystore is the keystore type the brokers read (secured scenarios).
 	Keystore string   `json:"keystore,omitempty"`
 	Errors   []string `json:"errors,omitempty"`
@@ -101,7 +105,7 @@ func runCompare(ctx context.Context, o compareOptions) *CompareReport {
 		Targets: o.targets, Reference: o.reference, Subject: o.subject, Rounds: o.rounds, Scenarios: o.scenarios,
 		Startup: map[string][]StartupSample{}, LoadMemory: map[string]memory{},
 		Connections: map[string]ConnMemory{}, HeadTail: map[string]FetchLatency{}, Scaling: map[string][]ScaleStep{},
-		TLS: map[string]map[string]string{},
+		TLS: map[string]map[string]string{}, ConnSetup: map[string]map[string]ConnSetup{},
 	}
 	if o.pki != nil {
 		_, rep.Keystore = o.pki.keystore()
@@ -174,6 +178,9 @@ func runCompare(ctx context.Context, o compareOptions) *CompareReport {
 			}
 		}
 		if !o.skip[phaseScenarios] && len(o.scenarios) > 0 {
+			if o.pki != nil {
+				o.connSetups(ctx, rep, procs, logf, fail)
+			}
 			o.runScenarioRounds(ctx, rep, procs, pool, logf, fail)
 		}
 		if !o.skip[phaseHeadTail] {
@@ -531,4 +538,31 @@ func dialable(addr string) bool {
 	}
 	c.Close()
 	return true
+}
+
+// connSetups measures, on each broker and each listener the scenarios use,
+// how long a new client takes to its first Metadata answer.
+func (o compareOptions) connSetups(ctx context.Context, rep *CompareReport, procs map[string]*process, logf, fail func(string, ...any)) {
+	for _, kind := range o.targets {
+		p := procs[kind]
+		if p == nil {
+			continue
+		}
+		for _, label := range connSetupLabels(o.scenarios) {
+			addr := p.scenarioAddr(labelScenario(label))
+			if addr == "" || ctx.Err() != nil {
+				continue
+			}
+			c, err := measureConnSetup(ctx, addr, o.connSetupN)
+			if err != nil {
+				fail("connection set-up %s %s: %v", kind, label, err)
+				continue
+			}
+			if rep.ConnSetup[kind] == nil {
+				rep.ConnSetup[kind] = map[string]ConnSetup{}
+			}
+			rep.ConnSetup[kind][label] = c
+			logf("connection set-up %-6s %-24s p50 %.2f ms, p99 %.2f ms (%d clients)", kind, label, c.P50Ms, c.P99Ms, c.N)
+		}
+	}
 }

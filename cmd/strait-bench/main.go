@@ -193,6 +193,7 @@ func cmdCompare(ctx context.Context, args []string) {
 	fs.IntVar(&o.kfakeMaxPartitions, "kfake-max-partitions", 1000, "largest scaling step for kfake (memory again)")
 	fs.BoolVar(&o.equalConsume, "equal-consume", true, "each broker's consume phase reads as many records as the broker that produced the fewest in the round (false: all it produced)")
 	skip := fs.String("skip", "", "phases to leave out: startup, connections, scenarios, headtail, scaling")
+	fs.IntVar(&o.connSetupN, "conn-setup", 30, "new clients per listener timed to their first Metadata answer, when scenarios are secured")
 	cipherSuites := fs.String("ssl-cipher-suites", "", "ssl.cipher.suites of every TLS listener (default: each broker's own choice, reported)")
 	keystoreType := fs.String("keystore-type", "PKCS12", "keystore the brokers of secured scenarios read: PKCS12, JKS or PEM (the same file for every broker)")
 	_ = fs.Parse(args)

@@ -527,6 +527,48 @@ func writeSecurityCost(w io.Writer, rep *CompareReport, s summary) {
 				pr(produceCPU), pr(consumeCPU))
 		}
 	}
+	writeConnSetup(w, rep)
+}
+
+// writeConnSetup is the new-client set-up time on each listener.
+func writeConnSetup(w io.Writer, rep *CompareReport) {
+	ref, sub := rep.Reference, rep.Subject
+	var labels []string
+	n := 0
+	for _, k := range []string{ref, sub} {
+		for l, c := range rep.ConnSetup[k] {
+			if !slices.Contains(labels, l) {
+				labels = append(labels, l)
+			}
+			n = max(n, c.N)
+		}
+	}
+	if len(labels) == 0 {
+		return
+	}
+	// PLAINTEXT first, then by name.
+	slices.SortFunc(labels, func(a, b string) int {
+		switch {
+		case a == protoPlaintext:
+			return -1
+		case b == protoPlaintext:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	fmt.Fprintf(w, "\nNew-client set-up, ms: from dial to the first Metadata answer (TCP connect, TLS handshake, SASL exchange, ApiVersions), %d clients one after another on an idle broker, after 5 unmeasured.\n\n", n)
+	fmt.Fprintf(w, "| listener | %s p50 | p99 | %s p50 | p99 | p50 ratio |\n|---|---:|---:|---:|---:|---:|\n", title(ref), title(sub))
+	get := func(k, l string) (float64, float64) {
+		if c, ok := rep.ConnSetup[k][l]; ok {
+			return c.P50Ms, c.P99Ms
+		}
+		return math.NaN(), math.NaN()
+	}
+	for _, l := range labels {
+		r50, r99 := get(ref, l)
+		s50, s99 := get(sub, l)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", l, f2(r50), f2(r99), f2(s50), f2(s99), fratio(ratioOf(s50, r50)))
+	}
 }
 
 // pairRatio is the median over rounds of m(a)/m(b) for one broker, taking

@@ -476,3 +476,63 @@ func registerRunSecurity(addr string, scenarios []Scenario, caFile, user, passwo
 	}
 	return nil
 }
+
+// ConnSetup is how long a new client takes on one listener from dial to its
+// first Metadata answer: TCP connect, TLS handshake, SASL exchange (SCRAM
+// is two round trips and the client's PBKDF2), ApiVersions, Metadata.
+type ConnSetup struct {
+	N     int     `json:"n"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// connSetupWarmup connections go unmeasured: the JVM compiles its
+// handshake code on the first ones.
+const connSetupWarmup = 5
+
+// measureConnSetup opens n clients on key's listener one after the other.
+func measureConnSetup(ctx context.Context, key string, n int) (ConnSetup, error) {
+	var took []int64
+	for i := range connSetupWarmup + n {
+		start := time.Now()
+		cl, err := kgo.NewClient(baseOpts([]string{key})...)
+		if err != nil {
+			return ConnSetup{}, err
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err = kadm.NewClient(cl).BrokerMetadata(pctx)
+		d := time.Since(start)
+		cancel()
+		cl.Close()
+		if err != nil {
+			return ConnSetup{}, err
+		}
+		if i >= connSetupWarmup {
+			took = append(took, int64(d))
+		}
+	}
+	slices.Sort(took)
+	return ConnSetup{N: n, P50Ms: pct(took, 0.5), P99Ms: pct(took, 0.99)}, nil
+}
+
+// connSetupLabels are the listeners the scenarios use, plaintext first, as
+// "PLAINTEXT", "SSL", "SASL_SSL/SCRAM-SHA-512".
+func connSetupLabels(scenarios []Scenario) []string {
+	out := []string{protoPlaintext}
+	for _, s := range scenarios {
+		l := s.protocol()
+		if m := s.mechanism(); m != "" {
+			l += "/" + m
+		}
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// labelScenario is a scenario on the listener a connSetupLabels label names.
+func labelScenario(label string) Scenario {
+	proto, mech, _ := strings.Cut(label, "/")
+	return Scenario{Security: proto, SASLMechanism: mech}
+}

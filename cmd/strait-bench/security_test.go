@@ -198,7 +198,11 @@ func TestSecurityCostTable(t *testing.T) {
 			res("base SSL", kindKafka, 50), res("base SSL", kindStrait, 150),
 			{Scenario: "base SSL", Target: kindKfake, Round: 1, Skipped: "kfake has no SSL listener"},
 		},
-		TLS:      map[string]map[string]string{kindKafka: {protoSSL: "TLS 1.3 TLS_AES_256_GCM_SHA384"}},
+		TLS: map[string]map[string]string{kindKafka: {protoSSL: "TLS 1.3 TLS_AES_256_GCM_SHA384"}},
+		ConnSetup: map[string]map[string]ConnSetup{
+			kindKafka:  {protoPlaintext: {N: 30, P50Ms: 2, P99Ms: 4}, protoSSL: {N: 30, P50Ms: 8, P99Ms: 12}},
+			kindStrait: {protoPlaintext: {N: 30, P50Ms: 1, P99Ms: 2}, protoSSL: {N: 30, P50Ms: 4, P99Ms: 5}},
+		},
 		Keystore: "PKCS12",
 	}
 	var b strings.Builder
@@ -209,6 +213,7 @@ func TestSecurityCostTable(t *testing.T) {
 		"| base SSL (twin: base) | Kafka | 100.0 → 50.0 | **0.50** | 200.0 → 100.0 | **0.50** |",
 		"| base SSL (twin: base) | Strait | 200.0 → 150.0 | **0.75** |",
 		"Kafka SSL: TLS 1.3 TLS_AES_256_GCM_SHA384",
+		"| PLAINTEXT | 2.00 | 4.00 | 1.00 | 2.00 | **0.50** |\n| SSL | 8.00 | 12.00 | 4.00 | 5.00 | **0.50** |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
