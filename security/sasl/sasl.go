@@ -33,6 +33,7 @@ type Server struct {
 	oauth      *oauthValidator
 	fakeKey    []byte // SCRAM: salts answered for unknown users
 	now        func() time.Time
+	testNonce  string // tests: a fixed SCRAM server nonce (RFC 7677's vector)
 }
 
 // NewServer builds a listener's mechanisms from its settings. The error is

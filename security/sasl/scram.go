@@ -110,12 +110,20 @@ func (a *scramAuth) clientFirst(msg string) ([]byte, bool, error) {
 		mac.Write([]byte(username))
 		a.cred = security.ScramCredential{Mechanism: a.mechanism, Salt: mac.Sum(nil)[:16], Iterations: security.ScramMinIterations}
 	}
-	nonce := make([]byte, 24)
-	rand.Read(nonce)
-	a.nonce = clientNonce + base64.RawURLEncoding.EncodeToString(nonce)
+	a.nonce = clientNonce + a.srv.serverNonce()
 	a.serverFirst = "r=" + a.nonce + ",s=" + base64.StdEncoding.EncodeToString(a.cred.Salt) + ",i=" + strconv.Itoa(int(a.cred.Iterations))
 	a.st = stateMid
 	return []byte(a.serverFirst), false, nil
+}
+
+// serverNonce is the server's part of the nonce: random, printable, no ','.
+func (s *Server) serverNonce() string {
+	if s.testNonce != "" {
+		return s.testNonce
+	}
+	b := make([]byte, 24)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func optA(authzid string) string {
