@@ -125,6 +125,14 @@ func parseSASL(p *props, listener string) (*SASL, error) {
 			if err != nil {
 				return nil, err
 			}
+			// Kafka reads this option at each validation; a bad one fails every login.
+			if skew := strings.TrimSpace(j.Options["unsecuredValidatorAllowableClockSkewMs"].Reveal()); o.Unsecured && skew != "" {
+				if n, err := strconv.Atoi(skew); err != nil || n < 0 {
+					key := prefix + lower + ".sasl.jaas.config"
+					return nil, &ConfigError{Key: key, Message: "Invalid value [hidden] for configuration " + key +
+						": Allowable clock skew millis must not be negative: unsecuredValidatorAllowableClockSkewMs=" + skew}
+				}
+			}
 			s.OAuth = o
 		} else if handler != "" {
 			return nil, invalidValue(handlerKey, handler, "Strait cannot load classes: "+m+" uses its built-in server callback handler")

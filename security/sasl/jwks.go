@@ -96,16 +96,23 @@ func (j *jwks) match(kid, alg string) []jwt.VerificationKey {
 
 // reload fetches the key set; on failure the old keys stay.
 func (j *jwks) reload(now time.Time) {
+	if err := j.load(now); err != nil {
+		slog.Warn("cannot load the OAUTHBEARER JWKS", "url", j.url, "err", err)
+	}
+}
+
+func (j *jwks) load(now time.Time) error {
 	j.fetched = now
 	data, err := j.read()
-	if err == nil {
-		var keys []jwk
-		if keys, err = parseJWKS(data); err == nil {
-			j.keys = keys
-			return
-		}
+	if err != nil {
+		return err
 	}
-	slog.Warn("cannot load the OAUTHBEARER JWKS", "url", j.url, "err", err)
+	keys, err := parseJWKS(data)
+	if err != nil {
+		return err
+	}
+	j.keys = keys
+	return nil
 }
 
 func (j *jwks) read() ([]byte, error) {

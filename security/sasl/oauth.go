@@ -133,6 +133,13 @@ func newOAuthValidator(o config.OAuthBearer, jaas config.JAAS) (*oauthValidator,
 			v.cfg.ScopeClaimName = "scope"
 		}
 		v.jwks = newJWKS(o.JWKSURL)
+		// Kafka reads a file JWKS when the listener starts: a bad one stops the broker.
+		if strings.HasPrefix(o.JWKSURL, "file:") {
+			if err := v.jwks.load(time.Now()); err != nil {
+				return nil, &config.ConfigError{Key: "sasl.oauthbearer.jwks.endpoint.url",
+					Message: "The OAuth configuration option sasl.oauthbearer.jwks.endpoint.url: cannot load the JWKS at " + o.JWKSURL + ": " + err.Error()}
+			}
+		}
 		return v, nil
 	}
 	opt := func(k string) string { return strings.TrimSpace(jaas.Options[k].Reveal()) }

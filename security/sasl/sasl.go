@@ -111,15 +111,29 @@ var ErrIllegalState = errors.New("SASL exchange already completed or failed")
 
 // AuthError is an authentication that failed: SASL_AUTHENTICATION_FAILED,
 // with Message for the client (Kafka's wording, never a secret).
-type AuthError struct{ Message string }
+type AuthError struct {
+	Message string
+	// mechanism is set on Kafka's generic failure, whose wording names
+	// the (re-)authentication.
+	mechanism string
+}
 
 func (e *AuthError) Error() string { return e.Message }
+
+// Reauthentication is the error as a failed re-authentication reports it
+// (Kafka: "... during re-authentication ..." for the generic failure).
+func (e *AuthError) Reauthentication() *AuthError {
+	if e.mechanism == "" {
+		return e
+	}
+	return &AuthError{Message: "Authentication failed during re-authentication due to invalid credentials with SASL mechanism " + e.mechanism, mechanism: e.mechanism}
+}
 
 // invalidCredentials is Kafka's answer to a failure whose cause it keeps
 // from the client (a SaslException in SaslServerAuthenticator: unknown
 // user, wrong password, malformed message).
 func invalidCredentials(mechanism string) *AuthError {
-	return &AuthError{Message: "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism}
+	return &AuthError{Message: "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism, mechanism: mechanism}
 }
 
 // Authenticator is one connection's exchange with one mechanism.

@@ -598,16 +598,43 @@ func TestOAuthJWKSRefresh(t *testing.T) {
 	}
 }
 
-// TestOAuthJWKSTooLarge: a JWKS over the size bound is refused.
+// TestOAuthJWKSTooLarge: a JWKS over the size bound is refused: from a
+// file when the listener starts, over HTTP when a token needs it.
 func TestOAuthJWKSTooLarge(t *testing.T) {
 	keys := newJWTKeys(t)
 	path := filepath.Join(t.TempDir(), "jwks.json")
 	big := map[string]any{"kty": "oct", "k": strings.Repeat("A", maxJWKSSize)}
 	writeJWKS(t, path, big, ecJWK("ec1", &keys.ec.PublicKey))
-	s := oauthServer(t, config.OAuthBearer{JWKSURL: "file://" + path, SubClaimName: "sub"}, nil)
+	_, err := NewServer(&config.SASL{
+		EnabledMechanisms: []string{"OAUTHBEARER"},
+		JAAS:              map[string]config.JAAS{"OAUTHBEARER": jaas("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule", nil)},
+		OAuth:             config.OAuthBearer{JWKSURL: "file://" + path, SubClaimName: "sub"},
+	}, nil)
+	var ce *config.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "sasl.oauthbearer.jwks.endpoint.url" {
+		t.Fatalf("NewServer with a too large JWKS file: %v", err)
+	}
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := os.ReadFile(path)
+		w.Write(data)
+	}))
+	defer srv.Close()
+	s := oauthServer(t, config.OAuthBearer{JWKSURL: srv.URL, SubClaimName: "sub"}, nil)
 	a, _ := s.Start("OAUTHBEARER")
 	tok := sign(t, jwt.SigningMethodES256, "ec1", keys.ec, jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(time.Hour).Unix()})
 	if reply, _, _ := a.Step(bearer(tok)); string(reply) != `{"status":"invalid_token"}` {
 		t.Fatalf("reply %q", reply)
+	}
+}
+
+func TestReauthenticationWording(t *testing.T) {
+	e := invalidCredentials("PLAIN").Reauthentication()
+	if e.Message != "Authentication failed during re-authentication due to invalid credentials with SASL mechanism PLAIN" {
+		t.Fatal(e.Message)
+	}
+	own := &AuthError{Message: "Authentication failed: Invalid username or password"}
+	if own.Reauthentication() != own {
+		t.Fatal("a specific message changed")
 	}
 }
