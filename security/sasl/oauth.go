@@ -302,7 +302,7 @@ func claimScope(v any) ([]string, bool) {
 var jwtAlgs = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"}
 
 // validateJWT is Kafka's BrokerJwtValidator: the signature by a key of the
-// JWKS, exp required, nbf and iat respected, with the clock skew; the
+// JWKS, exp and iat required, nbf respected, with the clock skew; the
 // issuer and audience when configured; the sub claim is the principal.
 func (v *oauthValidator) validateJWT(token string, now time.Time) (validToken, *tokenError) {
 	opts := []jwt.ParserOption{
@@ -335,6 +335,10 @@ func (v *oauthValidator) validateJWT(token string, now time.Time) (validToken, *
 	exp, err := claims.GetExpirationTime()
 	if err != nil || exp == nil {
 		return validToken{}, invalidToken("no exp")
+	}
+	// Kafka's validator requires iat too (jose4j setRequireIssuedAt).
+	if iat, err := claims.GetIssuedAt(); err != nil || iat == nil {
+		return validToken{}, invalidToken("no iat")
 	}
 	return validToken{principal: strings.TrimSpace(sub), expiry: exp.Time}, nil
 }

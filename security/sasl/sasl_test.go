@@ -577,7 +577,7 @@ func TestOAuthJWKSRefresh(t *testing.T) {
 		s := oauthServer(t, config.OAuthBearer{JWKSURL: u, SubClaimName: "sub", ScopeClaimName: "scope"}, nil)
 		clock := time.Now()
 		s.now = func() time.Time { return clock }
-		c := jwt.MapClaims{"sub": "alice", "exp": clock.Add(time.Hour).Unix()}
+		c := jwt.MapClaims{"sub": "alice", "exp": clock.Add(time.Hour).Unix(), "iat": clock.Unix()}
 		if _, err := drive(t, s, oauth.Auth{Token: sign(t, jwt.SigningMethodRS256, "rsa1", keys.rsa, c)}.AsMechanism()); err != nil {
 			t.Fatalf("%s: %v", u, err)
 		}
@@ -622,7 +622,7 @@ func TestOAuthJWKSTooLarge(t *testing.T) {
 	defer srv.Close()
 	s := oauthServer(t, config.OAuthBearer{JWKSURL: srv.URL, SubClaimName: "sub"}, nil)
 	a, _ := s.Start("OAUTHBEARER")
-	tok := sign(t, jwt.SigningMethodES256, "ec1", keys.ec, jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(time.Hour).Unix()})
+	tok := sign(t, jwt.SigningMethodES256, "ec1", keys.ec, jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()})
 	if reply, _, _ := a.Step(bearer(tok)); string(reply) != `{"status":"invalid_token"}` {
 		t.Fatalf("reply %q", reply)
 	}
