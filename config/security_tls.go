@@ -201,14 +201,14 @@ var (
 
 // PrincipalMappingRule is one parsed rule of ssl.principal.mapping.rules.
 type PrincipalMappingRule struct {
-	Default     bool
+	Default bool
 	// Whole is Pattern anchored: a rule applies when it matches the whole
 	// distinguished name; the replacement then applies to each match of
 	// Pattern, as Java's String.replaceAll does.
 	Pattern, Whole *regexp.Regexp
-	Replacement string         // Java's replacement syntax ($1, \$)
-	Lower       bool           // /L
-	Upper       bool           // /U
+	Replacement    string // Java's replacement syntax ($1, \$)
+	Lower          bool   // /L
+	Upper          bool   // /U
 }
 
 // ParsePrincipalMappingRules parses ssl.principal.mapping.rules as
