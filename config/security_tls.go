@@ -256,3 +256,17 @@ func CheckPrincipalMappingRules(key, rules string) error {
 	_, err := ParsePrincipalMappingRules(key, rules)
 	return err
 }
+
+// String is the rule as Kafka's SslPrincipalMapper.Rule writes it.
+func (r PrincipalMappingRule) String() string {
+	if r.Default {
+		return "DEFAULT"
+	}
+	s := "RULE:" + r.Pattern.String() + "/" + r.Replacement
+	if r.Lower {
+		s += "/L"
+	} else if r.Upper {
+		s += "/U"
+	}
+	return s
+}
