@@ -62,7 +62,7 @@ func TestPrincipalMapping(t *testing.T) {
 		"RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/U, "+
 		"DEFAULT")
 	for dn, want := range map[string]string{
-		"CN=Duke,OU=ServiceUsers,O=Org,C=US":       "duke",
+		"CN=Duke,OU=ServiceUsers,O=Org,C=US":        "duke",
 		"CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US": "duke@sme",
 		"cn=duke,ou=sme,dc=mycp,dc=com":             "DUKE@SME",
 		"cN=duke,OU=JavaSoft,O=Sun Microsystems":    "DUKE",
