@@ -34,6 +34,12 @@ type TLS struct {
 	// other's host name.
 	EndpointIdentificationAlgorithm string
 
+	// AllowDNChanges and AllowSANChanges are ssl.allow.dn.changes and
+	// ssl.allow.san.changes: whether a reloaded key store may change the
+	// certificate's subject, or drop subject alternative names.
+	AllowDNChanges  bool
+	AllowSANChanges bool
+
 	// Keys maps each ssl.* key above to the key its value was read from
 	// (listener.name.<l>.ssl.keystore.location, or ssl.keystore.location),
 	// so that an error loading a store names the key to fix. A key absent
@@ -130,6 +136,17 @@ func parseTLS(p *props, listener, protocol string) (*TLS, error) {
 	if a := t.EndpointIdentificationAlgorithm; a != "" && !strings.EqualFold(a, "https") {
 		return nil, invalidValue(t.Key("ssl.endpoint.identification.algorithm"), a,
 			"Unknown identification algorithm (only https, or empty to disable host name verification)")
+	}
+	for _, b := range []struct {
+		key string
+		v   *bool
+	}{{"ssl.allow.dn.changes", &t.AllowDNChanges}, {"ssl.allow.san.changes", &t.AllowSANChanges}} {
+		k := p.listenerKey(listener, b.key)
+		t.Keys[b.key] = k
+		if err := checkType(k, p.raw(k), typeBoolean); err != nil {
+			return nil, err
+		}
+		*b.v = p.bool(k)
 	}
 	return t, nil
 }

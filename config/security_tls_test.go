@@ -45,7 +45,7 @@ func init() {
 	anyValueOfItsType = append(anyValueOfItsType,
 		"ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.keystore.key",
 		"ssl.keystore.certificate.chain", "ssl.truststore.location", "ssl.truststore.password",
-		"ssl.truststore.certificates")
+		"ssl.truststore.certificates", "ssl.allow.dn.changes", "ssl.allow.san.changes")
 }
 
 // TestTLSDefaultsAndListenerOverrides: Kafka's defaults; a listener's own
@@ -127,6 +127,7 @@ func TestListenerOverrideInvalidValueNamesItsKey(t *testing.T) {
 		{"listener.name.ssl.ssl.keystore.type", "PKCS11"},
 		{"listener.name.ssl.ssl.cipher.suites", "TLS_NO_SUCH_SUITE"},
 		{"listener.name.ssl.ssl.principal.mapping.rules", "RULE:^CN=(.*?)/$1/X/"},
+		{"listener.name.ssl.ssl.allow.dn.changes", "yes"},
 	} {
 		_, _, err := Parse(withSSL(tc.key, tc.value))
 		var ce *ConfigError

@@ -55,8 +55,58 @@ func (s *ServerTLS) Reload(t *config.TLS) error {
 	if err != nil {
 		return err
 	}
+	if err := compatibleCertificate(t, s.current.Load().Certificates[0].Leaf, cfg.Certificates[0].Leaf); err != nil {
+		return err
+	}
 	s.current.Store(cfg)
 	return nil
+}
+
+// compatibleCertificate is Kafka's check of a reloaded key store
+// (SslFactory.CertificateEntries.ensureCompatible): unless
+// ssl.allow.dn.changes, the subject stays the same, and unless
+// ssl.allow.san.changes, every subject alternative name stays.
+func compatibleCertificate(t *config.TLS, old, next *x509.Certificate) error {
+	k := t.Key("ssl.keystore.location")
+	if !t.AllowDNChanges {
+		o, _ := distinguishedName(old)
+		n, _ := distinguishedName(next)
+		if !strings.EqualFold(o, n) {
+			return &config.ConfigError{Key: k, Message: "Validation of dynamic config update of SSLFactory failed: " +
+				"Keystore DistinguishedName does not match:  existing={DN=" + o + "}, new={DN=" + n + "}"}
+		}
+	}
+	if !t.AllowSANChanges {
+		have := map[string]bool{}
+		for _, n := range sanList(next) {
+			have[n] = true
+		}
+		for _, n := range sanList(old) {
+			if !have[n] {
+				return &config.ConfigError{Key: k, Message: "Validation of dynamic config update of SSLFactory failed: " +
+					"Keystore SubjectAltNames do not match:  existing={SAN=" + strings.Join(sanList(old), ",") +
+					"}, new={SAN=" + strings.Join(sanList(next), ",") + "}"}
+			}
+		}
+	}
+	return nil
+}
+
+func sanList(c *x509.Certificate) []string {
+	var out []string
+	for _, n := range c.DNSNames {
+		out = append(out, "DNS:"+n)
+	}
+	for _, ip := range c.IPAddresses {
+		out = append(out, "IP:"+ip.String())
+	}
+	for _, e := range c.EmailAddresses {
+		out = append(out, "email:"+e)
+	}
+	for _, u := range c.URIs {
+		out = append(out, "URI:"+u.String())
+	}
+	return out
 }
 
 // Principal is the principal of a connection whose handshake gave state:

@@ -372,8 +372,31 @@ func testReload(t *testing.T, s *testcerts.Set) {
 	if cn := served(); cn != "localhost" {
 		t.Fatalf("before reload: %s", cn)
 	}
+	// The same certificate in another store type: allowed.
+	same := base()
+	same.KeystoreType, same.KeystoreLocation, same.KeystorePassword = "PKCS12", s.Server.P12, testcerts.Password
+	if err := srv.Reload(&same); err != nil {
+		t.Fatal(err)
+	}
+	// Another subject: refused unless ssl.allow.dn.changes (Kafka).
 	next := base()
 	next.KeystoreType, next.KeystoreLocation, next.KeystorePassword = "JKS", s.Server2.JKS, testcerts.Password
+	var ce *config.ConfigError
+	if err := srv.Reload(&next); !errors.As(err, &ce) || ce.Key != "ssl.keystore.location" ||
+		!strings.Contains(ce.Message, "DistinguishedName does not match") {
+		t.Fatalf("reload with another subject: %v", err)
+	}
+	if cn := served(); cn != "localhost" {
+		t.Fatalf("after a refused reload: %s", cn)
+	}
+	// Dropping subject alternative names: refused unless
+	// ssl.allow.san.changes.
+	fewer := base()
+	fewer.KeystoreType, fewer.KeystoreLocation, fewer.AllowDNChanges = "PEM", s.Client.PEMStore, true
+	if err := srv.Reload(&fewer); !errors.As(err, &ce) || !strings.Contains(ce.Message, "SubjectAltNames do not match") {
+		t.Fatalf("reload dropping SANs: %v", err)
+	}
+	next.AllowDNChanges = true
 	if err := srv.Reload(&next); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +405,6 @@ func testReload(t *testing.T, s *testcerts.Set) {
 	}
 	bad := next
 	bad.KeystorePassword = "wrong"
-	var ce *config.ConfigError
 	if err := srv.Reload(&bad); !errors.As(err, &ce) || ce.Key != "ssl.keystore.password" {
 		t.Fatalf("failed reload: %v", err)
 	}
