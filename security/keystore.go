@@ -293,7 +293,14 @@ func loadTruststore(t *config.TLS) (*x509.CertPool, error) {
 			certs = c
 		case "JKS":
 			ks := keystore.New()
-			if err := ks.Load(bytes.NewReader(data), []byte(t.TruststorePassword.Reveal())); err != nil {
+			err := ks.Load(bytes.NewReader(data), []byte(t.TruststorePassword.Reveal()))
+			if err != nil && t.TruststorePassword == "" && strings.Contains(err.Error(), "invalid digest") {
+				// Java: without a password the trust store is read
+				// without its integrity check (the entries are all read
+				// before the digest is compared).
+				err = nil
+			}
+			if err != nil {
 				if strings.Contains(err.Error(), "invalid digest") {
 					return nil, storeErr(t, "ssl.truststore.password", failed+": keystore password was incorrect")
 				}

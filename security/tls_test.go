@@ -107,6 +107,46 @@ func TestTLS(t *testing.T) {
 	t.Run("Reload", func(t *testing.T) { testReload(t, s) })
 	t.Run("ProtocolVersions", func(t *testing.T) { testProtocolVersions(t, s) })
 	t.Run("ClientTLS", func(t *testing.T) { testClientTLS(t, s) })
+	t.Run("FromParse", func(t *testing.T) { testFromParse(t, s) })
+}
+
+// testFromParse: settings read by config.Parse load, and a store that
+// does not names the listener's own key it came from.
+func testFromParse(t *testing.T, s *testcerts.Set) {
+	props := map[string]string{
+		"listeners":                      "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL",
+		"ssl.keystore.type":              "PEM",
+		"ssl.keystore.location":          s.Server.EncPEMStore,
+		"ssl.key.password":               testcerts.Password,
+		"ssl.truststore.location":        s.TrustP12,
+		"ssl.truststore.type":            "PKCS12",
+		"ssl.truststore.password":        testcerts.Password,
+		"ssl.client.auth":                "required",
+	}
+	c, _, err := config.Parse(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServerTLS(c.Security.Listeners["SSL"].TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, res := serve(t, srv.Config())
+	client := &tls.Config{RootCAs: caPool(t, s.CAPEM), ServerName: "127.0.0.1", Certificates: []tls.Certificate{clientCert(t, s.Client)}}
+	if _, r, err := handshake(t, addr, res, client); err != nil || r.err != nil || srv.Principal(r.state).Name != testcerts.ClientSubjectDN {
+		t.Errorf("handshake: %v / %v", err, r.err)
+	}
+
+	props["listener.name.ssl.ssl.keystore.location"] = s.Dir + "/missing.pem"
+	if c, _, err = config.Parse(props); err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewServerTLS(c.Security.Listeners["SSL"].TLS)
+	var ce *config.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "listener.name.ssl.ssl.keystore.location" {
+		t.Errorf("missing listener keystore: %v", err)
+	}
 }
 
 // base is settings as config.Parse gives them by default.
@@ -145,6 +185,9 @@ func testServerTLS(t *testing.T, s *testcerts.Set) {
 		"JKS": func(c *config.TLS) {
 			c.TruststoreType, c.TruststoreLocation, c.TruststorePassword = "JKS", s.TrustJKS, pw
 		},
+		// Kafka: "If a password is not set, trust store file configured
+		// will still be used, but integrity checking is disabled."
+		"JKS without password": func(c *config.TLS) { c.TruststoreType, c.TruststoreLocation = "JKS", s.TrustJKS },
 	}
 	client := &tls.Config{RootCAs: caPool(t, s.CAPEM), ServerName: "localhost", Certificates: []tls.Certificate{clientCert(t, s.Client)}}
 	for kn, ks := range keystores {
