@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/strait/strait/config"
@@ -16,6 +17,7 @@ import (
 // keystore and truststore in place (a dynamic ssl.* update), and new
 // handshakes take the new ones (Config's GetConfigForClient).
 type ServerTLS struct {
+	reload  sync.Mutex // one Reload compares and swaps at a time
 	mapper  *principalMapper
 	current atomic.Pointer[tls.Config]
 	outer   *tls.Config
@@ -55,6 +57,8 @@ func (s *ServerTLS) Reload(t *config.TLS) error {
 	if err != nil {
 		return err
 	}
+	s.reload.Lock()
+	defer s.reload.Unlock()
 	if err := compatibleCertificate(t, s.current.Load().Certificates[0].Leaf, cfg.Certificates[0].Leaf); err != nil {
 		return err
 	}

@@ -108,6 +108,7 @@ func TestTLS(t *testing.T) {
 	t.Run("ProtocolVersions", func(t *testing.T) { testProtocolVersions(t, s) })
 	t.Run("ClientTLS", func(t *testing.T) { testClientTLS(t, s) })
 	t.Run("FromParse", func(t *testing.T) { testFromParse(t, s) })
+	t.Run("EncryptedPEMKeys", func(t *testing.T) { testEncryptedPEMKeys(t, s) })
 }
 
 // testFromParse: settings read by config.Parse load, and a store that
