@@ -77,7 +77,7 @@ func (c *Config) parseSecurity(p *props) error {
 	for _, l := range c.Network.Listeners {
 		ls := ListenerSecurity{Protocol: l.SecurityProtocol}
 		if ls.UsesTLS() {
-			t, err := parseTLS(p, l.Name)
+			t, err := parseTLS(p, l.Name, l.SecurityProtocol)
 			if err != nil {
 				return err
 			}
