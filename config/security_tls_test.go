@@ -11,6 +11,10 @@ import (
 var sslListeners = map[string]string{
 	"listeners":                      "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093,SASL_SSL://127.0.0.1:9094",
 	"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL",
+	// A SASL listener needs a mechanism Strait serves (Kafka's default,
+	// GSSAPI, is refused) and its JAAS config.
+	"sasl.enabled.mechanisms":                       "PLAIN",
+	"listener.name.sasl_ssl.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`,
 }
 
 func withSSL(kv ...string) map[string]string {
