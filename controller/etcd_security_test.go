@@ -120,7 +120,7 @@ func TestEtcdSecurityValidation(t *testing.T) {
 			c.EtcdEndpoints = []string{"https://127.0.0.1:1"}
 			c.EtcdSecurity.CertFile = "c"
 		}, "etcd.cert.file"},
-		"peer cert single member": {func(c *Config) { c.EtcdSecurity.PeerCertFile, c.EtcdSecurity.PeerKeyFile = "c", "k" }, "etcd.peer.cert.file"},
+		"peer cert single member":  {func(c *Config) { c.EtcdSecurity.PeerCertFile, c.EtcdSecurity.PeerKeyFile = "c", "k" }, "etcd.peer.cert.file"},
 		"advertise without listen": {func(c *Config) { c.EtcdAdvertiseClientURLs = []string{"http://127.0.0.1:2379"} }, "etcd.listen.client.urls"},
 	} {
 		cfg := testConfig(t, 1)
