@@ -150,6 +150,13 @@ func parseEtcdSecurity(p *props, e Etcd) (EtcdSecurity, error) {
 					return err
 				}
 				return schemeMatches(clusterURLs(e.InitialCluster), "etcd.initial.cluster", s.PeerCertFile != "", "etcd.peer.cert.file", false)
+			},
+			func() error {
+				if s.PeerCertFile != "" && e.InitialCluster == "" && len(e.ListenPeerURLs) == 0 {
+					return &ConfigError{Key: "etcd.peer.cert.file", Message: "etcd.peer.cert.file is set but the embedded etcd has no peers " +
+						"(neither etcd.initial.cluster nor etcd.listen.peer.urls is set)"}
+				}
+				return nil
 			})
 	}
 	for _, check := range checks {

@@ -125,6 +125,8 @@ func TestEtcdSecuritySettings(t *testing.T) {
 		"https without cert": {map[string]string{"etcd.listen.client.urls": "https://127.0.0.1:0"}, "etcd.listen.client.urls", "etcd.cert.file"},
 		"peer cert with an http peer": {map[string]string{"etcd.initial.cluster": "strait=http://127.0.0.1:2380",
 			"etcd.peer.cert.file": f("node.pem"), "etcd.peer.key.file": f("node.key")}, "etcd.peer.cert.file", "http://127.0.0.1:2380"},
+		"peer cert without peers": {map[string]string{"etcd.peer.cert.file": f("node.pem"), "etcd.peer.key.file": f("node.key")},
+			"etcd.peer.cert.file", "no peers"},
 		"key that is not a key": {map[string]string{"etcd.listen.client.urls": "https://127.0.0.1:0",
 			"etcd.cert.file": f("node.pem"), "etcd.key.file": f("ca.pem")}, "etcd.cert.file", "Could not load"},
 		"CA that is not PEM": {map[string]string{"etcd.trusted.ca.file": f("ext.cnf")}, "etcd.trusted.ca.file", "No PEM certificate"},

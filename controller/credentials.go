@@ -74,8 +74,9 @@ type ScramAlterResult struct {
 // credentials keep changing underneath it.
 const maxScramAlterAttempts = 16
 
-// scramMu serializes this broker's credential changes (the compare-and-swap
-// serializes them across brokers).
+// scramMu serializes this process's credential changes, so a request's
+// verdicts and its write are not interleaved with another's; the
+// compare-and-swap on the deleted credentials orders them across brokers.
 var scramMu sync.Mutex
 
 const scramDuplicate = "A user credential cannot be altered twice in the same request"

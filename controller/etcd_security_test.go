@@ -2,6 +2,10 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,5 +185,53 @@ func TestExternalEtcdWithAuth(t *testing.T) {
 		t.Fatal("a wrong password started")
 	} else if strings.Contains(err.Error(), "wrong") {
 		t.Errorf("the password reached the error: %v", err)
+	}
+}
+
+// A member listening for peers over TLS with peer client-certificate
+// authentication starts, and its peer port refuses a TLS client without a
+// certificate.
+func TestEmbeddedEtcdPeerTLS(t *testing.T) {
+	f := testCerts(t)
+	port := freeLoopbackPorts(t, 1)[0]
+	cfg := testConfig(t, 1)
+	cfg.EtcdName = "m1"
+	cfg.EtcdInitialCluster = fmt.Sprintf("m1=https://127.0.0.1:%d", port)
+	cfg.EtcdSecurity = EtcdSecurity{PeerCertFile: f("node.pem"), PeerKeyFile: f("node.key"), PeerTrustedCAFile: f("ca.pem"),
+		PeerClientCertAuth: true}
+	c := startController(t, cfg)
+	if len(c.etcd.Peers) != 1 {
+		t.Fatalf("%d peer listeners", len(c.etcd.Peers))
+	}
+	pool := x509.NewCertPool()
+	pem, err := os.ReadFile(f("ca.pem"))
+	if err != nil || !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("CA: %v", err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	dial := func(certs []tls.Certificate) error {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr,
+			&tls.Config{RootCAs: pool, Certificates: certs, ServerName: "127.0.0.1"})
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		// TLS 1.3 reports a refused client certificate on the first read.
+		_ = conn.SetDeadline(time.Now().Add(time.Second))
+		if _, err := conn.Write([]byte("GET /version HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			return err
+		}
+		_, err = conn.Read(make([]byte, 1))
+		return err
+	}
+	if err := dial(nil); err == nil {
+		t.Error("a peer without a certificate was served")
+	}
+	cert, err := tls.LoadX509KeyPair(f("node.pem"), f("node.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dial([]tls.Certificate{cert}); err != nil {
+		t.Errorf("a peer with a certificate: %v", err)
 	}
 }
