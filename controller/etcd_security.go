@@ -20,6 +20,7 @@ package controller
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -125,3 +126,18 @@ func (s EtcdSecurity) clientTLS() (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// String keeps the password out of anything that prints the settings.
+func (s EtcdSecurity) String() string {
+	hidden := ""
+	if s.Password != "" {
+		hidden = "[hidden]"
+	}
+	return fmt.Sprintf("{cert=%q key=%q ca=%q clientCertAuth=%v peerCert=%q peerKey=%q peerCA=%q peerClientCertAuth=%v "+
+		"clientCert=%q clientKey=%q clientCA=%q user=%q password=%s}", s.CertFile, s.KeyFile, s.TrustedCAFile, s.ClientCertAuth,
+		s.PeerCertFile, s.PeerKeyFile, s.PeerTrustedCAFile, s.PeerClientCertAuth, s.ClientCertFile, s.ClientKeyFile,
+		s.ClientTrustedCAFile, s.Username, hidden)
+}
+
+// LogValue keeps the password out of slog output.
+func (s EtcdSecurity) LogValue() slog.Value { return slog.StringValue(s.String()) }

@@ -235,3 +235,15 @@ func TestEmbeddedEtcdPeerTLS(t *testing.T) {
 		t.Errorf("a peer with a certificate: %v", err)
 	}
 }
+
+// Printing a controller configuration shows no secret.
+func TestSecretsDoNotPrint(t *testing.T) {
+	cfg := testConfig(t, 1)
+	cfg.EtcdSecurity.Username, cfg.EtcdSecurity.Password = "strait", "etcd-pw"
+	cfg.DelegationTokens.SecretKey = "token-secret"
+	for _, s := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprint(cfg.EtcdSecurity, cfg.DelegationTokens)} {
+		if strings.Contains(s, "etcd-pw") || strings.Contains(s, "token-secret") {
+			t.Errorf("a secret printed: %s", s)
+		}
+	}
+}

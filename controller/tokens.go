@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -263,3 +264,12 @@ func (c *Controller) sweepExpiredTokens(ctx context.Context, guard []clientv3.Cm
 	}
 	return nil
 }
+
+// String keeps the secret key out of anything that prints the settings.
+func (t TokenConfig) String() string {
+	return fmt.Sprintf("{enabled=%v maxLifetime=%v expiryTime=%v expiryCheckInterval=%v}",
+		t.SecretKey != "", t.MaxLifetime, t.ExpiryTime, t.ExpiryCheckInterval)
+}
+
+// LogValue keeps the secret key out of slog output.
+func (t TokenConfig) LogValue() slog.Value { return slog.StringValue(t.String()) }
