@@ -20,6 +20,8 @@ import (
 type fakeServer struct {
 	cfg      config.Config
 	startErr error
+	// startGate, if set, holds Start until it is closed.
+	startGate chan struct{}
 	ready    chan struct{}
 	errc     chan error
 	mu       sync.Mutex
@@ -28,6 +30,9 @@ type fakeServer struct {
 }
 
 func (f *fakeServer) Start() error {
+	if f.startGate != nil {
+		<-f.startGate
+	}
 	if f.startErr == nil {
 		close(f.ready)
 	}
