@@ -22,11 +22,11 @@ type fakeServer struct {
 	startErr error
 	// startGate, if set, holds Start until it is closed.
 	startGate chan struct{}
-	ready    chan struct{}
-	errc     chan error
-	mu       sync.Mutex
-	closed   int
-	closeErr error
+	ready     chan struct{}
+	errc      chan error
+	mu        sync.Mutex
+	closed    int
+	closeErr  error
 }
 
 func (f *fakeServer) Start() error {
