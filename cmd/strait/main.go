@@ -62,7 +62,7 @@ one etcd cluster on free loopback peer ports. It logs "strait cluster ready"
 with bootstrap.servers once all serve, and stops them all on SIGINT or SIGTERM.
 
 A signal during start-up stops strait too: what started is closed cleanly if
-start-up ends within a few seconds, else strait exits without waiting for it
+start-up ends within 3 s, else strait exits without waiting for it
 (nothing has been served yet); exit 0 either way, 1 on a second signal.
 `
 
