@@ -90,11 +90,13 @@ func clusterProps(base map[string]string, n int, tmp string) ([]map[string]strin
 		ephemeralProps(p, dir)
 		p["node.id"] = strconv.Itoa(i + 1)
 		p["listeners"] = "PLAINTEXT://127.0.0.1:0"
-		p["etcd.name"] = fmt.Sprintf("b%d", i+1)
-		p["etcd.initial.cluster"] = strings.Join(initial, ",")
-		p["etcd.listen.peer.urls"] = peers[i]
 		delete(p, "etcd.initial.advertise.peer.urls")
 		delete(p, "etcd.initial.cluster.state")
+		if n > 1 { // one member needs no peers, and starts and stops faster without
+			p["etcd.name"] = fmt.Sprintf("b%d", i+1)
+			p["etcd.initial.cluster"] = strings.Join(initial, ",")
+			p["etcd.listen.peer.urls"] = peers[i]
+		}
 		out[i] = p
 	}
 	return out, nil

@@ -203,6 +203,11 @@ func TestClusterProps(t *testing.T) {
 	if len(peers) != 3 || base["log.dirs"] != "/var/x" {
 		t.Errorf("peers %v, base %v", peers, base)
 	}
+	// One broker: an embedded etcd without peers.
+	one, err := clusterProps(base, 1, "/tmp/c")
+	if err != nil || len(one) != 1 || one[0]["etcd.initial.cluster"] != "" || one[0]["etcd.listen.peer.urls"] != "" || one[0]["node.id"] != "1" {
+		t.Errorf("cluster of one: %v %v", one, err)
+	}
 	if _, err := clusterProps(map[string]string{"etcd.endpoints": "http://127.0.0.1:2379"}, 3, "/tmp/c"); err == nil {
 		t.Error("a cluster over an external etcd was planned")
 	}
