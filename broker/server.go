@@ -142,6 +142,9 @@ func (s *Server) Start() error {
 
 func (s *Server) start() error {
 	started := time.Now()
+	if err := s.lockDataDirs(); err != nil { // before etcd, which would wait on its own lock
+		return err
+	}
 	for _, l := range s.cfg.Network.Listeners {
 		addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
 		ln, err := net.Listen("tcp", addr)
@@ -176,6 +179,8 @@ func (s *Server) start() error {
 		EtcdAdvertiseClientURLs:      s.cfg.Etcd.AdvertiseClientURLs,
 		EtcdHeartbeatIntervalMs:      s.cfg.Etcd.HeartbeatIntervalMs,
 		EtcdElectionTimeoutMs:        s.cfg.Etcd.ElectionTimeoutMs,
+		EtcdSecurity:                 controllerEtcdSecurity(s.cfg.Etcd.Security),            // credentials.go
+		DelegationTokens:             controllerTokenConfig(s.cfg.Security.DelegationTokens), // credentials.go
 
 		UncleanLeaderElectionEnable:  s.cfg.Controller.UncleanLeaderElectionEnable,
 		AutoLeaderRebalanceEnable:    &s.cfg.Controller.AutoLeaderRebalanceEnable,
@@ -391,6 +396,7 @@ func (s *Server) Close() error {
 			}
 		}
 		s.closeInterBrokerClients()
+		s.unlockDataDirs()
 		s.closeErr = errors.Join(errs...)
 		s.logger.Info("broker stopped", "node.id", s.cfg.NodeID)
 	})

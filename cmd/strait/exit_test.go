@@ -16,7 +16,11 @@ import (
 // STRAIT_RUN_AS_MAIN=1 it is the command (see TestBinaryExitsNamingTheKey).
 func TestMain(m *testing.M) {
 	if os.Getenv("STRAIT_RUN_AS_MAIN") == "1" {
-		os.Args = append([]string{"strait"}, strings.Fields(os.Getenv("STRAIT_ARGS"))...)
+		// The arguments are STRAIT_ARGS split at spaces if it is set,
+		// else the command line's (a script running the binary).
+		if args, ok := os.LookupEnv("STRAIT_ARGS"); ok {
+			os.Args = append([]string{"strait"}, strings.Fields(args)...)
+		}
 		main()
 		return
 	}
