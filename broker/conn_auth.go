@@ -115,7 +115,7 @@ func (s *Server) buildListenerSecurity() error {
 			if ls.SASL == nil {
 				return &config.ConfigError{Key: "listeners", Message: "Listener " + l.String() + " has no sasl.* settings."}
 			}
-			ss, err := newSASLServer(ls.SASL, s.credentials())
+			ss, err := newSASLServer(ls.SASL, lazyCredentials{s})
 			if err != nil {
 				return err
 			}
@@ -129,6 +129,19 @@ func (s *Server) buildListenerSecurity() error {
 		s.security[l.Name] = sec
 	}
 	return nil
+}
+
+// lazyCredentials asks s.credentials() at each lookup: the mechanisms are
+// built in New, before the controller whose cache holds the credentials
+// has started.
+type lazyCredentials struct{ s *Server }
+
+func (l lazyCredentials) ScramCredential(mechanism, user string) (security.ScramCredential, bool) {
+	return l.s.credentials().ScramCredential(mechanism, user)
+}
+
+func (l lazyCredentials) DelegationToken(tokenID string) (security.DelegationToken, bool) {
+	return l.s.credentials().DelegationToken(tokenID)
 }
 
 // principal is who the connection authenticated as: the SASL user, the

@@ -299,7 +299,9 @@ func saslBroker(t *testing.T, f *fakeSASL, layers ...map[string]string) (*Server
 	t.Helper()
 	useFakeSecurity(t, nil, f)
 	srv := startTestBroker(t, append([]map[string]string{{
-		"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"listeners":               "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms": "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`,
 	}}, layers...)...)
 	t.Cleanup(func() { srv.Close() })
 	return srv, listenerAddr(t, srv, "SASL_PLAINTEXT")
