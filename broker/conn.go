@@ -543,7 +543,7 @@ func (c *conn) logReadError(err error) {
 			if c.sasl != nil && c.sasl.phase != saslComplete {
 				err = fmt.Errorf("%w: %w", errTooLargeBeforeAuth, err)
 			}
-			c.logRefused("frame too large", err)
+			c.logRefusedAt(slog.LevelWarn, "frame too large", err)
 			return
 		}
 		c.logger().Warn("closing connection", "err", err)

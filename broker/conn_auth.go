@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -183,13 +184,15 @@ func (c *conn) handshakeTLS(tc *tls.Conn) bool {
 // or authentication, a request out of place), at most once a second per
 // broker: a misconfigured client fleet reconnecting in a loop must not
 // flood the log.
-func (c *conn) logRefused(msg string, err error) {
+func (c *conn) logRefused(msg string, err error) { c.logRefusedAt(slog.LevelInfo, msg, err) }
+
+func (c *conn) logRefusedAt(level slog.Level, msg string, err error) {
 	if n, ok := c.srv.refusedLog.allow(time.Now()); ok {
 		args := []any{"err", err}
 		if n > 0 {
 			args = append(args, "suppressed", n)
 		}
-		c.logger().Info("closing connection: "+msg, args...)
+		c.logger().Log(context.Background(), level, "closing connection: "+msg, args...)
 	}
 }
 
