@@ -86,6 +86,7 @@ type listenerSecurity struct {
 // error is the one the builder returned (a *config.ConfigError naming the
 // key).
 func (s *Server) buildListenerSecurity() error {
+	s.tlsHandshakeTimeout = tlsHandshakeTimeout
 	s.security = make(map[string]*listenerSecurity)
 	for _, l := range s.cfg.Network.Listeners {
 		ls, ok := s.cfg.Security.Listeners[l.Name]
@@ -167,7 +168,7 @@ func (c *conn) securityProtocol() string {
 // it (a plaintext client, an untrusted or expired certificate) is logged,
 // at most once a second, and false says to close the connection.
 func (c *conn) handshakeTLS(tc *tls.Conn) bool {
-	ctx, cancel := context.WithTimeout(c.srv.ctx, tlsHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(c.srv.ctx, c.srv.tlsHandshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.logRefused("TLS handshake failed", err)

@@ -660,3 +660,30 @@ func TestTLSClientCertificates(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSHandshakeBounded: a client that connects to a TLS port and sends
+// nothing is closed after tlsHandshakeTimeout; one in its handshake when
+// the broker closes does not hold Close up.
+func TestTLSHandshakeBounded(t *testing.T) {
+	setForTest(t, &tlsHandshakeTimeout, 300*time.Millisecond)
+	p := newTestPKI(t)
+	srv, addr := tlsBroker(t, p, false)
+	r := dialRawAddr(t, addr)
+	start := time.Now()
+	r.expectClosed("a silent client on the TLS port")
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("closed after %v", took)
+	}
+
+	setForTest(t, &tlsHandshakeTimeout, time.Minute)
+	srv, addr = tlsBroker(t, p, false)
+	r = dialRawAddr(t, addr)
+	// The connection is registered before its handshake starts.
+	waitFor(t, 5*time.Second, "the connection", func() bool { return len(principals(srv, "SSL")) == 1 })
+	start = time.Now()
+	srv.Close()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Close took %v with a connection in its TLS handshake", took)
+	}
+	r.expectClosed("a connection in its handshake at Close")
+}

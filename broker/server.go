@@ -74,8 +74,9 @@ type Server struct {
 	// security holds how each non-PLAINTEXT listener authenticates, by
 	// listener name (conn_auth.go); refusedLog limits the lines about
 	// connections refused for bad input.
-	security   map[string]*listenerSecurity
-	refusedLog logLimiter
+	security            map[string]*listenerSecurity
+	refusedLog          logLimiter
+	tlsHandshakeTimeout time.Duration
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
