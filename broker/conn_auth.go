@@ -133,6 +133,16 @@ func (s *Server) buildListenerSecurity() error {
 	return nil
 }
 
+// listenerTLS is the TLS configuration of listener (nil when it has none,
+// or a test's stand-in), for a dynamic ssl.* update to Reload.
+func (s *Server) listenerTLS(listener string) *security.ServerTLS {
+	if sec := s.security[listener]; sec != nil {
+		st, _ := sec.tls.(*security.ServerTLS)
+		return st
+	}
+	return nil
+}
+
 // lazyCredentials asks s.credentials() at each lookup: the mechanisms are
 // built in New, before the controller whose cache holds the credentials
 // has started.
