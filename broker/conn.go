@@ -45,6 +45,13 @@ const maxInFlight = 64
 // connection has been idle for a while (idleAfter), the read loop goes on
 // in a new goroutine, which waits on the smallest stack (see connReader):
 // an idle connection is a 2 KiB stack and about a kilobyte of heap.
+//
+// On a TLS listener the connection is a *tls.Conn: the handshake runs first
+// on the connection's goroutine (start), reads go through tls.Conn.Read
+// (no idle handoff: the reader keeps its buffer), and fetched file regions
+// are copied through the write buffer instead of sendfile. On a SASL
+// listener the read loop passes frames to the authenticator until the
+// client has authenticated (conn_auth.go).
 type conn struct {
 	srv      *Server
 	nc       net.Conn
