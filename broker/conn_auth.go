@@ -77,9 +77,9 @@ type listenerSecurity struct {
 	// maxReceive is sasl.server.max.receive.size: the largest frame read
 	// before the client has authenticated.
 	maxReceive int32
-	// maxReauth is connections.max.reauth.ms (0: sessions do not expire
-	// unless the credential does).
-	maxReauth time.Duration
+	// saslCfg gives connections.max.reauth.ms by mechanism (0: sessions
+	// do not expire unless the credential does).
+	saslCfg *config.SASL
 }
 
 // buildListenerSecurity builds every listener's TLS and SASL servers; an
@@ -126,7 +126,7 @@ func (s *Server) buildListenerSecurity() error {
 			if sec.maxReceive <= 0 {
 				sec.maxReceive = defaultSASLMaxReceiveSize
 			}
-			sec.maxReauth = ls.SASL.MaxReauth
+			sec.saslCfg = ls.SASL
 		}
 		s.security[l.Name] = sec
 	}
@@ -457,7 +457,7 @@ func (c *conn) saslStep(token []byte) (reply []byte, lifetime time.Duration, err
 // or the credential's remaining life, whichever is shorter; -1 when neither
 // bounds it.
 func (c *conn) sessionLifetime(now, credExpiry time.Time) time.Duration {
-	maxReauth := c.sec.maxReauth
+	maxReauth := c.sec.saslCfg.ReauthFor(c.sasl.mech)
 	switch {
 	case credExpiry.IsZero() && maxReauth <= 0:
 		return -1
