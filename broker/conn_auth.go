@@ -425,7 +425,11 @@ func (c *conn) saslStep(token []byte) (reply []byte, lifetime time.Duration, err
 	}
 	if err != nil {
 		var ae *sasl.AuthError
-		if !errors.As(err, &ae) {
+		if errors.As(err, &ae) {
+			if a.reauth {
+				err = ae.Reauthentication()
+			}
+		} else {
 			// Not the mechanism's message for the client: it may say more
 			// than a client should learn (whether the user exists).
 			err = &sasl.AuthError{Message: "Authentication failed during " + what +
