@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -201,24 +202,44 @@ func TestSecurityMutualTLS(t *testing.T) {
 	}
 }
 
-// TestSecuritySASLSSLCluster: three brokers whose only listener is
-// SASL_SSL (also the inter-broker one, with PLAIN) replicate an RF 3 topic
-// with acks=all, and a SASL_SSL client consumes it.
-func TestSecuritySASLSSLCluster(t *testing.T) {
+// TestSecurityClusterOverTLS: three brokers whose only listener is
+// secured (SASL_SSL with PLAIN; SSL requiring client certificates, which
+// the brokers present from their key store) replicate an RF 3 topic with
+// acks=all over it, and a client of that listener consumes it.
+func TestSecurityClusterOverTLS(t *testing.T) {
 	certs := testcerts.New(t)
-	props := tlsProps(certs)
-	for k, v := range map[string]string{
-		"listeners":                                     "SASL_SSL://127.0.0.1:0",
-		"security.inter.broker.protocol":                "SASL_SSL",
-		"sasl.mechanism.inter.broker.protocol":          "PLAIN",
-		"sasl.enabled.mechanisms":                       "PLAIN",
-		"listener.name.sasl_ssl.plain.sasl.jaas.config": plainJAAS,
+	for _, tc := range []struct {
+		name  string
+		props map[string]string
+		opts  []kgo.Opt
+	}{
+		{"SASL_SSL", map[string]string{
+			"listeners":                                     "SASL_SSL://127.0.0.1:0",
+			"security.inter.broker.protocol":                "SASL_SSL",
+			"sasl.mechanism.inter.broker.protocol":          "PLAIN",
+			"sasl.enabled.mechanisms":                       "PLAIN",
+			"listener.name.sasl_ssl.plain.sasl.jaas.config": plainJAAS,
+		}, []kgo.Opt{kgo.DialTLSConfig(clientTLSConfig(t, certs, nil)),
+			kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism())}},
+		{"SSL with client certificates", map[string]string{
+			"listeners":                      "SSL://127.0.0.1:0",
+			"security.inter.broker.protocol": "SSL",
+			"ssl.client.auth":                "required",
+		}, []kgo.Opt{kgo.DialTLSConfig(clientTLSConfig(t, certs, &certs.Client))}},
 	} {
-		props[k] = v
+		t.Run(tc.name, func(t *testing.T) {
+			props := tlsProps(certs)
+			maps.Copy(props, tc.props)
+			clusterOverTLS(t, props, tc.opts, []kgo.Opt{kgo.DialTLSConfig(clientTLSConfig(t, certs, nil))})
+		})
 	}
+}
+
+// clusterOverTLS starts the cluster, replicates with clients of opts,
+// and checks that a client of refusedOpts is not served.
+func clusterOverTLS(t *testing.T, props map[string]string, opts, refusedOpts []kgo.Opt) {
+	t.Helper()
 	c := startReplicatedCluster(t, 3, props)
-	opts := []kgo.Opt{kgo.DialTLSConfig(clientTLSConfig(t, certs, nil)),
-		kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism())}
 	adm := kadm.NewClient(c.client(opts...))
 	if resp, err := adm.CreateTopic(context.Background(), 1, 3, nil, "secure"); err != nil || resp.Err != nil {
 		t.Fatalf("create topic: %v %v", err, resp.Err)
@@ -231,7 +252,7 @@ func TestSecuritySASLSSLCluster(t *testing.T) {
 		}
 		return true
 	})
-	cl := c.client(append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("secure"))...)
+	cl := c.client(slices.Concat(opts, []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("secure")})...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const n = 200
@@ -255,12 +276,12 @@ func TestSecuritySASLSSLCluster(t *testing.T) {
 			}
 		}
 	}
-	got := consumeAll(t, c.client(append(opts, kgo.ConsumeTopics("secure"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...), n)
+	got := consumeAll(t, c.client(slices.Concat(opts, []kgo.Opt{kgo.ConsumeTopics("secure"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())})...), n)
 	if vals := got[0]; len(vals) != n || vals[0] != "v000" || vals[n-1] != fmt.Sprintf("v%03d", n-1) {
 		t.Fatalf("consumed %d records", len(vals))
 	}
-	// A client without SASL on the only listener is not served.
-	if err := pingWith(t, c.addrs[0], kgo.DialTLSConfig(clientTLSConfig(t, certs, nil)), kgo.RequestRetries(0)); err == nil {
-		t.Error("a client without SASL was served")
+	// A client without SASL (or a client certificate) is not served.
+	if err := pingWith(t, c.addrs[0], slices.Concat(refusedOpts, []kgo.Opt{kgo.RequestRetries(0)})...); err == nil {
+		t.Error("a client without credentials was served")
 	}
 }
