@@ -48,7 +48,8 @@ const maxInFlight = 64
 //
 // On a TLS listener the connection is a *tls.Conn: the handshake runs first
 // on the connection's goroutine (start), reads go through tls.Conn.Read
-// (no idle handoff: the reader keeps its buffer), and fetched file regions
+// (no idle handoff: the reader keeps its buffer, a small one until a read
+// fills it), and fetched file regions
 // are copied through the write buffer instead of sendfile. On a SASL
 // listener the read loop passes frames to the authenticator until the
 // client has authenticated (conn_auth.go).
@@ -152,6 +153,9 @@ func newConn(s *Server, nc net.Conn, listenerName string, sec *listenerSecurity)
 	// (connReader's raw reads are for TCP connections only).
 	c.rd.init(c.nc)
 	c.rd.enableHandoff()
+	if c.tc != nil {
+		c.rd.preferSmall()
+	}
 	return c
 }
 
