@@ -66,7 +66,7 @@ type conn struct {
 	sec   *listenerSecurity
 	tc    *tls.Conn
 	sasl  *saslConn
-	princ *security.Principal
+	princ atomic.Pointer[security.Principal] // other goroutines may read it (a callback's, the tests')
 	// sendfile: file regions go out with sendfile(2) (a TCP connection);
 	// else they are copied through the write buffer (TLS).
 	sendfile bool

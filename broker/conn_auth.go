@@ -159,10 +159,10 @@ func (l lazyCredentials) DelegationToken(tokenID string) (security.DelegationTok
 // principal is who the connection authenticated as: the SASL user, the
 // TLS client certificate's name on an SSL listener, else ANONYMOUS.
 func (c *conn) principal() security.Principal {
-	if c.princ == nil {
-		return security.Anonymous
+	if p := c.princ.Load(); p != nil {
+		return *p
 	}
-	return *c.princ
+	return security.Anonymous
 }
 
 // securityProtocol is the security protocol of the connection's listener.
@@ -186,7 +186,7 @@ func (c *conn) handshakeTLS(tc *tls.Conn) bool {
 	}
 	if c.sec.sasl == nil {
 		p := c.sec.tls.Principal(tc.ConnectionState())
-		c.princ = &p
+		c.princ.Store(&p)
 	}
 	return true
 }
@@ -445,7 +445,7 @@ func (c *conn) saslStep(token []byte) (reply []byte, lifetime time.Duration, err
 	lifetime = c.sessionLifetime(now, a.authn.Expiry())
 	if !a.reauth {
 		p := a.authn.Principal()
-		c.princ = &p
+		c.princ.Store(&p)
 	}
 	a.phase, a.reauth, a.authn, a.badMech = saslComplete, false, nil, ""
 	a.expiry = time.Time{}
