@@ -305,7 +305,30 @@ func (c *conn) authRequest(req *protocol.Request) bool {
 		return false
 	case saslAuthenticate:
 		if key != kmsg.SASLAuthenticate {
+			// Kafka answers with the request's error response
+			// (ILLEGAL_SASL_STATE) before it closes: done here for the
+			// requests a client of the exchange could send, the others
+			// are closed on.
 			c.logRefused("unexpected request during SASL authentication", fmt.Errorf("request %s v%d", key.Name(), req.Version))
+			var resp kmsg.Response
+			switch body := req.Body.(type) {
+			case *kmsg.SASLHandshakeRequest:
+				r := body.ResponseKind().(*kmsg.SASLHandshakeResponse)
+				r.ErrorCode = kerr.IllegalSaslState.Code
+				resp = r
+			case *kmsg.ApiVersionsRequest:
+				if !req.UnsupportedVersion {
+					r := body.ResponseKind().(*kmsg.ApiVersionsResponse)
+					r.ErrorCode = kerr.IllegalSaslState.Code
+					resp = r
+				}
+			}
+			if resp != nil {
+				x := &exchange{c: c, req: req, closeConn: true}
+				if c.enqueue(x) {
+					x.respond(resp)
+				}
+			}
 			return false
 		}
 		return c.saslAuthenticate(req)

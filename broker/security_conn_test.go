@@ -390,6 +390,14 @@ func TestSASLStateMachine(t *testing.T) {
 		}
 		r.expectClosed("after UNSUPPORTED_SASL_MECHANISM")
 	})
+	t.Run("a second SaslHandshake: ILLEGAL_SASL_STATE, then closed", func(t *testing.T) {
+		r := dialRawAddr(t, addr)
+		r.roundTrip(handshake(1, "PLAIN"))
+		if hs := r.roundTrip(handshake(1, "PLAIN")).(*kmsg.SASLHandshakeResponse); hs.ErrorCode != kerr.IllegalSaslState.Code {
+			t.Fatalf("second handshake: error %d", hs.ErrorCode)
+		}
+		r.expectClosed("after a second handshake")
+	})
 	t.Run("SaslAuthenticate before the handshake: closed", func(t *testing.T) {
 		r := dialRawAddr(t, addr)
 		r.send(authenticate(1, plainToken("alice", "alice-secret")))
