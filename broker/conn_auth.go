@@ -30,7 +30,7 @@ import (
 // their own).
 type tlsServer interface {
 	Config() *tls.Config
-	Principal(tls.ConnectionState) security.Principal
+	Principal(tls.ConnectionState) (security.Principal, error)
 }
 
 // saslServer is what a connection needs of a listener's SASL mechanisms
@@ -185,7 +185,11 @@ func (c *conn) handshakeTLS(tc *tls.Conn) bool {
 		return false
 	}
 	if c.sec.sasl == nil {
-		p := c.sec.tls.Principal(tc.ConnectionState())
+		p, err := c.sec.tls.Principal(tc.ConnectionState())
+		if err != nil {
+			c.logRefused("TLS client certificate maps to no principal", err)
+			return false
+		}
 		c.princ.Store(&p)
 	}
 	return true

@@ -118,11 +118,11 @@ func (p *testPKI) clientTLS(cert *tls.Certificate) *tls.Config {
 type fakeTLS struct{ cfg *tls.Config }
 
 func (f fakeTLS) Config() *tls.Config { return f.cfg }
-func (f fakeTLS) Principal(st tls.ConnectionState) security.Principal {
+func (f fakeTLS) Principal(st tls.ConnectionState) (security.Principal, error) {
 	if len(st.PeerCertificates) == 0 {
-		return security.Anonymous
+		return security.Anonymous, nil
 	}
-	return security.User(st.PeerCertificates[0].Subject.String())
+	return security.User(st.PeerCertificates[0].Subject.String()), nil
 }
 
 // fakeSASL serves PLAIN for users; a session ends after lifetime (0: the

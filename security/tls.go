@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -115,22 +114,10 @@ func sanList(c *x509.Certificate) []string {
 
 // Principal is the principal of a connection whose handshake gave state:
 // the client certificate's subject mapped by ssl.principal.mapping.rules,
-// or Anonymous without a client certificate. A certificate no rule maps
-// gives Anonymous (and a warning); PrincipalOf reports it as an error, as
-// Kafka fails the connection's authentication.
-func (s *ServerTLS) Principal(state tls.ConnectionState) Principal {
-	p, err := s.PrincipalOf(state)
-	if err != nil {
-		slog.Warn("TLS client certificate maps to no principal", "err", err)
-		return Anonymous
-	}
-	return p
-}
-
-// PrincipalOf is Principal, with an error when the certificate's name
-// matches no ssl.principal.mapping.rules rule (Kafka then closes the
-// connection as an authentication failure).
-func (s *ServerTLS) PrincipalOf(state tls.ConnectionState) (Principal, error) {
+// or Anonymous without a client certificate. A name that matches no rule
+// is an error, and the connection is refused (Kafka fails the
+// authentication rather than let the client in as ANONYMOUS).
+func (s *ServerTLS) Principal(state tls.ConnectionState) (Principal, error) {
 	if len(state.PeerCertificates) == 0 || len(state.VerifiedChains) == 0 {
 		return Anonymous, nil
 	}
