@@ -52,17 +52,37 @@ func (s *ServerTLS) Config() *tls.Config { return s.outer }
 // connections; on error nothing changes. (ssl.principal.mapping.rules is
 // not dynamic in Kafka and keeps its value.)
 func (s *ServerTLS) Reload(t *config.TLS) error {
-	cfg, err := serverConfig(t)
-	if err != nil {
-		return err
-	}
 	s.reload.Lock()
 	defer s.reload.Unlock()
-	if err := compatibleCertificate(t, s.current.Load().Certificates[0].Leaf, cfg.Certificates[0].Leaf); err != nil {
+	cfg, err := s.check(t)
+	if err != nil {
 		return err
 	}
 	s.current.Store(cfg)
 	return nil
+}
+
+// CheckReload is Reload without the swap: whether t's stores load and may
+// replace the current ones (AlterConfigs checks it before storing a
+// dynamic ssl.* update, as Kafka validates one).
+func (s *ServerTLS) CheckReload(t *config.TLS) error {
+	s.reload.Lock()
+	defer s.reload.Unlock()
+	_, err := s.check(t)
+	return err
+}
+
+// check loads t's configuration and checks it against the current one;
+// the caller holds reload.
+func (s *ServerTLS) check(t *config.TLS) (*tls.Config, error) {
+	cfg, err := serverConfig(t)
+	if err != nil {
+		return nil, err
+	}
+	if err := compatibleCertificate(t, s.current.Load().Certificates[0].Leaf, cfg.Certificates[0].Leaf); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // compatibleCertificate is Kafka's check of a reloaded key store
