@@ -205,3 +205,41 @@ func TestFailingWritesThenRestart(t *testing.T) {
 	c.Restart(1)
 	produce(t, c.Client(), "eio", 1, 1)
 }
+
+// The test defaults reach the broker, and WithConfig and WithBrokerConfig
+// override them per key (read back with DescribeConfigs).
+func TestConfigDefaultsAndOverrides(t *testing.T) {
+	c := straittest.StartCluster(t, 2,
+		straittest.WithConfig("group.initial.rebalance.delay.ms", "250"),
+		straittest.WithBrokerConfig(2, "broker.rack", "r2"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	want := map[int32]map[string]string{
+		1: {"group.initial.rebalance.delay.ms": "250", "offsets.topic.num.partitions": "1", "broker.rack": ""},
+		2: {"group.initial.rebalance.delay.ms": "250", "offsets.topic.num.partitions": "1", "broker.rack": "r2"},
+	}
+	for id, keys := range want {
+		rcs, err := c.Admin().DescribeBrokerConfigs(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On(fmt.Sprint(id), nil)
+		if err != nil || rc.Err != nil {
+			t.Fatalf("broker %d: %v %v", id, err, rc.Err)
+		}
+		for k, v := range keys {
+			got := ""
+			for _, cfg := range rc.Configs {
+				if cfg.Key == k && cfg.Value != nil {
+					got = *cfg.Value
+				}
+			}
+			if got != v {
+				t.Errorf("broker %d: %s = %q, want %q", id, k, got, v)
+			}
+		}
+	}
+	if got := c.Broker(2).Config()["broker.rack"]; got != "r2" {
+		t.Errorf("Config()[broker.rack] = %q", got)
+	}
+}
