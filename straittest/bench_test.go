@@ -40,20 +40,23 @@ func (p *phaseLog) Handle(_ context.Context, r slog.Record) error {
 // (to the last controller ready), broker-ms (to the last broker started),
 // wait-ms (until StartCluster returns: the brokers agreeing on Metadata),
 // start-ms (all of it) and close-ms (Close of the whole cluster).
-func benchmarkStart(b *testing.B, n int) {
+func benchmarkStart(b *testing.B, n int, opts ...straittest.Option) {
 	var sum [6]time.Duration
 	for b.Loop() {
 		p := &phaseLog{last: map[string]time.Time{}}
 		t0 := time.Now()
-		c := straittest.StartCluster(b, n, straittest.WithLogHandler(p),
+		c := straittest.StartCluster(b, n, append([]straittest.Option{straittest.WithLogHandler(p),
 			// b.Log prints even without -v: only errors.
-			straittest.WithLogLevel(slog.LevelError))
+			straittest.WithLogLevel(slog.LevelError)}, opts...)...)
 		started := time.Now()
 		c.Close()
 		closed := time.Now()
 		prev := t0
 		for i, m := range phaseMessages {
 			at := p.last[m]
+			if at.IsZero() && i == 0 {
+				at = t0 // no embedded etcd (WithSharedEtcd)
+			}
 			if at.IsZero() {
 				b.Fatalf("no %q logged", m)
 			}
@@ -76,3 +79,13 @@ func benchmarkStart(b *testing.B, n int) {
 
 func BenchmarkStart1(b *testing.B) { benchmarkStart(b, 1) }
 func BenchmarkStart3(b *testing.B) { benchmarkStart(b, 3) }
+
+// The same with WithSharedEtcd, the shared etcd kept up by another cluster
+// (as when tests run in parallel): etcd-ms is then 0 (no embedded etcd).
+func BenchmarkStart1SharedEtcd(b *testing.B) { benchmarkStartShared(b, 1) }
+func BenchmarkStart3SharedEtcd(b *testing.B) { benchmarkStartShared(b, 3) }
+
+func benchmarkStartShared(b *testing.B, n int) {
+	straittest.Start(b, straittest.WithSharedEtcd(), straittest.WithLogLevel(slog.LevelError))
+	benchmarkStart(b, n, straittest.WithSharedEtcd())
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/broker"
 	"github.com/strait/strait/config"
@@ -42,6 +43,10 @@ type Cluster struct {
 	opts    options
 	log     *testLog
 	brokers []*Broker // by id - 1
+
+	// etcdEndpoint and etcdPrefix locate the cluster's metadata in the
+	// shared etcd (WithSharedEtcd); empty: each broker embeds a member.
+	etcdEndpoint, etcdPrefix string
 
 	closeOnce sync.Once
 	adminOnce sync.Once
@@ -95,6 +100,14 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	root := tb.TempDir()
 	tb.Cleanup(c.close)
 
+	if o.sharedEtcd {
+		endpoint, prefix, err := acquireSharedEtcd()
+		if err != nil {
+			tb.Fatalf("straittest: %v", err)
+		}
+		c.etcdEndpoint, c.etcdPrefix = endpoint, prefix
+	}
+
 	var err error
 	for attempt := range portAttempts {
 		dir := filepath.Join(root, "attempt"+strconv.Itoa(attempt+1))
@@ -124,7 +137,7 @@ func (c *Cluster) setUp(n int, dir string) error {
 	var initial []string
 	for i := range n {
 		b := &Broker{c: c, id: int32(i + 1), port: ports[i], dir: filepath.Join(dir, fmt.Sprintf("broker%d", i+1))}
-		if n > 1 {
+		if n > 1 && c.etcdEndpoint == "" {
 			b.peerURL = "http://127.0.0.1:" + strconv.Itoa(ports[n+i])
 			initial = append(initial, fmt.Sprintf("b%d=%s", b.id, b.peerURL))
 		}
@@ -144,7 +157,13 @@ func (c *Cluster) setUp(n int, dir string) error {
 		props["listeners"] = "PLAINTEXT://127.0.0.1:" + strconv.Itoa(b.port)
 		props["log.dirs"] = filepath.Join(b.dir, "logs")
 		props["etcd.data.dir"] = filepath.Join(b.dir, "etcd")
-		if n > 1 {
+		if c.etcdEndpoint != "" {
+			props["etcd.endpoints"] = c.etcdEndpoint
+			props["etcd.prefix"] = c.etcdPrefix
+			delete(props, "etcd.data.dir")
+			delete(props, "etcd.heartbeat.interval")
+			delete(props, "etcd.election.timeout")
+		} else if n > 1 {
 			props["etcd.name"] = fmt.Sprintf("b%d", b.id)
 			props["etcd.initial.cluster"] = strings.Join(initial, ",")
 			props["etcd.listen.peer.urls"] = b.peerURL
@@ -161,7 +180,7 @@ func (c *Cluster) setUp(n int, dir string) error {
 			defer close(done)
 			errs[i] = b.start()
 		})
-		if i < n-1 {
+		if i < n-1 && b.peerURL != "" {
 			b.awaitPeerServing(done)
 		}
 	}
@@ -241,7 +260,7 @@ func (c *Cluster) await() error {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	if len(c.brokers) > 1 {
-		if err := c.awaitMetadata(ctx, func(m kadm.Metadata) bool { return len(m.Brokers) == len(c.brokers) }); err != nil {
+		if err := c.awaitMetadata(ctx, func(m *kmsg.MetadataResponse) bool { return len(m.Brokers) == len(c.brokers) }); err != nil {
 			return fmt.Errorf("brokers not seeing each other: %w", err)
 		}
 	}
@@ -265,49 +284,60 @@ func (c *Cluster) await() error {
 			return fmt.Errorf("creating topic %s: %w", tp.Name, err)
 		}
 	}
-	return c.awaitMetadata(ctx, func(m kadm.Metadata) bool {
+	return c.awaitMetadata(ctx, func(m *kmsg.MetadataResponse) bool {
 		for _, tp := range c.opts.topics {
-			td, ok := m.Topics[tp.Name]
-			if !ok || td.Err != nil || len(td.Partitions) != int(tp.Partitions) {
+			if !topicLed(m, tp) {
 				return false
-			}
-			for _, p := range td.Partitions {
-				if p.Err != nil || p.Leader < 0 {
-					return false
-				}
 			}
 		}
 		return true
 	})
 }
 
+// topicLed reports whether m lists tp with all its partitions, each with a
+// leader.
+func topicLed(m *kmsg.MetadataResponse, tp Topic) bool {
+	for _, t := range m.Topics {
+		if t.Topic == nil || *t.Topic != tp.Name {
+			continue
+		}
+		if t.ErrorCode != 0 || len(t.Partitions) != int(tp.Partitions) {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // awaitMetadata polls each running broker's own Metadata until ok holds for
-// every one of them (their caches follow etcd each at its own pace).
-func (c *Cluster) awaitMetadata(ctx context.Context, ok func(kadm.Metadata) bool) error {
+// every one of them (their caches follow etcd each at its own pace). The
+// requests go to the broker itself, past the client's metadata cache.
+func (c *Cluster) awaitMetadata(ctx context.Context, ok func(*kmsg.MetadataResponse) bool) error {
+	if _, err := c.adminClient(); err != nil {
+		return err
+	}
 	for _, b := range c.brokers {
 		if !b.Running() {
 			continue
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.WithLogger(nil))
-		if err != nil {
-			return err
-		}
-		adm := kadm.NewClient(cl)
 		var last error
 		for {
-			m, err := adm.Metadata(ctx)
-			if err == nil && ok(m) {
+			resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, c.adminCl.Broker(int(b.id)))
+			if err == nil && ok(resp) {
 				break
 			}
 			last = err
 			select {
 			case <-ctx.Done():
-				cl.Close()
 				return fmt.Errorf("broker %d: %w (last error: %v)", b.id, ctx.Err(), last)
-			case <-time.After(10 * time.Millisecond):
+			case <-time.After(5 * time.Millisecond):
 			}
 		}
-		cl.Close()
 	}
 	return nil
 }
@@ -327,6 +357,9 @@ func (c *Cluster) Close() {
 // close is the cleanup: Close, then stop logging to the test.
 func (c *Cluster) close() {
 	c.Close()
+	if c.etcdEndpoint != "" {
+		releaseSharedEtcd()
+	}
 	c.log.close()
 }
 

@@ -88,7 +88,20 @@ func TestSeededTopicProduceConsumeCommit(t *testing.T) {
 // accessor agrees with the ISR one, and a stopped follower leaves the ISR
 // (controlled shutdown) and comes back after Restart.
 func TestClusterLeaderAndISR(t *testing.T) {
-	c := straittest.StartCluster(t, 3, straittest.WithTopic("t", 1, 3))
+	for name, opts := range etcdModes {
+		t.Run(name, func(t *testing.T) { testClusterLeaderAndISR(t, opts...) })
+	}
+}
+
+// etcdModes are the two ways brokers keep metadata: an embedded etcd member
+// each (the default), or the test process's shared etcd.
+var etcdModes = map[string][]straittest.Option{
+	"embedded":    nil,
+	"shared-etcd": {straittest.WithSharedEtcd()},
+}
+
+func testClusterLeaderAndISR(t *testing.T, opts ...straittest.Option) {
+	c := straittest.StartCluster(t, 3, append(opts, straittest.WithTopic("t", 1, 3))...)
 	st := c.WaitISR("t", 0, 3, 10*time.Second)
 	if !slices.Equal(st.ISR, []int32{1, 2, 3}) || len(st.Replicas) != 3 {
 		t.Fatalf("state: %+v", st)
@@ -117,7 +130,13 @@ func TestClusterLeaderAndISR(t *testing.T) {
 // A restarted broker keeps its port and directory: the client made before
 // the restart goes on producing and reads what it wrote before.
 func TestRestartKeepsPortAndClientContinues(t *testing.T) {
-	c := straittest.Start(t, straittest.WithTopic("r", 1, 1))
+	for name, opts := range etcdModes {
+		t.Run(name, func(t *testing.T) { testRestartKeepsPort(t, opts...) })
+	}
+}
+
+func testRestartKeepsPort(t *testing.T, opts ...straittest.Option) {
+	c := straittest.Start(t, append(opts, straittest.WithTopic("r", 1, 1))...)
 	addr, dir := c.Broker(1).Addr(), c.Broker(1).Dir()
 	cl := c.Client()
 	produce(t, cl, "r", 0, 10)

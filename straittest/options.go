@@ -16,6 +16,7 @@ type options struct {
 	faultyDisks bool
 	logLevel    slog.Level
 	logTo       []slog.Handler
+	sharedEtcd  bool
 }
 
 // Topic is a topic to create once the brokers are up.
@@ -74,6 +75,19 @@ func WithFaultyDisks() Option {
 // slog.LevelInfo; they show only when the test fails or with -v).
 func WithLogLevel(l slog.Level) Option {
 	return func(o *options) { o.logLevel = l }
+}
+
+// WithSharedEtcd makes the brokers keep their metadata in one etcd shared
+// by the clusters of the test process that ask for it (etcd.endpoints, each
+// cluster under its own etcd.prefix), rather than each broker embedding an
+// etcd member. That etcd never fsyncs, starts with the first such cluster
+// and closes with the last. Brokers then start faster (no etcd of their
+// own to start and elect), a cluster has no etcd peers to wire, and closing
+// one takes milliseconds rather than seconds. What it gives up: a test of
+// the embedded etcd itself (its failure, a broker cut off from it) needs
+// the default.
+func WithSharedEtcd() Option {
+	return func(o *options) { o.sharedEtcd = true }
 }
 
 // WithLogHandler sends the brokers' log records to h as well as to t.Log,

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // requestTimeout bounds one state query (Partition, Leader, ISR, Group).
@@ -61,38 +62,57 @@ type PartitionState struct {
 	Offline     []int32
 }
 
-// Partition describes a partition from a Metadata request to the cluster
-// (any broker that answers). Safe from any goroutine.
+// Partition describes a partition from a Metadata request to a running
+// broker (the first that answers, by id). The request goes to the broker
+// itself: a kgo client's own Metadata requests may be answered from its
+// cache, up to 5 s old. Safe from any goroutine.
 func (c *Cluster) Partition(topic string, partition int32) (PartitionState, error) {
-	adm, err := c.adminClient()
-	if err != nil {
+	if _, err := c.adminClient(); err != nil {
 		return PartitionState{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	m, err := adm.Metadata(ctx, topic)
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	var resp *kmsg.MetadataResponse
+	err := errors.New("no broker is running")
+	for _, b := range c.brokers {
+		if !b.Running() {
+			continue
+		}
+		resp, err = req.RequestWith(ctx, c.adminCl.Broker(int(b.id)))
+		if err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return PartitionState{}, err
 	}
-	td, ok := m.Topics[topic]
-	if !ok {
-		return PartitionState{}, fmt.Errorf("topic %s not in the Metadata response", topic)
-	}
-	if td.Err != nil {
-		return PartitionState{}, fmt.Errorf("topic %s: %w", topic, td.Err)
-	}
-	p, ok := td.Partitions[partition]
-	if !ok {
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return PartitionState{}, fmt.Errorf("topic %s: %w", topic, err)
+		}
+		for _, p := range t.Partitions {
+			if p.Partition != partition {
+				continue
+			}
+			st := PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR), Offline: slices.Clone(p.OfflineReplicas)}
+			slices.Sort(st.ISR)
+			// LEADER_NOT_AVAILABLE is a state (no leader now), not a failure.
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil && !errors.Is(err, kerr.LeaderNotAvailable) {
+				return st, fmt.Errorf("%s/%d: %w", topic, partition, err)
+			}
+			return st, nil
+		}
 		return PartitionState{}, fmt.Errorf("topic %s has no partition %d", topic, partition)
 	}
-	st := PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-		Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR), Offline: slices.Clone(p.OfflineReplicas)}
-	slices.Sort(st.ISR)
-	// LEADER_NOT_AVAILABLE is a state (no leader now), not a failure.
-	if p.Err != nil && !errors.Is(p.Err, kerr.LeaderNotAvailable) {
-		return st, fmt.Errorf("%s/%d: %w", topic, partition, p.Err)
-	}
-	return st, nil
+	return PartitionState{}, fmt.Errorf("topic %s not in the Metadata response", topic)
 }
 
 // Leader is the partition's leader (-1: none); the test fails if the
