@@ -79,7 +79,8 @@ func Start(tb testing.TB, opts ...Option) *Cluster {
 }
 
 // StartCluster starts n brokers, ids 1..n, whose embedded etcd members form
-// one etcd cluster, and returns once every broker serves, sees the others,
+// one etcd cluster (or which share the test process's etcd: WithSharedEtcd),
+// and returns once every broker serves, sees the others,
 // and the topics of WithTopic have a leader for each partition on every
 // broker. Each broker has its own temporary directory (t.TempDir) and a free
 // port of 127.0.0.1 chosen up front, which it keeps across Restart. The
@@ -126,8 +127,9 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	return c
 }
 
-// setUp picks ports and directories for n brokers and starts them at once
-// (the etcd members need a majority of them to elect a leader).
+// setUp picks ports and directories for n brokers and starts them
+// together: a broker's Start returns once its etcd member is in a cluster
+// with a leader, which needs a majority of the members started.
 func (c *Cluster) setUp(n int, dir string) error {
 	ports, err := freeport.Ports(2 * n)
 	if err != nil {

@@ -17,4 +17,9 @@
 // cluster state through Kafka requests (kadm), never through the broker's
 // internals. Disk faults go through storage.FS (WithFaultyDisks): a full
 // disk, failing writes or fsyncs, latency per write and per fsync.
+//
+// By default each broker embeds its own etcd member, as in production.
+// WithSharedEtcd puts the metadata of the process's clusters in one etcd
+// instead: a broker then starts in a few milliseconds and a cluster closes
+// in milliseconds rather than seconds (docs/testing.md has the numbers).
 package straittest
