@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -38,7 +39,10 @@ type Server struct {
 	logger *slog.Logger
 
 	listeners []*listener
-	ctrl      *controller.Controller
+	// dirLocks are the .lock files of the log dirs and the embedded etcd's
+	// data dir, held from Start to the end of Close (logdir_lock.go).
+	dirLocks []*os.File
+	ctrl     *controller.Controller
 	// replicas hosts this broker's partitions and replicates them
 	// (package replication; created in Start, closed by Close).
 	replicas *replication.Manager
