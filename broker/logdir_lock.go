@@ -21,7 +21,6 @@ const lockFileName = ".lock"
 // errDirLocked is what tryLockFile returns when another holder has the lock.
 var errDirLocked = errors.New("locked")
 
-
 // lockDataDirs locks every log dir and, when etcd is embedded, its data
 // dir, creating them as needed. On failure it releases what it took and
 // returns Kafka's error naming the dir.
