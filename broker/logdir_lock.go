@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 )
 
 // lockFileName is Kafka's LogManager.LockFileName.
@@ -21,11 +20,6 @@ const lockFileName = ".lock"
 
 // errDirLocked is what tryLockFile returns when another holder has the lock.
 var errDirLocked = errors.New("locked")
-
-// dirLocks holds each started Server's lock files until its Close, keyed by
-// the Server: kept beside the struct so that taking and releasing the locks
-// is one call at each end of the lifecycle.
-var dirLocks sync.Map // *Server -> []*os.File
 
 // lockDataDirs locks every log dir and, when etcd is embedded, its data
 // dir, creating them as needed. On failure it releases what it took and
@@ -63,19 +57,16 @@ func (s *Server) lockDataDirs() error {
 		}
 		held = append(held, f)
 	}
-	dirLocks.Store(s, held)
+	s.dirLocks = held
 	return nil
 }
 
 // unlockDataDirs releases the locks lockDataDirs took, if any.
 func (s *Server) unlockDataDirs() {
-	v, ok := dirLocks.LoadAndDelete(s)
-	if !ok {
-		return
+	for _, f := range s.dirLocks {
+		f.Close() // closing the descriptor drops its lock
 	}
-	for _, f := range v.([]*os.File) {
-		f.Close() // closing the descriptor drops its flock
-	}
+	s.dirLocks = nil
 }
 
 // lockDir takes the lock of dir, creating dir with perm if it is missing.

@@ -49,9 +49,9 @@ func TestBinaryExitsNamingTheKey(t *testing.T) {
 			"Invalid value 0 for configuration group.max.size: Value must be at least 1"},
 		{"--override log.dirs=" + filepath.Join(dir, "logs"), []string{"KAFKA_CONTROLLED_SHUTDOWN_ENABLE=maybe"},
 			"Invalid value maybe for configuration controlled.shutdown.enable: Expected value to be either true or false"},
-		// A listener Strait cannot secure is refused, never served as plaintext.
+		// A TLS listener without a key store is refused, never served as plaintext.
 		{"--override log.dirs=" + filepath.Join(dir, "logs") + " --override listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", nil,
-			`key=listeners err="Listener SSL://127.0.0.1:0 has security protocol SSL`},
+			`key=ssl.keystore.location`},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cmd := exec.CommandContext(ctx, os.Args[0])
