@@ -97,7 +97,9 @@ bench:
 # Strait beside Apache Kafka 4.x (jars from Maven Central) and franz-go's kfake:
 # every scenario in bench/scenarios, medians of 3 rounds, start-up, memory,
 # partition scaling, head/tail fetch; writes bench/results/latest.md and .json.
-# About 10 minutes; QUICK=1 or ROUNDS=n; see bench/compare.sh. Needs java, mvn.
+# The SASL_SSL and SSL scenarios (bench/scenarios/09-*, 10-*) give each broker's
+# cost of TLS. About 11 minutes; QUICK=1 or ROUNDS=n; see bench/compare.sh.
+# Needs java, mvn, openssl and keytool.
 bench-compare: build
 	GO=$(GO) ./bench/compare.sh
 
