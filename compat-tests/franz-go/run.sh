@@ -93,4 +93,10 @@ set +e
   go test -json -count=1 -timeout ${KGO_TIMEOUT:-15m} ${KGO_RUN:+-run "$KGO_RUN"} ${skip:+-skip "^($skip)\$"} github.com/twmb/franz-go/pkg/kgo) >"$work/test.json" 2>"$work/test.stderr"
 set -e
 
+set +e
 python3 "$here/summarize.py" "$work/test.json" "$here/expected-failures.txt" "$results" "$version" "$here/skip.txt"
+status=$?
+if [ "$secure" = 1 ]; then
+  printf '\nSecured run (KGO_SECURE=1): the suite over the SSL listeners with a client certificate (KGO_TEST_TLS, mTLS); TestSCRAMAuth and TestSCRAMAuthBadCredentials over SASL_PLAINTEXT with SCRAM-SHA-512 (KGO_TEST_SCRAM_SEEDS); TestOAuthAuth over SASL_PLAINTEXT with unsecured OAUTHBEARER (KGO_TEST_OAUTH_SEEDS).\n' >>"$results"
+fi
+exit $status

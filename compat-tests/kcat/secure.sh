@@ -71,6 +71,10 @@ check "SSL with a client certificate (mTLS) produce and consume" "$want" "$got"
 
 # Refusals: librdkafka reports the broker's authentication error.
 for mech in PLAIN SCRAM-SHA-256 SCRAM-SHA-512; do
+  if [ "$mech" != PLAIN ] && [ "$old_scram" = 1 ]; then
+    echo "not checked: $mech with a wrong password (librdkafka $rdver's SCRAM fails with any password)"
+    continue
+  fi
   # shellcheck disable=SC2046
   timeout 30 kcat -b "$BROKER_SASL_SSL" "${tls[@]}" $(sasl SASL_SSL "$mech" alice wrong-password) -m 3 -L \
     >"$work/bad-$mech.out" 2>&1 || true
