@@ -80,7 +80,8 @@ for _ in 1 2 3 4 5; do
 done
 check "a client authenticates with the delegation token (SCRAM tokenauth=true): kafka-topics --create" "$out/token-topic" \
   "Created topic cli-secure-token"
-tool "$work/alice.properties" org.apache.kafka.tools.DelegationTokenCommand --describe >"$out/token-describe" 2>&1
+tool "$work/alice.properties" org.apache.kafka.tools.DelegationTokenCommand --describe \
+  --owner-principal User:alice >"$out/token-describe" 2>&1
 check "kafka-delegation-tokens --describe lists the token and its owner" "$out/token-describe" \
   "^${token_id:-none} +.*User:alice"
 seq 1 100 | kafka_cli org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$BROKER_SASL_SSL" \
