@@ -7,42 +7,17 @@ package broker
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strait/strait/config"
 	"github.com/strait/strait/replication"
 	"github.com/strait/strait/storage"
 )
 
-// replicationConfig is the replication settings of cfg, as package config
-// parsed and validated them.
-func replicationConfig(cfg config.Config) replication.Config {
-	r := cfg.Replication
-	return replication.Config{
-		NodeID:                            cfg.NodeID,
-		LogDirs:                           cfg.Log.Dirs,
-		FS:                                cfg.StorageFS,
-		ReplicaLagTimeMax:                 r.LagTimeMax,
-		FetchBackoff:                      r.FetchBackoff,
-		FetchWaitMaxMs:                    int32(r.FetchWaitMax / time.Millisecond),
-		FetchMinBytes:                     r.FetchMinBytes,
-		FetchResponseMaxBytes:             r.FetchResponseMax,
-		FetchMaxBytes:                     r.FetchMaxBytes,
-		HighWatermarkCheckpointInterval:   r.HighWatermarkSync,
-		RecoveryThreadsPerDataDir:         r.RecoveryThreadsPerDataDir,
-		RetentionCheckInterval:            time.Duration(cfg.Log.RetentionCheckIntervalMs) * time.Millisecond,
-		ProducerIDExpirationCheckInterval: time.Duration(cfg.Log.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
-		LogCleanerEnable:                  cfg.Log.CleanerEnable,
-		Cleaner:                           cfg.Log.Cleaner,
-	}
-}
-
 // newReplicaManager creates the replica manager over the started
 // controller.
 func (s *Server) newReplicaManager() *replication.Manager {
-	return replication.New(replicationConfig(s.cfg), replication.Deps{
+	return replication.New(replication.ConfigFrom(s.cfg), replication.Deps{
 		Metadata:    s.ctrl,
 		ISR:         s.ctrl,
 		Brokers:     replicaClient{s},

@@ -176,6 +176,8 @@ func (s *Server) start() error {
 		EtcdAdvertiseClientURLs:      s.cfg.Etcd.AdvertiseClientURLs,
 		EtcdHeartbeatIntervalMs:      s.cfg.Etcd.HeartbeatIntervalMs,
 		EtcdElectionTimeoutMs:        s.cfg.Etcd.ElectionTimeoutMs,
+		EtcdSecurity:                 controllerEtcdSecurity(s.cfg.Etcd.Security),            // credentials.go
+		DelegationTokens:             controllerTokenConfig(s.cfg.Security.DelegationTokens), // credentials.go
 
 		UncleanLeaderElectionEnable:  s.cfg.Controller.UncleanLeaderElectionEnable,
 		AutoLeaderRebalanceEnable:    &s.cfg.Controller.AutoLeaderRebalanceEnable,

@@ -70,19 +70,20 @@ var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL
 // (etcd.endpoints), or the embedded etcd, alone or one member of a cluster of
 // brokers' etcd members, as etcd's own flags name it.
 type Etcd struct {
-	Endpoints                []string // etcd.endpoints (empty: embedded etcd)
-	DataDir                  string   // etcd.data.dir (default: <first log dir>/etcd)
-	Prefix                   string   // etcd.prefix (default /strait)
-	Name                     string   // etcd.name
-	InitialCluster           string   // etcd.initial.cluster: name=peerURL,...
-	InitialClusterState      string   // etcd.initial.cluster.state: new or existing
-	InitialClusterToken      string   // etcd.initial.cluster.token
-	ListenPeerURLs           []string // etcd.listen.peer.urls
-	InitialAdvertisePeerURLs []string // etcd.initial.advertise.peer.urls
-	ListenClientURLs         []string // etcd.listen.client.urls
-	AdvertiseClientURLs      []string // etcd.advertise.client.urls
-	HeartbeatIntervalMs      int      // etcd.heartbeat.interval (0: etcd's)
-	ElectionTimeoutMs        int      // etcd.election.timeout (0: etcd's)
+	Endpoints                []string     // etcd.endpoints (empty: embedded etcd)
+	DataDir                  string       // etcd.data.dir (default: <first log dir>/etcd)
+	Prefix                   string       // etcd.prefix (default /strait)
+	Name                     string       // etcd.name
+	InitialCluster           string       // etcd.initial.cluster: name=peerURL,...
+	InitialClusterState      string       // etcd.initial.cluster.state: new or existing
+	InitialClusterToken      string       // etcd.initial.cluster.token
+	ListenPeerURLs           []string     // etcd.listen.peer.urls
+	InitialAdvertisePeerURLs []string     // etcd.initial.advertise.peer.urls
+	ListenClientURLs         []string     // etcd.listen.client.urls
+	AdvertiseClientURLs      []string     // etcd.advertise.client.urls
+	HeartbeatIntervalMs      int          // etcd.heartbeat.interval (0: etcd's)
+	ElectionTimeoutMs        int          // etcd.election.timeout (0: etcd's)
+	Security                 EtcdSecurity // TLS and authentication (etcd_security.go)
 }
 
 // Network is where the broker listens and how clients and other brokers

@@ -281,6 +281,9 @@ func TestParseListeners(t *testing.T) {
 		"advertised.listeners":           "INTERNAL://broker1:0,EXTERNAL://example.com:19094",
 		"listener.security.protocol.map": "INTERNAL:PLAINTEXT, EXTERNAL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL",
 		"inter.broker.listener.name":     "internal",
+		// EXTERNAL is SASL_SSL: Kafka's default mechanism (GSSAPI) is refused.
+		"listener.name.external.sasl.enabled.mechanisms": "PLAIN",
+		"listener.name.external.plain.sasl.jaas.config":  "org.apache.kafka.common.security.plain.PlainLoginModule required;",
 	})
 	want := []Listener{
 		{"INTERNAL", "0.0.0.0", 0, "PLAINTEXT"},

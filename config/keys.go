@@ -33,4 +33,20 @@ var straitKeys = map[string]configType{
 	"etcd.advertise.client.urls":       typeList,
 	"etcd.heartbeat.interval":          typeInt,
 	"etcd.election.timeout":            typeInt,
+	// TLS and authentication towards etcd (see etcd_security.go): the
+	// embedded etcd's, named after etcd's flags, and a client's of
+	// etcd.endpoints.
+	"etcd.cert.file":              typeString,
+	"etcd.key.file":               typeString,
+	"etcd.trusted.ca.file":        typeString,
+	"etcd.client.cert.auth":       typeBoolean,
+	"etcd.peer.cert.file":         typeString,
+	"etcd.peer.key.file":          typeString,
+	"etcd.peer.trusted.ca.file":   typeString,
+	"etcd.peer.client.cert.auth":  typeBoolean,
+	"etcd.client.cert.file":       typeString,
+	"etcd.client.key.file":        typeString,
+	"etcd.client.trusted.ca.file": typeString,
+	"etcd.username":               typeString,
+	"etcd.password":               typePassword,
 }

@@ -173,6 +173,11 @@ func parseEtcd(p *props, firstLogDir string) (Etcd, error) {
 	if !strings.HasPrefix(e.Prefix, "/") {
 		return Etcd{}, invalidValue("etcd.prefix", p.raw("etcd.prefix"), "Value must start with /")
 	}
+	sec, err := parseEtcdSecurity(p, e)
+	if err != nil {
+		return Etcd{}, err
+	}
+	e.Security = sec
 	return e, nil
 }
 

@@ -77,7 +77,7 @@ func (c *Config) parseSecurity(p *props) error {
 	for _, l := range c.Network.Listeners {
 		ls := ListenerSecurity{Protocol: l.SecurityProtocol}
 		if ls.UsesTLS() {
-			t, err := parseTLS(p, l.Name)
+			t, err := parseTLS(p, l.Name, l.SecurityProtocol)
 			if err != nil {
 				return err
 			}
@@ -92,7 +92,12 @@ func (c *Config) parseSecurity(p *props) error {
 		}
 		c.Security.Listeners[l.Name] = ls
 	}
-	c.Security.InterBrokerMechanism = parseInterBrokerMechanism(p)
+	ib, isListener := c.Security.Listeners[c.Network.InterBrokerListenerName]
+	m, err := parseInterBrokerMechanism(p, ib, isListener)
+	if err != nil {
+		return err
+	}
+	c.Security.InterBrokerMechanism = m
 	d, err := parseDelegationTokens(p)
 	if err != nil {
 		return err

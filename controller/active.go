@@ -59,6 +59,12 @@ func (c *Controller) runActive(ctx context.Context, election *concurrency.Electi
 		defer t.Stop()
 		rebalance = t.C
 	}
+	var tokenExpiry <-chan time.Time
+	if c.TokensEnabled() {
+		t := time.NewTicker(c.cfg.DelegationTokens.ExpiryCheckInterval)
+		defer t.Stop()
+		tokenExpiry = t.C
+	}
 
 	var prev *metadataSnapshot // the snapshot last reconciled; nil: check everything
 	for backoff := 50 * time.Millisecond; ; {
@@ -94,6 +100,10 @@ func (c *Controller) runActive(ctx context.Context, election *concurrency.Electi
 				if err != nil || n < maxElectionsPerImbalance {
 					break
 				}
+			}
+		case <-tokenExpiry:
+			if err := c.sweepExpiredTokens(ctx, guard); err != nil && ctx.Err() == nil {
+				c.log.Warn("active controller: removing expired delegation tokens failed", "err", err)
 			}
 		case <-ctx.Done():
 			return ctx.Err()

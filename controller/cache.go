@@ -24,12 +24,14 @@ type metadataSnapshot struct {
 	topicList    []*TopicInfo // sorted by name
 	brokers      []BrokerInfo // sorted by node id
 	controllerID int32
+	auth         *authSnapshot // SCRAM credentials and delegation tokens (auth_cache.go)
 }
 
 var emptySnapshot = &metadataSnapshot{
 	topics:       map[string]*TopicInfo{},
 	topicsByID:   map[[16]byte]*TopicInfo{},
 	controllerID: -1,
+	auth:         emptyAuthSnapshot,
 }
 
 // progress is what waiters wait on: the latest snapshot whose listeners have
@@ -78,6 +80,7 @@ type metadataCache struct {
 	brokers    map[int32]BrokerInfo
 	candidates map[string]electionCandidate
 	listeners  []func(TopicChange)
+	auth       authState // the keys behind snapshot.auth; dirty when they changed
 }
 
 func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
@@ -87,6 +90,7 @@ func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
 		topics:     map[string]*topicState{},
 		brokers:    map[int32]BrokerInfo{},
 		candidates: map[string]electionCandidate{},
+		auth:       newAuthState(),
 	}
 	c.snap.Store(emptySnapshot)
 	c.prog.Store(&progress{snap: emptySnapshot, next: make(chan struct{})})
@@ -139,6 +143,7 @@ func (c *metadataCache) load(kvs []*mvccpb.KeyValue, rev int64) {
 	c.topics = map[string]*topicState{}
 	c.brokers = map[int32]BrokerInfo{}
 	c.candidates = map[string]electionCandidate{}
+	c.auth.reset()
 	for _, kv := range kvs {
 		c.applyPutLocked(kv)
 	}
@@ -202,6 +207,8 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 		}
 		b.Epoch = kv.CreateRevision
 		c.brokers[pk.nodeID] = b
+	case keyScram, keyToken:
+		c.auth.put(pk, kv, c.log)
 	case keyElection:
 		id, err := strconv.ParseInt(string(kv.Value), 10, 32)
 		if err != nil {
@@ -235,6 +242,8 @@ func (c *metadataCache) applyDeleteLocked(pk parsedKey, key string) {
 	switch pk.kind {
 	case keyBroker:
 		delete(c.brokers, pk.nodeID)
+	case keyScram, keyToken:
+		c.auth.delete(pk)
 	case keyElection:
 		delete(c.candidates, key)
 	case keyTopic:
@@ -260,6 +269,10 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 		topicList:    prev.topicList,
 		brokers:      prev.brokers,
 		controllerID: prev.controllerID,
+		auth:         prev.auth,
+	}
+	if c.auth.dirty {
+		next.auth = c.auth.snapshot()
 	}
 	var changes []TopicChange
 	if len(changedTopics) > 0 {

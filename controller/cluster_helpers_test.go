@@ -186,17 +186,26 @@ func restart(t *testing.T, endpoints []string, id int32, configure func(*Config)
 	return c
 }
 
-// startEmbeddedEtcd starts a single-member etcd in dataDir, as a controller
-// without etcd.* settings does, and returns it with an in-process client. It
-// binds no fixed port: no peer listener (a single member has no peers) and a
-// client listener on 127.0.0.1:0 for other processes. On error nothing is
-// left running.
+// startEmbeddedEtcd starts a single-member etcd in dataDir and returns it
+// with an in-process client. It binds no fixed port: no peer listener (a
+// single member has no peers) and, unlike a controller's default, a client
+// listener on 127.0.0.1:0 for the test's external clients. On error nothing
+// is left running.
 func startEmbeddedEtcd(ctx context.Context, dataDir string, log *slog.Logger, quiet *atomic.Bool) (*embed.Etcd, *clientv3.Client, error) {
-	return startEmbeddedMember(ctx, dataDir, singleMember(), log, quiet)
+	return startEmbeddedMember(ctx, dataDir, singleMember(), EtcdSecurity{}, log, quiet)
 }
 
-// singleMember is the configuration of a member without peers.
+// singleMember is the configuration of a member without peers, with a
+// loopback client listener.
 func singleMember() embeddedMember {
-	m, _ := Config{}.resolveEmbeddedMember() // the defaults always resolve
+	m, _ := withClientURL(Config{}).resolveEmbeddedMember() // always resolves
 	return m
+}
+
+// withClientURL gives cfg's embedded etcd a client listener on a free
+// loopback port (etcd.listen.client.urls), for tests whose other
+// controllers reach it as an external etcd.
+func withClientURL(cfg Config) Config {
+	cfg.EtcdListenClientURLs = []string{"http://127.0.0.1:0"}
+	return cfg
 }

@@ -71,6 +71,11 @@ type Config struct {
 	// nil means Kafka's default, 10.
 	LeaderImbalancePerBrokerPercentage *int
 
+	// DelegationTokens are the delegation.token.* settings (tokens.go).
+	DelegationTokens TokenConfig
+	// EtcdSecurity is TLS and authentication towards etcd (etcd_security.go).
+	EtcdSecurity EtcdSecurity
+
 	member embeddedMember // resolved from the Etcd* fields by withDefaults
 }
 
@@ -102,6 +107,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, errors.New("controller: default partition count and replication factor must be positive")
 	}
 	if err := cfg.replicationDefaults(); err != nil {
+		return cfg, err
+	}
+	cfg.DelegationTokens.withDefaults()
+	if err := cfg.EtcdSecurity.validate(len(cfg.EtcdEndpoints) > 0); err != nil {
 		return cfg, err
 	}
 	if len(cfg.EtcdEndpoints) == 0 {

@@ -94,6 +94,7 @@ func New(cfg Config) (*Controller, error) {
 		stop:      make(chan struct{}),
 		errc:      make(chan error, 1),
 	}
+	c.cache.auth.secret = []byte(cfg.DelegationTokens.SecretKey)
 	empty := ""
 	c.clusterID.Store(&empty)
 	return c, nil
@@ -129,13 +130,13 @@ func (c *Controller) Start(ctx context.Context) error {
 func (c *Controller) start(ctx context.Context) error {
 	var err error
 	if len(c.cfg.EtcdEndpoints) == 0 {
-		c.etcd, c.client, err = startEmbeddedMember(ctx, c.cfg.DataDir, c.cfg.member, c.log, &c.etcdQuiet)
+		c.etcd, c.client, err = startEmbeddedMember(ctx, c.cfg.DataDir, c.cfg.member, c.cfg.EtcdSecurity, c.log, &c.etcdQuiet)
 		if err == nil {
 			c.log.Debug("embedded etcd ready", "client.url", embeddedClientURL(c.etcd))
 			c.bg.Go(c.watchEmbeddedEtcd)
 		}
 	} else {
-		c.client, err = connectEtcd(c.cfg.EtcdEndpoints, c.log, &c.etcdQuiet)
+		c.client, err = connectEtcd(c.cfg.EtcdEndpoints, c.cfg.EtcdSecurity, c.log, &c.etcdQuiet)
 	}
 	if err != nil {
 		return err

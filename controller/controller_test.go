@@ -254,8 +254,8 @@ func TestRestartAfterCrashRevokesStaleRegistration(t *testing.T) {
 }
 
 func TestTwoEmbeddedControllersSideBySide(t *testing.T) {
-	a := startController(t, testConfig(t, 1))
-	b := startController(t, testConfig(t, 1))
+	a := startController(t, withClientURL(testConfig(t, 1)))
+	b := startController(t, withClientURL(testConfig(t, 1)))
 	if a.ClusterID() == b.ClusterID() {
 		t.Fatal("two independent clusters share a cluster id")
 	}
@@ -277,7 +277,7 @@ func TestTwoEmbeddedControllersSideBySide(t *testing.T) {
 }
 
 func TestControllersSharingOneEtcd(t *testing.T) {
-	a := startController(t, testConfig(t, 1))
+	a := startController(t, withClientURL(testConfig(t, 1)))
 	cfgB := testConfig(t, 2)
 	cfgB.DataDir = ""
 	cfgB.EtcdEndpoints = []string{embeddedClientURL(a.etcd)}
@@ -358,7 +358,7 @@ func TestControllerFailover(t *testing.T) {
 }
 
 func TestSameNodeIDInSharedEtcdIsRefused(t *testing.T) {
-	a := startController(t, testConfig(t, 1))
+	a := startController(t, withClientURL(testConfig(t, 1)))
 	cfg := testConfig(t, 1)
 	cfg.DataDir = ""
 	cfg.EtcdEndpoints = []string{embeddedClientURL(a.etcd)}

@@ -6,12 +6,15 @@
 // # etcd
 //
 // Without Config.EtcdEndpoints the controller embeds a single-member etcd whose
-// data lives in Config.DataDir. It binds no fixed port: there is no peer
-// listener (a single member has no peers) and the one client listener is on
-// 127.0.0.1:0 unless etcd.listen.client.urls names one, for tools and other
-// processes; the controller itself talks to the embedded server in process
-// (v3client). With
-// Config.EtcdEndpoints it is a plain etcd client of that cluster.
+// data lives in Config.DataDir. It binds no port at all by default: there is
+// no peer listener (a single member has no peers) and no client listener
+// unless etcd.listen.client.urls names one, for tools and other processes;
+// the controller itself talks to the embedded server in process (v3client).
+// With Config.EtcdEndpoints it is a plain etcd client of that cluster. Who
+// reaches etcd can change every piece of cluster metadata, SCRAM
+// credentials and delegation tokens included, so listeners the embedded
+// etcd does open take etcd's TLS settings, and a client of an external etcd
+// presents a certificate and a user name (etcd_security.go).
 //
 // With Config.EtcdInitialCluster (etcd.initial.cluster and the other etcd.*
 // keys, named after etcd's flags; see etcd_cluster.go) the embedded etcd is
@@ -36,6 +39,11 @@
 //	<prefix>/producer_ids                the last producer id block handed out (producer_ids.go)
 //	<prefix>/configs/brokers/<node id>   {"key":"value",...} one broker's dynamic configs (topic_configs.go)
 //	<prefix>/configs/brokers/<default>   {"key":"value",...} the cluster-wide dynamic defaults
+//	<prefix>/scram/<user>/<mechanism>    {"salt","storedKey","serverKey","iterations"} a SCRAM credential
+//	                                     (never the password; auth_cache.go, credentials.go)
+//	<prefix>/delegation_tokens/<id>      {"tokenId","owner","requester","renewers","issueTimestampMs",
+//	                                      "expiryTimestampMs","maxTimestampMs"} a delegation token, without
+//	                                     its HMAC, which each broker derives from the secret (tokens.go)
 //
 // A topic is created by one transaction (if topics/<name> is absent: put it and
 // every partitions/<name>/<p>) and deleted by one (delete topics/<name> and the

@@ -22,7 +22,7 @@ const embeddedReadyTimeout = time.Minute
 // it with an in-process client, once the member has joined a cluster with a
 // leader (with peers, that needs a majority of the initial cluster started).
 // On error nothing is left running.
-func startEmbeddedMember(ctx context.Context, dataDir string, m embeddedMember, log *slog.Logger, quiet *atomic.Bool) (*embed.Etcd, *clientv3.Client, error) {
+func startEmbeddedMember(ctx context.Context, dataDir string, m embeddedMember, sec EtcdSecurity, log *slog.Logger, quiet *atomic.Bool) (*embed.Etcd, *clientv3.Client, error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = dataDir
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapLogger(log, zapcore.ErrorLevel, quiet))
@@ -32,6 +32,7 @@ func startEmbeddedMember(ctx context.Context, dataDir string, m embeddedMember, 
 	// Ticks cost idle CPU (about 1% of a core at 10 ms, 3% at 1 ms), hence 10.
 	// Members with peers default to etcd's own 100 ms / 1 s.
 	m.apply(cfg)
+	sec.applyEmbedded(cfg)
 	cfg.EnableGRPCGateway = false
 	// A topic is created by one transaction of 1 + partitions operations.
 	cfg.MaxTxnOps = embeddedMaxTxnOps
@@ -65,12 +66,20 @@ func startEmbeddedMember(ctx context.Context, dataDir string, m embeddedMember, 
 
 // connectEtcd returns a client of the etcd cluster at endpoints. The dial is
 // lazy: the first request reports an unreachable cluster.
-func connectEtcd(endpoints []string, log *slog.Logger, quiet *atomic.Bool) (*clientv3.Client, error) {
+// With etcd's auth enabled the client logs in as sec.Username.
+func connectEtcd(endpoints []string, sec EtcdSecurity, log *slog.Logger, quiet *atomic.Bool) (*clientv3.Client, error) {
+	tlsCfg, err := sec.clientTLS()
+	if err != nil {
+		return nil, err
+	}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:          endpoints,
 		DialTimeout:        externalDialTimeoutMs * time.Millisecond,
 		Logger:             newZapLogger(log, zapcore.WarnLevel, quiet),
 		MaxCallSendMsgSize: clientMaxCallSendMsgSize,
+		TLS:                tlsCfg,
+		Username:           sec.Username,
+		Password:           sec.Password,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: connecting to etcd %v: %w", endpoints, err)
@@ -78,10 +87,20 @@ func connectEtcd(endpoints []string, log *slog.Logger, quiet *atomic.Bool) (*cli
 	return client, nil
 }
 
-// embeddedClientURL is the URL other processes reach the embedded etcd at.
+// embeddedClientURL is the URL other processes reach the embedded etcd at,
+// "" when it has no client listener (the default: see etcd_security.go).
 func embeddedClientURL(e *embed.Etcd) string {
 	if e == nil || len(e.Clients) == 0 {
 		return ""
 	}
-	return "http://" + e.Clients[0].Addr().String()
+	scheme := "http"
+	if urls := e.Config().ListenClientUrls; len(urls) > 0 && urls[0].Scheme == "https" {
+		scheme = "https"
+	}
+	return scheme + "://" + e.Clients[0].Addr().String()
 }
+
+// EmbeddedClientURL is the URL of the embedded etcd's first client
+// listener, "" with an external etcd or none configured
+// (etcd.listen.client.urls).
+func (c *Controller) EmbeddedClientURL() string { return embeddedClientURL(c.etcd) }

@@ -16,7 +16,7 @@ package controller
 //	                                                                 URLs in it; without: none (no peers)
 //	etcd.initial.advertise.peer.urls  --initial-advertise-peer-urls  this member's URLs in etcd.initial.cluster,
 //	                                                                 else etcd.listen.peer.urls, else http://127.0.0.1:0
-//	etcd.listen.client.urls           --listen-client-urls           http://127.0.0.1:0
+//	etcd.listen.client.urls           --listen-client-urls           none: no client listener
 //	etcd.advertise.client.urls        --advertise-client-urls        etcd.listen.client.urls
 //	etcd.heartbeat.interval           --heartbeat-interval           100 ms with peers, 10 ms without
 //	etcd.election.timeout             --election-timeout             1000 ms with peers, 50 ms without
@@ -25,8 +25,8 @@ package controller
 // directory is empty: a member that restarts on its data rejoins the cluster
 // recorded there. A member added to a running cluster is first announced with
 // `etcdctl member add` and started with etcd.initial.cluster.state=existing.
-// The broker always talks to its own member in process; the client URL is for
-// tools and for brokers using etcd.endpoints.
+// The broker always talks to its own member in process; a client URL is only
+// for tools and for brokers using etcd.endpoints. TLS: etcd_security.go.
 
 import (
 	"errors"
@@ -132,11 +132,23 @@ func (cfg Config) resolveEmbeddedMember() (embeddedMember, error) {
 	if m.initialCluster == "" {
 		m.initialCluster = types.URLsMap{m.name: m.advertisePeer}.String()
 	}
-	if len(m.listenClient) == 0 {
-		m.listenClient = loopback
-	}
+	// No client listener unless asked for: the broker talks to its member
+	// in process, and a listener is a way into the metadata.
 	if len(m.advertiseClient) == 0 {
 		m.advertiseClient = m.listenClient
+	}
+	if len(m.listenClient) == 0 && len(m.advertiseClient) > 0 {
+		return m, errors.New("controller: etcd.advertise.client.urls needs etcd.listen.client.urls")
+	}
+	if err := checkTLSURLs(m.listenClient, "etcd.listen.client.urls", cfg.EtcdSecurity.CertFile != "", "etcd.cert.file"); err != nil {
+		return m, err
+	}
+	if m.hasPeers() {
+		if err := checkTLSURLs(m.listenPeer, "etcd.listen.peer.urls", cfg.EtcdSecurity.PeerCertFile != "", "etcd.peer.cert.file"); err != nil {
+			return m, err
+		}
+	} else if cfg.EtcdSecurity.PeerCertFile != "" {
+		return m, errors.New("controller: etcd.peer.cert.file needs peer URLs (etcd.initial.cluster or etcd.listen.peer.urls)")
 	}
 
 	m.tickMs, m.electMs = embeddedTickMs, embeddedElectMs
@@ -170,6 +182,24 @@ func (m embeddedMember) apply(cfg *embed.Config) {
 	cfg.InitialClusterToken = m.token
 	cfg.ListenClientUrls = m.listenClient
 	cfg.AdvertiseClientUrls = m.advertiseClient
+}
+
+// checkTLSURLs refuses a mix of TLS settings and URLs of the other kind:
+// https:// URLs without a certificate, or a certificate beside http:// URLs
+// (which etcd would only warn about, serving in the clear).
+func checkTLSURLs(urls []url.URL, urlKey string, haveCert bool, certKey string) error {
+	for _, u := range urls {
+		switch {
+		case u.Scheme == "https" && !haveCert:
+			return fmt.Errorf("controller: %s: %s is https but %s is not set", urlKey, u.String(), certKey)
+		case u.Scheme != "https" && haveCert:
+			return fmt.Errorf("controller: %s is set but %s has %s, not https://", certKey, urlKey, u.String())
+		}
+	}
+	if haveCert && len(urls) == 0 {
+		return fmt.Errorf("controller: %s is set but %s is empty (the embedded etcd has no client listener)", certKey, urlKey)
+	}
+	return nil
 }
 
 // replicationDefaults validates and fills the leader-balancing settings.

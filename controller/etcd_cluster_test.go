@@ -116,8 +116,9 @@ func TestThreeEmbeddedMembersFormOneCluster(t *testing.T) {
 		if c.ClusterID() != cs[0].ClusterID() {
 			t.Fatalf("cluster ids differ: %s and %s", c.ClusterID(), cs[0].ClusterID())
 		}
-		if !strings.HasPrefix(embeddedClientURL(c.etcd), "http://127.0.0.1:") {
-			t.Fatalf("embedded client URL %q", embeddedClientURL(c.etcd))
+		// Peers, but still no client listener: only etcd.listen.client.urls opens one.
+		if u := embeddedClientURL(c.etcd); u != "" || len(c.etcd.Clients) != 0 {
+			t.Fatalf("embedded client URL %q, %d client listeners: want none", u, len(c.etcd.Clients))
 		}
 	}
 	var controller int32
@@ -228,7 +229,8 @@ func TestEtcdClusterConfigValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m := single.member; m.hasPeers() || m.name != "strait" || m.tickMs != 10 || m.electMs != 50 ||
-		m.initialCluster != "strait=http://127.0.0.1:0" || m.token != "strait" || m.state != "new" {
+		m.initialCluster != "strait=http://127.0.0.1:0" || m.token != "strait" || m.state != "new" ||
+		len(m.listenClient) != 0 {
 		t.Fatalf("single member defaults: %+v", m)
 	}
 	cfg := base()
@@ -240,7 +242,7 @@ func TestEtcdClusterConfigValidation(t *testing.T) {
 	}
 	m := clustered.member
 	if !m.hasPeers() || m.listenPeer[0].String() != "http://127.0.0.1:2381" || m.advertisePeer[0].String() != "http://127.0.0.1:2381" ||
-		m.tickMs != 100 || m.electMs != 1000 || m.advertiseClient[0].String() != "http://127.0.0.1:0" {
+		m.tickMs != 100 || m.electMs != 1000 || len(m.listenClient) != 0 || len(m.advertiseClient) != 0 {
 		t.Fatalf("cluster member defaults: %+v", m)
 	}
 }

@@ -20,6 +20,8 @@ const (
 	keyElection
 	keyTopic
 	keyPartition
+	keyScram // scram/<user>/<mechanism> (credentials.go)
+	keyToken // delegation_tokens/<token id> (tokens.go)
 )
 
 const (
@@ -49,6 +51,9 @@ type parsedKey struct {
 	nodeID    int32  // keyBroker
 	topic     string // keyTopic, keyPartition
 	partition int32  // keyPartition
+	user      string // keyScram
+	mechanism string // keyScram
+	tokenID   string // keyToken
 }
 
 // parse classifies a key read from etcd. Keys that do not fit the layout are
@@ -85,6 +90,8 @@ func (k keyspace) parse(key string) parsedKey {
 			return parsedKey{}
 		}
 		return parsedKey{kind: keyPartition, topic: name, partition: int32(n)}
+	case strings.HasPrefix(rest, scramSegment), strings.HasPrefix(rest, tokensSegment):
+		return parseAuthKey(rest)
 	}
 	return parsedKey{}
 }

@@ -10,7 +10,7 @@ import (
 // brokers sharing one etcd allocating at the same time never get the same
 // id; a restarted broker continues after the last block.
 func TestProducerIDBlocksAreDisjoint(t *testing.T) {
-	cfgA := testConfig(t, 1)
+	cfgA := withClientURL(testConfig(t, 1))
 	a := startController(t, cfgA)
 	first, last, err := a.AllocateProducerIDBlock(ctxT(t))
 	if err != nil {

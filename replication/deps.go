@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"github.com/strait/strait/config"
 	"log/slog"
 	"time"
 
@@ -49,7 +50,8 @@ type Config struct {
 	// ProducerIDExpirationCheckInterval is
 	// producer.id.expiration.check.interval.ms (10 min).
 	ProducerIDExpirationCheckInterval time.Duration
-	// MaintenanceInterval is how often the maintenance loop runs (1 s):
+	// MaintenanceInterval is how often the maintenance loop runs (1 s, not
+	// a Kafka key):
 	// flush.ms and ISR shrinking are checked at each tick.
 	MaintenanceInterval time.Duration
 
@@ -59,27 +61,32 @@ type Config struct {
 	Cleaner          storage.CleanerConfig
 }
 
-func (c Config) withDefaults() Config {
-	dur := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
+// ConfigFrom is the replication settings of cfg, as package config parsed
+// and validated them (so every interval is positive).
+func ConfigFrom(cfg config.Config) Config {
+	r := cfg.Replication
+	fsys := cfg.StorageFS
+	if fsys == nil {
+		fsys = storage.OSFS{}
 	}
-	dur(&c.ReplicaLagTimeMax, 30*time.Second)
-	dur(&c.HighWatermarkCheckpointInterval, 5*time.Second)
-	dur(&c.RetentionCheckInterval, 5*time.Minute)
-	dur(&c.ProducerIDExpirationCheckInterval, 10*time.Minute)
-	dur(&c.MaintenanceInterval, time.Second)
-	if c.FetchBackoff < 0 {
-		c.FetchBackoff = 0
+	return Config{
+		NodeID:                            cfg.NodeID,
+		LogDirs:                           cfg.Log.Dirs,
+		FS:                                fsys,
+		ReplicaLagTimeMax:                 r.LagTimeMax,
+		FetchBackoff:                      r.FetchBackoff,
+		FetchWaitMaxMs:                    int32(r.FetchWaitMax / time.Millisecond),
+		FetchMinBytes:                     r.FetchMinBytes,
+		FetchResponseMaxBytes:             r.FetchResponseMax,
+		FetchMaxBytes:                     r.FetchMaxBytes,
+		HighWatermarkCheckpointInterval:   r.HighWatermarkSync,
+		RecoveryThreadsPerDataDir:         r.RecoveryThreadsPerDataDir,
+		RetentionCheckInterval:            time.Duration(cfg.Log.RetentionCheckIntervalMs) * time.Millisecond,
+		ProducerIDExpirationCheckInterval: time.Duration(cfg.Log.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
+		MaintenanceInterval:               time.Second,
+		LogCleanerEnable:                  cfg.Log.CleanerEnable,
+		Cleaner:                           cfg.Log.Cleaner,
 	}
-	if c.RecoveryThreadsPerDataDir <= 0 {
-		c.RecoveryThreadsPerDataDir = 2
-	}
-	if c.FS == nil {
-		c.FS = storage.OSFS{}
-	}
-	return c
 }
 
 // MetadataView is what replication reads of the cluster metadata

@@ -34,7 +34,7 @@ func TestCloseWaitsForFetchers(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		return nil, ctx.Err()
 	})
-	e := newEnv(t, Config{FetchBackoff: time.Millisecond}, client)
+	e := newEnv(t, func(c *Config) { c.FetchBackoff = time.Millisecond }, client)
 	// Node 1 follows broker 2 on f-0 and broker 3 on f-1.
 	e.topic("f", []int32{2, 1}, []int32{3, 1})
 	for range 2 {
@@ -114,7 +114,7 @@ func TestFollowerAppendsFetchedRecords(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	e := newEnv(t, Config{}, client)
+	e := newEnv(t, nil, client)
 	e.topic("follow", []int32{2, 1})
 	p := e.m.Partition("follow", 0)
 	if p == nil || p.IsLeader() {

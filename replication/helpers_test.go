@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"github.com/strait/strait/config"
 	"io"
 	"log/slog"
 	"slices"
@@ -173,20 +174,21 @@ type testEnv struct {
 
 // newEnv starts a Manager for node 1 over fakes, with the loops' intervals
 // long enough not to interfere unless cfg sets them.
-func newEnv(t *testing.T, cfg Config, client BrokerClient) *testEnv {
+// newEnv starts a manager with the default configuration, with the
+// maintenance and checkpoint loops slowed to an hour (tests drive them), as
+// changed by set (when not nil).
+func newEnv(t *testing.T, set func(*Config), client BrokerClient) *testEnv {
 	t.Helper()
 	env := &testEnv{meta: newFakeMeta(1, 2, 3), clock: &fakeClock{t: time.Unix(1_700_000_000, 0)}, dir: t.TempDir()}
 	env.isr = newFakeISR(env.meta)
+	cfg := ConfigFrom(config.Default())
 	cfg.NodeID = 1
 	cfg.LogDirs = []string{env.dir}
-	if cfg.MaintenanceInterval == 0 {
-		cfg.MaintenanceInterval = time.Hour
-	}
-	if cfg.HighWatermarkCheckpointInterval == 0 {
-		cfg.HighWatermarkCheckpointInterval = time.Hour
-	}
-	if cfg.ReplicaLagTimeMax == 0 {
-		cfg.ReplicaLagTimeMax = 10 * time.Second
+	cfg.MaintenanceInterval = time.Hour
+	cfg.HighWatermarkCheckpointInterval = time.Hour
+	cfg.ReplicaLagTimeMax = 10 * time.Second
+	if set != nil {
+		set(&cfg)
 	}
 	if client == nil {
 		client = clientFunc(func(ctx context.Context, _ int32, _ kmsg.Request) (kmsg.Response, error) {

@@ -63,7 +63,7 @@ func calledFrom(function string) bool {
 func TestShutdownCutsCheckpointPassShort(t *testing.T) {
 	const partitions = 20
 	fs := &hwPassFS{blocked: make(chan struct{})}
-	e := newEnv(t, Config{FS: fs, HighWatermarkCheckpointInterval: 100 * time.Millisecond}, nil)
+	e := newEnv(t, func(c *Config) { c.FS = fs; c.HighWatermarkCheckpointInterval = 100 * time.Millisecond }, nil)
 	fs.m.Store(e.m)
 	replicas := make([][]int32, partitions)
 	for i := range replicas {

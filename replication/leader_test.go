@@ -25,7 +25,7 @@ func leaderOf(t *testing.T, e *testEnv, topic string) *Partition {
 // replica outside the ISR does not hold it back, nor does an in-sync one
 // silent for longer than replica.lag.time.max.ms.
 func TestHighWatermarkWaitsForInSyncFollowers(t *testing.T) {
-	e := newEnv(t, Config{ReplicaLagTimeMax: 10 * time.Second}, nil)
+	e := newEnv(t, func(c *Config) { c.ReplicaLagTimeMax = 10 * time.Second }, nil)
 	e.topic("hw", []int32{1, 2, 3})
 	p := leaderOf(t, e, "hw")
 
@@ -68,7 +68,7 @@ func TestHighWatermarkWaitsForInSyncFollowers(t *testing.T) {
 // TestHighWatermarkIgnoresReplicasOutsideISR: an out-of-sync replica's
 // position does not hold the high watermark back.
 func TestHighWatermarkIgnoresReplicasOutsideISR(t *testing.T) {
-	e := newEnv(t, Config{}, nil)
+	e := newEnv(t, nil, nil)
 	e.isr.apply = false
 	e.topic("outside", []int32{1, 2, 3})
 	e.meta.setPartition("outside", 0, func(pi *controller.PartitionInfo) { pi.ISR = []int32{1, 2}; pi.PartitionEpoch++ })
@@ -85,7 +85,7 @@ func TestHighWatermarkIgnoresReplicasOutsideISR(t *testing.T) {
 // passes its records, times out otherwise, and answers
 // NOT_LEADER_OR_FOLLOWER when the leadership ends.
 func TestAckWaiters(t *testing.T) {
-	e := newEnv(t, Config{}, nil)
+	e := newEnv(t, nil, nil)
 	e.topic("acks", []int32{1, 2})
 	p := leaderOf(t, e, "acks")
 
@@ -161,7 +161,7 @@ func TestAckWaiters(t *testing.T) {
 // ISR met min.insync.replicas (2 here) completes with
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank meanwhile.
 func TestNotEnoughReplicasAfterAppend(t *testing.T) {
-	e := newEnv(t, Config{}, nil)
+	e := newEnv(t, nil, nil)
 	e.isr.apply = false
 	e.topic("minisr", []int32{1, 2})
 	p := leaderOf(t, e, "minisr")
@@ -188,7 +188,7 @@ func TestNotEnoughReplicasAfterAppend(t *testing.T) {
 // up for replica.lag.time.max.ms is dropped from the ISR, not before; once
 // it catches up it is added back.
 func TestISRShrinksForLaggingFollower(t *testing.T) {
-	e := newEnv(t, Config{ReplicaLagTimeMax: 10 * time.Second}, nil)
+	e := newEnv(t, func(c *Config) { c.ReplicaLagTimeMax = 10 * time.Second }, nil)
 	e.topic("shrink", []int32{1, 2, 3})
 	p := leaderOf(t, e, "shrink")
 	produce(t, p, 3)
@@ -219,7 +219,7 @@ func TestISRShrinksForLaggingFollower(t *testing.T) {
 // TestISRShrinkOneAtATime: while a change is in flight no other is
 // proposed; a refused one is retried.
 func TestISRShrinkOneAtATime(t *testing.T) {
-	e := newEnv(t, Config{ReplicaLagTimeMax: time.Second}, nil)
+	e := newEnv(t, func(c *Config) { c.ReplicaLagTimeMax = time.Second }, nil)
 	e.isr.apply = false
 	e.topic("pending", []int32{1, 2, 3})
 	p := leaderOf(t, e, "pending")

@@ -85,7 +85,7 @@ type Manager struct {
 // metadata.
 func New(cfg Config, deps Deps) *Manager {
 	m := &Manager{
-		cfg: cfg.withDefaults(), meta: deps.Metadata, isr: deps.ISR, client: deps.Brokers,
+		cfg: cfg, meta: deps.Metadata, isr: deps.ISR, client: deps.Brokers,
 		topicConfig: deps.TopicConfig, logger: deps.Logger, now: deps.Now,
 		stop: make(chan struct{}),
 	}

@@ -13,7 +13,7 @@ import (
 // names another topic id (a deleted topic of the same name) is never
 // served: it is moved aside and removed, and Close waits for the removal.
 func TestStaleLogDirectoryMovedAside(t *testing.T) {
-	e := newEnv(t, Config{}, nil)
+	e := newEnv(t, nil, nil)
 	stale := filepath.Join(e.dir, "reused-0")
 	if err := os.MkdirAll(stale, 0o755); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestStaleLogDirectoryMovedAside(t *testing.T) {
 // the disk recovers and the metadata is applied again.
 func TestPartitionMetadataFailureReported(t *testing.T) {
 	ffs := storage.NewFaultFS(nil)
-	e := newEnv(t, Config{FS: ffs}, nil)
+	e := newEnv(t, func(c *Config) { c.FS = ffs }, nil)
 	ffs.FailSyncs(true)
 	if err := e.m.applyTopic(controller.TopicInfo{Name: "faulty", ID: [16]byte{7},
 		Partitions: []controller.PartitionInfo{{Replicas: []int32{1}, Leader: 1, LeaderEpoch: 1, ISR: []int32{1}}}}); err == nil {

@@ -1,0 +1,39 @@
+package broker
+
+// DescribeUserScramCredentials (key 50); versions: see the registration
+// below.
+//
+// As Kafka 4's metadata image answers it (ScramImage.describe), from the
+// controller's watch cache: no users (null or empty) lists every user with
+// a credential; named users are answered once each, RESOURCE_NOT_FOUND for
+// one without credentials, DUPLICATE_RESOURCE for one named twice. Each
+// credential shows its mechanism and iterations, never its keys. Kafka
+// requires DESCRIBE on CLUSTER; with no authorizer yet every connection may.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DescribeUserSCRAMCredentials, 0, 0, handleDescribeUserScramCredentials) }
+
+func handleDescribeUserScramCredentials(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
+	s := c.srv
+	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	users := make([]string, 0, len(req.Users))
+	for _, u := range req.Users {
+		users = append(users, u.Name)
+	}
+	for _, res := range s.ctrl.DescribeScramCredentials(users) {
+		r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+		r.User = res.User
+		r.ErrorCode, r.ErrorMessage = s.apiErrorFields(res.Err, "DescribeUserScramCredentials", "")
+		for _, ci := range res.Credentials {
+			info := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
+			info.Mechanism, info.Iterations = ci.Mechanism, ci.Iterations
+			r.CredentialInfos = append(r.CredentialInfos, info)
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	x.respond(resp)
+}
