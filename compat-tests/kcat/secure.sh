@@ -2,7 +2,8 @@
 # kcat (librdkafka) over TLS and SASL against the secured broker
 # (lib/broker.sh start_secure_broker; COMPAT_BROKER=kafka runs it against
 # Apache Kafka 4.4 instead of Strait): SASL_SSL with PLAIN, SCRAM-SHA-256 and
-# SCRAM-SHA-512 (produce and read back), SASL_PLAINTEXT SCRAM-SHA-512, SSL with
+# SCRAM-SHA-512 (produce and read back), SASL_PLAINTEXT with PLAIN and with
+# OAUTHBEARER (an unsecured JWT), SSL with
 # a client certificate (mTLS), and the refusals: a wrong password, no client
 # certificate, a plaintext client on the TLS port (after which the broker
 # still serves). Results go to work-secure/results.tsv.
@@ -63,6 +64,13 @@ done
 got=$(timeout 60 kcat -b "$BROKER_SASL_PLAINTEXT" $(sasl SASL_PLAINTEXT PLAIN admin admin-secret) -L -J 2>"$work/sasl-plaintext.err" |
   python3 -c 'import json,sys; print(len(json.load(sys.stdin)["brokers"]))' 2>/dev/null || true)
 check "SASL_PLAINTEXT PLAIN metadata (-L)" "1" "$got"
+
+# OAUTHBEARER with librdkafka's unsecured JWT (alg none), which Kafka's
+# default validator (OAuthBearerUnsecuredValidatorCallbackHandler) accepts.
+got=$(timeout 60 kcat -b "$BROKER_SASL_PLAINTEXT" -X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=OAUTHBEARER \
+  -X enable.sasl.oauthbearer.unsecure.jwt=true -X sasl.oauthbearer.config="principal=admin" -L -J 2>"$work/oauth.err" |
+  python3 -c 'import json,sys; print(len(json.load(sys.stdin)["brokers"]))' 2>/dev/null || true)
+check "SASL_PLAINTEXT OAUTHBEARER (unsecured JWT) metadata (-L)" "1" "$got"
 
 mtls=(-X security.protocol=SSL "${tls[@]}" -X "ssl.certificate.location=$CERTS/client.pem" -X "ssl.key.location=$CERTS/client.key")
 seq 1 200 | sed 's/.*/k&:v&/' | timeout 60 kcat -b "$BROKER_SSL" "${mtls[@]}" -P -t kcat-mtls -K : 2>"$work/mtls.produce.err" || true
