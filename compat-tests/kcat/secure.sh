@@ -3,10 +3,10 @@
 # (lib/broker.sh start_secure_broker; COMPAT_BROKER=kafka runs it against
 # Apache Kafka 4.4 instead of Strait): SASL_SSL with PLAIN, SCRAM-SHA-256 and
 # SCRAM-SHA-512 (produce and read back), SASL_PLAINTEXT with PLAIN and with
-# OAUTHBEARER (an unsecured JWT), SSL with
-# a client certificate (mTLS), and the refusals: a wrong password, no client
-# certificate, a plaintext client on the TLS port (after which the broker
-# still serves). Results go to work-secure/results.tsv.
+# OAUTHBEARER (an unsecured JWT), SSL with a client certificate (mTLS), and
+# the refusals: a wrong password, no client certificate, a plaintext client
+# on the TLS ports (after which the broker still serves). Results go to
+# work/secure/results.tsv. About 25 s against Strait.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../lib/broker.sh"
