@@ -24,10 +24,25 @@ mvn -B -q -Dtest=SecureTest -Dsecure.sasl.ssl="$BROKER_SASL_SSL" -Dsecure.ssl="$
   -Dsecure.password="$CERTS_PASSWORD" test "$@" || status=1
 [ $# -gt 0 ] && exit $status
 
+# secure-expected-failures.txt lists checks that fail against Strait today,
+# with why: they are reported as failing but do not fail the run; one that
+# passes while listed does (shorten the list). Against Kafka it is ignored.
 pass=0 failed=0
+expected=""
+[ "$BROKER_KIND" = strait ] && expected=$(sed 's/#.*//; s/[[:space:]]*$//' "$here/secure-expected-failures.txt" | grep -v '^$' || true)
+listed() { [ -n "$expected" ] && grep -qxF "$1" <<<"$expected"; }
 check() { # name, output file, grep pattern
-  if grep -qE "$3" "$2"; then pass=$((pass+1)); echo "ok   $1"; printf 'Kafka CLI tools\t%s\tpass\n' "$1" >>"$work/results.tsv"
-  else failed=$((failed+1)); echo "FAIL $1 (no /$3/ in:)"; sed 's/^/    /' "$2" | head -20; printf 'Kafka CLI tools\t%s\tfail\n' "$1" >>"$work/results.tsv"; fi
+  local row=fail
+  if grep -qE "$3" "$2"; then
+    row=pass
+    if listed "$1"; then failed=$((failed+1)); echo "FAIL $1 passes but secure-expected-failures.txt lists it"
+    else pass=$((pass+1)); echo "ok   $1"; fi
+  elif listed "$1"; then
+    row=xfail; echo "FAIL $1 (expected: secure-expected-failures.txt)"
+  else
+    failed=$((failed+1)); echo "FAIL $1 (no /$3/ in:)"; sed 's/^/    /' "$2" | head -20
+  fi
+  printf 'Kafka CLI tools\t%s\t%s\n' "$1" "$row" >>"$work/results.tsv"
 }
 out="$work/cli"; mkdir -p "$out"
 client_props() { # file user password [extra JAAS options]
