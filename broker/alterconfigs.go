@@ -377,5 +377,21 @@ func (s *Server) validateDynamicBrokerConfigs(layers *config.Layers, props map[s
 	if err := layers.Validate(props, perBrokerEntity); err != nil {
 		return requestError(err.Error())
 	}
+	if perBrokerEntity {
+		// New key or trust stores must load, and may replace the
+		// current ones, before they are stored (Kafka's
+		// SslFactory.validateReconfiguration).
+		next, err := s.cfg.WithDynamic(config.NewLayers(s.cfg, layers.DynamicDefault, props))
+		if err != nil {
+			return requestError(err.Error())
+		}
+		for name, tlsCfg := range changedListenerTLS(s.currentConfig(), next) {
+			if st := s.listenerTLS(name); st != nil {
+				if err := st.CheckReload(tlsCfg); err != nil {
+					return requestError(err.Error())
+				}
+			}
+		}
+	}
 	return nil
 }

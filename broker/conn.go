@@ -2,7 +2,9 @@ package broker
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/protocol"
+	"github.com/strait/strait/security"
 )
 
 // maxInFlight bounds the requests a connection may have read but not yet
@@ -42,11 +45,31 @@ const maxInFlight = 64
 // connection has been idle for a while (idleAfter), the read loop goes on
 // in a new goroutine, which waits on the smallest stack (see connReader):
 // an idle connection is a 2 KiB stack and about a kilobyte of heap.
+//
+// On a TLS listener the connection is a *tls.Conn: the handshake runs first
+// on the connection's goroutine (start), reads go through tls.Conn.Read
+// (no idle handoff: the reader keeps its buffer, a small one until a read
+// fills it), and fetched file regions
+// are copied through the write buffer instead of sendfile. On a SASL
+// listener the read loop passes frames to the authenticator until the
+// client has authenticated (conn_auth.go).
 type conn struct {
 	srv      *Server
 	nc       net.Conn
 	listener string
 	logp     atomic.Pointer[slog.Logger] // built by logger on first use
+
+	// Security (conn_auth.go), all nil on a PLAINTEXT listener: the
+	// listener's TLS and SASL servers, the TLS connection before its
+	// handshake, the SASL exchange, and the principal (nil: ANONYMOUS),
+	// set by the read goroutine before it serves the first request.
+	sec   *listenerSecurity
+	tc    *tls.Conn
+	sasl  *saslConn
+	princ atomic.Pointer[security.Principal] // other goroutines may read it (a callback's, the tests')
+	// sendfile: file regions go out with sendfile(2) (a TCP connection);
+	// else they are copied through the write buffer (TLS).
+	sendfile bool
 
 	rd        connReader             // the read loop's; holds a buffer only while there are bytes to read
 	clientIDs protocol.ClientIDCache // the read loop's
@@ -98,7 +121,11 @@ const maxPooledFrame = 64 << 10
 // at a time.
 const writeBatch = 16
 
-func newConn(s *Server, nc net.Conn, listenerName string) *conn {
+// newConn makes the connection of nc, accepted on listenerName whose
+// security is sec (nil: PLAINTEXT). On a TLS listener nc is wrapped at
+// once, so c.nc never changes; the handshake runs on the connection's own
+// goroutine (start).
+func newConn(s *Server, nc net.Conn, listenerName string, sec *listenerSecurity) *conn {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 		// Fetch responses to a client on this host are not paced
@@ -111,9 +138,35 @@ func newConn(s *Server, nc net.Conn, listenerName string) *conn {
 		listener: listenerName,
 		dead:     make(chan struct{}),
 	}
-	c.rd.init(nc)
+	if sec != nil {
+		c.sec = sec
+		if sec.tls != nil {
+			c.tc = tls.Server(nc, sec.tls.Config())
+			c.nc = c.tc
+		}
+		if sec.sasl != nil {
+			c.sasl = &saslConn{}
+		}
+	}
+	_, c.sendfile = c.nc.(*net.TCPConn)
+	// A TLS connection reads through tls.Conn.Read, without idle handoff
+	// (connReader's raw reads are for TCP connections only).
+	c.rd.init(c.nc)
 	c.rd.enableHandoff()
+	if c.tc != nil {
+		c.rd.preferSmall()
+	}
 	return c
+}
+
+// start serves a new connection: the TLS handshake first on a TLS
+// listener, then the read loop.
+func (c *conn) start() {
+	if c.tc != nil && !c.handshakeTLS(c.tc) {
+		c.finish()
+		return
+	}
+	c.serve()
 }
 
 // logger is the connection's logger (the server's, with the remote address
@@ -242,10 +295,20 @@ func (c *conn) readLoop() (idle bool) {
 // its request. It returns false to close the connection, and the buffer to
 // read the next frame into.
 func (c *conn) readRequest(buf []byte) ([]byte, bool) {
-	frame, err := protocol.ReadFrame(&c.rd, c.srv.cfg.Network.SocketRequestMaxBytes, buf)
+	maxSize := c.srv.cfg.Network.SocketRequestMaxBytes
+	if c.sasl != nil && c.sasl.phase != saslComplete {
+		// Before authentication a frame is refused above
+		// sasl.server.max.receive.size, before anything is allocated for
+		// it (ReadFrame checks the size first).
+		maxSize = c.sec.maxReceive
+	}
+	frame, err := protocol.ReadFrame(&c.rd, maxSize, buf)
 	if err != nil {
 		c.logReadError(err)
 		return nil, false
+	}
+	if c.sasl != nil && c.sasl.phase != saslComplete {
+		return nil, c.authFrame(frame)
 	}
 	req, err := protocol.ParseRequest(frame, c.srv.versions, &c.clientIDs)
 	if err != nil {
@@ -255,6 +318,11 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		// to a v0 request that is answered with UNSUPPORTED_VERSION.
 		c.logger().Warn("closing connection: bad request", "err", err)
 		return nil, false
+	}
+	if c.sasl != nil {
+		if handled, ok := c.authenticatedRequest(req); handled || !ok {
+			return nil, ok
+		}
 	}
 	x := &exchange{c: c, req: req}
 	if !c.enqueue(x) {
@@ -478,6 +546,17 @@ func (c *conn) logReadError(err error) {
 		if errors.As(err, &ne) && ne.Timeout() {
 			return // stopReading during shutdown
 		}
+		var tooLarge *protocol.FrameTooLargeError
+		if errors.As(err, &tooLarge) {
+			// Often a TLS client on a plaintext port (its ClientHello
+			// reads as a size of some 370 MB), or an unauthenticated
+			// client: at most a line a second.
+			if c.sasl != nil && c.sasl.phase != saslComplete {
+				err = fmt.Errorf("%w: %w", errTooLargeBeforeAuth, err)
+			}
+			c.logRefusedAt(slog.LevelWarn, "frame too large", err)
+			return
+		}
 		c.logger().Warn("closing connection", "err", err)
 	}
 }
@@ -493,6 +572,15 @@ func (c *conn) writeChunks(chunks []protocol.Chunk) error {
 			continue
 		}
 		if ch.Len == 0 {
+			continue
+		}
+		if !c.sendfile {
+			// TLS: the bytes must pass through the record layer, so the
+			// region is read into the write buffer, which flushes as it
+			// fills.
+			if err := copyFileRegion(c.w, ch.File, ch.Pos, ch.Len); err != nil {
+				return err
+			}
 			continue
 		}
 		if err := c.w.Flush(); err != nil {

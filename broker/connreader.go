@@ -80,14 +80,18 @@ type connReader struct {
 	readFn func(fd uintptr) bool // rawRead as a func value, built once
 
 	// Idle handoff (RawConn reads only).
-	handoff  bool        // on: fill may report the connection idle
-	fresh    bool        // nothing read since the goroutine began waiting: wait without a deadline
-	armed    bool        // the idle deadline is set
-	active   bool        // bytes were read since it was set
-	boundary bool        // fill is waiting for a frame's first bytes
-	backoff  uint8       // the deadline is idleAfter<<backoff ahead
-	full     bool        // a read filled a small buffer: take full ones until idle
-	stopped  atomic.Bool // stop was called: a deadline is the caller's, not the idle one
+	handoff  bool  // on: fill may report the connection idle
+	fresh    bool  // nothing read since the goroutine began waiting: wait without a deadline
+	armed    bool  // the idle deadline is set
+	active   bool  // bytes were read since it was set
+	boundary bool  // fill is waiting for a frame's first bytes
+	backoff  uint8 // the deadline is idleAfter<<backoff ahead
+	full     bool  // a read filled a small buffer: take full ones until idle
+	// smallFirst: a connection read through nc (TLS) starts on a small
+	// buffer too, and takes full ones once a read fills it; it keeps its
+	// buffer while idle, so this is what an idle one holds.
+	smallFirst bool
+	stopped    atomic.Bool // stop was called: a deadline is the caller's, not the idle one
 }
 
 // A connection goes idle after idleAfter without a byte (up to twice that),
@@ -156,6 +160,9 @@ func (cr *connReader) init(nc net.Conn) {
 	}
 }
 
+// preferSmall makes a connection read through nc start on a small buffer.
+func (cr *connReader) preferSmall() { cr.smallFirst = cr.raw == nil }
+
 // enableHandoff turns idle handoff on (RawConn reads only).
 func (cr *connReader) enableHandoff() { cr.handoff = cr.raw != nil }
 
@@ -218,11 +225,16 @@ func (cr *connReader) Read(p []byte) (int, error) {
 // buffer first if the connection has none).
 func (cr *connReader) read(p []byte) (int, error) {
 	if cr.raw == nil {
-		if p == nil {
-			cr.takeBuf()
-			p = (*cr.buf)[cr.w:]
+		if p != nil {
+			return cr.nc.Read(p)
 		}
-		return cr.nc.Read(p)
+		cr.takeBuf()
+		p = (*cr.buf)[cr.w:]
+		n, err := cr.nc.Read(p)
+		if n == len(p) {
+			cr.full = true // more may be waiting: a full buffer next time
+		}
+		return n, err
 	}
 	const maxRW = 1 << 30 // as internal/poll: no single read(2) above 1 GiB
 	if len(p) > maxRW {
@@ -334,7 +346,7 @@ func (cr *connReader) idleExpired() (idle, again bool) {
 // takeBuf takes a buffer if the connection has none, or a full one for a
 // small one once one was filled; it is called with nothing buffered.
 func (cr *connReader) takeBuf() {
-	small := cr.handoff && !cr.full
+	small := (cr.handoff || cr.smallFirst) && !cr.full
 	if cr.buf != nil {
 		if small || len(*cr.buf) == readBufSize {
 			return

@@ -17,6 +17,7 @@ package broker
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,15 @@ func (d *dynamicConfigs) apply(set controller.BrokerConfigSet, rev int64) {
 	next := &dynamicConfigState{rev: rev, layers: layers, effective: effective, next: make(chan struct{})}
 	d.state.Store(next)
 	close(old.next)
+	for name, tlsCfg := range changedListenerTLS(old.effective, effective) {
+		if st := s.listenerTLS(name); st != nil {
+			if err := st.Reload(tlsCfg); err != nil {
+				s.logger.Warn("dynamic ssl.* update not applied; the listener keeps its key and trust stores", "listener", name, "err", err, "revision", rev)
+			} else {
+				s.logger.Info("listener key and trust stores reloaded", "listener", name, "revision", rev)
+			}
+		}
+	}
 	if effective.Log.Defaults != old.effective.Log.Defaults {
 		s.logger.Info("dynamic broker configs changed the log defaults", "revision", rev)
 		// Not on this goroutine: the first load may run inside the
@@ -157,4 +167,19 @@ func logLevelName(l *slog.Logger) string {
 	default:
 		return "ERROR"
 	}
+}
+
+// changedListenerTLS are the TLS settings of next's listeners that differ
+// from prev's (a dynamic update of a listener's key or trust store).
+func changedListenerTLS(prev, next config.Config) map[string]*config.TLS {
+	var changed map[string]*config.TLS
+	for name, ls := range next.Security.Listeners {
+		if ls.TLS != nil && !reflect.DeepEqual(ls.TLS, prev.Security.Listeners[name].TLS) {
+			if changed == nil {
+				changed = map[string]*config.TLS{}
+			}
+			changed[name] = ls.TLS
+		}
+	}
+	return changed
 }

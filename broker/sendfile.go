@@ -11,13 +11,27 @@ import (
 // sendFileRegion writes length bytes of f starting at pos to nc. On a plain
 // TCP connection on Linux this is sendfile(2) with an explicit offset, so the
 // file position is never shared between concurrent readers and no byte passes
-// through user space. Anything else (TLS later) copies through a buffer.
+// through user space. Anything else copies through a buffer (copyFileRegion).
 func sendFileRegion(nc net.Conn, f *os.File, pos, length int64) error {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		return sendfileTCP(tc, f, pos, length)
 	}
-	_, err := io.Copy(nc, io.NewSectionReader(f, pos, length))
-	return err
+	return copyFileRegion(nc, f, pos, length)
+}
+
+// copyFileRegion writes length bytes of f starting at pos to w (a TLS
+// connection's write buffer: bufio.Writer reads the file straight into
+// its buffer, so no other buffer is allocated). A file shorter than the
+// region is an error, as with sendfile: the frame's size has been written.
+func copyFileRegion(w io.Writer, f *os.File, pos, length int64) error {
+	n, err := io.Copy(w, io.NewSectionReader(f, pos, length))
+	if err != nil {
+		return err
+	}
+	if n != length {
+		return fmt.Errorf("copying a file region: file shorter than the region (%d bytes missing)", length-n)
+	}
+	return nil
 }
 
 func sendfileTCP(tc *net.TCPConn, f *os.File, pos, length int64) error {

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -38,7 +39,10 @@ type Server struct {
 	logger *slog.Logger
 
 	listeners []*listener
-	ctrl      *controller.Controller
+	// dirLocks are the .lock files of the log dirs and the embedded etcd's
+	// data dir, held from Start to the end of Close (logdir_lock.go).
+	dirLocks []*os.File
+	ctrl     *controller.Controller
 	// replicas hosts this broker's partitions and replicates them
 	// (package replication; created in Start, closed by Close).
 	replicas *replication.Manager
@@ -71,6 +75,13 @@ type Server struct {
 	// without a transactional id) from this broker's block.
 	producerIDs *producerIDPool
 
+	// security holds how each non-PLAINTEXT listener authenticates, by
+	// listener name (conn_auth.go); refusedLog limits the lines about
+	// connections refused for bad input.
+	security            map[string]*listenerSecurity
+	refusedLog          logLimiter
+	tlsHandshakeTimeout time.Duration
+
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
 	connWG  sync.WaitGroup
@@ -89,6 +100,7 @@ type Server struct {
 type listener struct {
 	cfg config.Listener
 	ln  net.Listener
+	sec *listenerSecurity // nil: PLAINTEXT
 }
 
 // New validates cfg and returns a broker that is not started yet.
@@ -101,9 +113,6 @@ func New(cfg config.Config) (*Server, error) {
 	}
 	if cfg.Network.SocketRequestMaxBytes <= 0 {
 		return nil, fmt.Errorf("broker: invalid socket.request.max.bytes %d", cfg.Network.SocketRequestMaxBytes)
-	}
-	if err := refuseUnservedProtocols(cfg.Network.Listeners); err != nil {
-		return nil, err
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -127,6 +136,14 @@ func New(cfg config.Config) (*Server, error) {
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
 	s.producerIDs = newProducerIDPool()
+	// Keystores, truststores and JAAS configs load here, so that a bad
+	// one stops the broker before it binds anything.
+	if err := s.buildListenerSecurity(); err != nil {
+		return nil, err
+	}
+	if err := s.setupInterBroker(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -142,13 +159,16 @@ func (s *Server) Start() error {
 
 func (s *Server) start() error {
 	started := time.Now()
+	if err := s.lockDataDirs(); err != nil { // before etcd, which would wait on its own lock
+		return err
+	}
 	for _, l := range s.cfg.Network.Listeners {
 		addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("broker: listen %s on %s: %w", l.Name, addr, err)
 		}
-		s.listeners = append(s.listeners, &listener{cfg: l, ln: ln})
+		s.listeners = append(s.listeners, &listener{cfg: l, ln: ln, sec: s.security[l.Name]})
 	}
 
 	ctrl, err := controller.New(controller.Config{
@@ -283,7 +303,7 @@ func (s *Server) acceptLoop(l *listener) {
 			continue
 		}
 		backoff = 0
-		c := newConn(s, nc, l.cfg.Name)
+		c := newConn(s, nc, l.cfg.Name, l.sec)
 		s.connsMu.Lock()
 		select {
 		case <-s.closing:
@@ -295,7 +315,7 @@ func (s *Server) acceptLoop(l *listener) {
 		s.conns[c] = struct{}{}
 		s.connWG.Add(1)
 		s.connsMu.Unlock()
-		go c.serve()
+		go c.start()
 	}
 }
 
@@ -393,6 +413,7 @@ func (s *Server) Close() error {
 			}
 		}
 		s.closeInterBrokerClients()
+		s.unlockDataDirs()
 		s.closeErr = errors.Join(errs...)
 		s.logger.Info("broker stopped", "node.id", s.cfg.NodeID)
 	})
@@ -452,22 +473,6 @@ func (s *Server) watchController() {
 		s.fail(fmt.Errorf("broker: %w", err))
 	case <-s.closing:
 	}
-}
-
-// refuseUnservedProtocols stops a broker configured with a listener whose
-// security protocol it cannot honour: Strait serves PLAINTEXT only (no TLS,
-// no SASL yet), and an SSL or SASL listener served as plaintext would hand
-// clients an unencrypted, unauthenticated socket under a secure name.
-func refuseUnservedProtocols(listeners []config.Listener) error {
-	for _, l := range listeners {
-		if l.SecurityProtocol != "PLAINTEXT" {
-			return &config.ConfigError{Key: "listeners", Message: "Listener " + l.String() + " has security protocol " +
-				l.SecurityProtocol + " (listeners, listener.security.protocol.map), which Strait does not serve yet: " +
-				"only PLAINTEXT listeners are supported, and this one is refused rather than served without " +
-				"encryption or authentication."}
-		}
-	}
-	return nil
 }
 
 // waitTimeout waits for wg at most d. On timeout the waiting goroutine goes

@@ -28,23 +28,30 @@ var dynamicLogKeys = func() map[string]bool {
 // runtime: the static properties with the dynamic log keys on top (the
 // cluster default, then this broker's), parsed once, give the new
 // Log.Defaults (message timestamp bounds included), Topics.MinInsyncReplicas and
-// Topics.MessageMaxBytes; every other field stays c's. Without any dynamic log key, c is
-// returned as is.
+// Topics.MessageMaxBytes, and the listeners' TLS settings when a listener's
+// key or trust store was changed; every other field stays c's. Without any
+// dynamic log or store key, c is returned as is.
 func (c Config) WithDynamic(l *Layers) (Config, error) {
 	props := maps.Clone(c.Props)
 	if props == nil {
 		props = map[string]string{}
 	}
-	dynamic := false
+	dynamic, stores := false, false
 	for _, m := range []map[string]string{l.DynamicDefault, l.DynamicBroker} {
 		for k, v := range m {
 			if dynamicLogKeys[k] {
 				props[k] = v
 				dynamic = true
 			}
+			// A listener's key and trust stores (listener.name.<l>.ssl.keystore.*,
+			// ...): Kafka reloads them without a restart.
+			if base, ok := listenerConfigName(k); ok && dynamicSecurityConfigs[base] {
+				props[k] = v
+				stores = true
+			}
 		}
 	}
-	if !dynamic {
+	if !dynamic && !stores {
 		return c, nil
 	}
 	with, _, err := Parse(props)
@@ -55,6 +62,15 @@ func (c Config) WithDynamic(l *Layers) (Config, error) {
 	out.Log.Defaults = with.Log.Defaults
 	out.Topics.MinInsyncReplicas = with.Topics.MinInsyncReplicas
 	out.Topics.MessageMaxBytes = with.Topics.MessageMaxBytes
+	if stores {
+		out.Security.Listeners = maps.Clone(c.Security.Listeners)
+		for name, ls := range out.Security.Listeners {
+			if ls.TLS != nil {
+				ls.TLS = with.Security.Listeners[name].TLS
+				out.Security.Listeners[name] = ls
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -53,17 +52,37 @@ func (s *ServerTLS) Config() *tls.Config { return s.outer }
 // connections; on error nothing changes. (ssl.principal.mapping.rules is
 // not dynamic in Kafka and keeps its value.)
 func (s *ServerTLS) Reload(t *config.TLS) error {
-	cfg, err := serverConfig(t)
-	if err != nil {
-		return err
-	}
 	s.reload.Lock()
 	defer s.reload.Unlock()
-	if err := compatibleCertificate(t, s.current.Load().Certificates[0].Leaf, cfg.Certificates[0].Leaf); err != nil {
+	cfg, err := s.check(t)
+	if err != nil {
 		return err
 	}
 	s.current.Store(cfg)
 	return nil
+}
+
+// CheckReload is Reload without the swap: whether t's stores load and may
+// replace the current ones (AlterConfigs checks it before storing a
+// dynamic ssl.* update, as Kafka validates one).
+func (s *ServerTLS) CheckReload(t *config.TLS) error {
+	s.reload.Lock()
+	defer s.reload.Unlock()
+	_, err := s.check(t)
+	return err
+}
+
+// check loads t's configuration and checks it against the current one;
+// the caller holds reload.
+func (s *ServerTLS) check(t *config.TLS) (*tls.Config, error) {
+	cfg, err := serverConfig(t)
+	if err != nil {
+		return nil, err
+	}
+	if err := compatibleCertificate(t, s.current.Load().Certificates[0].Leaf, cfg.Certificates[0].Leaf); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // compatibleCertificate is Kafka's check of a reloaded key store
@@ -115,22 +134,10 @@ func sanList(c *x509.Certificate) []string {
 
 // Principal is the principal of a connection whose handshake gave state:
 // the client certificate's subject mapped by ssl.principal.mapping.rules,
-// or Anonymous without a client certificate. A certificate no rule maps
-// gives Anonymous (and a warning); PrincipalOf reports it as an error, as
-// Kafka fails the connection's authentication.
-func (s *ServerTLS) Principal(state tls.ConnectionState) Principal {
-	p, err := s.PrincipalOf(state)
-	if err != nil {
-		slog.Warn("TLS client certificate maps to no principal", "err", err)
-		return Anonymous
-	}
-	return p
-}
-
-// PrincipalOf is Principal, with an error when the certificate's name
-// matches no ssl.principal.mapping.rules rule (Kafka then closes the
-// connection as an authentication failure).
-func (s *ServerTLS) PrincipalOf(state tls.ConnectionState) (Principal, error) {
+// or Anonymous without a client certificate. A name that matches no rule
+// is an error, and the connection is refused (Kafka fails the
+// authentication rather than let the client in as ANONYMOUS).
+func (s *ServerTLS) Principal(state tls.ConnectionState) (Principal, error) {
 	if len(state.PeerCertificates) == 0 || len(state.VerifiedChains) == 0 {
 		return Anonymous, nil
 	}

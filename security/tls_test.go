@@ -135,7 +135,7 @@ func testFromParse(t *testing.T, s *testcerts.Set) {
 	}
 	addr, res := serve(t, srv.Config())
 	client := &tls.Config{RootCAs: caPool(t, s.CAPEM), ServerName: "127.0.0.1", Certificates: []tls.Certificate{clientCert(t, s.Client)}}
-	if _, r, err := handshake(t, addr, res, client); err != nil || r.err != nil || srv.Principal(r.state).Name != testcerts.ClientSubjectDN {
+	if _, r, err := handshake(t, addr, res, client); err != nil || r.err != nil || mustPrincipal(t, srv, r.state).Name != testcerts.ClientSubjectDN {
 		t.Errorf("handshake: %v / %v", err, r.err)
 	}
 
@@ -210,7 +210,7 @@ func testServerTLS(t *testing.T, s *testcerts.Set) {
 				if leaf.Subject.CommonName != "localhost" {
 					t.Errorf("served %s", leaf.Subject)
 				}
-				if p := srv.Principal(r.state); p != User(testcerts.ClientSubjectDN) {
+				if p := mustPrincipal(t, srv, r.state); p != User(testcerts.ClientSubjectDN) {
 					t.Errorf("principal %v, want User:%s", p, testcerts.ClientSubjectDN)
 				}
 			})
@@ -357,7 +357,7 @@ func testClientAuth(t *testing.T, s *testcerts.Set) {
 			srv, addr, res := start("required", v)
 			if _, r, err := handshake(t, addr, res, with(s.Client)); err != nil || r.err != nil {
 				t.Errorf("valid client: %v / %v", err, r.err)
-			} else if p := srv.Principal(r.state); p.Name != testcerts.ClientSubjectDN {
+			} else if p := mustPrincipal(t, srv, r.state); p.Name != testcerts.ClientSubjectDN {
 				t.Errorf("principal %v", p)
 			}
 			for name, cfg := range map[string]*tls.Config{"no certificate": with(), "untrusted": with(s.Untrusted), "expired": with(s.Expired)} {
@@ -372,10 +372,10 @@ func testClientAuth(t *testing.T, s *testcerts.Set) {
 			if err != nil || r.err != nil {
 				t.Fatalf("requested, no certificate: %v / %v", err, r.err)
 			}
-			if p := srv.Principal(r.state); p != Anonymous {
+			if p := mustPrincipal(t, srv, r.state); p != Anonymous {
 				t.Errorf("requested, no certificate: principal %v", p)
 			}
-			if _, r, err := handshake(t, addr, res, with(s.Client)); err != nil || r.err != nil || srv.Principal(r.state).Name != testcerts.ClientSubjectDN {
+			if _, r, err := handshake(t, addr, res, with(s.Client)); err != nil || r.err != nil || mustPrincipal(t, srv, r.state).Name != testcerts.ClientSubjectDN {
 				t.Errorf("requested, valid: %v / %v", err, r.err)
 			}
 			if _, r, err := handshake(t, addr, res, with(s.Untrusted)); err == nil || r.err == nil {
@@ -387,7 +387,7 @@ func testClientAuth(t *testing.T, s *testcerts.Set) {
 			if err != nil || r.err != nil {
 				t.Fatalf("none: %v / %v", err, r.err)
 			}
-			if p := srv.Principal(r.state); p != Anonymous {
+			if p := mustPrincipal(t, srv, r.state); p != Anonymous {
 				t.Errorf("none: principal %v", p)
 			}
 		})
@@ -532,8 +532,8 @@ func testClientTLS(t *testing.T, s *testcerts.Set) {
 		if ok := err == nil && r.err == nil; ok != tc.ok {
 			t.Errorf("%s: ok %v (client %v, server %v)", tc.name, ok, err, r.err)
 		}
-		if tc.ok && r.err == nil && srv.Principal(r.state).Name != testcerts.ClientSubjectDN {
-			t.Errorf("%s: principal %v", tc.name, srv.Principal(r.state))
+		if tc.ok && r.err == nil && mustPrincipal(t, srv, r.state).Name != testcerts.ClientSubjectDN {
+			t.Errorf("%s: principal %v", tc.name, mustPrincipal(t, srv, r.state))
 		}
 	}
 	// Without host name checks the chain is still verified.
@@ -547,4 +547,14 @@ func testClientTLS(t *testing.T, s *testcerts.Set) {
 	if _, _, err := handshake(t, addr, res, cfg); err == nil {
 		t.Error("a server of an untrusted CA was accepted")
 	}
+}
+
+// mustPrincipal is srv.Principal(state), failing the test on an error.
+func mustPrincipal(t *testing.T, srv *ServerTLS, state tls.ConnectionState) Principal {
+	t.Helper()
+	p, err := srv.Principal(state)
+	if err != nil {
+		t.Fatalf("principal: %v", err)
+	}
+	return p
 }

@@ -1,13 +1,16 @@
-// Command strait runs a Strait broker.
+// Command strait runs a Strait broker, or a cluster of them for tests.
 //
-//	strait [--config server.properties] [--override key=value]... [--log-level debug|info|warn|error]
+//	strait [--config server.properties] [--override key=value]... [--log-level LEVEL]
+//	       [--ephemeral] [--test-defaults] [--ready-file PATH]
 //	strait server.properties [--override key=value]...      (kafka-server-start.sh's form)
+//	strait cluster [--brokers N] [the options above]
 //
 // Properties come from the file, then KAFKA_* environment variables (the Apache
 // Kafka Docker image's mapping), then --override, later ones winning. The log
 // level is --log-level, else STRAIT_LOG_LEVEL, else info; logs are slog text on
-// stderr. SIGINT or SIGTERM shuts the broker down cleanly (exit 0); an invalid
-// configuration or a fatal broker error exits 1.
+// stderr. SIGINT or SIGTERM shuts the broker down cleanly (exit 0), also during
+// start-up; an invalid configuration or a fatal broker error exits 1. The
+// usage text (strait -h) documents every option.
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -26,7 +30,40 @@ import (
 )
 
 const usage = `USAGE: strait [--config server.properties] [--override property=value]* [--log-level LEVEL]
-       strait server.properties [--override property=value]*
+              [--ephemeral] [--test-defaults] [--ready-file PATH]
+       strait server.properties [--override property=value]* [options]
+       strait cluster [--brokers N] [options]
+
+Options:
+  --config FILE        a Kafka server.properties; also the first argument without a flag
+  --override K=V       a property over the file and the KAFKA_* environment; repeatable
+  --log-level LEVEL    debug, info, warn or error (default: $STRAIT_LOG_LEVEL, else info)
+  --ephemeral          keep log.dirs and etcd.data.dir in a new temporary directory
+                       (under $TMPDIR), removed when strait exits; it replaces any
+                       configured log.dirs and etcd.data.dir
+  --test-defaults      defaults for tests under the configuration's own values:
+                       group.initial.rebalance.delay.ms=0, offsets.topic.num.partitions=1,
+                       transaction.state.log.num.partitions=1, replication factors of
+                       the internal topics 1 (a cluster: up to 3) and
+                       transaction.state.log.min.isr 1 (a cluster of 3 or more: 2),
+                       group.min.session.timeout.ms=250,
+                       group.consumer.heartbeat.interval.ms=500
+  --ready-file PATH    once every broker serves, write one line per listener,
+                       LISTENER://host:port (the bound address; 127.0.0.1 for an
+                       unspecified host), brokers in node.id order; written to a
+                       temporary file then renamed, so it appears complete; removed
+                       at exit
+  -h, --help           this text
+
+strait cluster starts N brokers (--brokers N or -n N, default 3) in this
+process, node.id 1 to N, each on PLAINTEXT://127.0.0.1:<free port> with its
+own temporary directory (as --ephemeral), their embedded etcd members forming
+one etcd cluster on free loopback peer ports. It logs "strait cluster ready"
+with bootstrap.servers once all serve, and stops them all on SIGINT or SIGTERM.
+
+A signal during start-up stops strait too: what started is closed cleanly if
+start-up ends within 3 s, else strait exits without waiting for it
+(nothing has been served yet); exit 0 either way, 1 on a second signal.
 `
 
 // server is what run needs of *broker.Server (a fake in tests).
@@ -53,19 +90,33 @@ func main() {
 
 // options are the parsed command line.
 type options struct {
-	configFile string
-	overrides  []string
-	logLevel   string
-	help       bool
+	configFile   string
+	overrides    []string
+	logLevel     string
+	help         bool
+	ephemeral    bool
+	testDefaults bool
+	readyFile    string
+	// cluster is the number of brokers of strait cluster, 0 for one
+	// broker without the subcommand.
+	cluster int
 }
 
 // errUsage marks a command-line mistake, answered with the usage text.
 var errUsage = errors.New("usage")
 
+// defaultClusterSize is strait cluster's number of brokers without -n.
+const defaultClusterSize = 3
+
 // parseArgs accepts --name value and --name=value, a single positional config
-// file (Kafka's form), and -h/--help.
+// file (Kafka's form), boolean switches (--name or --name=true|false), the
+// cluster subcommand as the first argument, and -h/--help.
 func parseArgs(args []string) (options, error) {
 	var o options
+	if len(args) > 0 && args[0] == "cluster" {
+		o.cluster = defaultClusterSize
+		args = args[1:]
+	}
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		name, value, hasValue := strings.Cut(arg, "=")
@@ -73,7 +124,26 @@ func parseArgs(args []string) (options, error) {
 		case "-h", "-help", "--help":
 			o.help = true
 			continue
-		case "--config", "-config", "--override", "-override", "--log-level", "-log-level":
+		case "--ephemeral", "-ephemeral", "--test-defaults", "-test-defaults":
+			on := true
+			if hasValue {
+				b, err := strconv.ParseBool(value)
+				if err != nil {
+					return o, fmt.Errorf("%w: option %s takes true or false, not %q", errUsage, name, value)
+				}
+				on = b
+			}
+			if strings.TrimLeft(name, "-") == "ephemeral" {
+				o.ephemeral = on
+			} else {
+				o.testDefaults = on
+			}
+			continue
+		case "--config", "-config", "--override", "-override", "--log-level", "-log-level", "--ready-file", "-ready-file":
+		case "--brokers", "-brokers", "-n":
+			if o.cluster == 0 {
+				return o, fmt.Errorf("%w: option %s is for strait cluster", errUsage, name)
+			}
 		default:
 			if strings.HasPrefix(arg, "-") {
 				return o, fmt.Errorf("%w: unknown option %s", errUsage, arg)
@@ -101,6 +171,14 @@ func parseArgs(args []string) (options, error) {
 			o.overrides = append(o.overrides, value)
 		case "log-level":
 			o.logLevel = value
+		case "ready-file":
+			o.readyFile = value
+		case "brokers", "n":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 1 || n > maxClusterSize {
+				return o, fmt.Errorf("%w: %s wants a number of brokers from 1 to %d, not %q", errUsage, name, maxClusterSize, value)
+			}
+			o.cluster = n
 		}
 	}
 	return o, nil
@@ -141,98 +219,79 @@ func run(args, environ []string, stderr io.Writer, signals <-chan os.Signal) int
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
+	// Signals are taken from here on (main's Notify ran first): the line
+	// tells a test that a signal now stops strait cleanly.
+	logger.Debug("strait starting", "pid", os.Getpid())
 
 	props, err := config.Load(opts.configFile, environ, opts.overrides)
 	if err != nil {
 		logger.Error("cannot read configuration", "err", err)
 		return 1
 	}
-	cfg, warnings, err := config.Parse(props)
-	for _, w := range warnings {
-		logger.Warn(w)
-	}
-	if err != nil {
-		var ce *config.ConfigError
-		if errors.As(err, &ce) {
-			logger.Error("invalid configuration", "key", ce.Key, "err", err)
-		} else {
-			logger.Error("invalid configuration", "err", err)
-		}
-		return 1
-	}
-	cfg.Logger = logger
-
-	srv, err := newServer(cfg)
-	if err != nil {
-		if ce, ok := errors.AsType[*config.ConfigError](err); ok {
-			logger.Error("invalid configuration", "key", ce.Key, "err", err)
-		} else {
-			logger.Error("cannot create broker", "err", err)
-		}
-		return 1
+	brokers := max(1, opts.cluster)
+	if opts.testDefaults {
+		applyTestDefaults(props, brokers)
 	}
 
-	// Start blocks until the broker serves; a signal meanwhile shuts it down
-	// as soon as Start returns, and a second signal gives up at once.
-	started := make(chan error, 1)
-	go func() { started <- srv.Start() }()
-	var stopping bool
-	for waiting := true; waiting; {
-		select {
-		case err := <-started:
-			if err != nil {
-				logger.Error("broker failed to start", "err", err)
+	var plans []map[string]string
+	if opts.ephemeral || opts.cluster > 0 {
+		tmp, err := os.MkdirTemp("", "strait-")
+		if err != nil {
+			logger.Error("cannot create the temporary data directory", "err", err)
+			return 1
+		}
+		defer func() {
+			if err := os.RemoveAll(tmp); err != nil {
+				logger.Warn("cannot remove the temporary data directory", "dir", tmp, "err", err)
+			}
+		}()
+		logger.Info("temporary data directory, removed at exit", "dir", tmp)
+		if opts.cluster > 0 {
+			if plans, err = clusterProps(props, opts.cluster, tmp); err != nil {
+				logger.Error("cannot plan the cluster", "err", err)
 				return 1
 			}
-			waiting = false
-		case sig := <-signals:
-			if stopping {
-				logger.Error("second signal during startup, exiting", "signal", sig.String())
-				return 1
-			}
-			logger.Info("signal during startup, stopping once started", "signal", sig.String())
-			stopping = true
+		} else {
+			ephemeralProps(props, tmp)
 		}
 	}
-	if stopping {
-		return shutdown(logger, srv)
+	if plans == nil {
+		plans = []map[string]string{props}
 	}
 
-	select {
-	case <-srv.Ready():
-	case err := <-srv.Err():
-		return failed(logger, srv, err)
+	var nodes []node
+	for _, p := range plans {
+		cfg, warnings, err := config.Parse(p)
+		if len(nodes) == 0 { // the same warnings for every broker: once
+			for _, w := range warnings {
+				logger.Warn(w)
+			}
+		}
+		if err != nil {
+			if ce, ok := errors.AsType[*config.ConfigError](err); ok {
+				logger.Error("invalid configuration", "key", ce.Key, "err", err)
+			} else {
+				logger.Error("invalid configuration", "err", err)
+			}
+			return 1
+		}
+		cfg.Logger = logger
+		if opts.cluster > 0 {
+			cfg.Logger = logger.With("node", cfg.NodeID) // whose line it is
+		}
+		srv, err := newServer(cfg)
+		if err != nil {
+			if ce, ok := errors.AsType[*config.ConfigError](err); ok {
+				logger.Error("invalid configuration", "key", ce.Key, "err", err)
+			} else {
+				logger.Error("cannot create broker", "err", err)
+			}
+			return 1
+		}
+		nodes = append(nodes, node{srv: srv, cfg: cfg})
 	}
-	addrs := make([]string, 0, len(srv.Addrs()))
-	for _, a := range srv.Addrs() {
-		addrs = append(addrs, a.String())
-	}
-	logger.Info("strait ready", "addr", strings.Join(addrs, ","), "node.id", cfg.NodeID, "cluster.id", srv.ClusterID())
 
-	select {
-	case sig := <-signals:
-		logger.Info("shutting down", "signal", sig.String())
-		return shutdown(logger, srv)
-	case err := <-srv.Err():
-		return failed(logger, srv, err)
-	}
-}
-
-// failed stops a broker that reported a fatal error: exit code 1.
-func failed(logger *slog.Logger, srv server, err error) int {
-	logger.Error("broker failed", "err", err)
-	if err := srv.Close(); err != nil {
-		logger.Error("unclean shutdown", "err", err)
-	}
-	return 1
-}
-
-func shutdown(logger *slog.Logger, srv server) int {
-	if err := srv.Close(); err != nil {
-		logger.Error("unclean shutdown", "err", err)
-		return 1
-	}
-	return 0
+	return serve(logger, nodes, opts, signals)
 }
 
 // envValue is os.Getenv over an environ slice.

@@ -20,14 +20,19 @@ import (
 type fakeServer struct {
 	cfg      config.Config
 	startErr error
-	ready    chan struct{}
-	errc     chan error
-	mu       sync.Mutex
-	closed   int
-	closeErr error
+	// startGate, if set, holds Start until it is closed.
+	startGate chan struct{}
+	ready     chan struct{}
+	errc      chan error
+	mu        sync.Mutex
+	closed    int
+	closeErr  error
 }
 
 func (f *fakeServer) Start() error {
+	if f.startGate != nil {
+		<-f.startGate
+	}
 	if f.startErr == nil {
 		close(f.ready)
 	}

@@ -1,0 +1,154 @@
+package straittest
+
+import (
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/strait/strait/storage"
+)
+
+// Disk is the filesystem one broker's partition logs are written through
+// (WithFaultyDisks), with faults a test arms and disarms while the broker
+// runs: a full disk (writes fail with ENOSPC), writes failing with EIO,
+// failing fsyncs, and latency added to each write and each fsync. It counts
+// the writes and fsyncs it saw and how many of them it delayed, so a test
+// can assert that the latency was applied without measuring time.
+//
+// The broker's etcd data is not on it: only the partition logs (log.dirs)
+// go through storage.FS. Index files are read and written with pread and
+// pwrite rather than mapped, so that every write passes the Disk.
+type Disk struct {
+	fault *storage.FaultFS
+	slow  *slowFS
+}
+
+func newDisk() *Disk {
+	s := &slowFS{inner: storage.OSFS{}}
+	return &Disk{fault: storage.NewFaultFS(s), slow: s}
+}
+
+// FS is the storage.FS to give a broker (config.Config.StorageFS).
+func (d *Disk) FS() storage.FS { return d.fault }
+
+// Fill makes the disk full: every write from now on fails with ENOSPC, as
+// storage.FaultFS's write budget of 0 does. Heal empties it again.
+func (d *Disk) Fill() { d.fault.SetWriteBudget(0) }
+
+// SetWriteBudget lets writes store n more bytes before the disk is full; the
+// write crossing the budget stores its first part. n < 0: unlimited.
+func (d *Disk) SetWriteBudget(n int64) { d.fault.SetWriteBudget(n) }
+
+// FailWrites makes every write fail with EIO (or succeed again).
+func (d *Disk) FailWrites(fail bool) { d.slow.failWrites.Store(fail) }
+
+// FailSyncs makes every fsync (of a file or a directory) fail.
+func (d *Disk) FailSyncs(fail bool) { d.fault.FailSyncs(fail) }
+
+// SetLatency delays every write by write and every fsync by sync from now on
+// (0: no delay): a slow disk.
+func (d *Disk) SetLatency(write, sync time.Duration) {
+	d.slow.writeDelay.Store(int64(write))
+	d.slow.syncDelay.Store(int64(sync))
+}
+
+// Heal disarms every fault and the latency.
+func (d *Disk) Heal() {
+	d.fault.SetWriteBudget(-1)
+	d.fault.FailSyncs(false)
+	d.slow.failWrites.Store(false)
+	d.SetLatency(0, 0)
+}
+
+// DiskStats counts what went through a Disk since it was made.
+type DiskStats struct {
+	Writes        int64 // writes that reached the disk (stored, failed or not)
+	DelayedWrites int64 // of them, writes the write latency was applied to
+	FailedWrites  int64 // writes FailWrites refused
+	Syncs         int64 // file and directory fsyncs that reached the disk
+	DelayedSyncs  int64 // of them, fsyncs the fsync latency was applied to
+}
+
+// Stats returns the counts so far.
+func (d *Disk) Stats() DiskStats {
+	s := d.slow
+	return DiskStats{
+		Writes:        s.writes.Load(),
+		DelayedWrites: s.delayedWrites.Load(),
+		FailedWrites:  s.failedWrites.Load(),
+		Syncs:         s.syncs.Load(),
+		DelayedSyncs:  s.delayedSyncs.Load(),
+	}
+}
+
+// slowFS sits under storage.FaultFS (which owns the full disk and the fsync
+// failures) and adds what FaultFS lacks: latency, EIO on writes, counts.
+// Writes and fsyncs refused by FaultFS above never reach it.
+type slowFS struct {
+	inner storage.FS
+
+	writeDelay, syncDelay atomic.Int64 // time.Duration
+	failWrites            atomic.Bool
+	writes, delayedWrites atomic.Int64
+	failedWrites          atomic.Int64
+	syncs, delayedSyncs   atomic.Int64
+}
+
+func (s *slowFS) write() error {
+	s.writes.Add(1)
+	if s.failWrites.Load() {
+		s.failedWrites.Add(1)
+		return &os.PathError{Op: "write", Err: syscall.EIO}
+	}
+	if d := time.Duration(s.writeDelay.Load()); d > 0 {
+		s.delayedWrites.Add(1)
+		time.Sleep(d)
+	}
+	return nil
+}
+
+func (s *slowFS) sync() {
+	s.syncs.Add(1)
+	if d := time.Duration(s.syncDelay.Load()); d > 0 {
+		s.delayedSyncs.Add(1)
+		time.Sleep(d)
+	}
+}
+
+func (s *slowFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
+	f, err := s.inner.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &slowFile{File: f, fs: s}, nil
+}
+
+func (s *slowFS) MkdirAll(path string, perm os.FileMode) error { return s.inner.MkdirAll(path, perm) }
+func (s *slowFS) ReadDir(name string) ([]os.DirEntry, error)   { return s.inner.ReadDir(name) }
+func (s *slowFS) Stat(name string) (os.FileInfo, error)        { return s.inner.Stat(name) }
+func (s *slowFS) Remove(name string) error                     { return s.inner.Remove(name) }
+func (s *slowFS) RemoveAll(path string) error                  { return s.inner.RemoveAll(path) }
+func (s *slowFS) Rename(oldpath, newpath string) error         { return s.inner.Rename(oldpath, newpath) }
+
+func (s *slowFS) SyncDir(path string) error {
+	s.sync()
+	return s.inner.SyncDir(path)
+}
+
+type slowFile struct {
+	storage.File
+	fs *slowFS
+}
+
+func (f *slowFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.fs.write(); err != nil {
+		return 0, err
+	}
+	return f.File.WriteAt(p, off)
+}
+
+func (f *slowFile) Sync() error {
+	f.fs.sync()
+	return f.File.Sync()
+}

@@ -1,0 +1,25 @@
+// Package straittest starts real Strait brokers inside a Go test: one broker
+// or a replicated cluster of n, each with its own temporary directory, a
+// fixed free port on 127.0.0.1 (kept across Restart), the embedded etcd
+// members wired to each other, logs routed through t.Log, and defaults
+// that make tests fast (no initial rebalance delay, one offsets partition,
+// short session timeouts). Everything is closed by t.Cleanup.
+//
+//	c := straittest.Start(t, straittest.WithTopic("orders", 3, 1))
+//	cl := c.Client(kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders"))
+//
+//	c3 := straittest.StartCluster(t, 3, straittest.WithTopic("t", 1, 3))
+//	leader := c3.Leader("t", 0)
+//	c3.Restart(leader) // same directory, same port; clients carry on
+//
+// The package owns only what a test sees from outside: it drives the broker
+// through its public API (broker.New, Start, Close; config.Parse) and reads
+// cluster state through Kafka requests (kadm), never through the broker's
+// internals. Disk faults go through storage.FS (WithFaultyDisks): a full
+// disk, failing writes or fsyncs, latency per write and per fsync.
+//
+// By default each broker embeds its own etcd member, as in production.
+// WithSharedEtcd puts the metadata of the process's clusters in one etcd
+// instead: a broker then starts in a few milliseconds and a cluster closes
+// in milliseconds rather than seconds (docs/testing.md has the numbers).
+package straittest
