@@ -87,6 +87,9 @@ compat-cluster: build
 # SASL_SSL with PLAIN and SCRAM-SHA-256/512, SSL with client certificates
 # required, SASL_PLAINTEXT with OAUTHBEARER; certificates from openssl and
 # keytool). Each suite against Strait; run-all.sh (make compat) runs them all.
+# Against Strait on 2 cores: kcat 25 s, java 35 s, js 11 s, python 19 s,
+# cluster-secure 37 s; franz-go and franz-go-rf3 run over mTLS (about 5 s
+# more than plaintext).
 compat-kcat-secure: build
 	./compat-tests/kcat/secure.sh
 compat-java-secure: build
@@ -103,8 +106,8 @@ compat-secure: build
 	./compat-tests/run-all.sh kcat-secure java-secure js-secure python-secure cluster-secure
 # The same client suites against Apache Kafka 4.4 (Maven Central jars),
 # configured from the same properties: what proves the tests themselves;
-# plus franz-go's SCRAM, OAUTHBEARER and a few mTLS tests. Not part of
-# make test (each Kafka start and stop costs 20-40 s).
+# plus franz-go's SCRAM, OAUTHBEARER and a few mTLS tests. About 160 s;
+# not part of make test (each Kafka start and stop costs 20-40 s).
 compat-secure-kafka:
 	COMPAT_BROKER=kafka ./compat-tests/kcat/secure.sh
 	COMPAT_BROKER=kafka ./compat-tests/java/secure.sh
