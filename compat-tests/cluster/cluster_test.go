@@ -280,12 +280,14 @@ func startCluster(t *testing.T, settings map[string]string) *cluster {
 	for _, n := range c.nodes {
 		props := map[string]string{
 			"node.id":                 fmt.Sprint(n.id),
-			"listeners":               "PLAINTEXT://" + n.addr(),
 			"log.dirs":                filepath.Join(n.dir, "data"),
 			"etcd.name":               fmt.Sprintf("b%d", n.id),
 			"etcd.initial.cluster":    strings.Join(initial, ","),
 			"etcd.listen.peer.urls":   fmt.Sprintf("http://127.0.0.1:%d", n.peerPort),
 			"etcd.listen.client.urls": fmt.Sprintf("http://127.0.0.1:%d", n.clientPort),
+		}
+		for k, v := range listenerSettings(t, n.addr()) {
+			props[k] = v
 		}
 		for k, v := range settings {
 			props[k] = v
@@ -310,8 +312,8 @@ func startCluster(t *testing.T, settings map[string]string) *cluster {
 		if err := n.waitReady(60 * time.Second); err != nil {
 			t.Fatal(err)
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr()), kgo.RetryTimeout(time.Second),
-			kgo.DialTimeout(time.Second))
+		cl, err := kgo.NewClient(append(clientOpts(), kgo.SeedBrokers(n.addr()), kgo.RetryTimeout(time.Second),
+			kgo.DialTimeout(time.Second))...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -219,8 +219,8 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 		t.Errorf("Produce request, acks=all, ISR [%d], min.insync.replicas 2: got %s, want NOT_ENOUGH_REPLICAS", leader, codeName(code))
 	}
 	// acks=1 is not subject to min.insync.replicas.
-	one, err := kgo.NewClient(kgo.SeedBrokers(c.node(leader).addr()), kgo.RequiredAcks(kgo.LeaderAck()),
-		kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	one, err := kgo.NewClient(append(clientOpts(), kgo.SeedBrokers(c.node(leader).addr()), kgo.RequiredAcks(kgo.LeaderAck()),
+		kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,15 +62,15 @@ const (
 // 5 s exponential; 5 s) so that failover times measure the brokers, not the
 // client's back-off.
 func producerOpts(seeds []string) []kgo.Opt {
-	return []kgo.Opt{
+	return append(clientOpts(),
 		kgo.SeedBrokers(seeds...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(2 * time.Millisecond),
-		kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.ProducerLinger(2*time.Millisecond),
+		kgo.MetadataMinAge(100*time.Millisecond),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 		kgo.DialTimeout(time.Second),
-	}
+	)
 }
 
 func startLoad(t *testing.T, c *cluster, topic string, parts int32) *load {
@@ -319,7 +319,7 @@ func readAll(t *testing.T, c *cluster, topic string, parts int32) map[int32][]st
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	adm, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	adm, err := kgo.NewClient(append(clientOpts(), kgo.SeedBrokers(seeds...))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,9 +348,9 @@ func readAll(t *testing.T, c *cluster, topic string, parts int32) map[int32][]st
 		want[p] = o.Offset
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+	cl, err := kgo.NewClient(append(clientOpts(), kgo.SeedBrokers(seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.FetchMaxWait(200*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
 	}

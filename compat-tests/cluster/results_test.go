@@ -146,7 +146,7 @@ func writeResults(dir string) error {
 		if !r.Pass {
 			st = "fail"
 		}
-		fmt.Fprintf(&tsv, "franz-go, 3-broker cluster\t%s\t%s\n", r.Name, st)
+		fmt.Fprintf(&tsv, "%s\t%s\t%s\n", clientName(), r.Name, st)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.tsv"), []byte(tsv.String()), 0o644); err != nil {
 		return err
@@ -156,7 +156,11 @@ func writeResults(dir string) error {
 
 func markdown(date string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Three-broker reliability run\n\nWritten by compat-tests/cluster (`make compat-cluster`) on %s; machine: %s.\n\n", date, machine())
+	title, by := "Three-broker reliability run", "compat-tests/cluster (`make compat-cluster`)"
+	if secure() {
+		title, by = "Three-broker reliability run, every listener SASL_SSL", "compat-tests/cluster-secure (`make compat-cluster-secure`)"
+	}
+	fmt.Fprintf(&b, "# %s\n\nWritten by %s on %s; machine: %s.\n\n", title, by, date, machine())
 	b.WriteString("| test | result |\n|---|---|\n")
 	for _, r := range results.rows {
 		st := "pass"

@@ -8,12 +8,21 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-work="$here/work"
+# STRAIT_CLUSTER_SECURE=1 (compat-tests/cluster-secure/run.sh): every
+# listener, the inter-broker one included, is SASL_SSL; CLUSTER_WORK moves
+# the work directory.
+work="${CLUSTER_WORK:-$here/work}"
 rm -rf "$work"; mkdir -p "$work"
+certs_env=()
+if [ "${STRAIT_CLUSTER_SECURE:-0}" = 1 ]; then
+  . "$here/../lib/certs.sh"
+  make_certs "$work/certs" || exit 1
+  certs_env=(STRAIT_CLUSTER_SECURE=1 STRAIT_CLUSTER_CERTS="$work/certs")
+fi
 (cd "$root" && go build -o bin/strait ./cmd/strait)
 [ -x "$root/bin/strait" ] || { echo "bin/strait missing" >&2; exit 1; }
 cd "$root"
-STRAIT_CLUSTER_TEST=1 STRAIT_BIN="$root/bin/strait" STRAIT_CLUSTER_WORK="$work" \
+env "${certs_env[@]}" STRAIT_CLUSTER_TEST=1 STRAIT_BIN="$root/bin/strait" STRAIT_CLUSTER_WORK="$work" \
   go test -count=1 -v -timeout ${CLUSTER_TIMEOUT:-6m} ${CLUSTER_RUN:+-run "$CLUSTER_RUN"} ./compat-tests/cluster/ 2>&1 | tee "$work/test.log"
 status=${PIPESTATUS[0]}
 [ -f "$work/results.md" ] && cat "$work/results.md"

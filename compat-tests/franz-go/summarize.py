@@ -73,7 +73,7 @@ with open(out_path, "w") as f:
         f.write(f"- {t}: {note}\n")
     if not failed:
         f.write("None.\n")
-    f.write("\n## Not run (they hang against Strait today; compat-tests/franz-go/skip.txt)\n\n")
+    f.write("\n## Not run (compat-tests/franz-go/skip.txt: they hang against Strait today; over TLS also skip-tls.txt)\n\n")
     for t, why in sorted(not_run.items()):
         f.write(f"- {t}: {why}\n")
     if not not_run:

@@ -9,4 +9,4 @@ work="$here/work"; rm -rf "$work"
 start_broker "$work"
 mkdir -p "$work"
 STRAIT_BOOTSTRAP="$BROKER" node --test --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=junit --test-reporter-destination="$work/junit.xml" "$@"
+  --test-reporter=junit --test-reporter-destination="$work/junit.xml" "${@:-kafkajs.test.js}"
