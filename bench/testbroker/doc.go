@@ -8,7 +8,7 @@
 //
 //	make bench-testbroker
 //	# or
-//	go test -run '^$' -bench . -benchtime 5x -timeout 30m ./bench/testbroker/
+//	go test -run '^$' -bench . -benchtime 7x -timeout 30m ./bench/testbroker/
 //
 // Three brokers are measured: kfake, Strait through straittest with an
 // embedded etcd per broker (the default), and Strait through straittest
