@@ -305,15 +305,17 @@ func BenchmarkParallel20(b *testing.B) {
 				key, name = "pardef", "parallel=default"
 			}
 			b.Run(tg.name+"/"+name, func(b *testing.B) {
-				var wall, rss, disk []float64
+				var wall, rss, base, disk []float64
 				for b.Loop() {
 					r := runChild(b, exe, tg.name, par)
 					wall = append(wall, r.WallSec)
 					rss = append(rss, float64(r.PeakRSSKB)/1024)
+					base = append(base, float64(r.StartRSSKB)/1024)
 					disk = append(disk, float64(r.DiskBytes+r.SharedEtcdBytes)/(1<<20))
 				}
 				record(b, tg, key+".wall", "wall-s", wall)
 				record(b, tg, key+".rss", "peak-rss-MiB", rss)
+				record(b, tg, key+".base", "start-rss-MiB", base)
 				record(b, tg, key+".disk", "disk-MiB", disk)
 			})
 		}
@@ -463,9 +465,11 @@ var rows = []struct{ key, label, unit string }{
 	{"body", "create topic, produce 1,000, consume in a group, commit", "ms"},
 	{"par20.wall", "20 parallel tests with their own broker, -parallel 20: wall", "s"},
 	{"par20.rss", "&nbsp;&nbsp;peak RSS of the process", "MiB"},
+	{"par20.base", "&nbsp;&nbsp;RSS of the same process before the tests", "MiB"},
 	{"par20.disk", "&nbsp;&nbsp;disk, summed over the 20 brokers at the end of their tests", "MiB"},
 	{"pardef.wall", "20 parallel tests, default -parallel (GOMAXPROCS): wall", "s"},
 	{"pardef.rss", "&nbsp;&nbsp;peak RSS of the process", "MiB"},
+	{"pardef.base", "&nbsp;&nbsp;RSS of the same process before the tests", "MiB"},
 	{"pardef.disk", "&nbsp;&nbsp;disk, summed over the 20 brokers at the end of their tests", "MiB"},
 	{"start3", "three brokers, start to ready", "ms"},
 	{"close1", "teardown, one broker", "ms"},
