@@ -484,7 +484,8 @@ func printTable(w io.Writer) {
 	if len(results.m) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nMedians (samples per cell in brackets), GOMAXPROCS %d:\n\n|", runtime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "\nMedians (min-max over the samples), GOMAXPROCS %d, samples per cell: %s\n\n|",
+		runtime.GOMAXPROCS(0), sampleCounts())
 	for _, tg := range targets {
 		fmt.Fprintf(w, " | %s", tg.title)
 	}
@@ -501,10 +502,26 @@ func printTable(w io.Writer) {
 				fmt.Fprint(w, " | -")
 				continue
 			}
-			fmt.Fprintf(w, " | %s [%d]", format(median(s)), len(s))
+			fmt.Fprintf(w, " | %s (%s-%s)", format(median(s)), format(slices.Min(s)), format(slices.Max(s)))
 		}
 		fmt.Fprintln(w, " |")
 	}
+}
+
+// sampleCounts lists the distinct sample counts of the cells ("7").
+func sampleCounts() string {
+	var ns []int
+	for _, s := range results.m {
+		if !slices.Contains(ns, len(s)) {
+			ns = append(ns, len(s))
+		}
+	}
+	slices.Sort(ns)
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = strconv.Itoa(n)
+	}
+	return strings.Join(out, ", ")
 }
 
 func format(v float64) string {
