@@ -335,6 +335,7 @@ type childResult struct {
 	PeakRSSKB       int64
 	DiskBytes       int64 // the brokers' directories, summed
 	SharedEtcdBytes int64 // the shared etcd's directory (WithSharedEtcd), at its largest
+	Tests           int   // subtests that passed
 }
 
 func runChild(b *testing.B, exe, name string, parallel int) childResult {
@@ -371,7 +372,9 @@ func childMain(m *testing.M, name string) int {
 		return 2
 	}
 	// With -test.run=^$ this runs nothing: it parses the test flags
-	// (-test.parallel) and sets the testing package up for RunTests.
+	// (-test.parallel) and sets the testing package up for RunTests, which
+	// runs nothing before m.Run has read -test.cpu (hence the check of
+	// Tests below).
 	if code := m.Run(); code != 0 {
 		return code
 	}
@@ -383,6 +386,10 @@ func childMain(m *testing.M, name string) int {
 	r.WallSec = time.Since(t0).Seconds()
 	r.PeakRSSKB = procStatusKB("VmHWM")
 	if !passed {
+		return 1
+	}
+	if r.Tests != parallelTests {
+		fmt.Fprintf(os.Stderr, "%d of %d parallel tests ran\n", r.Tests, parallelTests)
 		return 1
 	}
 	data, _ := json.Marshal(r)
@@ -411,6 +418,7 @@ func parallel20(t *testing.T, tg target, r *childResult) {
 			mu.Lock()
 			r.DiskBytes += disk
 			r.SharedEtcdBytes = max(r.SharedEtcdBytes, shared)
+			r.Tests++
 			mu.Unlock()
 		})
 	}
