@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure bench clean bench-compare
+.PHONY: all build run test vet unit race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure bench clean bench-compare bench-testbroker
 
 all: build
 
@@ -134,6 +134,15 @@ bench:
 # Needs java, mvn, openssl and keytool.
 bench-compare: build
 	GO=$(GO) ./bench/compare.sh
+
+# Strait through straittest (embedded etcd per broker, and WithSharedEtcd)
+# beside franz-go's kfake as a broker for tests: start to ready and teardown
+# of one and three brokers, a create/produce/consume/commit test, 20 parallel
+# tests each with its own broker; prints a markdown table of medians.
+# About 2 minutes; BENCHTIME=Nx for N samples per case (default 7x).
+BENCHTIME ?= 7x
+bench-testbroker:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 30m ./bench/testbroker/
 
 clean:
 	rm -rf bin
