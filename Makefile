@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure bench clean bench-compare bench-testbroker
+.PHONY: all build run test vet unit race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-kgo-straittest bench clean bench-compare bench-testbroker
 
 all: build
 
@@ -28,7 +28,7 @@ RACE_PKGS := ./storage/... ./broker/... ./replication/... ./controller/... ./coo
 race:
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 
-test: vet build unit race compat compat-reference
+test: vet build unit race compat compat-reference compat-kgo-straittest
 
 # Every client suite, then compat-tests/REPORT.md (client x feature matrix).
 compat: build
@@ -42,6 +42,12 @@ compat-kcat: build
 # codec, AdminClient topics and cluster.
 compat-java: build
 	./compat-tests/java/run.sh
+
+# franz-go's kgo suite at its default record count against brokers started
+# in the test process through package straittest (one broker, then three);
+# about 3.5 minutes.
+compat-kgo-straittest:
+	STRAIT_KGO_SUITE=1 $(GO) test -count=1 -timeout 70m -run TestKgoSuite ./compat-tests/franz-go/
 
 # Apache Kafka 4.x from Maven Central beside Strait: the same topic configs and
 # batches must leave the same records after retention and compaction.
