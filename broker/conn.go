@@ -324,6 +324,11 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 			return nil, ok
 		}
 	}
+	if hk := c.srv.hooks.ptr.Load(); hk != nil { // tests only (testhooks.go)
+		if handled, ok := c.hookRequest(hk, req); handled || !ok {
+			return nil, ok
+		}
+	}
 	x := &exchange{c: c, req: req}
 	if !c.enqueue(x) {
 		return nil, false
@@ -466,6 +471,9 @@ func (c *conn) writeLocked() {
 		}
 		failed := c.failed || c.isDead()
 		c.mu.Unlock()
+		if hk := c.srv.hooks.ptr.Load(); hk != nil && !c.waitUnpaused(hk) { // a paused broker writes nothing (testhooks.go)
+			failed = true
+		}
 
 		var err error
 		closeAfter := false
