@@ -48,6 +48,9 @@ type Cluster struct {
 	// shared etcd (WithSharedEtcd); empty: each broker embeds a member.
 	etcdEndpoint, etcdPrefix string
 
+	// faults are the interceptions and isolated brokers (faults.go).
+	faults faultState
+
 	closeOnce sync.Once
 	adminOnce sync.Once
 	admin     *kadm.Client
@@ -246,6 +249,7 @@ func (b *Broker) start() error {
 	if err != nil {
 		return fmt.Errorf("broker %d: %w", b.id, err)
 	}
+	b.c.installHooks(b.id, srv)
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("broker %d: %w", b.id, err)
 	}

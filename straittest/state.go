@@ -44,7 +44,8 @@ func (c *Cluster) adminClient() (*kadm.Client, error) {
 	c.adminOnce.Do(func() {
 		// Short retry backoff: the accessors poll through it while brokers
 		// restart.
-		c.adminCl, c.adminErr = kgo.NewClient(kgo.SeedBrokers(c.Addrs()...),
+		// Its client id exempts it from interceptions (faults.go).
+		c.adminCl, c.adminErr = kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ClientID(adminClientID),
 			kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
 		if c.adminErr == nil {
 			c.admin = kadm.NewClient(c.adminCl)
