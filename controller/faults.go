@@ -36,12 +36,9 @@ func (c *Controller) Kill() error {
 func (c *Controller) abandon() error {
 	c.etcdQuiet.Store(true)
 	// Cut the control plane off first, so that nothing below (a campaign
-	// resigning as its context ends) reaches etcd: the embedded member
-	// stops (HardStop: no leadership transfer; its peers see it gone),
-	// then the client closes.
-	if c.etcd != nil {
-		c.etcd.Server.HardStop()
-	}
+	// resigning as its context ends) reaches etcd: the client closes, the
+	// goroutines' contexts end, and the embedded member stops (HardStop:
+	// no leadership transfer; its peers see it gone).
 	var errs []error
 	if c.client != nil {
 		if err := c.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
@@ -59,6 +56,9 @@ func (c *Controller) abandon() error {
 		session.Orphan() // stops the keepalives, revokes nothing
 	}
 	c.cancelRun()
+	if c.etcd != nil {
+		c.etcd.Server.HardStop()
+	}
 	c.bg.Wait()
 	if c.etcd != nil {
 		c.etcd.Close() // the member is stopped: this closes its listeners and files
