@@ -70,8 +70,9 @@ type Broker struct {
 	props   map[string]string
 	disk    *Disk
 
-	mu  sync.Mutex
-	srv *broker.Server // nil while stopped
+	mu     sync.Mutex
+	srv    *broker.Server // nil while stopped
+	paused bool           // between Pause and Resume (faults.go)
 }
 
 // Start starts one broker for t and returns it as a Cluster of one: see
@@ -328,7 +329,7 @@ func (c *Cluster) awaitMetadata(ctx context.Context, ok func(*kmsg.MetadataRespo
 		return err
 	}
 	for _, b := range c.brokers {
-		if !b.Running() {
+		if !b.answering() {
 			continue
 		}
 		var last error
@@ -394,7 +395,7 @@ func (c *Cluster) closeAll() {
 func (b *Broker) stop() error {
 	b.mu.Lock()
 	srv := b.srv
-	b.srv = nil
+	b.srv, b.paused = nil, false
 	b.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -476,6 +477,21 @@ func (b *Broker) Disk() *Disk { return b.disk }
 
 // Running reports whether the broker runs (not stopped).
 func (b *Broker) Running() bool { return b.Server() != nil }
+
+// Paused reports whether the broker is paused (Pause).
+func (b *Broker) Paused() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.paused
+}
+
+// answering reports whether the broker runs and is not paused: the state
+// accessors ask only those.
+func (b *Broker) answering() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.srv != nil && !b.paused
+}
 
 // Server is the running broker, nil while it is stopped. Its Err reports a
 // fatal error; closing it is the package's (Stop, the cleanup).

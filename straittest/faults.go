@@ -260,7 +260,7 @@ func (c *Cluster) Kill(id int32) {
 	b := c.Broker(id)
 	b.mu.Lock()
 	srv := b.srv
-	b.srv = nil
+	b.srv, b.paused = nil, false
 	b.mu.Unlock()
 	if srv == nil {
 		return
@@ -274,26 +274,39 @@ func (c *Cluster) Kill(id int32) {
 // connections stay open but it reads and answers nothing, its replica
 // fetchers stop, and its registration lease is no longer kept alive, so
 // after broker.session.timeout.ms the cluster fences it (its leaderships
-// move, it leaves the ISRs). Resume undoes it. The test fails if the
-// broker does not run.
+// move, it leaves the ISRs). Resume undoes it; Stop, Kill and Restart
+// end it too. The state accessors (Partition, WaitISR, ...) do not ask a
+// paused broker. The test fails if the broker does not run.
 func (c *Cluster) Pause(id int32) {
 	c.tb.Helper()
-	srv := c.Broker(id).Server()
-	if srv == nil {
-		c.tb.Fatalf("straittest: Pause: broker %d is not running", id)
-	}
-	srv.Pause()
+	c.setPaused(id, true)
 }
 
 // Resume continues a paused broker: it answers again, its fetchers catch
-// up, and it registers again (a new lease).
+// up, and it registers again (a new lease). The test fails if the broker
+// does not run.
 func (c *Cluster) Resume(id int32) {
 	c.tb.Helper()
-	srv := c.Broker(id).Server()
-	if srv == nil {
-		c.tb.Fatalf("straittest: Resume: broker %d is not running", id)
+	c.setPaused(id, false)
+}
+
+func (c *Cluster) setPaused(id int32, paused bool) {
+	c.tb.Helper()
+	b := c.Broker(id)
+	b.mu.Lock()
+	srv := b.srv
+	if srv != nil {
+		b.paused = paused
 	}
-	srv.Resume()
+	b.mu.Unlock()
+	switch {
+	case srv == nil:
+		c.tb.Fatalf("straittest: broker %d is not running", id)
+	case paused:
+		srv.Pause()
+	default:
+		srv.Resume()
+	}
 }
 
 // Isolate cuts broker id off from the other brokers: neither side's

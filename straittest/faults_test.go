@@ -379,7 +379,11 @@ func TestPauseResume(t *testing.T) {
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.Broker(int(f))); err == nil {
 		t.Fatalf("paused broker %d answered", f)
 	}
+	// Its lease lapses: the other brokers no longer list it.
+	leader := c.Leader("p", 0)
+	waitListed(t, c, leader, f, false)
 	c.Resume(f)
+	waitListed(t, c, leader, f, true) // registered again
 	st = c.WaitISR("p", 0, 3, 30*time.Second)
 	if !slices.Contains(st.ISR, f) {
 		t.Fatalf("resumed broker %d not back in the ISR: %+v", f, st)
@@ -407,5 +411,25 @@ func TestIsolateHeal(t *testing.T) {
 	st = c.WaitISR("i", 0, 3, 30*time.Second)
 	if !slices.Contains(st.ISR, f) {
 		t.Fatalf("healed broker %d not back in the ISR: %+v", f, st)
+	}
+}
+
+// waitListed waits until broker from's Metadata lists broker id (or no
+// longer does), for at most 30 s.
+func waitListed(t *testing.T, c *straittest.Cluster, from, id int32, want bool) {
+	t.Helper()
+	cl := c.Client()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.Broker(int(from)))
+		cancel()
+		if err == nil && slices.ContainsFunc(resp.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == id }) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broker %d listed by broker %d: want %v after 30 s (last error %v)", id, from, want, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -80,7 +80,7 @@ func (c *Cluster) Partition(topic string, partition int32) (PartitionState, erro
 	var resp *kmsg.MetadataResponse
 	err := errors.New("no broker is running")
 	for _, b := range c.brokers {
-		if !b.Running() {
+		if !b.answering() {
 			continue
 		}
 		resp, err = req.RequestWith(ctx, c.adminCl.Broker(int(b.id)))
