@@ -69,10 +69,14 @@ type Broker struct {
 	dir     string
 	props   map[string]string
 	disk    *Disk
+	// etcdProxy stands between the broker and the shared etcd
+	// (WithSharedEtcd; nil otherwise), for IsolateEtcd.
+	etcdProxy *tcpProxy
 
-	mu     sync.Mutex
-	srv    *broker.Server // nil while stopped
-	paused bool           // between Pause and Resume (faults.go)
+	mu      sync.Mutex
+	srv     *broker.Server // nil while stopped
+	paused  bool           // between Pause and Resume (faults.go)
+	etcdCut bool           // between IsolateEtcd and Heal: its metadata is stale
 }
 
 // Start starts one broker for t and returns it as a Cluster of one: see
@@ -121,6 +125,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 		}
 		tb.Logf("straittest: a port was taken meanwhile, starting again on others: %v", err)
 		c.closeAll()
+		c.closeProxies()
 	}
 	if err != nil {
 		tb.Fatalf("straittest: %v", err)
@@ -164,7 +169,12 @@ func (c *Cluster) setUp(n int, dir string) error {
 		props["log.dirs"] = filepath.Join(b.dir, "logs")
 		props["etcd.data.dir"] = filepath.Join(b.dir, "etcd")
 		if c.etcdEndpoint != "" {
-			props["etcd.endpoints"] = c.etcdEndpoint
+			p, err := newTCPProxy(strings.TrimPrefix(c.etcdEndpoint, "http://"))
+			if err != nil {
+				return err
+			}
+			b.etcdProxy = p
+			props["etcd.endpoints"] = "http://" + p.addr()
 			props["etcd.prefix"] = c.etcdPrefix
 			delete(props, "etcd.data.dir")
 			delete(props, "etcd.heartbeat.interval")
@@ -364,6 +374,7 @@ func (c *Cluster) Close() {
 // close is the cleanup: Close, then stop logging to the test.
 func (c *Cluster) close() {
 	c.Close()
+	c.closeProxies()
 	if c.etcdEndpoint != "" {
 		releaseSharedEtcd()
 	}
@@ -387,6 +398,15 @@ func (c *Cluster) closeAll() {
 		}
 		if err := b.stop(); err != nil {
 			c.log.write(fmt.Sprintf("straittest: closing broker %d: %v", b.id, err))
+		}
+	}
+}
+
+// closeProxies closes the brokers' etcd proxies (after the brokers).
+func (c *Cluster) closeProxies() {
+	for _, b := range c.brokers {
+		if b != nil && b.etcdProxy != nil {
+			b.etcdProxy.close()
 		}
 	}
 }
@@ -485,12 +505,12 @@ func (b *Broker) Paused() bool {
 	return b.paused
 }
 
-// answering reports whether the broker runs and is not paused: the state
-// accessors ask only those.
+// answering reports whether the broker runs, is not paused and not cut
+// off from etcd: the state accessors ask only those.
 func (b *Broker) answering() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.srv != nil && !b.paused
+	return b.srv != nil && !b.paused && !b.etcdCut
 }
 
 // Server is the running broker, nil while it is stopped. Its Err reports a

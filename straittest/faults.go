@@ -327,7 +327,28 @@ func (c *Cluster) Isolate(id int32) {
 	c.syncPeerFilters()
 }
 
-// Heal ends Isolate for broker id (every broker when id is 0).
+// IsolateEtcd cuts broker id off from etcd: its connections to etcd close
+// and new ones are refused, so its registration lease is not kept alive
+// and expires after broker.session.timeout.ms (the cluster then fences it
+// and moves its leaderships), and it sees no metadata change. Clients and
+// the other brokers still reach it. Heal undoes it; the broker then
+// registers again. The state accessors do not ask it meanwhile (its
+// metadata is stale). It needs WithSharedEtcd (the test fails without it):
+// cutting an embedded etcd member off from its peers is not supported.
+func (c *Cluster) IsolateEtcd(id int32) {
+	c.tb.Helper()
+	b := c.Broker(id)
+	if b.etcdProxy == nil {
+		c.tb.Fatalf("straittest: IsolateEtcd needs WithSharedEtcd (an embedded etcd member cannot be cut off from its peers)")
+	}
+	b.mu.Lock()
+	b.etcdCut = true
+	b.mu.Unlock()
+	b.etcdProxy.setCut(true)
+}
+
+// Heal ends Isolate and IsolateEtcd for broker id (every broker when id
+// is 0).
 func (c *Cluster) Heal(id int32) {
 	c.faults.mu.Lock()
 	if id == 0 {
@@ -337,6 +358,14 @@ func (c *Cluster) Heal(id int32) {
 	}
 	c.faults.mu.Unlock()
 	c.syncPeerFilters()
+	for _, b := range c.brokers {
+		if (id == 0 || b.id == id) && b.etcdProxy != nil {
+			b.etcdProxy.setCut(false)
+			b.mu.Lock()
+			b.etcdCut = false
+			b.mu.Unlock()
+		}
+	}
 }
 
 // syncPeerFilters sets each running broker's peer filter from the

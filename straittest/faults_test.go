@@ -365,29 +365,46 @@ func produceAcks1(t *testing.T, c *straittest.Cluster, topic string, n int) {
 func TestPauseResume(t *testing.T) {
 	c := straittest.StartCluster(t, 3, straittest.WithSharedEtcd(), straittest.WithTopic("p", 1, 3), lagConfigs)
 	c.WaitISR("p", 0, 3, 30*time.Second)
+	leader := c.Leader("p", 0)
 	f := follower(c, "p")
+	start := time.Now()
 	c.Pause(f)
 	produceAcks1(t, c, "p", 10)
 	st := c.WaitISR("p", 0, 2, 30*time.Second)
 	if slices.Contains(st.ISR, f) {
 		t.Fatalf("paused broker %d still in the ISR: %+v", f, st)
 	}
+	t.Logf("paused broker %d left the ISR after %v", f, time.Since(start))
 	// Its connections are open but unanswered.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	cl := c.Client()
-	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.Broker(int(f))); err == nil {
-		t.Fatalf("paused broker %d answered", f)
+	if _, err := askBroker(t, c.Broker(f).Addr()).Request(ctx, kmsg.NewPtrMetadataRequest()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("paused broker %d: %v, want no answer", f, err)
 	}
 	// Its lease lapses: the other brokers no longer list it.
-	leader := c.Leader("p", 0)
 	waitListed(t, c, leader, f, false)
+	t.Logf("paused broker %d unlisted after %v", f, time.Since(start))
 	c.Resume(f)
+	start = time.Now()
 	waitListed(t, c, leader, f, true) // registered again
+	t.Logf("resumed broker %d listed after %v", f, time.Since(start))
 	st = c.WaitISR("p", 0, 3, 30*time.Second)
 	if !slices.Contains(st.ISR, f) {
 		t.Fatalf("resumed broker %d not back in the ISR: %+v", f, st)
 	}
+	t.Logf("resumed broker %d back in the ISR after %v", f, time.Since(start))
+}
+
+// askBroker is a client's connection to the broker at addr (its seed
+// broker), whichever brokers the cluster lists.
+func askBroker(t *testing.T, addr string) *kgo.Broker {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl.SeedBrokers()[0]
 }
 
 // A follower cut off from the other brokers leaves the ISR while clients
@@ -404,7 +421,7 @@ func TestIsolateHeal(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, c.Client().Broker(int(f))); err != nil {
+	if _, err := askBroker(t, c.Broker(f).Addr()).Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
 		t.Fatalf("a client cannot reach the isolated broker %d: %v", f, err)
 	}
 	c.Heal(f)
@@ -418,11 +435,11 @@ func TestIsolateHeal(t *testing.T) {
 // longer does), for at most 30 s.
 func waitListed(t *testing.T, c *straittest.Cluster, from, id int32, want bool) {
 	t.Helper()
-	cl := c.Client()
+	b := askBroker(t, c.Broker(from).Addr())
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.Broker(int(from)))
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, b)
 		cancel()
 		if err == nil && slices.ContainsFunc(resp.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == id }) == want {
 			return
@@ -431,5 +448,30 @@ func waitListed(t *testing.T, c *straittest.Cluster, from, id int32, want bool) 
 			t.Fatalf("broker %d listed by broker %d: want %v after 30 s (last error %v)", id, from, want, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A leader cut off from etcd loses its lease: its leadership moves while
+// clients still reach it; after Heal it registers again and rejoins the
+// ISR.
+func TestIsolateEtcd(t *testing.T) {
+	c := straittest.StartCluster(t, 3, straittest.WithSharedEtcd(), straittest.WithTopic("e", 1, 3), lagConfigs)
+	c.WaitISR("e", 0, 3, 30*time.Second)
+	leader := c.Leader("e", 0)
+	other := otherThan(leader)[0]
+	c.IsolateEtcd(leader)
+	next := c.WaitLeader("e", 0, 30*time.Second, otherThan(leader)...)
+	waitListed(t, c, other, leader, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := askBroker(t, c.Broker(leader).Addr()).Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatalf("a client cannot reach broker %d cut off from etcd: %v", leader, err)
+	}
+	produceAcks1(t, c, "e", 10) // to the new leader
+	c.Heal(leader)
+	waitListed(t, c, next, leader, true)
+	st := c.WaitISR("e", 0, 3, 30*time.Second)
+	if !slices.Contains(st.ISR, leader) {
+		t.Fatalf("healed broker %d not back in the ISR: %+v", leader, st)
 	}
 }
