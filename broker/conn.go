@@ -307,6 +307,12 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		c.logReadError(err)
 		return nil, false
 	}
+	// Tests only (testhooks.go): a paused broker handles no frame, not
+	// even SASL's; the request hook runs below, after authentication.
+	hk := c.srv.hooks.ptr.Load()
+	if hk != nil && !c.waitUnpaused(hk) {
+		return nil, false
+	}
 	if c.sasl != nil && c.sasl.phase != saslComplete {
 		return nil, c.authFrame(frame)
 	}
@@ -324,8 +330,8 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 			return nil, ok
 		}
 	}
-	if hk := c.srv.hooks.ptr.Load(); hk != nil { // tests only (testhooks.go)
-		if handled, ok := c.hookRequest(hk, req); handled || !ok {
+	if hk != nil {
+		if handled, ok := c.hookRequest(req); handled || !ok {
 			return nil, ok
 		}
 	}

@@ -184,15 +184,12 @@ func (c *conn) waitUnpaused(hk *testHooks) bool {
 	return true
 }
 
-// hookRequest applies the hooks to req before it is handled: it waits
-// while the broker is paused and asks the request hook. handled reports
-// that the request was answered here (or dropped); ok false closes the
-// connection.
-func (c *conn) hookRequest(hk *testHooks, req *protocol.Request) (handled, ok bool) {
-	if !c.waitUnpaused(hk) {
-		return true, false
-	}
-	hk = c.srv.hooks.ptr.Load()
+// hookRequest asks the request hook, if one is set, about req before it
+// is handled (the read loop waited already while the broker was paused).
+// handled reports that the request was answered here (or dropped); ok
+// false closes the connection.
+func (c *conn) hookRequest(req *protocol.Request) (handled, ok bool) {
+	hk := c.srv.hooks.ptr.Load()
 	if hk == nil || hk.request == nil {
 		return false, true
 	}

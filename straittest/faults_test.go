@@ -475,3 +475,19 @@ func TestIsolateEtcd(t *testing.T) {
 		t.Fatalf("healed broker %d not back in the ISR: %+v", leader, st)
 	}
 }
+
+// A paused broker can be stopped, or killed, and restarted.
+func TestStopOrKillPaused(t *testing.T) {
+	c := straittest.Start(t, straittest.WithSharedEtcd(), straittest.WithTopic("t", 1, 1))
+	produce(t, c.Client(), "t", 0, 1)
+	c.Pause(1)
+	c.Stop(1)
+	c.Restart(1)
+	c.Pause(1)
+	c.Kill(1)
+	c.Restart(1)
+	produce(t, c.Client(), "t", 1, 1)
+	if got := consume(t, c.Client(kgo.ConsumeTopics("t"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())), 2); len(got) != 2 {
+		t.Fatalf("read %d records, want 2", len(got))
+	}
+}
