@@ -243,11 +243,18 @@ func TestErrorResponse(t *testing.T) {
 // A killed leader keeps its leadership until its registration lease
 // expires, then it moves; after Restart every record acknowledged with
 // acks=all is read back once.
+// Both with embedded etcd members (the killed broker's member stops too)
+// and with the shared etcd.
 func TestKillLeader(t *testing.T) {
-	c := straittest.StartCluster(t, 3, straittest.WithTopic("k", 1, 3),
+	t.Run("embedded", func(t *testing.T) { testKillLeader(t) })
+	t.Run("shared", func(t *testing.T) { testKillLeader(t, straittest.WithSharedEtcd()) })
+}
+
+func testKillLeader(t *testing.T, opts ...straittest.Option) {
+	c := straittest.StartCluster(t, 3, append(opts, straittest.WithTopic("k", 1, 3),
 		// A lease long enough that the killed broker is still the leader
 		// when Kill returns (which waits up to 1 s for etcd's peers).
-		straittest.WithConfig("broker.session.timeout.ms", "6000"))
+		straittest.WithConfig("broker.session.timeout.ms", "6000"))...)
 	c.WaitISR("k", 0, 3, 30*time.Second)
 	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
 
