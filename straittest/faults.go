@@ -2,7 +2,6 @@ package straittest
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -164,9 +163,7 @@ func (c *Cluster) intercept(id int32, info broker.RequestInfo) broker.RequestAct
 	r := hit.rule
 	c.faults.mu.Unlock()
 	if done {
-		// Not from this goroutine: removing the hook is safe anywhere,
-		// but keeps the request path short.
-		go c.syncRequestHooks()
+		c.syncRequestHooks() // the last rule gone: no hook left
 	}
 
 	act := broker.RequestAction{Delay: r.Delay, Drop: r.Drop}
@@ -401,9 +398,4 @@ func (c *Cluster) installPeerFilter(id int32, srv *broker.Server) {
 func (c *Cluster) installHooks(id int32, srv *broker.Server) {
 	c.installRequestHook(id, srv)
 	c.installPeerFilter(id, srv)
-}
-
-// String names the rule in failure messages.
-func (r Rule) String() string {
-	return fmt.Sprintf("%s broker=%d topic=%q partitions=%v group=%q times=%d", r.Key.Name(), r.Broker, r.Topic, r.Partitions, r.Group, r.Times)
 }
