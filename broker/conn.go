@@ -307,6 +307,12 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		c.logReadError(err)
 		return nil, false
 	}
+	// Tests only (testhooks.go): a paused broker handles no frame, not
+	// even SASL's; the request hook runs below, after authentication.
+	hk := c.srv.hooks.ptr.Load()
+	if hk != nil && !c.waitUnpaused(hk) {
+		return nil, false
+	}
 	if c.sasl != nil && c.sasl.phase != saslComplete {
 		return nil, c.authFrame(frame)
 	}
@@ -321,6 +327,11 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 	}
 	if c.sasl != nil {
 		if handled, ok := c.authenticatedRequest(req); handled || !ok {
+			return nil, ok
+		}
+	}
+	if hk != nil {
+		if handled, ok := c.hookRequest(req); handled || !ok {
 			return nil, ok
 		}
 	}
@@ -466,6 +477,9 @@ func (c *conn) writeLocked() {
 		}
 		failed := c.failed || c.isDead()
 		c.mu.Unlock()
+		if hk := c.srv.hooks.ptr.Load(); hk != nil && !c.waitUnpaused(hk) { // a paused broker writes nothing (testhooks.go)
+			failed = true
+		}
 
 		var err error
 		closeAfter := false

@@ -184,6 +184,9 @@ func (s *Server) brokerAddr(id int32) (string, bool) {
 
 // sendToBroker sends req to broker id and returns its response.
 func (s *Server) sendToBroker(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	if err := s.peerGate(ctx, id); err != nil {
+		return nil, err
+	}
 	addr, ok := s.brokerAddr(id)
 	if !ok {
 		return nil, fmt.Errorf("broker %d is not registered: %w", id, kerr.BrokerNotAvailable)

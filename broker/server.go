@@ -95,6 +95,9 @@ type Server struct {
 	// which checkLogDirsSoon wakes).
 	offlineDirs  map[string]bool
 	logDirsCheck chan struct{}
+
+	// hooks are the fault-injection hooks of tests (testhooks.go).
+	hooks hooksState
 }
 
 type listener struct {
@@ -365,9 +368,26 @@ func (s *Server) NodeID() int32 { return s.cfg.NodeID }
 // Close stops accepting connections, lets in-flight requests finish, closes
 // every connection, deregisters the broker and closes the partition logs.
 // It returns once every goroutine the broker started has returned.
-func (s *Server) Close() error {
+func (s *Server) Close() error { return s.close(false) }
+
+// Kill stops the broker as a crash would, for tests (straittest's Kill):
+// no controlled shutdown, every connection closed at once without its
+// pending responses, the registration lease left to expire
+// (broker.session.timeout.ms) so that the cluster moves this broker's
+// leaderships only then, and the embedded etcd member stopped without
+// handing its leadership over. Unlike a crash it still releases what the
+// process holds, so that the broker can be started again in the same
+// process: the logs are closed, the data directories unlocked, and Kill
+// returns once every goroutine the broker started has returned. Data the
+// logs wrote is in the page cache, as after a process crash. After Close
+// or Kill, either does nothing.
+func (s *Server) Kill() error { return s.close(true) }
+
+func (s *Server) close(kill bool) error {
 	s.closeOnce.Do(func() {
-		s.controlledShutdown()
+		if !kill {
+			s.controlledShutdown()
+		}
 		close(s.closing)
 		s.cancel()
 		for _, l := range s.listeners {
@@ -383,7 +403,11 @@ func (s *Server) Close() error {
 		}
 		s.connsMu.Lock()
 		for c := range s.conns {
-			c.stopReading()
+			if kill {
+				c.teardown()
+			} else {
+				c.stopReading()
+			}
 		}
 		s.connsMu.Unlock()
 		if !waitTimeout(&s.connWG, connDrainTimeout) {
@@ -403,7 +427,11 @@ func (s *Server) Close() error {
 		s.bg.Wait()
 		var errs []error
 		if s.ctrl != nil {
-			if err := s.ctrl.Close(); err != nil {
+			closeCtrl := s.ctrl.Close
+			if kill {
+				closeCtrl = s.ctrl.Kill
+			}
+			if err := closeCtrl(); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -415,7 +443,11 @@ func (s *Server) Close() error {
 		s.closeInterBrokerClients()
 		s.unlockDataDirs()
 		s.closeErr = errors.Join(errs...)
-		s.logger.Info("broker stopped", "node.id", s.cfg.NodeID)
+		if kill {
+			s.logger.Info("broker killed", "node.id", s.cfg.NodeID)
+		} else {
+			s.logger.Info("broker stopped", "node.id", s.cfg.NodeID)
+		}
 	})
 	return s.closeErr
 }

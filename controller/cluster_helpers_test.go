@@ -72,32 +72,14 @@ func activeBrokers(c *Controller) int {
 	return n
 }
 
-// crash stops c as a killed process would: keepalives stop without the
-// lease being revoked (the registration and the controller candidacy expire
-// after the TTL) and no controlled shutdown is made.
+// crash stops c as a killed process would (Kill): keepalives stop without
+// the lease being revoked (the registration and the controller candidacy
+// expire after the TTL) and no controlled shutdown is made.
 func crash(t testing.TB, c *Controller) {
 	t.Helper()
-	c.closeOnce.Do(func() {
-		c.state.Store(stateClosed)
-		close(c.stop)
-		c.sessionMu.Lock()
-		session, cancelCampaign := c.session, c.cancelCampaign
-		c.session, c.cancelCampaign = nil, nil
-		c.sessionMu.Unlock()
-		if cancelCampaign != nil {
-			cancelCampaign()
-		}
-		if session != nil {
-			session.Orphan()
-		}
-		c.cancelRun()
-		c.bg.Wait()
-		c.etcdQuiet.Store(true)
-		c.client.Close()
-		if c.etcd != nil {
-			c.etcd.Close()
-		}
-	})
+	if err := c.Kill(); err != nil {
+		t.Logf("kill of broker %d: %v", c.cfg.NodeID, err)
+	}
 }
 
 // partitionOn returns partition p of topic as c's cache shows it.

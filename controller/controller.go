@@ -68,6 +68,8 @@ type Controller struct {
 	sessionMu      sync.Mutex
 	session        *concurrency.Session // the lease the registration and candidacy hang on
 	cancelCampaign context.CancelFunc
+	// paused is non-nil between Pause and Resume (faults.go, tests only).
+	paused chan struct{}
 
 	// shuttingDown is set by ControlledShutdown; a registration made after it
 	// (the lease was lost meanwhile) keeps the mark.

@@ -173,6 +173,9 @@ func (c *Controller) superviseSession() {
 			return
 		default:
 		}
+		if !c.awaitResume(session.Lease()) { // tests only: Pause
+			return
+		}
 		c.log.Warn("the registration lease was lost; registering again", "node.id", c.cfg.NodeID)
 		c.sessionMu.Lock()
 		if c.cancelCampaign != nil {

@@ -48,6 +48,9 @@ type Cluster struct {
 	// shared etcd (WithSharedEtcd); empty: each broker embeds a member.
 	etcdEndpoint, etcdPrefix string
 
+	// faults are the interceptions and isolated brokers (faults.go).
+	faults faultState
+
 	closeOnce sync.Once
 	adminOnce sync.Once
 	admin     *kadm.Client
@@ -66,9 +69,14 @@ type Broker struct {
 	dir     string
 	props   map[string]string
 	disk    *Disk
+	// etcdProxy stands between the broker and the shared etcd
+	// (WithSharedEtcd; nil otherwise), for IsolateEtcd.
+	etcdProxy *tcpProxy
 
-	mu  sync.Mutex
-	srv *broker.Server // nil while stopped
+	mu      sync.Mutex
+	srv     *broker.Server // nil while stopped
+	paused  bool           // between Pause and Resume (faults.go)
+	etcdCut bool           // between IsolateEtcd and Heal: its metadata is stale
 }
 
 // Start starts one broker for t and returns it as a Cluster of one: see
@@ -117,6 +125,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 		}
 		tb.Logf("straittest: a port was taken meanwhile, starting again on others: %v", err)
 		c.closeAll()
+		c.closeProxies()
 	}
 	if err != nil {
 		tb.Fatalf("straittest: %v", err)
@@ -160,7 +169,12 @@ func (c *Cluster) setUp(n int, dir string) error {
 		props["log.dirs"] = filepath.Join(b.dir, "logs")
 		props["etcd.data.dir"] = filepath.Join(b.dir, "etcd")
 		if c.etcdEndpoint != "" {
-			props["etcd.endpoints"] = c.etcdEndpoint
+			p, err := newTCPProxy(strings.TrimPrefix(c.etcdEndpoint, "http://"))
+			if err != nil {
+				return err
+			}
+			b.etcdProxy = p
+			props["etcd.endpoints"] = "http://" + p.addr()
 			props["etcd.prefix"] = c.etcdPrefix
 			delete(props, "etcd.data.dir")
 			delete(props, "etcd.heartbeat.interval")
@@ -246,6 +260,7 @@ func (b *Broker) start() error {
 	if err != nil {
 		return fmt.Errorf("broker %d: %w", b.id, err)
 	}
+	b.c.installHooks(b.id, srv)
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("broker %d: %w", b.id, err)
 	}
@@ -324,7 +339,7 @@ func (c *Cluster) awaitMetadata(ctx context.Context, ok func(*kmsg.MetadataRespo
 		return err
 	}
 	for _, b := range c.brokers {
-		if !b.Running() {
+		if !b.answering() {
 			continue
 		}
 		var last error
@@ -359,6 +374,7 @@ func (c *Cluster) Close() {
 // close is the cleanup: Close, then stop logging to the test.
 func (c *Cluster) close() {
 	c.Close()
+	c.closeProxies()
 	if c.etcdEndpoint != "" {
 		releaseSharedEtcd()
 	}
@@ -386,11 +402,20 @@ func (c *Cluster) closeAll() {
 	}
 }
 
+// closeProxies closes the brokers' etcd proxies (after the brokers).
+func (c *Cluster) closeProxies() {
+	for _, b := range c.brokers {
+		if b != nil && b.etcdProxy != nil {
+			b.etcdProxy.close()
+		}
+	}
+}
+
 // stop closes the broker if it runs.
 func (b *Broker) stop() error {
 	b.mu.Lock()
 	srv := b.srv
-	b.srv = nil
+	b.srv, b.paused = nil, false
 	b.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -472,6 +497,21 @@ func (b *Broker) Disk() *Disk { return b.disk }
 
 // Running reports whether the broker runs (not stopped).
 func (b *Broker) Running() bool { return b.Server() != nil }
+
+// Paused reports whether the broker is paused (Pause).
+func (b *Broker) Paused() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.paused
+}
+
+// answering reports whether the broker runs, is not paused and not cut
+// off from etcd: the state accessors ask only those.
+func (b *Broker) answering() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.srv != nil && !b.paused && !b.etcdCut
+}
 
 // Server is the running broker, nil while it is stopped. Its Err reports a
 // fatal error; closing it is the package's (Stop, the cleanup).

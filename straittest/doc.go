@@ -18,6 +18,17 @@
 // internals. Disk faults go through storage.FS (WithFaultyDisks): a full
 // disk, failing writes or fsyncs, latency per write and per fsync.
 //
+// The other faults use the broker's test hooks: Intercept answers chosen
+// requests (by key, broker, topic, partition, group) with an error code, a
+// delay or a dropped connection, as kfake's ControlKey; Kill stops a broker
+// as a crash would (its leaderships move only once its lease expires);
+// Pause and Resume make it a SIGSTOP'd process (nothing answered, lease
+// lapsing); Isolate cuts it off from the other brokers and IsolateEtcd
+// (with WithSharedEtcd) from etcd, until Heal.
+//
+//	i := c.Intercept(straittest.Rule{Key: kmsg.Produce, Topic: "orders", Times: 2, Err: kerr.NotLeaderForPartition})
+//	c3.Kill(c3.Leader("t", 0))
+//
 // By default each broker embeds its own etcd member, as in production.
 // WithSharedEtcd puts the metadata of the process's clusters in one etcd
 // instead: a broker then starts in a few milliseconds and a cluster closes

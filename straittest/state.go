@@ -44,7 +44,8 @@ func (c *Cluster) adminClient() (*kadm.Client, error) {
 	c.adminOnce.Do(func() {
 		// Short retry backoff: the accessors poll through it while brokers
 		// restart.
-		c.adminCl, c.adminErr = kgo.NewClient(kgo.SeedBrokers(c.Addrs()...),
+		// Its client id exempts it from interceptions (faults.go).
+		c.adminCl, c.adminErr = kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ClientID(adminClientID),
 			kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
 		if c.adminErr == nil {
 			c.admin = kadm.NewClient(c.adminCl)
@@ -79,7 +80,7 @@ func (c *Cluster) Partition(topic string, partition int32) (PartitionState, erro
 	var resp *kmsg.MetadataResponse
 	err := errors.New("no broker is running")
 	for _, b := range c.brokers {
-		if !b.Running() {
+		if !b.answering() {
 			continue
 		}
 		resp, err = req.RequestWith(ctx, c.adminCl.Broker(int(b.id)))
