@@ -55,7 +55,7 @@ func benchmarkStart(b *testing.B, n int, opts ...straittest.Option) {
 		for i, m := range phaseMessages {
 			at := p.last[m]
 			if at.IsZero() && i == 0 {
-				at = t0 // no embedded etcd (WithSharedEtcd)
+				at = t0 // no embedded etcd (the shared one)
 			}
 			if at.IsZero() {
 				b.Fatalf("no %q logged", m)
@@ -77,15 +77,15 @@ func benchmarkStart(b *testing.B, n int, opts ...straittest.Option) {
 	}
 }
 
-func BenchmarkStart1(b *testing.B) { benchmarkStart(b, 1) }
-func BenchmarkStart3(b *testing.B) { benchmarkStart(b, 3) }
+func BenchmarkStart1(b *testing.B) { benchmarkStart(b, 1, straittest.WithEmbeddedEtcd()) }
+func BenchmarkStart3(b *testing.B) { benchmarkStart(b, 3, straittest.WithEmbeddedEtcd()) }
 
-// The same with WithSharedEtcd, the shared etcd kept up by another cluster
+// The same with the shared etcd (the default), kept up by another cluster
 // (as when tests run in parallel): etcd-ms is then 0 (no embedded etcd).
 func BenchmarkStart1SharedEtcd(b *testing.B) { benchmarkStartShared(b, 1) }
 func BenchmarkStart3SharedEtcd(b *testing.B) { benchmarkStartShared(b, 3) }
 
 func benchmarkStartShared(b *testing.B, n int) {
-	straittest.Start(b, straittest.WithSharedEtcd(), straittest.WithLogLevel(slog.LevelError))
-	benchmarkStart(b, n, straittest.WithSharedEtcd())
+	straittest.Start(b, straittest.WithLogLevel(slog.LevelError))
+	benchmarkStart(b, n)
 }

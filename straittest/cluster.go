@@ -45,7 +45,7 @@ type Cluster struct {
 	brokers []*Broker // by id - 1
 
 	// etcdEndpoint and etcdPrefix locate the cluster's metadata in the
-	// shared etcd (WithSharedEtcd); empty: each broker embeds a member.
+	// shared etcd (the default); empty: each broker embeds a member (WithEmbeddedEtcd).
 	etcdEndpoint, etcdPrefix string
 
 	// faults are the interceptions and isolated brokers (faults.go).
@@ -70,7 +70,7 @@ type Broker struct {
 	props   map[string]string
 	disk    *Disk
 	// etcdProxy stands between the broker and the shared etcd
-	// (WithSharedEtcd; nil otherwise), for IsolateEtcd.
+	// (nil with WithEmbeddedEtcd), for IsolateEtcd.
 	etcdProxy *tcpProxy
 
 	mu      sync.Mutex
@@ -87,7 +87,7 @@ func Start(tb testing.TB, opts ...Option) *Cluster {
 }
 
 // StartCluster starts n brokers, ids 1..n, whose embedded etcd members form
-// one etcd cluster (or which share the test process's etcd: WithSharedEtcd),
+// one etcd cluster (or, by default, which share the test process's etcd),
 // and returns once every broker serves, sees the others,
 // and the topics of WithTopic have a leader for each partition on every
 // broker. Each broker has its own temporary directory (t.TempDir) and a free
@@ -109,7 +109,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	root := tb.TempDir()
 	tb.Cleanup(c.close)
 
-	if o.sharedEtcd {
+	if !o.embeddedEtcd {
 		endpoint, prefix, err := acquireSharedEtcd()
 		if err != nil {
 			tb.Fatalf("straittest: %v", err)

@@ -96,8 +96,8 @@ func TestClusterLeaderAndISR(t *testing.T) {
 // etcdModes are the two ways brokers keep metadata: an embedded etcd member
 // each (the default), or the test process's shared etcd.
 var etcdModes = map[string][]straittest.Option{
-	"embedded":    nil,
-	"shared-etcd": {straittest.WithSharedEtcd()},
+	"embedded":    {straittest.WithEmbeddedEtcd()},
+	"shared-etcd": nil,
 }
 
 func testClusterLeaderAndISR(t *testing.T, opts ...straittest.Option) {

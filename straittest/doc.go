@@ -24,13 +24,15 @@
 // as a crash would (its leaderships move only once its lease expires);
 // Pause and Resume make it a SIGSTOP'd process (nothing answered, lease
 // lapsing); Isolate cuts it off from the other brokers and IsolateEtcd
-// (with WithSharedEtcd) from etcd, until Heal.
+// (with the shared etcd, the default) from etcd, until Heal.
 //
 //	i := c.Intercept(straittest.Rule{Key: kmsg.Produce, Topic: "orders", Times: 2, Err: kerr.NotLeaderForPartition})
 //	c3.Kill(c3.Leader("t", 0))
 //
-// By default each broker embeds its own etcd member, as in production.
-// WithSharedEtcd puts the metadata of the process's clusters in one etcd
-// instead: a broker then starts in a few milliseconds and a cluster closes
-// in milliseconds rather than seconds (docs/testing.md has the numbers).
+// By default the brokers keep their metadata in one etcd shared by the
+// process's clusters, each under its own prefix: a broker starts in a few
+// milliseconds and a cluster closes in milliseconds. WithEmbeddedEtcd gives
+// each broker an etcd member of its own instead, as in production (start in
+// tens of milliseconds, a three-broker cluster closes in seconds;
+// docs/testing.md has the numbers).
 package straittest

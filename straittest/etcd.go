@@ -29,7 +29,7 @@ const walSegmentBytes = 1 << 20
 // for the whole process before any test starts a broker.
 func init() { wal.SegmentSizeBytes = walSegmentBytes }
 
-// sharedEtcd is the etcd of WithSharedEtcd: one single-member etcd for the
+// sharedEtcd is the etcd brokers share unless WithEmbeddedEtcd: one single-member etcd for the
 // clusters of the test process that ask for it, each under its own key
 // prefix. It starts with the first such cluster and closes with the last,
 // removing its directory, so nothing outlives the test binary. It never

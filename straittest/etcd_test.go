@@ -15,8 +15,8 @@ import (
 func TestSharedEtcdClustersAreSeparate(t *testing.T) {
 	var dir string
 	t.Run("clusters", func(t *testing.T) {
-		a := StartCluster(t, 3, WithSharedEtcd(), WithTopic("a", 1, 3))
-		b := Start(t, WithSharedEtcd(), WithTopic("b", 2, 1))
+		a := StartCluster(t, 3, WithTopic("a", 1, 3))
+		b := Start(t, WithTopic("b", 2, 1))
 		sharedEtcd.mu.Lock()
 		dir, users := sharedEtcd.dir, sharedEtcd.users
 		sharedEtcd.mu.Unlock()

@@ -330,13 +330,13 @@ func (c *Cluster) Isolate(id int32) {
 // and moves its leaderships), and it sees no metadata change. Clients and
 // the other brokers still reach it. Heal undoes it; the broker then
 // registers again. The state accessors do not ask it meanwhile (its
-// metadata is stale). It needs WithSharedEtcd (the test fails without it):
+// metadata is stale). It needs the shared etcd, the default (the test fails with WithEmbeddedEtcd):
 // cutting an embedded etcd member off from its peers is not supported.
 func (c *Cluster) IsolateEtcd(id int32) {
 	c.tb.Helper()
 	b := c.Broker(id)
 	if b.etcdProxy == nil {
-		c.tb.Fatalf("straittest: IsolateEtcd needs WithSharedEtcd (an embedded etcd member cannot be cut off from its peers)")
+		c.tb.Fatalf("straittest: IsolateEtcd needs the shared etcd, not WithEmbeddedEtcd (an embedded etcd member cannot be cut off from its peers)")
 	}
 	b.mu.Lock()
 	b.etcdCut = true

@@ -246,8 +246,8 @@ func TestErrorResponse(t *testing.T) {
 // Both with embedded etcd members (the killed broker's member stops too)
 // and with the shared etcd.
 func TestKillLeader(t *testing.T) {
-	t.Run("embedded", func(t *testing.T) { testKillLeader(t) })
-	t.Run("shared", func(t *testing.T) { testKillLeader(t, straittest.WithSharedEtcd()) })
+	t.Run("embedded", func(t *testing.T) { testKillLeader(t, straittest.WithEmbeddedEtcd()) })
+	t.Run("shared", func(t *testing.T) { testKillLeader(t) })
 }
 
 func testKillLeader(t *testing.T, opts ...straittest.Option) {
@@ -370,7 +370,7 @@ func produceAcks1(t *testing.T, c *straittest.Cluster, topic string, n int) {
 // A paused follower leaves the ISR (it stops fetching, and its lease
 // lapses) and rejoins once resumed.
 func TestPauseResume(t *testing.T) {
-	c := straittest.StartCluster(t, 3, straittest.WithSharedEtcd(), straittest.WithTopic("p", 1, 3), lagConfigs)
+	c := straittest.StartCluster(t, 3, straittest.WithTopic("p", 1, 3), lagConfigs)
 	c.WaitISR("p", 0, 3, 30*time.Second)
 	leader := c.Leader("p", 0)
 	f := follower(c, "p")
@@ -417,7 +417,7 @@ func askBroker(t *testing.T, addr string) *kgo.Broker {
 // A follower cut off from the other brokers leaves the ISR while clients
 // still reach it, and rejoins after Heal.
 func TestIsolateHeal(t *testing.T) {
-	c := straittest.StartCluster(t, 3, straittest.WithSharedEtcd(), straittest.WithTopic("i", 1, 3), lagConfigs)
+	c := straittest.StartCluster(t, 3, straittest.WithTopic("i", 1, 3), lagConfigs)
 	c.WaitISR("i", 0, 3, 30*time.Second)
 	f := follower(c, "i")
 	c.Isolate(f)
@@ -462,7 +462,7 @@ func waitListed(t *testing.T, c *straittest.Cluster, from, id int32, want bool) 
 // clients still reach it; after Heal it registers again and rejoins the
 // ISR.
 func TestIsolateEtcd(t *testing.T) {
-	c := straittest.StartCluster(t, 3, straittest.WithSharedEtcd(), straittest.WithTopic("e", 1, 3), lagConfigs)
+	c := straittest.StartCluster(t, 3, straittest.WithTopic("e", 1, 3), lagConfigs)
 	c.WaitISR("e", 0, 3, 30*time.Second)
 	leader := c.Leader("e", 0)
 	other := otherThan(leader)[0]
@@ -485,7 +485,7 @@ func TestIsolateEtcd(t *testing.T) {
 
 // A paused broker can be stopped, or killed, and restarted.
 func TestStopOrKillPaused(t *testing.T) {
-	c := straittest.Start(t, straittest.WithSharedEtcd(), straittest.WithTopic("t", 1, 1))
+	c := straittest.Start(t, straittest.WithTopic("t", 1, 1))
 	produce(t, c.Client(), "t", 0, 1)
 	c.Pause(1)
 	c.Stop(1)

@@ -10,13 +10,13 @@ import (
 type Option func(*options)
 
 type options struct {
-	config      map[string]string           // every broker
-	brokerCfg   map[int32]map[string]string // one broker, over config
-	topics      []Topic
-	faultyDisks bool
-	logLevel    slog.Level
-	logTo       []slog.Handler
-	sharedEtcd  bool
+	config       map[string]string           // every broker
+	brokerCfg    map[int32]map[string]string // one broker, over config
+	topics       []Topic
+	faultyDisks  bool
+	logLevel     slog.Level
+	logTo        []slog.Handler
+	embeddedEtcd bool
 }
 
 // Topic is a topic to create once the brokers are up.
@@ -77,17 +77,17 @@ func WithLogLevel(l slog.Level) Option {
 	return func(o *options) { o.logLevel = l }
 }
 
-// WithSharedEtcd makes the brokers keep their metadata in one etcd shared
-// by the clusters of the test process that ask for it (etcd.endpoints, each
-// cluster under its own etcd.prefix), rather than each broker embedding an
-// etcd member. That etcd never fsyncs, starts with the first such cluster
-// and closes with the last. Brokers then start faster (no etcd of their
-// own to start and elect), a cluster has no etcd peers to wire, and closing
-// one takes milliseconds rather than seconds. What it gives up: a test of
-// the embedded etcd itself (its failure, a broker cut off from it) needs
-// the default.
-func WithSharedEtcd() Option {
-	return func(o *options) { o.sharedEtcd = true }
+// WithEmbeddedEtcd gives each broker an embedded etcd member of its own,
+// the members of a cluster wired to each other, as in production. By
+// default the brokers keep their metadata in one etcd shared by the test
+// process's clusters (etcd.endpoints, each cluster under its own
+// etcd.prefix), which never fsyncs, starts with the first cluster and
+// closes with the last: a broker then starts in a few milliseconds and a
+// cluster closes in milliseconds rather than seconds (docs/testing.md has
+// the numbers). A test of the embedded etcd itself, or of a member's
+// failure, needs this option.
+func WithEmbeddedEtcd() Option {
+	return func(o *options) { o.embeddedEtcd = true }
 }
 
 // WithLogHandler sends the brokers' log records to h as well as to t.Log,

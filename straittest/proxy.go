@@ -9,7 +9,7 @@ import (
 
 // tcpProxy forwards the connections it accepts on 127.0.0.1 to target;
 // cut closes them and refuses new ones until it is undone. It stands
-// between a broker and the shared etcd (WithSharedEtcd), so that
+// between a broker and the shared etcd (the default), so that
 // IsolateEtcd can cut the broker off from etcd.
 type tcpProxy struct {
 	ln     net.Listener

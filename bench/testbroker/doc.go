@@ -10,9 +10,9 @@
 //	# or
 //	go test -run '^$' -bench . -benchtime 7x -timeout 30m ./bench/testbroker/
 //
-// Three brokers are measured: kfake, Strait through straittest with an
-// embedded etcd per broker (the default), and Strait through straittest
-// WithSharedEtcd. Each benchmark reports medians as metrics, and the run
+// Three brokers are measured: kfake, Strait through straittest with its
+// default shared etcd, and Strait through straittest WithEmbeddedEtcd (an
+// etcd member per broker). Each benchmark reports medians as metrics, and the run
 // ends with a markdown table of all of them (BENCHMARKS.md, "As a test
 // broker").
 package testbroker

@@ -51,9 +51,11 @@ type target struct {
 
 var targets = []target{
 	{"kfake", "kfake", startKfake},
-	{"strait", "Strait, embedded etcd (default)", func(tb testing.TB, n int) *instance { return startStrait(tb, n) }},
-	{"strait-shared", "Strait, `WithSharedEtcd()`", func(tb testing.TB, n int) *instance {
-		return startStrait(tb, n, straittest.WithSharedEtcd())
+	{"strait", "Strait, embedded etcd (`WithEmbeddedEtcd()`)", func(tb testing.TB, n int) *instance {
+		return startStrait(tb, n, straittest.WithEmbeddedEtcd())
+	}},
+	{"strait-shared", "Strait, shared etcd (the default)", func(tb testing.TB, n int) *instance {
+		return startStrait(tb, n)
 	}},
 }
 
@@ -334,7 +336,7 @@ type childResult struct {
 	StartRSSKB      int64
 	PeakRSSKB       int64
 	DiskBytes       int64 // the brokers' directories, summed
-	SharedEtcdBytes int64 // the shared etcd's directory (WithSharedEtcd), at its largest
+	SharedEtcdBytes int64 // the shared etcd's directory (the default), at its largest
 	Tests           int   // subtests that passed
 }
 

@@ -53,7 +53,7 @@ func TestKgoSuite(t *testing.T) {
 }
 
 func runKgoSuite(t *testing.T, n int, skip, expected []string) {
-	c := straittest.StartCluster(t, n, straittest.WithLogLevel(slog.LevelWarn))
+	c := straittest.StartCluster(t, n, straittest.WithEmbeddedEtcd(), straittest.WithLogLevel(slog.LevelWarn))
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
