@@ -10,6 +10,9 @@ package broker
 // (validate_only writes nothing). A name given twice in one request is
 // INVALID_REQUEST for each copy, as in Kafka. From v5 the response carries
 // the partition count and replication factor (v7: the topic id).
+// __consumer_offsets or __transaction_state not yet created, asked for with
+// another partition count than the coordinator's or not compacted, is
+// INVALID_REQUEST (Kafka creates it as asked; see internal_topics.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -88,6 +91,16 @@ func handleCreateTopics(c *conn, x *exchange) {
 			Assignments:       assign,
 			Configs:           configs,
 			ValidateOnly:      req.ValidateOnly,
+		}
+		if coordinatorTopic(rt.Topic) {
+			// An existing one is TOPIC_ALREADY_EXISTS from the controller below.
+			if _, exists := s.ctrl.Topic(rt.Topic); !exists {
+				if msg := s.internalTopicShapeError(rt.Topic, np, configs); msg != "" {
+					setErr(kerr.InvalidRequest.Code, msg)
+					resp.Topics = append(resp.Topics, st)
+					continue
+				}
+			}
 		}
 		if assign != nil {
 			// The controller wants both at -1 beside an assignment, as Kafka's.

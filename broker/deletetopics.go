@@ -5,6 +5,8 @@ package broker
 // Takes names (v1-5) or names or topic ids (v6); a missing topic is
 // UNKNOWN_TOPIC_OR_PARTITION (by id: UNKNOWN_TOPIC_ID). The controller
 // deletes the topic in etcd; from v5 an error carries its message.
+// __consumer_offsets and __transaction_state are never deleted
+// (INVALID_TOPIC_EXCEPTION; see internal_topics.go), unlike Kafka.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -55,6 +57,15 @@ func handleDeleteTopics(c *conn, x *exchange) {
 			}
 			name = t.Name
 			st.Topic = &name
+		}
+		if coordinatorTopic(name) {
+			code, msg := deleteInternalTopicError(name)
+			st.ErrorCode = code
+			if v >= 5 {
+				st.ErrorMessage = &msg
+			}
+			resp.Topics = append(resp.Topics, st)
+			continue
 		}
 		if err := s.ctrl.DeleteTopic(ctx, name); err != nil {
 			code, msg := errorCode(err)
