@@ -18,6 +18,7 @@ type FaultFS struct {
 	failCreate  bool
 	mapFiles    bool
 	failMmap    bool
+	failOpen    func(name string) error
 }
 
 // ErrInjected is the error of an injected fsync or create failure.
@@ -46,6 +47,14 @@ func (f *FaultFS) FailSyncs(fail bool) {
 // FailCreates makes opening a file that does not exist yet fail.
 func (f *FaultFS) FailCreates(fail bool) {
 	setLocked(&f.mu, &f.failCreate, fail)
+}
+
+// FailOpens makes opening a file fail with the error fail returns for its
+// name (nil: that open goes ahead), as running out of descriptors (EMFILE)
+// or a permission change (EACCES) does; the error is an *os.PathError as
+// os.OpenFile's. A nil fail disarms it.
+func (f *FaultFS) FailOpens(fail func(name string) error) {
+	setLocked(&f.mu, &f.failOpen, fail)
 }
 
 // MapFiles lets storage map this FS's index files into memory, as it maps
@@ -91,8 +100,13 @@ func (f *FaultFS) syncErr() error {
 
 func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f.mu.Lock()
-	failCreate := f.failCreate
+	failCreate, failOpen := f.failCreate, f.failOpen
 	f.mu.Unlock()
+	if failOpen != nil {
+		if err := failOpen(name); err != nil {
+			return nil, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+	}
 	if failCreate && flag&os.O_CREATE != 0 {
 		if _, err := f.inner.Stat(name); errors.Is(err, os.ErrNotExist) {
 			return nil, &os.PathError{Op: "open", Path: name, Err: ErrInjected}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -102,6 +103,13 @@ func (l *Log) load() error {
 		var seg *segment
 		if i < recoverFrom {
 			seg, err = l.loadSegment(base, last, now)
+			if err != nil && fileAccessError(err) {
+				// The files could not be opened or read (EMFILE, EACCES,
+				// EIO): nothing is known about their content, so recovering
+				// (and maybe truncating) the segment could throw good data
+				// away. The load fails instead and the files stay as they are.
+				return fmt.Errorf("storage: opening segment %d in %s: %w", base, l.dir, err)
+			}
 			if err != nil {
 				l.logger.Warn("segment failed sanity checks; recovering it", "dir", l.dir, "base_offset", base, "err", err)
 			}
@@ -278,7 +286,8 @@ func (l *Log) dropSegmentFiles(bases []int64) {
 }
 
 // loadSegment opens a segment trusting its files after sanity checks; an
-// error means the caller must recover the segment instead.
+// error means the caller must recover the segment instead, unless it is a
+// fileAccessError, which stops the load.
 func (l *Log) loadSegment(base int64, active bool, now time.Time) (*segment, error) {
 	cfg := l.config()
 	for _, suffix := range []string{indexFileSuffix, timeIndexFileSuffix} {
@@ -455,4 +464,13 @@ func validateBatchOnDisk(seg *segment, pos, fileSize int64, hbuf *[recordbatch.H
 		return fmt.Sprintf("crc mismatch (stored %d, computed %d) for batch at offset %d", h.CRC, crc, h.BaseOffset)
 	}
 	return ""
+}
+
+// fileAccessError reports whether err is a failure to open, stat or read a
+// file (an *fs.PathError from the file system: out of descriptors, no
+// permission, an I/O error) rather than a finding about its content, which
+// the sanity checks report as their own errors.
+func fileAccessError(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe)
 }
