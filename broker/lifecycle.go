@@ -15,8 +15,10 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -101,4 +103,23 @@ func (s *Server) logDirUsable(dir string) error {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
 	return dirWritable(dir)
+}
+
+// fileLimitOnce raises the descriptor limit once per process, however many
+// brokers it starts.
+var fileLimitOnce sync.Once
+
+// raiseFileLimitOnce runs raiseFileLimit the first time a broker is made
+// and logs the limits (or why they could not be raised).
+func raiseFileLimitOnce(logger *slog.Logger) {
+	fileLimitOnce.Do(func() {
+		soft, hard, err := raiseFileLimit()
+		if err != nil {
+			logger.Warn("could not raise the open file limit", "soft", soft, "hard", hard, "err", err)
+			return
+		}
+		if hard > 0 {
+			logger.Info("open file limit", "soft", soft, "hard", hard)
+		}
+	})
 }

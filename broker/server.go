@@ -121,6 +121,7 @@ func New(cfg config.Config) (*Server, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	raiseFileLimitOnce(logger)
 	s := &Server{
 		cfg:     cfg,
 		logger:  logger,
