@@ -24,6 +24,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strait/strait/config"
@@ -39,6 +40,9 @@ type Server struct {
 	logger *slog.Logger
 
 	listeners []*listener
+	// acceptErrors counts the accepts that failed and were retried (out of
+	// descriptors or memory, a connection aborted early): AcceptErrors.
+	acceptErrors atomic.Int64
 	// dirLocks are the .lock files of the log dirs and the embedded etcd's
 	// data dir, held from Start to the end of Close (logdir_lock.go).
 	dirLocks []*os.File
@@ -274,12 +278,25 @@ func (s *Server) advertisedEndpoints() []controller.Endpoint {
 	return out
 }
 
+// acceptLogInterval is the least time between two log lines about failed
+// accepts on one listener.
+const acceptLogInterval = 10 * time.Second
+
+// AcceptErrors is the number of accepts that failed and were retried since
+// the broker started (EMFILE, ENFILE, ENOMEM, ECONNABORTED, ...).
+func (s *Server) AcceptErrors() int64 { return s.acceptErrors.Load() }
+
 // acceptLoop accepts connections until Close. A temporary failure (out of
 // descriptors or memory, a connection aborted before it was accepted) is
-// retried after a backoff; any other one means the listener stopped for
+// counted and retried after a backoff growing from 5 ms to 1 s, and logged
+// at most once per acceptLogInterval with the count since the last line:
+// a broker out of descriptors keeps its listener and takes connections
+// again once some close. Any other failure means the listener stopped for
 // good, which is fatal (Err): the broker no longer takes connections.
 func (s *Server) acceptLoop(l *listener) {
 	var backoff time.Duration
+	var lastLog time.Time
+	var unlogged int64
 	for {
 		nc, err := l.ln.Accept()
 		if err != nil {
@@ -293,12 +310,17 @@ func (s *Server) acceptLoop(l *listener) {
 				s.fail(fmt.Errorf("broker: listener %s stopped accepting connections: %w", l.cfg.Name, err))
 				return
 			}
+			s.acceptErrors.Add(1)
 			if backoff == 0 {
 				backoff = 5 * time.Millisecond
 			} else if backoff < time.Second {
-				backoff *= 2
+				backoff = min(2*backoff, time.Second)
 			}
-			s.logger.Warn("accept failed", "listener", l.cfg.Name, "err", err, "retry_in", backoff)
+			unlogged++
+			if now := time.Now(); now.Sub(lastLog) >= acceptLogInterval {
+				s.logger.Warn("accept failed; retrying", "listener", l.cfg.Name, "err", err, "failures", unlogged, "retry_in", backoff)
+				lastLog, unlogged = now, 0
+			}
 			select {
 			case <-time.After(backoff):
 			case <-s.closing:
