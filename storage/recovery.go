@@ -31,7 +31,9 @@ import (
 //     re-validated batch by batch (length bounds, magic, CRC32C, increasing
 //     offsets): the first bad byte and everything after it are cut, later
 //     segments are deleted, and indexes are rebuilt from the log;
-//   - a segment failing a sanity check is recovered the same way;
+//   - a segment failing a sanity check is recovered the same way; one whose
+//     files cannot be opened or read (EMFILE, EACCES, EIO) fails Open with
+//     that error and is left untouched: that says nothing of its content;
 //   - the high watermark starts at its checkpoint (high_watermark.go),
 //     and the leader epoch cache (leader_epoch.go) loses the entries at
 //     or past the log end and starts at the log start offset.
