@@ -201,3 +201,55 @@ func TestFetchDuplicatePartitionsAnsweredOnce(t *testing.T) {
 		t.Errorf("allocated %d MiB per request; want under 96 MiB", alloc/n>>20)
 	}
 }
+
+// TestListOffsetsDuplicatePartitionsInvalid: as Kafka, every occurrence of
+// a partition a ListOffsets request names twice is INVALID_REQUEST, and the
+// partitions named once are answered.
+func TestListOffsetsDuplicatePartitionsInvalid(t *testing.T) {
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	cl := newClient(t, srv)
+	createTopic(t, cl, "lo", 3, nil)
+
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(5) // not flexible: readResponse's header is v0
+	req.ReplicaID = -1
+	// lo/0 twice in one entry, lo/1 once in each of two entries, lo/2 once.
+	for _, parts := range [][]int32{{0, 0, 1}, {1, 2}} {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "lo"
+		for _, p := range parts {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp = p, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	r := dialRaw(t, srv)
+	r.send(encodeRequest(req, 1))
+	_, body, err := r.readResponse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrListOffsetsResponse()
+	resp.SetVersion(5)
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	var got []int16
+	for _, st := range resp.Topics {
+		for _, sp := range st.Partitions {
+			got = append(got, sp.ErrorCode)
+		}
+	}
+	inv := kerr.InvalidRequest.Code
+	want := []int16{inv, inv, inv, inv, 0}
+	if len(got) != len(want) {
+		t.Fatalf("error codes %v; want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("error codes %v; want %v", got, want)
+		}
+	}
+}
