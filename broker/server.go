@@ -35,8 +35,9 @@ import (
 
 // Server is one Strait broker.
 type Server struct {
-	cfg    config.Config
-	logger *slog.Logger
+	cfg      config.Config
+	logger   *slog.Logger
+	reqBytes requestBudget // queued.max.request.bytes (limits.go)
 
 	listeners []*listener
 	// dirLocks are the .lock files of the log dirs and the embedded etcd's
