@@ -253,3 +253,66 @@ func TestListOffsetsDuplicatePartitionsInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedFetchDuplicatesHeldOnce: Fetch requests naming one partition
+// 500,000 times that wait for data (max_wait 5 s at the log end) do not
+// keep their decoded partition lists while they wait: once the eight are
+// sent (two connections, four pipelined), the heap in use is under 96 MiB
+// above what it was (decoded and kept, they held 238 MiB).
+func TestParkedFetchDuplicatesHeldOnce(t *testing.T) {
+	const copies, pipelined, conns = 500_000, 4, 2
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	cl := newClient(t, srv)
+	createTopic(t, cl, "pk", 1, nil)
+	createTopic(t, cl, "pk-other", 1, nil) // produced to meanwhile: pk stays empty
+
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 5000, 1, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "pk"
+	rt.Partitions = make([]kmsg.FetchRequestTopicPartition, copies)
+	for i := range rt.Partitions {
+		p := &rt.Partitions[i]
+		p.CurrentLeaderEpoch, p.LogStartOffset, p.PartitionMaxBytes = -1, -1, 1<<20
+	}
+	req.Topics = append(req.Topics, rt)
+	frame := encodeRequest(req, 0)
+	rt.Partitions, req.Topics = nil, nil
+
+	rs := make([]*rawConn, conns)
+	for i := range rs {
+		rs[i] = dialRaw(t, srv)
+	}
+	var before, during runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	for c, r := range rs {
+		for i := range pipelined {
+			setCorr(frame, int32(c*pipelined+i))
+			r.send(frame)
+		}
+	}
+	otherClientServed(t, cl, "pk-other")
+	runtime.GC()
+	runtime.ReadMemStats(&during)
+	waited := time.Since(start)
+	grew := int64(during.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("heap in use grew %d MiB with the fetches waiting (%v after the first was sent)", grew>>20, waited)
+	if waited > 4*time.Second {
+		t.Fatalf("sending took %v: the fetches may have been answered before the measure", waited)
+	}
+	if grew > 96<<20 {
+		t.Errorf("heap in use grew %d MiB; want under 96 MiB", grew>>20)
+	}
+	for _, r := range rs {
+		for range pipelined {
+			r.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if _, _, err := r.readResponse(); err != nil {
+				t.Fatalf("reading a Fetch response: %v", err)
+			}
+		}
+	}
+}
