@@ -20,7 +20,8 @@ import (
 
 // maxInFlight bounds the requests a connection may have read but not yet
 // answered; the read loop stops reading until the responses are written,
-// which is the backpressure a pipelining client sees.
+// which is the backpressure a pipelining client sees. queued.max.requests
+// lowers it (Server.inFlightLimit, limits.go).
 const maxInFlight = 64
 
 // conn is one client connection. serve runs the read loop (read a frame,
@@ -106,6 +107,7 @@ type exchange struct {
 	// (Kafka closes an acks=0 producer's connection on error).
 	closeConn bool
 	done      atomic.Bool
+	held      int64 // queued.max.request.bytes the request holds until written
 }
 
 // writers and frames pool the writer role's buffer and kmsg response
@@ -225,6 +227,10 @@ func (x *exchange) release() {
 		x.pooled, x.frame = nil, nil
 	}
 	x.chunks = nil
+	if x.held > 0 {
+		x.c.srv.reqBytes.release(x.held)
+		x.held = 0
+	}
 }
 
 // serve runs the read loop on the goroutine the connection was accepted
@@ -302,7 +308,22 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		// it (ReadFrame checks the size first).
 		maxSize = c.sec.maxReceive
 	}
-	frame, err := protocol.ReadFrame(&c.rd, maxSize, buf)
+	var frame []byte
+	var err error
+	var held int64 // queued.max.request.bytes taken by this frame (limits.go)
+	if limit := c.srv.cfg.Limits.QueuedMaxRequestBytes; limit > 0 {
+		br := &budgetReader{r: &c.rd, b: &c.srv.reqBytes, limit: limit, dead: c.dead}
+		frame, err = protocol.ReadFrame(br, maxSize, buf)
+		held = br.held
+	} else {
+		frame, err = protocol.ReadFrame(&c.rd, maxSize, buf)
+	}
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			c.srv.reqBytes.release(held)
+		}
+	}()
 	if err != nil {
 		c.logReadError(err)
 		return nil, false
@@ -335,10 +356,12 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 			return nil, ok
 		}
 	}
-	x := &exchange{c: c, req: req}
+	x := &exchange{c: c, req: req, held: held}
 	if !c.enqueue(x) {
+		x.held = 0
 		return nil, false
 	}
+	handedOff = true // released with the exchange, once written (release)
 	h := c.srv.handlers[req.Key]
 	if h.fn == nil {
 		// ParseRequest only passes keys from the table, which is built
@@ -367,7 +390,7 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 // to be written while maxInFlight are.
 func (c *conn) enqueue(x *exchange) bool {
 	c.mu.Lock()
-	for c.unwritten == maxInFlight {
+	for c.unwritten >= c.srv.inFlightLimit() {
 		if c.slotFree == nil {
 			c.slotFree = make(chan struct{})
 		}

@@ -78,6 +78,10 @@ func handleFetch(c *conn, x *exchange) {
 		x.respondChunks(protocol.AppendFetchResponse(nil, x.req, resp, func(int, int) []protocol.Chunk { return nil }))
 		return
 	}
+	// The context holds the partitions, each once; a request naming one
+	// partition 500,000 times must not keep its decoded list alive while it
+	// waits (park) for data.
+	req.Topics, req.ForgottenTopics = nil, nil
 	f.resolve()
 	if f.replica >= 0 {
 		f.recordFollowerFetch()

@@ -321,21 +321,37 @@ func (c *fetchSessionCache) sessionKey(usesTopicIDs bool, topic string, topicID 
 }
 
 // requestPartitions lists a request's partitions, one group per request
-// topic entry.
-func requestPartitions(req *kmsg.FetchRequest) []fetchPartition {
-	n := 0
-	for i := range req.Topics {
-		n += len(req.Topics[i].Partitions)
-	}
-	out := make([]fetchPartition, 0, n)
+// topic entry. A partition named more than once is listed once, at its
+// first place with its last parameters, as Kafka's FetchRequest.fetchData
+// (a LinkedHashMap of TopicIdPartition) does: a request repeating one
+// partition costs one read and one response entry.
+func requestPartitions(req *kmsg.FetchRequest, usesTopicIDs bool) []fetchPartition {
+	var out []fetchPartition
+	var index map[sessionPartitionKey]int
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		for _, rp := range rt.Partitions {
-			out = append(out, fetchPartition{
+			fp := fetchPartition{
 				topic: rt.Topic, topicID: rt.TopicID, partition: rp.Partition,
 				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch,
 				logStartOffset: rp.LogStartOffset, lastFetchedEpoch: rp.LastFetchedEpoch, group: ti,
-			})
+			}
+			key := sessionPartitionKey{partition: rp.Partition}
+			if usesTopicIDs {
+				key.topicID = rt.TopicID
+			} else {
+				key.topic = rt.Topic
+			}
+			if index == nil {
+				index = make(map[sessionPartitionKey]int)
+			}
+			if i, dup := index[key]; dup {
+				fp.group = out[i].group
+				out[i] = fp
+				continue
+			}
+			index[key] = len(out)
+			out = append(out, fp)
 		}
 	}
 	return out
@@ -358,7 +374,7 @@ func (c *fetchSessionCache) newContext(req *kmsg.FetchRequest, version int16, fo
 		if epoch == fetchFinalEpoch {
 			kind = fetchSessionless
 		}
-		return &fetchContext{kind: kind, parts: requestPartitions(req)}
+		return &fetchContext{kind: kind, parts: requestPartitions(req, usesTopicIDs)}
 	}
 	sh := c.shardOf(sessionID)
 	if sh == nil {
@@ -383,7 +399,7 @@ func (c *fetchSessionCache) newContext(req *kmsg.FetchRequest, version int16, fo
 	if len(s.parts) == 0 {
 		s.mu.Unlock()
 		sh.removeLocked(s)
-		return &fetchContext{kind: fetchSessionless, parts: requestPartitions(req)}
+		return &fetchContext{kind: fetchSessionless, parts: requestPartitions(req, usesTopicIDs)}
 	}
 	s.mu.Unlock()
 	sh.touchLocked(s, c.now())

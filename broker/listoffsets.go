@@ -25,6 +25,7 @@ func handleListOffsets(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListOffsetsRequest)
 	s := c.srv
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	dups := duplicateListOffsetsPartitions(req)
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -34,7 +35,9 @@ func handleListOffsets(c *conn, x *exchange) {
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			p := lt.Partition(rp.Partition)
-			if p == nil {
+			if _, dup := dups[topicPartition{rt.Topic, rp.Partition}]; dup {
+				sp.ErrorCode = kerr.InvalidRequest.Code
+			} else if p == nil {
 				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)
 			} else if code := checkLeader(p, rp.CurrentLeaderEpoch); code != 0 {
 				sp.ErrorCode = code
@@ -46,6 +49,35 @@ func handleListOffsets(c *conn, x *exchange) {
 		resp.Topics = append(resp.Topics, st)
 	}
 	x.respond(resp)
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// duplicateListOffsetsPartitions is ListOffsetsRequest.duplicatePartitions:
+// Kafka answers every occurrence of a partition named more than once with
+// INVALID_REQUEST, and reads none of them.
+func duplicateListOffsetsPartitions(req *kmsg.ListOffsetsRequest) map[topicPartition]struct{} {
+	var seen, dups map[topicPartition]struct{}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			tp := topicPartition{rt.Topic, rp.Partition}
+			if seen == nil {
+				seen = make(map[topicPartition]struct{})
+			}
+			if _, ok := seen[tp]; ok {
+				if dups == nil {
+					dups = make(map[topicPartition]struct{})
+				}
+				dups[tp] = struct{}{}
+				continue
+			}
+			seen[tp] = struct{}{}
+		}
+	}
+	return dups
 }
 
 func listOffset(p *replication.Partition, ts int64, isolation int8, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {

@@ -65,8 +65,17 @@ func handleMetadata(c *conn, x *exchange) {
 		return
 	}
 	allowAuto := v < 4 || req.AllowAutoTopicCreation
+	// Kafka answers a set of topics (KafkaApis.handleTopicMetadataRequest
+	// takes topics.toSet): a name or id repeated is answered once, so the
+	// response and its cost grow with distinct topics, not with the request.
+	seenNames := make(map[string]struct{})
+	seenIDs := make(map[[16]byte]struct{})
 	for _, rt := range req.Topics {
 		if rt.Topic == nil && v >= 10 {
+			if _, dup := seenIDs[rt.TopicID]; dup {
+				continue
+			}
+			seenIDs[rt.TopicID] = struct{}{}
 			t, ok := s.ctrl.TopicByID(rt.TopicID)
 			if !ok {
 				mt := kmsg.NewMetadataResponseTopic()
@@ -82,6 +91,10 @@ func handleMetadata(c *conn, x *exchange) {
 		if rt.Topic != nil {
 			name = *rt.Topic
 		}
+		if _, dup := seenNames[name]; dup {
+			continue
+		}
+		seenNames[name] = struct{}{}
 		t, ok := s.ctrl.Topic(name)
 		if !ok && allowAuto && s.cfg.Topics.AutoCreateEnable && !strings.HasPrefix(name, "__") {
 			t, ok = s.autoCreateTopic(name)

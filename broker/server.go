@@ -36,8 +36,9 @@ import (
 
 // Server is one Strait broker.
 type Server struct {
-	cfg    config.Config
-	logger *slog.Logger
+	cfg      config.Config
+	logger   *slog.Logger
+	reqBytes requestBudget // queued.max.request.bytes (limits.go)
 
 	listeners []*listener
 	// acceptErrors counts the accepts that failed and were retried (out of

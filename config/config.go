@@ -159,6 +159,7 @@ type Config struct {
 	Etcd          Etcd          // etcd.*: Strait's metadata store
 	Security      Security      // how each listener authenticates: ssl.*, sasl.*, delegation.token.*
 	Quotas        Quotas        // reserved: client quotas
+	Limits        Limits        // queued.max.requests, queued.max.request.bytes
 
 	// Props are the properties as given, for DescribeConfigs' layers (see
 	// NewLayers); nothing else reads them.
