@@ -15,10 +15,15 @@ const fuzzDecompressLimit = 1 << 20
 
 // batchAllocBound is the most reading a batch of n bytes may allocate: the
 // decompressed section (at most the limit, times 4 for a growing buffer's
-// doublings), a decoder's own state when its pool is empty (lz4's block
-// buffers of up to 4 MiB, zstd's window: 12 MiB covers both), and nothing
-// per length the input claims.
-func batchAllocBound(n int) uint64 { return 4*fuzzDecompressLimit + 12<<20 + 4*uint64(n) }
+// doublings), a decoder's own state, and a little per input byte. A
+// decoder's state is bounded by the caps of storage/compress, not by the
+// input: lz4 block buffers of up to 4 MiB, a zstd window of up to
+// MaxZstdWindow (a 74-byte frame declaring a large window makes the
+// decoder take 37 MB: the regression seed c74391ff88536519), a raw snappy
+// block of up to MaxSnappyBlock.
+func batchAllocBound(n int) uint64 {
+	return 4*fuzzDecompressLimit + compress.MaxZstdWindow + compress.MaxSnappyBlock + 4*uint64(n)
+}
 
 // compressedBatch is b's batch with its records section compressed by c,
 // its attributes naming c, and its length and CRC set.
