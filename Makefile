@@ -154,7 +154,10 @@ bench-testbroker:
 # each: the machine may be shared). Their seed corpora also run as plain
 # tests under `make unit`. `make fuzz` runs each for FUZZTIME (10m: the
 # issue's bar, about 70 minutes in all); `make fuzz-short` for 10s each
-# (about 1m30s with the builds).
+# (about 1m30s with the builds). Go 1.26's fuzz coordinator can end a
+# duration-bound run with a bare "context deadline exceeded" and no failing
+# input (golang/go#75804, fixed in Go 1.27): that run counts as passed when
+# it wrote nothing to testdata/fuzz and its output names no other failure.
 FUZZ_TARGETS := protocol:FuzzDecodeRequest protocol:FuzzParseRequest \
 	recordbatch:FuzzReadBatch recordbatch:FuzzParseRecord \
 	security/sasl:FuzzSASLStep \
@@ -163,10 +166,18 @@ FUZZTIME ?= 10m
 FUZZPARALLEL ?= 1
 
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; name=$${t#*:}; \
+	@set -e; out=$$(mktemp); trap 'rm -f $$out' EXIT; \
+	for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; corpus=$$pkg/testdata/fuzz/$$name; \
+		before=$$(ls $$corpus 2>/dev/null | wc -l); \
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) -timeout 0 ./$$pkg/; \
+		if $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) -timeout 0 ./$$pkg/ >$$out 2>&1; then \
+			tail -n 3 $$out; continue; fi; \
+		after=$$(ls $$corpus 2>/dev/null | wc -l); \
+		if [ "$$before" = "$$after" ] && grep -q '^    context deadline exceeded$$' $$out && \
+			[ "$$(grep -c -e '^    ' -e 'panic' $$out)" = 1 ]; then \
+			tail -n 4 $$out; echo "$$name: the Go 1.26 end-of-run race (golang/go#75804), no failing input: passed"; continue; fi; \
+		cat $$out; exit 1; \
 	done
 
 fuzz-short:
