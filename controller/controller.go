@@ -231,12 +231,17 @@ func (c *Controller) ensureClusterID(ctx context.Context) (string, error) {
 // ControlledShutdown), leaves the election, revokes the registration lease (so
 // the broker disappears from other brokers' caches at once), stops the watch
 // and closes the etcd client and the embedded etcd. It is idempotent.
-func (c *Controller) Close() error {
+func (c *Controller) Close() error { return c.closeWith(c.shutdown) }
+
+// closeWith stops the controller's goroutines and ends it with end (a
+// controlled shutdown, or Kill's abandon), once: the first of Close and
+// Kill decides.
+func (c *Controller) closeWith(end func() error) error {
 	c.closeOnce.Do(func() {
 		c.state.Store(stateClosed)
 		close(c.stop)
 		c.bg.Close()
-		c.closeErr = c.shutdown()
+		c.closeErr = end()
 	})
 	return c.closeErr
 }

@@ -23,15 +23,7 @@ import (
 // controller started has ended and the embedded member released its data
 // dir, so that a new Controller may use it in the same process. After
 // Close or Kill, either does nothing.
-func (c *Controller) Kill() error {
-	c.closeOnce.Do(func() {
-		c.state.Store(stateClosed)
-		close(c.stop)
-		c.bg.Close()
-		c.closeErr = c.abandon()
-	})
-	return c.closeErr
-}
+func (c *Controller) Kill() error { return c.closeWith(c.abandon) }
 
 func (c *Controller) abandon() error {
 	c.etcdQuiet.Store(true)
