@@ -65,6 +65,11 @@ type LogConfig struct {
 	// producer idle this long is forgotten (see ExpireProducers). 0 means
 	// Kafka's default, 86400000 (Kafka requires at least 1).
 	ProducerIDExpirationMs int64
+	// MaxDecompressedBatchBytes is Strait's own cap (not Kafka's) on the
+	// bytes a produced batch's records may decompress to; a batch that
+	// expands past it is refused with CORRUPT_MESSAGE, having decompressed
+	// no more than the cap. 0 (the default) means no cap.
+	MaxDecompressedBatchBytes int64
 }
 
 // DefaultLogConfig returns Kafka's defaults.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -306,6 +307,13 @@ func parseRecordBody(r *bodyReader) (recordInfo, error) {
 // decompressing as needed. Decompression failures are wrapped in
 // errDecompress.
 func walkBatchRecords(batch []byte, h *batchHeader, fn func(i int32, r recordInfo) error) error {
+	return walkBatchRecordsCapped(batch, h, 0, fn)
+}
+
+// walkBatchRecordsCapped is walkBatchRecords failing (errDecompress) once
+// the decompressed records pass limit bytes; limit <= 0 means no cap.
+// Records are decoded as they stream, so nothing past the cap is read.
+func walkBatchRecordsCapped(batch []byte, h *batchHeader, limit int64, fn func(i int32, r recordInfo) error) error {
 	payload := batch[recordbatch.HeaderSize:]
 	if h.codec() == compress.None {
 		return walkRecords(&recordWindow{buf: payload}, h.RecordCount, fn)
@@ -315,9 +323,13 @@ func walkBatchRecords(batch []byte, h *batchHeader, fn func(i int32, r recordInf
 		return &errDecompress{err}
 	}
 	defer rc.Close()
+	var src io.Reader = rc
+	if limit > 0 {
+		src = &cappedReader{r: rc, left: limit, limit: limit}
+	}
 	back := recordWindows.Get().(*[]byte)
 	defer recordWindows.Put(back)
-	w := recordWindow{buf: (*back)[:0], src: rc, back: back}
+	w := recordWindow{buf: (*back)[:0], src: src, back: back}
 	return walkRecords(&w, h.RecordCount, fn)
 }
 
@@ -326,3 +338,31 @@ type errDecompress struct{ err error }
 
 func (e *errDecompress) Error() string { return "decompression failed: " + e.err.Error() }
 func (e *errDecompress) Unwrap() error { return e.err }
+
+// errDecompressedTooLarge is the failure of a batch whose records expand
+// past LogConfig.MaxDecompressedBatchBytes.
+var errDecompressedTooLarge = errors.New("decompressed records over the limit")
+
+// cappedReader reads r until limit bytes, then fails rather than reading on.
+type cappedReader struct {
+	r           io.Reader
+	left, limit int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more tells a batch of exactly limit bytes from a larger one.
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("%w of %d bytes", errDecompressedTooLarge, c.limit)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}

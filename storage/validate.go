@@ -152,7 +152,7 @@ func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, 
 	var recordErrs []RecordError
 	anyTimestampErr := false
 	batchIsLogAppend := h.timestampType() == LogAppendTime
-	err := walkBatchRecords(batch, h, func(i int32, r recordInfo) error {
+	err := walkBatchRecordsCapped(batch, h, cfg.MaxDecompressedBatchBytes, func(i int32, r recordInfo) error {
 		if r.OffsetDelta != i {
 			return invalidRecordf("inner record offset delta %d (expected %d)", r.OffsetDelta, i)
 		}
