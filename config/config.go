@@ -41,6 +41,8 @@ var straitDefaults = map[string]string{
 	"log.dir":        "/tmp/strait-logs",           // Kafka: /tmp/kafka-logs
 	"etcd.prefix":    "/strait",
 	"etcd.endpoints": "", // empty: the embedded etcd
+
+	"strait.max.decompressed.batch.bytes": "0", // no cap
 }
 
 // internalDefaults are Kafka's defaults of the internal keys Strait acts on,

@@ -21,6 +21,10 @@ var straitKeys = map[string]configType{
 	"etcd.endpoints": typeList,   // external etcd cluster; empty = embedded etcd
 	"etcd.data.dir":  typeString, // embedded etcd's data directory (default <first log dir>/etcd)
 	"etcd.prefix":    typeString, // key prefix of Strait's metadata in etcd (default /strait)
+
+	// Cap on the bytes a produced batch's records may decompress to
+	// (0 = none, the default); storage.LogConfig.MaxDecompressedBatchBytes.
+	"strait.max.decompressed.batch.bytes": typeLong,
 	// The embedded etcd as one member of a cluster, in the style of etcd's
 	// own flags (--name, --initial-cluster, ...); see controller.Config.
 	"etcd.name":                        typeString,

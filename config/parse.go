@@ -202,6 +202,7 @@ func (c *Config) parseLogDefaults(p *props) error {
 	ld.SegmentIndexBytes = p.intAtLeast("log.index.size.max.bytes", 4)
 	ld.IndexIntervalBytes = p.intAtLeast("log.index.interval.bytes", 0)
 	ld.MaxMessageBytes = c.Topics.MessageMaxBytes
+	ld.MaxDecompressedBatchBytes = p.longAtLeast("strait.max.decompressed.batch.bytes", 0)
 	ld.ProducerIDExpirationMs = int64(p.intAtLeast("producer.id.expiration.ms", 1))
 	c.Log.ProducerIDExpirationCheckIntervalMs = int64(p.intAtLeast("producer.id.expiration.check.interval.ms", 1))
 
