@@ -215,14 +215,25 @@ func newSnappyReader(src []byte) (*snappyReader, error) {
 }
 
 // decodeBlock decodes one snappy block into r.buf and makes it r.block.
-// The block's header claims its decoded length; the buffer grows only as
-// output is produced, so a small forged block claiming a large output
-// costs no more memory than it really decodes to.
+// The block's header claims its decoded length, and the decoder allocates
+// that much: a claim over MaxSnappyBlock, or over what the block's bytes
+// can expand to, is refused first, so a small forged block cannot make the
+// broker allocate more than snappyMaxExpansion times its own size.
 func (r *snappyReader) decodeBlock(b []byte) error {
-	out, err := decodeSnappyBlock(r.buf[:0], b)
-	if cap(out) > cap(r.buf) {
-		r.buf = out[:0]
+	n, err := snappy.DecodedLen(b)
+	if err != nil {
+		return fmt.Errorf("snappy: %w", err)
 	}
+	if n > MaxSnappyBlock {
+		return fmt.Errorf("snappy: block decodes to %d bytes, over the %d limit", n, MaxSnappyBlock)
+	}
+	if n > len(b)*snappyMaxExpansion {
+		return fmt.Errorf("snappy: block of %d bytes claims %d decoded bytes, more than it can hold", len(b), n)
+	}
+	if cap(r.buf) < n {
+		r.buf = make([]byte, n)
+	}
+	out, err := snappy.Decode(r.buf[:n], b)
 	if err != nil {
 		return fmt.Errorf("snappy: %w", err)
 	}
@@ -230,98 +241,9 @@ func (r *snappyReader) decodeBlock(b []byte) error {
 	return nil
 }
 
-// snappyMaxExpansion is the most output one byte of a valid snappy block
-// can produce: a 3-byte copy emits at most 64 bytes.
+// snappyMaxExpansion bounds what one byte of a valid snappy block can
+// decode to: the densest element, a 3-byte copy, emits at most 64 bytes.
 const snappyMaxExpansion = 22
-
-var errSnappyCorrupt = errors.New("corrupt input")
-
-// decodeSnappyBlock appends the decoded form of the snappy block b to dst.
-// Unlike snappy.Decode it never sizes its output from the header alone: a
-// claimed length over MaxSnappyBlock or over what len(b) bytes can expand
-// to is refused before any allocation, and dst grows with what is decoded.
-func decodeSnappyBlock(dst, b []byte) ([]byte, error) {
-	claimed, hdr := binary.Uvarint(b)
-	if hdr <= 0 || claimed > 0xffffffff {
-		return dst, errSnappyCorrupt
-	}
-	if claimed > MaxSnappyBlock {
-		return dst, fmt.Errorf("block decodes to %d bytes, over the %d limit", claimed, MaxSnappyBlock)
-	}
-	if claimed > uint64(len(b))*snappyMaxExpansion {
-		return dst, fmt.Errorf("block of %d bytes claims %d decoded bytes, more than it can hold", len(b), claimed)
-	}
-	n := int(claimed)
-	start := len(dst)
-	if cap(dst)-start < min(n, 4*len(b)) {
-		dst = append(dst, make([]byte, min(n, 4*len(b)))...)[:start]
-	}
-	src := b[hdr:]
-	for len(src) > 0 {
-		var length, offset int
-		tag := src[0]
-		switch tag & 3 {
-		case 0: // literal
-			x := int(tag >> 2)
-			src = src[1:]
-			if x >= 60 {
-				nb := x - 59
-				if len(src) < nb {
-					return dst, errSnappyCorrupt
-				}
-				x = 0
-				for i := nb - 1; i >= 0; i-- {
-					x = x<<8 | int(src[i])
-				}
-				src = src[nb:]
-			}
-			length = x + 1
-			if length <= 0 || length > len(src) || length > n-(len(dst)-start) {
-				return dst, errSnappyCorrupt
-			}
-			dst = append(dst, src[:length]...)
-			src = src[length:]
-			continue
-		case 1:
-			if len(src) < 2 {
-				return dst, errSnappyCorrupt
-			}
-			length = 4 + int(tag>>2)&7
-			offset = int(tag&0xe0)<<3 | int(src[1])
-			src = src[2:]
-		case 2:
-			if len(src) < 3 {
-				return dst, errSnappyCorrupt
-			}
-			length = 1 + int(tag>>2)
-			offset = int(binary.LittleEndian.Uint16(src[1:]))
-			src = src[3:]
-		case 3:
-			if len(src) < 5 {
-				return dst, errSnappyCorrupt
-			}
-			length = 1 + int(tag>>2)
-			offset = int(binary.LittleEndian.Uint32(src[1:]))
-			src = src[5:]
-		}
-		produced := len(dst) - start
-		if offset <= 0 || offset > produced || length > n-produced {
-			return dst, errSnappyCorrupt
-		}
-		// Copy in runs no longer than offset so that overlapping copies
-		// (offset < length) repeat the pattern as snappy defines.
-		for length > 0 {
-			run := min(length, offset)
-			from := len(dst) - offset
-			dst = append(dst, dst[from:from+run]...)
-			length -= run
-		}
-	}
-	if len(dst)-start != n {
-		return dst, errSnappyCorrupt
-	}
-	return dst, nil
-}
 
 func (r *snappyReader) Read(p []byte) (int, error) {
 	for len(r.block) == 0 {
