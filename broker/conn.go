@@ -58,6 +58,7 @@ type conn struct {
 	srv      *Server
 	nc       net.Conn
 	listener string
+	ip       string                      // remote IP, as counted by srv.quotas
 	logp     atomic.Pointer[slog.Logger] // built by logger on first use
 
 	// Security (conn_auth.go), all nil on a PLAINTEXT listener: the

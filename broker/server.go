@@ -89,7 +89,9 @@ type Server struct {
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
-	connWG  sync.WaitGroup
+	// quotas enforces max.connections and max.connections.per.ip.
+	quotas *connQuotas
+	connWG sync.WaitGroup
 	// bg holds the goroutines the broker started (as nats-server's
 	// startGoRoutine), which Close waits for once the connections have
 	// drained; only then does bg.Go refuse, running nothing, so a caller
@@ -134,6 +136,7 @@ func New(cfg config.Config) (*Server, error) {
 		errc:    make(chan error, 1),
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
+		quotas:  newConnQuotas(&cfg, logger),
 
 		offlineDirs:  make(map[string]bool),
 		logDirsCheck: make(chan struct{}, 1),
@@ -330,12 +333,27 @@ func (s *Server) acceptLoop(l *listener) {
 			continue
 		}
 		backoff = 0
+		// As Kafka's Acceptor: a connection past max.connections waits
+		// (holding the accept loop) for one to close; one past its
+		// address's limit is closed at once.
+		if !s.quotas.waitSlot(l.cfg.Name, s.closing) {
+			nc.Close()
+			return
+		}
+		ip := remoteIP(nc)
+		if !s.quotas.inc(ip) {
+			nc.Close()
+			s.quotas.logRefused(s.logger, l.cfg.Name, ip, "max.connections.per.ip")
+			continue
+		}
 		c := newConn(s, nc, l.cfg.Name, l.sec)
+		c.ip = ip
 		s.connsMu.Lock()
 		select {
 		case <-s.closing:
 			s.connsMu.Unlock()
 			nc.Close()
+			s.quotas.dec(ip)
 			return
 		default:
 		}
@@ -350,6 +368,7 @@ func (s *Server) removeConn(c *conn) {
 	s.connsMu.Lock()
 	delete(s.conns, c)
 	s.connsMu.Unlock()
+	s.quotas.dec(c.ip)
 	s.connWG.Done()
 }
 
