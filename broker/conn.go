@@ -60,6 +60,10 @@ type conn struct {
 	listener string
 	ip       string                      // remote IP, as counted by srv.quotas
 	logp     atomic.Pointer[slog.Logger] // built by logger on first use
+	// lastActive (UnixNano, coarse) is when a request was last read or a
+	// response written: idleconns.go closes the connection past
+	// connections.max.idle.ms.
+	lastActive atomic.Int64
 
 	// Security (conn_auth.go), all nil on a PLAINTEXT listener: the
 	// listener's TLS and SASL servers, the TLS connection before its
@@ -329,6 +333,7 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		c.logReadError(err)
 		return nil, false
 	}
+	c.touch()
 	// Tests only (testhooks.go): a paused broker handles no frame, not
 	// even SASL's; the request hook runs below, after authentication.
 	hk := c.srv.hooks.ptr.Load()
@@ -537,6 +542,9 @@ func (c *conn) writeLocked() {
 			batch[i] = nil
 		}
 
+		if err == nil {
+			c.touch()
+		}
 		c.mu.Lock()
 		c.unwritten -= int32(k)
 		if c.slotFree != nil {

@@ -91,7 +91,12 @@ type Server struct {
 	conns   map[*conn]struct{}
 	// quotas enforces max.connections and max.connections.per.ip.
 	quotas *connQuotas
-	connWG sync.WaitGroup
+	// coarseNow (UnixNano) is advanced by the idle sweeper, which closes
+	// connections idle past connections.max.idle.ms (idleconns.go);
+	// idleExpired counts them.
+	coarseNow   atomic.Int64
+	idleExpired atomic.Int64
+	connWG      sync.WaitGroup
 	// bg holds the goroutines the broker started (as nats-server's
 	// startGoRoutine), which Close waits for once the connections have
 	// drained; only then does bg.Go refuse, running nothing, so a caller
@@ -141,6 +146,7 @@ func New(cfg config.Config) (*Server, error) {
 		offlineDirs:  make(map[string]bool),
 		logDirsCheck: make(chan struct{}, 1),
 	}
+	s.coarseNow.Store(time.Now().UnixNano())
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers = registered // read-only: shared by every Server
 	s.versions = s.handlers.versionTable()
@@ -241,6 +247,9 @@ func (s *Server) start() error {
 		s.bg.Go(func() { s.acceptLoop(l) })
 	}
 	s.bg.Go(s.watchLogDirs)
+	if s.cfg.Limits.ConnectionsMaxIdleMs >= 0 {
+		s.bg.Go(s.expireIdleConns)
+	}
 
 	s.logger.Debug("broker started", "took", time.Since(started))
 	close(s.ready)
@@ -348,6 +357,7 @@ func (s *Server) acceptLoop(l *listener) {
 		}
 		c := newConn(s, nc, l.cfg.Name, l.sec)
 		c.ip = ip
+		c.lastActive.Store(time.Now().UnixNano())
 		s.connsMu.Lock()
 		select {
 		case <-s.closing:
