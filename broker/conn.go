@@ -349,7 +349,7 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		// and malformed bodies close the connection, as in Kafka. An
 		// ApiVersions at an unknown version is not an error: it parses
 		// to a v0 request that is answered with UNSUPPORTED_VERSION.
-		c.logger().Warn("closing connection: bad request", "err", err)
+		c.logRefused("bad request", err)
 		return nil, false
 	}
 	if c.sasl != nil {
@@ -603,7 +603,7 @@ func (c *conn) logReadError(err error) {
 			c.logRefusedAt(slog.LevelWarn, "frame too large", err)
 			return
 		}
-		c.logger().Warn("closing connection", "err", err)
+		c.logRefused("read failed", err)
 	}
 }
 

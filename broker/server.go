@@ -83,8 +83,12 @@ type Server struct {
 	// security holds how each non-PLAINTEXT listener authenticates, by
 	// listener name (conn_auth.go); refusedLog limits the lines about
 	// connections refused for bad input.
-	security            map[string]*listenerSecurity
-	refusedLog          logLimiter
+	security   map[string]*listenerSecurity
+	refusedLog logLimiter
+	// clientErrLog and produceErrLog limit the lines about requests
+	// refused for their content and about failed appends (clientlog.go).
+	clientErrLog        logLimiter
+	produceErrLog       logLimiter
 	tlsHandshakeTimeout time.Duration
 
 	connsMu sync.Mutex
