@@ -58,7 +58,12 @@ type conn struct {
 	srv      *Server
 	nc       net.Conn
 	listener string
+	ip       string                      // remote IP, as counted by srv.quotas
 	logp     atomic.Pointer[slog.Logger] // built by logger on first use
+	// lastActive (UnixNano, coarse) is when a request was last read or a
+	// response written: idleconns.go closes the connection past
+	// connections.max.idle.ms.
+	lastActive atomic.Int64
 
 	// Security (conn_auth.go), all nil on a PLAINTEXT listener: the
 	// listener's TLS and SASL servers, the TLS connection before its
@@ -328,6 +333,7 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		c.logReadError(err)
 		return nil, false
 	}
+	c.touch()
 	// Tests only (testhooks.go): a paused broker handles no frame, not
 	// even SASL's; the request hook runs below, after authentication.
 	hk := c.srv.hooks.ptr.Load()
@@ -343,7 +349,7 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		// and malformed bodies close the connection, as in Kafka. An
 		// ApiVersions at an unknown version is not an error: it parses
 		// to a v0 request that is answered with UNSUPPORTED_VERSION.
-		c.logger().Warn("closing connection: bad request", "err", err)
+		c.logRefused("bad request", err)
 		return nil, false
 	}
 	if c.sasl != nil {
@@ -536,6 +542,9 @@ func (c *conn) writeLocked() {
 			batch[i] = nil
 		}
 
+		if err == nil {
+			c.touch()
+		}
 		c.mu.Lock()
 		c.unwritten -= int32(k)
 		if c.slotFree != nil {
@@ -594,7 +603,7 @@ func (c *conn) logReadError(err error) {
 			c.logRefusedAt(slog.LevelWarn, "frame too large", err)
 			return
 		}
-		c.logger().Warn("closing connection", "err", err)
+		c.logRefused("read failed", err)
 	}
 }
 

@@ -20,6 +20,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -279,7 +280,15 @@ func (s *Server) produceTo(lt *replication.Topic, topic string, idx int32, recor
 		}
 		code, msg := errorCode(err)
 		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
-			s.logger.Error("produce failed", "topic", topic, "partition", idx, "err", err)
+			// An AppendError is about the request (a batch that fails
+			// validation, an unknown codec id): the client's doing, at
+			// INFO; anything else is the broker's, at ERROR. Both at most
+			// a line a second.
+			if ae != nil {
+				s.logLimited(&s.clientErrLog, slog.LevelInfo, "produce refused", "topic", topic, "partition", idx, "err", err)
+			} else {
+				s.logLimited(&s.produceErrLog, slog.LevelError, "produce failed", "topic", topic, "partition", idx, "err", err)
+			}
 		}
 		return code, msg, nil
 	}

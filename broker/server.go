@@ -83,13 +83,24 @@ type Server struct {
 	// security holds how each non-PLAINTEXT listener authenticates, by
 	// listener name (conn_auth.go); refusedLog limits the lines about
 	// connections refused for bad input.
-	security            map[string]*listenerSecurity
-	refusedLog          logLimiter
+	security   map[string]*listenerSecurity
+	refusedLog logLimiter
+	// clientErrLog and produceErrLog limit the lines about requests
+	// refused for their content and about failed appends (clientlog.go).
+	clientErrLog        logLimiter
+	produceErrLog       logLimiter
 	tlsHandshakeTimeout time.Duration
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
-	connWG  sync.WaitGroup
+	// quotas enforces max.connections and max.connections.per.ip.
+	quotas *connQuotas
+	// coarseNow (UnixNano) is advanced by the idle sweeper, which closes
+	// connections idle past connections.max.idle.ms (idleconns.go);
+	// idleExpired counts them.
+	coarseNow   atomic.Int64
+	idleExpired atomic.Int64
+	connWG      sync.WaitGroup
 	// bg holds the goroutines the broker started (as nats-server's
 	// startGoRoutine), which Close waits for once the connections have
 	// drained; only then does bg.Go refuse, running nothing, so a caller
@@ -134,10 +145,12 @@ func New(cfg config.Config) (*Server, error) {
 		errc:    make(chan error, 1),
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
+		quotas:  newConnQuotas(&cfg, logger),
 
 		offlineDirs:  make(map[string]bool),
 		logDirsCheck: make(chan struct{}, 1),
 	}
+	s.coarseNow.Store(time.Now().UnixNano())
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers = registered // read-only: shared by every Server
 	s.versions = s.handlers.versionTable()
@@ -238,6 +251,9 @@ func (s *Server) start() error {
 		s.bg.Go(func() { s.acceptLoop(l) })
 	}
 	s.bg.Go(s.watchLogDirs)
+	if s.cfg.Limits.ConnectionsMaxIdleMs >= 0 {
+		s.bg.Go(s.expireIdleConns)
+	}
 
 	s.logger.Debug("broker started", "took", time.Since(started))
 	close(s.ready)
@@ -330,12 +346,28 @@ func (s *Server) acceptLoop(l *listener) {
 			continue
 		}
 		backoff = 0
+		// As Kafka's Acceptor: a connection past max.connections waits
+		// (holding the accept loop) for one to close; one past its
+		// address's limit is closed at once.
+		if !s.quotas.waitSlot(l.cfg.Name, s.closing) {
+			nc.Close()
+			return
+		}
+		ip := remoteIP(nc)
+		if !s.quotas.inc(ip) {
+			nc.Close()
+			s.quotas.logRefused(s.logger, l.cfg.Name, ip, "max.connections.per.ip")
+			continue
+		}
 		c := newConn(s, nc, l.cfg.Name, l.sec)
+		c.ip = ip
+		c.lastActive.Store(time.Now().UnixNano())
 		s.connsMu.Lock()
 		select {
 		case <-s.closing:
 			s.connsMu.Unlock()
 			nc.Close()
+			s.quotas.dec(ip)
 			return
 		default:
 		}
@@ -350,6 +382,7 @@ func (s *Server) removeConn(c *conn) {
 	s.connsMu.Lock()
 	delete(s.conns, c)
 	s.connsMu.Unlock()
+	s.quotas.dec(c.ip)
 	s.connWG.Done()
 }
 

@@ -1,7 +1,13 @@
 package config
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Limits are the broker-wide bounds on the requests a broker holds in
-// memory (issue 17: no client can make the broker allocate without bound).
+// memory and on the connections it keeps (issue 17: no client can make the
+// broker allocate without bound).
 type Limits struct {
 	// QueuedMaxRequests is queued.max.requests (500, at least 1). Kafka
 	// queues up to this many read requests for its handler threads across
@@ -18,11 +24,45 @@ type Limits struct {
 	// back-pressure) until responses are written. As Kafka's memory pool,
 	// one frame may take the total past the bound when any room is left.
 	QueuedMaxRequestBytes int64
+	// MaxConnections is max.connections (2147483647, at least 0): while the
+	// broker holds this many connections it stops accepting (new ones wait
+	// in the listen backlog), as Kafka's ConnectionQuotas.
+	MaxConnections int32
+	// MaxConnectionsPerIP is max.connections.per.ip (2147483647, at least
+	// 0, and 0 only with overrides); MaxConnectionsPerIPOverrides is
+	// max.connections.per.ip.overrides by host or IP. A connection over its
+	// address's limit is closed right after accept.
+	MaxConnectionsPerIP          int32
+	MaxConnectionsPerIPOverrides map[string]int32
+	// ConnectionsMaxIdleMs is connections.max.idle.ms (600000; negative:
+	// never): a connection with no request for this long is closed.
+	ConnectionsMaxIdleMs int64
 }
 
 func parseLimits(p *props) Limits {
-	return Limits{
+	l := Limits{
 		QueuedMaxRequests:     p.intAtLeast("queued.max.requests", 1),
 		QueuedMaxRequestBytes: p.long("queued.max.request.bytes"),
+		MaxConnections:        p.intAtLeast("max.connections", 0),
+		MaxConnectionsPerIP:   p.intAtLeast("max.connections.per.ip", 0),
+		ConnectionsMaxIdleMs:  p.long("connections.max.idle.ms"),
 	}
+	const okey = "max.connections.per.ip.overrides"
+	for _, e := range parseCsvList(p.str(okey)) {
+		// Kafka's getMap: host:count entries, the count an int.
+		i := strings.LastIndexByte(e, ':')
+		n, err := strconv.ParseInt(strings.TrimSpace(e[i+1:]), 10, 32)
+		if i <= 0 || err != nil || n < 0 {
+			p.fail(invalidValue(okey, p.raw(okey), "Each entry must be host:count with a count of at least 0"))
+			break
+		}
+		if l.MaxConnectionsPerIPOverrides == nil {
+			l.MaxConnectionsPerIPOverrides = make(map[string]int32)
+		}
+		l.MaxConnectionsPerIPOverrides[strings.TrimSpace(e[:i])] = int32(n)
+	}
+	if l.MaxConnectionsPerIP == 0 && len(l.MaxConnectionsPerIPOverrides) == 0 {
+		p.fail(&ConfigError{Key: "max.connections.per.ip", Message: "requirement failed: max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set."})
+	}
+	return l
 }
