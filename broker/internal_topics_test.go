@@ -18,6 +18,7 @@ import (
 // topic and its partition count are unchanged afterwards.
 func TestInternalTopicsGuarded(t *testing.T) {
 	srv := startBroker(t, t.TempDir())
+	defer srv.Close() // before t.TempDir goes: etcd exits the process when its WAL dir vanishes under it
 	cl := newClient(t, srv)
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
