@@ -36,9 +36,6 @@ func Or(c Clock) Clock {
 	return c
 }
 
-// Since is the time elapsed on c since t.
-func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
-
 // Offset is the system clock plus an offset that Jump and Set move at any
 // time, from any goroutine. Its readings keep the monotonic reading, moved
 // by the same offset, so that the difference of two readings taken across a
