@@ -2,12 +2,14 @@ package straittest_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strait/strait/straittest"
@@ -31,7 +33,8 @@ func startOffset(t *testing.T, c *straittest.Cluster, topic string) int64 {
 
 // A broker's jumped clock is the one its logs read: two hours forward,
 // retention.ms=1h deletes what was just written (Kafka's retention is by
-// the wall clock), and LogAppendTime stamps the jumped time.
+// the wall clock) and LogAppendTime stamps the jumped time; two hours
+// back, a record stamped now is from too far in the future.
 func TestJumpClockRetentionAndLogAppendTime(t *testing.T) {
 	c := straittest.Start(t, straittest.WithTopics(
 		straittest.Topic{Name: "r", Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "3600000"}},
@@ -60,10 +63,21 @@ func TestJumpClockRetentionAndLogAppendTime(t *testing.T) {
 	if ahead := time.Until(recs[0].Timestamp); ahead < 119*time.Minute || ahead > 121*time.Minute {
 		t.Fatalf("LogAppendTime %v ahead of the system clock, want 2h", ahead)
 	}
+
+	// Two hours behind, the broker takes a record stamped now for one from
+	// the future, past message.timestamp.after.max.ms (1h in Kafka 4).
+	c.JumpClock(1, -4*time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := cl.ProduceSync(ctx, &kgo.Record{Topic: "r", Value: []byte("future")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidTimestamp) {
+		t.Fatalf("produce to a broker 2h behind: %v, want INVALID_TIMESTAMP", err)
+	}
 	c.ResetClock(1)
 	if got := c.Broker(1).ClockOffset(); got != 0 {
 		t.Fatalf("ClockOffset after ResetClock = %v", got)
 	}
+	produce(t, cl, "r", 10, 1) // in step again
 }
 
 // Clock jumps under an acks=all producer and a consumer group: a
