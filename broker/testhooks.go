@@ -6,9 +6,8 @@ package broker
 // (server.go: a crash, without controlled shutdown) and JumpClock (a step
 // of the broker's wall clock). They exist only so that tests can make the
 // faults a client or a cluster meets in production; nothing in the broker
-// sets them. When none is set they cost
-// one atomic load per request and per response batch written, and nothing
-// else: no lock, no allocation.
+// sets them. When none is set they cost one atomic load per request and
+// per response batch written, and nothing else: no lock, no allocation.
 
 import (
 	"context"
@@ -151,14 +150,15 @@ func (s *Server) SetPeerFilter(unreachable func(nodeID int32) bool) {
 // fails unless the broker's clock is adjustable (config.Config.Clock a
 // *clock.Offset).
 func (s *Server) JumpClock(d time.Duration) (time.Duration, error) {
-	j, ok := s.clock.(interface {
-		Jump(time.Duration) time.Duration
-	})
+	j, ok := s.clock.(jumper)
 	if !ok {
 		return 0, fmt.Errorf("broker: its clock (%T) cannot be moved", s.clock)
 	}
 	return j.Jump(d), nil
 }
+
+// jumper is a clock JumpClock can move (clock.Offset).
+type jumper interface{ Jump(time.Duration) time.Duration }
 
 // Now is the time on the broker's clock.
 func (s *Server) Now() time.Time { return s.clock.Now() }
