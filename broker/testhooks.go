@@ -158,7 +158,9 @@ func (s *Server) JumpClock(d time.Duration) (time.Duration, error) {
 }
 
 // jumper is a clock JumpClock can move (clock.Offset).
-type jumper interface{ Jump(time.Duration) time.Duration }
+type jumper interface {
+	Jump(time.Duration) time.Duration
+}
 
 // Now is the time on the broker's clock.
 func (s *Server) Now() time.Time { return s.clock.Now() }
