@@ -121,6 +121,10 @@ func (s *Server) buildListenerSecurity() error {
 			if err != nil {
 				return err
 			}
+			// Token and OAUTHBEARER expiry are read on the broker's clock.
+			if cs, ok := ss.(interface{ SetClock(func() time.Time) }); ok {
+				cs.SetClock(s.clock.Now)
+			}
 			sec.sasl = ss
 			sec.maxReceive = ls.SASL.MaxReceiveSize
 			if sec.maxReceive <= 0 {
@@ -468,7 +472,7 @@ func (c *conn) saslStep(token []byte) (reply []byte, lifetime time.Duration, err
 	if !done {
 		return reply, 0, nil
 	}
-	now := time.Now()
+	now := c.srv.clock.Now()
 	lifetime = c.sessionLifetime(now, a.authn.Expiry())
 	if !a.reauth {
 		p := a.authn.Principal()
@@ -509,7 +513,7 @@ func (c *conn) sessionLifetime(now, credExpiry time.Time) time.Duration {
 func (c *conn) authenticatedRequest(req *protocol.Request) (handled, ok bool) {
 	a := c.sasl
 	if req.Key == int16(kmsg.SASLHandshake) && a.supportsReauth {
-		now := time.Now()
+		now := c.srv.clock.Now()
 		// At most one re-authentication a second, as Kafka: a client
 		// could otherwise keep the broker busy with them.
 		if a.lastReauth.IsZero() || now.Sub(a.lastReauth) >= time.Second {
@@ -518,7 +522,7 @@ func (c *conn) authenticatedRequest(req *protocol.Request) (handled, ok bool) {
 			return true, c.authRequest(req)
 		}
 	}
-	if !a.expiry.IsZero() && !time.Now().Before(a.expiry) {
+	if !a.expiry.IsZero() && !c.srv.clock.Now().Before(a.expiry) {
 		c.logRefused("SASL session expired", fmt.Errorf("principal %s, request %s", c.principal(), kmsg.Key(req.Key).Name()))
 		return true, false
 	}

@@ -29,6 +29,7 @@ type groupSettings struct {
 func (s *Server) groupSettingsFrom(g config.Groups) groupSettings {
 	cfg := group.DefaultConfig()
 	cfg.Logger = s.logger
+	cfg.Now = s.clock.Now
 	cfg.NumPartitions = g.OffsetsTopicPartitions
 	cfg.OffsetMetadataMaxBytes = g.OffsetMetadataMaxBytes
 	cfg.OffsetsRetention = g.OffsetsRetention

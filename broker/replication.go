@@ -23,6 +23,7 @@ func (s *Server) newReplicaManager() *replication.Manager {
 		Brokers:     replicaClient{s},
 		TopicConfig: s.topicReplicationConfig,
 		Logger:      s.logger,
+		Now:         s.clock.Now,
 	})
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/internal/background"
+	"github.com/strait/strait/internal/clock"
 	"github.com/strait/strait/protocol"
 	"github.com/strait/strait/replication"
 )
@@ -114,6 +115,9 @@ type Server struct {
 
 	// hooks are the fault-injection hooks of tests (testhooks.go).
 	hooks hooksState
+	// clock is the wall clock the broker and what it builds read
+	// (config.Config.Clock, else the system's; tests jump it: JumpClock).
+	clock clock.Clock
 }
 
 type listener struct {
@@ -146,6 +150,7 @@ func New(cfg config.Config) (*Server, error) {
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
 		quotas:  newConnQuotas(&cfg, logger),
+		clock:   clock.Or(cfg.Clock),
 
 		offlineDirs:  make(map[string]bool),
 		logDirsCheck: make(chan struct{}, 1),
@@ -157,6 +162,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
+	s.fetchSessions.now = func() int64 { return s.clock.Now().UnixMilli() }
 	s.producerIDs = newProducerIDPool()
 	// Keystores, truststores and JAAS configs load here, so that a bad
 	// one stops the broker before it binds anything.
@@ -225,6 +231,7 @@ func (s *Server) start() error {
 		AutoLeaderRebalanceEnable:    &s.cfg.Controller.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: time.Duration(s.cfg.Controller.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Logger:                       s.logger,
+		Now:                          s.clock.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: controller: %w", err)

@@ -2,12 +2,12 @@ package broker
 
 // Hooks for fault injection in tests (package straittest): a request
 // interceptor, Pause/Resume (a SIGSTOP of the broker), a filter of the
-// brokers this one may reach (a network partition between brokers) and
-// Kill (server.go: a crash, without controlled shutdown). They exist only
-// so that tests can make the faults a client or a cluster meets in
-// production; nothing in the broker sets them. When none is set they cost
-// one atomic load per request and per response batch written, and nothing
-// else: no lock, no allocation.
+// brokers this one may reach (a network partition between brokers), Kill
+// (server.go: a crash, without controlled shutdown) and JumpClock (a step
+// of the broker's wall clock). They exist only so that tests can make the
+// faults a client or a cluster meets in production; nothing in the broker
+// sets them. When none is set they cost one atomic load per request and
+// per response batch written, and nothing else: no lock, no allocation.
 
 import (
 	"context"
@@ -140,6 +140,30 @@ func (s *Server) SetPeerFilter(unreachable func(nodeID int32) bool) {
 		s.closeInterBrokerClients()
 	}
 }
+
+// JumpClock moves the broker's clock by d (back when d is negative), as an
+// NTP step or a host with a skewed clock would, and returns its new offset
+// from the system time. Everything Kafka times on its wall clock moves with
+// it: LogAppendTime, retention.ms, segment.ms, transaction timeouts,
+// producer-id and delegation-token expiry, SASL session lifetimes, ISR lag,
+// fetch-session eviction. It exists for tests (straittest's JumpClock) and
+// fails unless the broker's clock is adjustable (config.Config.Clock a
+// *clock.Offset).
+func (s *Server) JumpClock(d time.Duration) (time.Duration, error) {
+	j, ok := s.clock.(jumper)
+	if !ok {
+		return 0, fmt.Errorf("broker: its clock (%T) cannot be moved", s.clock)
+	}
+	return j.Jump(d), nil
+}
+
+// jumper is a clock JumpClock can move (clock.Offset).
+type jumper interface {
+	Jump(time.Duration) time.Duration
+}
+
+// Now is the time on the broker's clock.
+func (s *Server) Now() time.Time { return s.clock.Now() }
 
 // errPeerUnreachable is the error of a request to a broker SetPeerFilter
 // made unreachable.

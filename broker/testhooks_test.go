@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/internal/clock"
 )
 
 // Tests of the fault-injection hooks (testhooks.go); package straittest
@@ -102,5 +104,38 @@ func TestKillLeaksNothingAndRestarts(t *testing.T) {
 		}
 		os.RemoveAll(dir)
 		base.check(t, fmt.Sprintf("after round %d", round))
+	}
+}
+
+// JumpClock moves a broker's clock when it was given an adjustable one
+// (config.Config.Clock), and refuses on the system clock.
+func TestJumpClock(t *testing.T) {
+	srv, cfg := newTestServer(t, testProps(map[string]string{"log.dirs": t.TempDir()}))
+	defer srv.Close()
+	if _, err := srv.JumpClock(time.Hour); err == nil {
+		t.Fatal("JumpClock on the system clock succeeded")
+	}
+	if d := time.Since(srv.Now()); d < -time.Minute || d > time.Minute {
+		t.Fatalf("system clock %v off", -d)
+	}
+
+	cfg.Clock = clock.NewOffset()
+	srv2, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv2.Close()
+	if off, err := srv2.JumpClock(time.Hour); off != time.Hour || err != nil {
+		t.Fatalf("JumpClock(1h) = %v, %v", off, err)
+	}
+	if off, _ := srv2.JumpClock(-90 * time.Minute); off != -30*time.Minute {
+		t.Fatalf("offset %v after +1h and -90m, want -30m", off)
+	}
+	if d := time.Until(srv2.Now()); d < -31*time.Minute || d > -29*time.Minute {
+		t.Fatalf("broker clock %v from the system's, want -30m", d)
+	}
+	// Its fetch sessions read it too.
+	if d := time.Until(time.UnixMilli(srv2.fetchSessions.now())); d < -31*time.Minute || d > -29*time.Minute {
+		t.Fatalf("fetch sessions' clock %v from the system's, want -30m", d)
 	}
 }

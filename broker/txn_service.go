@@ -45,6 +45,7 @@ type txnSettings struct {
 func (s *Server) txnSettingsFrom(t config.Transactions, g config.Groups) txnSettings {
 	cfg := txn.DefaultConfig()
 	cfg.Logger = s.logger
+	cfg.Now = s.clock.Now
 	cfg.MaxTimeout = t.MaxTimeout
 	cfg.TransactionalIDExpiration = t.TransactionalIDExpiration
 	cfg.AbortTimedOutInterval = t.AbortTimedOutInterval

@@ -26,6 +26,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strait/strait/internal/clock"
 	"github.com/strait/strait/storage"
 )
 
@@ -172,6 +173,9 @@ type Config struct {
 	// StorageFS is the filesystem partition logs are written through; nil is
 	// the operating system's. Tests inject faults with storage.NewFaultFS.
 	StorageFS storage.FS
+	// Clock is the time the broker reads (Kafka's Time); nil is the
+	// system's. Tests jump it with a *clock.Offset.
+	Clock clock.Clock
 }
 
 // Default returns the configuration an empty server.properties gives.

@@ -36,6 +36,9 @@ type Config struct {
 	// LeaseTTLSeconds is the broker registration lease (default 10).
 	LeaseTTLSeconds int64
 	Logger          *slog.Logger
+	// Now is the wall clock delegation tokens' issue, expiry and sweep
+	// times are read on; nil is time.Now.
+	Now func() time.Time
 
 	// DefaultNumPartitions replaces a requested partition count of -1 (num.partitions, default 1).
 	DefaultNumPartitions int32
@@ -125,6 +128,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	cfg.Logger = cfg.Logger.With("component", "controller")
 	return cfg, nil

@@ -79,7 +79,7 @@ func (c *Controller) CreateDelegationToken(ctx context.Context, owner, requester
 		return security.DelegationToken{}, kerr.DelegationTokenAuthDisabled
 	}
 	cfg := c.cfg.DelegationTokens
-	now := time.Now().UnixMilli()
+	now := c.cfg.Now().UnixMilli()
 	maxLife := cfg.MaxLifetime.Milliseconds()
 	if maxLifetimeMs > 0 {
 		maxLife = min(maxLife, maxLifetimeMs)
@@ -182,7 +182,7 @@ func (c *Controller) updateToken(ctx context.Context, principal security.Princip
 		}
 		rec := t.rec
 		rec.Renewers = slices.Clone(rec.Renewers)
-		now := time.Now().UnixMilli()
+		now := c.cfg.Now().UnixMilli()
 		remove, err := change(&rec, now)
 		if err != nil {
 			return 0, err
@@ -247,7 +247,7 @@ func OwnerOrRenewer(t security.DelegationToken, p security.Principal) bool {
 // deleted (unless renewed meanwhile: a compare-and-swap on its revision,
 // guarded by the controller's election key).
 func (c *Controller) sweepExpiredTokens(ctx context.Context, guard []clientv3.Cmp) error {
-	now := time.Now().UnixMilli()
+	now := c.cfg.Now().UnixMilli()
 	for _, t := range c.cache.snapshot().auth.tokens {
 		if t.rec.MaxMs >= now && t.rec.ExpiryMs >= now {
 			continue

@@ -146,7 +146,9 @@ func (f clientFunc) Request(ctx context.Context, broker int32, req kmsg.Request)
 	return f(ctx, broker, req)
 }
 
-// fakeClock is a settable clock.
+// fakeClock is a settable clock. It starts at the system time: the logs
+// read it too, and refuse records stamped an hour past it
+// (message.timestamp.after.max.ms).
 type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -179,7 +181,7 @@ type testEnv struct {
 // changed by set (when not nil).
 func newEnv(t *testing.T, set func(*Config), client BrokerClient) *testEnv {
 	t.Helper()
-	env := &testEnv{meta: newFakeMeta(1, 2, 3), clock: &fakeClock{t: time.Unix(1_700_000_000, 0)}, dir: t.TempDir()}
+	env := &testEnv{meta: newFakeMeta(1, 2, 3), clock: &fakeClock{t: time.Now()}, dir: t.TempDir()}
 	env.isr = newFakeISR(env.meta)
 	cfg := ConfigFrom(config.Default())
 	cfg.NodeID = 1

@@ -9,7 +9,11 @@ func (m *Manager) maintenanceLoop() {
 	defer m.loops.Done()
 	t := time.NewTicker(m.cfg.MaintenanceInterval)
 	defer t.Stop()
-	start := m.now()
+	// The schedule runs on the monotonic clock, as Kafka's scheduler: a
+	// jump of the broker's wall clock (m.now) back must not stall
+	// retention until the clock catches up, nor one forward run it early.
+	// The work itself reads the wall clock.
+	start := time.Now()
 	retention := periodic{interval: m.cfg.RetentionCheckInterval, last: start}
 	expiry := periodic{interval: m.cfg.ProducerIDExpirationCheckInterval, last: start}
 	for {
@@ -17,8 +21,8 @@ func (m *Manager) maintenanceLoop() {
 		case <-m.stop:
 			return
 		case <-t.C:
-			now := m.now()
-			checkRetention, expire := retention.due(now), expiry.due(now)
+			mono, now := time.Now(), m.now()
+			checkRetention, expire := retention.due(mono), expiry.due(mono)
 			m.ForEach(func(p *Partition) {
 				// Shutdown need not wait for the rest of a pass: closing
 				// a log flushes it.

@@ -115,7 +115,7 @@ func (m *Manager) Start() error {
 	m.meta.Listen(m.apply)
 	if m.cfg.LogCleanerEnable {
 		c, err := storage.NewCleaner(m.cfg.Cleaner, m.Logs, storage.Options{
-			FS: m.cfg.FS, Logger: m.logger.With("component", "log-cleaner"),
+			FS: m.cfg.FS, Logger: m.logger.With("component", "log-cleaner"), Now: m.now,
 		})
 		if err != nil {
 			return fmt.Errorf("log cleaner: %w", err)
@@ -400,7 +400,7 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 		}
 	}
 	start := time.Now()
-	l, err := storage.Open(dir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name)})
+	l, err := storage.Open(dir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now})
 	if err != nil {
 		return nil, fmt.Errorf("opening log %s: %w", dir, err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/strait/strait/broker"
 	"github.com/strait/strait/config"
+	"github.com/strait/strait/internal/clock"
 	"github.com/strait/strait/internal/freeport"
 )
 
@@ -69,6 +70,9 @@ type Broker struct {
 	dir     string
 	props   map[string]string
 	disk    *Disk
+	// clock is the broker's wall clock, the host's: it keeps its offset
+	// across Stop and Restart (JumpClock).
+	clock *clock.Offset
 	// etcdProxy stands between the broker and the shared etcd
 	// (nil with WithEmbeddedEtcd), for IsolateEtcd.
 	etcdProxy *tcpProxy
@@ -147,7 +151,8 @@ func (c *Cluster) setUp(n int, dir string) error {
 	c.brokers = make([]*Broker, n)
 	var initial []string
 	for i := range n {
-		b := &Broker{c: c, id: int32(i + 1), port: ports[i], dir: filepath.Join(dir, fmt.Sprintf("broker%d", i+1))}
+		b := &Broker{c: c, id: int32(i + 1), port: ports[i], dir: filepath.Join(dir, fmt.Sprintf("broker%d", i+1)),
+			clock: clock.NewOffset()}
 		if n > 1 && c.etcdEndpoint == "" {
 			b.peerURL = "http://127.0.0.1:" + strconv.Itoa(ports[n+i])
 			initial = append(initial, fmt.Sprintf("b%d=%s", b.id, b.peerURL))
@@ -256,6 +261,7 @@ func (b *Broker) start() error {
 	if b.disk != nil {
 		cfg.StorageFS = b.disk.FS()
 	}
+	cfg.Clock = b.clock
 	srv, err := broker.New(cfg)
 	if err != nil {
 		return fmt.Errorf("broker %d: %w", b.id, err)

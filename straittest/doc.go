@@ -24,7 +24,9 @@
 // as a crash would (its leaderships move only once its lease expires);
 // Pause and Resume make it a SIGSTOP'd process (nothing answered, lease
 // lapsing); Isolate cuts it off from the other brokers and IsolateEtcd
-// (with the shared etcd, the default) from etcd, until Heal.
+// (with the shared etcd, the default) from etcd, until Heal; JumpClock
+// steps a broker's wall clock forward or back (retention, ISR lag,
+// transaction and token expiry read it), until ResetClock.
 //
 //	i := c.Intercept(straittest.Rule{Key: kmsg.Produce, Topic: "orders", Times: 2, Err: kerr.NotLeaderForPartition})
 //	c3.Kill(c3.Leader("t", 0))

@@ -365,6 +365,37 @@ func (c *Cluster) Heal(id int32) {
 	}
 }
 
+// JumpClock moves broker id's wall clock by d (back when d is negative),
+// as an NTP step or a host with a skewed clock would; jumps add up.
+// Everything Kafka times on its wall clock moves with it on that broker:
+// LogAppendTime, retention.ms and segment.ms, ISR lag
+// (replica.lag.time.max.ms) when it leads, transaction timeouts,
+// producer-id and delegation-token expiry, SASL session lifetimes,
+// fetch-session eviction. Timers (group sessions, request timeouts) run on
+// the monotonic clock, as Kafka's. The offset is the host's: it stays
+// across Stop and Restart, until ResetClock. The broker need not run.
+func (c *Cluster) JumpClock(id int32, d time.Duration) {
+	c.tb.Helper()
+	c.Broker(id).clock.Jump(d)
+}
+
+// ResetClock puts broker id's clock (every broker's when id is 0) back in
+// step with the system's.
+func (c *Cluster) ResetClock(id int32) {
+	c.tb.Helper()
+	for _, b := range c.brokers {
+		if id == 0 || b.id == id {
+			b.clock.Set(0)
+		}
+	}
+	if id != 0 {
+		c.Broker(id) // fails the test for an unknown id
+	}
+}
+
+// ClockOffset is how far broker b's clock is from the system's (JumpClock).
+func (b *Broker) ClockOffset() time.Duration { return b.clock.Offset() }
+
 // syncPeerFilters sets each running broker's peer filter from the
 // isolated set.
 func (c *Cluster) syncPeerFilters() {

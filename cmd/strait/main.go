@@ -1,7 +1,7 @@
 // Command strait runs a Strait broker, or a cluster of them for tests.
 //
 //	strait [--config server.properties] [--override key=value]... [--log-level LEVEL]
-//	       [--ephemeral] [--test-defaults] [--ready-file PATH]
+//	       [--ephemeral] [--test-defaults] [--ready-file PATH] [--test-clock-file PATH]
 //	strait server.properties [--override key=value]...      (kafka-server-start.sh's form)
 //	strait cluster [--brokers N] [the options above]
 //
@@ -27,10 +27,11 @@ import (
 
 	"github.com/strait/strait/broker"
 	"github.com/strait/strait/config"
+	"github.com/strait/strait/internal/clock"
 )
 
 const usage = `USAGE: strait [--config server.properties] [--override property=value]* [--log-level LEVEL]
-              [--ephemeral] [--test-defaults] [--ready-file PATH]
+              [--ephemeral] [--test-defaults] [--ready-file PATH] [--test-clock-file PATH]
        strait server.properties [--override property=value]* [options]
        strait cluster [--brokers N] [options]
 
@@ -53,6 +54,15 @@ Options:
                        unspecified host), brokers in node.id order; written to a
                        temporary file then renamed, so it appears complete; removed
                        at exit
+  --test-clock-file PATH
+                       tests only: the brokers' wall clock is the system's plus the Go
+                       duration in PATH (+90s, -30s, 0s), re-read every 100 ms, as an
+                       NTP step would move it (retention, LogAppendTime, ISR lag,
+                       transaction and token expiry follow it); a missing file is 0s;
+                       an empty or malformed one leaves the offset as it was (a
+                       malformed value is logged once); write it whole (write a
+                       temporary file, then rename it); every broker of the process
+                       follows the same file
   -h, --help           this text
 
 strait cluster starts N brokers (--brokers N or -n N, default 3) in this
@@ -97,6 +107,8 @@ type options struct {
 	ephemeral    bool
 	testDefaults bool
 	readyFile    string
+	// testClockFile holds the brokers' clock offset (testclock.go).
+	testClockFile string
 	// cluster is the number of brokers of strait cluster, 0 for one
 	// broker without the subcommand.
 	cluster int
@@ -139,7 +151,8 @@ func parseArgs(args []string) (options, error) {
 				o.testDefaults = on
 			}
 			continue
-		case "--config", "-config", "--override", "-override", "--log-level", "-log-level", "--ready-file", "-ready-file":
+		case "--config", "-config", "--override", "-override", "--log-level", "-log-level", "--ready-file", "-ready-file",
+			"--test-clock-file", "-test-clock-file":
 		case "--brokers", "-brokers", "-n":
 			if o.cluster == 0 {
 				return o, fmt.Errorf("%w: option %s is for strait cluster", errUsage, name)
@@ -173,6 +186,8 @@ func parseArgs(args []string) (options, error) {
 			o.logLevel = value
 		case "ready-file":
 			o.readyFile = value
+		case "test-clock-file":
+			o.testClockFile = value
 		case "brokers", "n":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 || n > maxClusterSize {
@@ -259,6 +274,15 @@ func run(args, environ []string, stderr io.Writer, signals <-chan os.Signal) int
 		plans = []map[string]string{props}
 	}
 
+	var clk clock.Clock
+	if opts.testClockFile != "" {
+		tc := newTestClock(opts.testClockFile, logger)
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() { defer close(done); tc.run(stop) }()
+		defer func() { close(stop); <-done }()
+		clk = tc.clk
+	}
+
 	var nodes []node
 	for _, p := range plans {
 		cfg, warnings, err := config.Parse(p)
@@ -276,6 +300,7 @@ func run(args, environ []string, stderr io.Writer, signals <-chan os.Signal) int
 			return 1
 		}
 		cfg.Logger = logger
+		cfg.Clock = clk
 		if opts.cluster > 0 {
 			cfg.Logger = logger.With("node", cfg.NodeID) // whose line it is
 		}

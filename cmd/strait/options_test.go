@@ -23,6 +23,7 @@ func TestParseArgsTestBrokerOptions(t *testing.T) {
 			options{ephemeral: true, testDefaults: true, readyFile: "/r"}, ""},
 		{[]string{"--ephemeral=false", "--test-defaults=true", "--ready-file=/r"},
 			options{testDefaults: true, readyFile: "/r"}, ""},
+		{[]string{"--test-clock-file", "/c"}, options{testClockFile: "/c"}, ""},
 		{[]string{"cluster"}, options{cluster: 3}, ""},
 		{[]string{"cluster", "-n", "5", "--override", "a=1"}, options{cluster: 5, overrides: []string{"a=1"}}, ""},
 		{[]string{"cluster", "--brokers=1", "s.props"}, options{cluster: 1, configFile: "s.props"}, ""},
@@ -45,7 +46,7 @@ func TestParseArgsTestBrokerOptions(t *testing.T) {
 	}
 	var stderr syncBuffer
 	run([]string{"-h"}, nil, &stderr, nil)
-	for _, opt := range []string{"--config", "--override", "--log-level", "--ephemeral", "--test-defaults", "--ready-file", "strait cluster", "--brokers N"} {
+	for _, opt := range []string{"--config", "--override", "--log-level", "--ephemeral", "--test-defaults", "--ready-file", "--test-clock-file", "strait cluster", "--brokers N"} {
 		if !strings.Contains(stderr.String(), opt) {
 			t.Errorf("strait -h does not document %s", opt)
 		}

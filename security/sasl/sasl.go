@@ -36,6 +36,11 @@ type Server struct {
 	testNonce  string // tests: a fixed SCRAM server nonce (RFC 7677's vector)
 }
 
+// SetClock makes the mechanisms read the time (a delegation token's or an
+// OAUTHBEARER token's expiry) from now instead of time.Now. Call it before
+// the first Start.
+func (s *Server) SetClock(now func() time.Time) { s.now = now }
+
 // NewServer builds a listener's mechanisms from its settings. The error is
 // a *config.ConfigError naming the key at fault (an unsupported mechanism,
 // a JAAS config that is missing or does not parse).
