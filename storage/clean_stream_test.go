@@ -28,7 +28,8 @@ const zeroChunk = 4 << 20
 // of MiB costs a few KiB of batch and no memory to build.
 func zeroValueRecord(t testing.TB, key []byte, off int, n int64) []byte {
 	t.Helper()
-	zeros, err := compress.Compress(compress.Zstd, nil, make([]byte, zeroChunk))
+	zeroFrameOnce.Do(func() { zeroFrame, zeroFrameErr = compress.Compress(compress.Zstd, nil, make([]byte, zeroChunk)) })
+	zeros, err := zeroFrame, zeroFrameErr
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +54,12 @@ func zeroValueRecord(t testing.TB, key []byte, off int, n int64) []byte {
 	}
 	return append(out, tail...)
 }
+
+var (
+	zeroFrameOnce sync.Once
+	zeroFrame     []byte
+	zeroFrameErr  error
+)
 
 // logFiles returns the bytes of every .log file of dir, by name.
 func logFiles(t testing.TB, dir string) map[string][]byte {
