@@ -32,8 +32,9 @@ import (
 //     (KIP-534, set to now + delete.retention.ms the first time a cleaning
 //     keeps it) has not passed; records without a key are dropped;
 //   - a batch keeping all its records, and needing no delete horizon, is
-//     copied byte for byte; otherwise it is rewritten (decompressed,
-//     recompressed with its codec) with its base offset, last offset delta
+//     copied byte for byte; otherwise it is rewritten (its records streamed
+//     from the decompressor into its codec's compressor, see
+//     cleanrecords.go) with its base offset, last offset delta
 //     and producer fields; a batch keeping no record is dropped, except the
 //     last batch of the round and the last data batch of a producer still
 //     active (Kafka keeps those as an empty header for the producer's

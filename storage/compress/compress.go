@@ -12,6 +12,25 @@
 //
 // Decompression is streaming (NewReader) so that validating a batch never
 // holds its whole uncompressed payload in memory; decoders are pooled.
+// Compression streams too (NewWriter), for the cleaner's rewrites.
+//
+// What one decompression stream may allocate, whatever its output:
+//
+//	gzip    the inflater's fixed state (its 32 KiB window, tables)
+//	snappy  one block: at most min(64 MiB, 22 x the block's bytes, the cap)
+//	lz4     two buffers of min(the declared block size, the next block
+//	        size >= 255 x the frame's bytes): 4 MiB at most (lz4.go)
+//	zstd    the declared window plus two 128 KiB blocks, at the first
+//	        block: at most 128 MiB (MaxZstdWindow) + 256 KiB, or under a
+//	        cap max(cap, 8 MiB) + 256 KiB. The decoder (klauspost/compress)
+//	        sizes its history by the frame header and has no option to grow
+//	        it with the output (WithDecoderLowmem trims only block buffers;
+//	        WithDecoderMaxWindow and WithDecoderMaxMemory only refuse), so
+//	        this is the bound left; a pooled decoder keeps its history until
+//	        the collector empties the pool.
+//
+// "The cap" is the caller's limit on decompressed bytes (NewLimitedReader,
+// Decompress), strait.max.decompressed.batch.bytes for the broker.
 package compress
 
 import (
@@ -125,7 +144,7 @@ func NewLimitedReader(c Codec, src []byte, limit int64) (io.ReadCloser, error) {
 			d = new(lz4Decoder)
 			d.zr = lz4.NewReader(nil)
 		}
-		d.src.Reset(src)
+		d.src.lz4View(src)
 		d.zr.Reset(&d.src)
 		return d, nil
 	case Zstd:
@@ -177,14 +196,14 @@ func (d *gzipDecoder) Close() error {
 
 type lz4Decoder struct {
 	zr  *lz4.Reader
-	src bytes.Reader
+	src sliceReader // src with block sizes lowered (lz4.go)
 }
 
 func (d *lz4Decoder) Read(p []byte) (int, error) { return d.zr.Read(p) }
 
 func (d *lz4Decoder) Close() error {
 	d.zr.Reset(nil)
-	d.src.Reset(nil)
+	d.src.reset()
 	lz4Decoders.Put(d)
 	return nil
 }
