@@ -59,7 +59,8 @@ var errNegativeOffsetDelta = errors.New("negative record offset delta")
 // keeps one, so its digest is reused.
 type recordStream struct {
 	digest hash.Hash
-	pfx    []byte // a rewritten record's new head
+	pfx    []byte      // a rewritten record's new head
+	rec    cleanRecord // the record decide is given (kept here: no allocation per record)
 }
 
 // walk parses the records of batch (header h) one at a time, decompressing
@@ -120,12 +121,13 @@ func (s *recordStream) walk(batch []byte, h *batchHeader, limit int64, out *bufi
 		}
 		win.fill(int(min(length, recordWindowSize)))
 		body := bodyReader{src: &win, left: int64(length)}
-		r := cleanRecord{index: i}
+		r := &s.rec
+		*r = cleanRecord{index: i}
 		// The head as a slice, when the window holds it: most records. The
 		// slice is cut at the window's size, not at what the window happens
 		// to hold, so that every walk over a batch sees the same heads as big.
 		head := win.buf[win.pos : win.pos+min(int(length), recordWindowSize, win.avail())]
-		key, valueLen, pfxLen, headLen, ok := scanRecordHead(head, &r)
+		key, valueLen, pfxLen, headLen, ok := scanRecordHead(head, r)
 		if !ok {
 			// Read the head a byte at a time up to the key.
 			r.bigHead = true
@@ -170,7 +172,7 @@ func (s *recordStream) walk(batch []byte, h *batchHeader, limit int64, out *bufi
 			}
 			r.hasKey, r.hasValue, r.hashed = keyLen >= 0, valueLen >= 0, true
 		}
-		keep, err := decide(&r)
+		keep, err := decide(r)
 		if err != nil {
 			return err
 		}
