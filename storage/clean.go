@@ -1,14 +1,17 @@
 package storage
 
 import (
-	"bytes"
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/strait/strait/recordbatch"
+	"github.com/strait/strait/storage/compress"
 )
 
 // Cleaning one compacted log, as Kafka's Cleaner (LogCleaner.scala):
@@ -29,8 +32,9 @@ import (
 //     (KIP-534, set to now + delete.retention.ms the first time a cleaning
 //     keeps it) has not passed; records without a key are dropped;
 //   - a batch keeping all its records, and needing no delete horizon, is
-//     copied byte for byte; otherwise it is rewritten (decompressed,
-//     recompressed with its codec) with its base offset, last offset delta
+//     copied byte for byte; otherwise it is rewritten (its records streamed
+//     from the decompressor into its codec's compressor, see
+//     cleanrecords.go) with its base offset, last offset delta
 //     and producer fields; a batch keeping no record is dropped, except the
 //     last batch of the round and the last data batch of a producer still
 //     active (Kafka keeps those as an empty header for the producer's
@@ -237,19 +241,22 @@ func (w *cleanerWorker) buildOffsetMap(c *cleanCandidate, m *offsetMap) error {
 		err = w.forEachBatch(c, seg, from, seg.size, func(_ int64, h *batchHeader, batch []byte) error {
 			w.stats.mapBytesRead += h.Size()
 			if !h.IsControl() && !c.aborted.contains(h) {
-				recs, err := w.records(batch, h)
-				if err != nil {
+				err := w.stream.walk(batch, h, c.cfg.MaxDecompressedBatchBytes, nil, 0, func(r *cleanRecord) (bool, error) {
+					w.stats.mapRecordsRead++
+					if !r.hasKey || r.offset < start {
+						return false, nil
+					}
+					if m.size() >= maxEntries || !m.putHash(&r.keyHash, r.offset) {
+						full = true
+						return false, errStopIteration
+					}
+					return false, nil
+				})
+				if err == errStopIteration {
 					return err
 				}
-				for _, r := range recs {
-					w.stats.mapRecordsRead++
-					if r.key == nil || r.offset < start {
-						continue
-					}
-					if m.size() >= maxEntries || !m.put(r.key, r.offset) {
-						full = true
-						return errStopIteration
-					}
+				if err != nil {
+					return fmt.Errorf("segment %d: batch at offset %d: %w", seg.baseOffset, h.BaseOffset, err)
 				}
 			}
 			if h.LastOffset() >= start {
@@ -364,35 +371,43 @@ func (w *cleanerWorker) cleanSegments(c *cleanCandidate, group []*segment, nowMs
 				nh := parseBatchHeader(w.rebuilt)
 				return out.write(w.rebuilt, &nh)
 			}
-			recs, err := w.records(batch, h)
-			if err != nil {
-				return err
-			}
-			w.stats.recordsRead += int64(len(recs))
-			kept := w.kept[:0]
-			tombstones := false
-			for _, r := range recs {
-				if w.shouldRetainRecord(m, h, &r, nowMs) {
-					kept = append(kept, r)
-					tombstones = tombstones || !r.hasValue
+			// First walk: decide on every record, and learn what a rewrite
+			// needs to write its header before its records.
+			var p keptSummary
+			w.bigKept = w.bigKept[:0]
+			err := w.stream.walk(batch, h, c.cfg.MaxDecompressedBatchBytes, nil, 0, func(r *cleanRecord) (bool, error) {
+				p.read++
+				if !w.shouldRetainRecord(m, h, r, nowMs) {
+					return false, nil
 				}
+				if p.kept == 0 {
+					p.firstTs = r.timestamp
+				}
+				p.kept++
+				p.maxTs = max(p.maxTs, r.timestamp)
+				p.tombstones = p.tombstones || !r.hasValue
+				if r.bigHead {
+					w.bigKept = append(w.bigKept, r.index)
+				}
+				return true, nil
+			})
+			if err != nil {
+				return fmt.Errorf("segment %d: batch at offset %d: %w", seg.baseOffset, h.BaseOffset, err)
 			}
-			w.kept = kept
-			w.stats.recordsWritten += int64(len(kept))
+			w.stats.recordsRead += int64(p.read)
+			w.stats.recordsWritten += int64(p.kept)
 			horizon, hasHorizon := h.deleteHorizon()
 			switch {
-			case len(kept) > 0 && len(kept) == len(recs) && (!tombstones || hasHorizon):
+			case p.kept > 0 && p.kept == p.read && (!p.tombstones || hasHorizon):
 				return out.write(batch, h)
-			case len(kept) > 0:
-				if tombstones && !hasHorizon {
+			case p.kept > 0:
+				if p.tombstones && !hasHorizon {
 					horizon = nowMs + c.cfg.DeleteRetentionMs
 				}
-				w.rebuilt, err = appendRebuiltBatch(w.rebuilt[:0], h, kept, horizon, &w.scratch)
-				if err != nil {
-					return fmt.Errorf("recompress batch at offset %d: %w", h.BaseOffset, err)
+				if err := w.rewriteBatch(c, &out, batch, h, &p, horizon, nowMs); err != nil {
+					return fmt.Errorf("segment %d: rewrite batch at offset %d: %w", seg.baseOffset, h.BaseOffset, err)
 				}
-				nh := parseBatchHeader(w.rebuilt)
-				return out.write(w.rebuilt, &nh)
+				return nil
 			case retainEmpty:
 				w.rebuilt = appendEmptyBatch(w.rebuilt[:0], h)
 				nh := parseBatchHeader(w.rebuilt)
@@ -432,26 +447,124 @@ func (w *cleanerWorker) shouldRetainRecord(m *offsetMap, h *batchHeader, r *clea
 	if r.offset > m.latestOffset() {
 		return true // past what this cleaning mapped: the next one decides
 	}
-	if r.key == nil {
+	if !r.hasKey {
 		w.stats.invalidRecords++
 		return false
 	}
-	if r.offset < m.get(r.key) {
+	if r.offset < m.getHash(&r.keyHash) {
 		return false
 	}
 	horizon, hasHorizon := h.deleteHorizon()
 	return r.hasValue || !hasHorizon || nowMs < horizon
 }
 
-// records decompresses and parses a batch's records into the worker's
-// reused buffers; they are valid until the next call.
-func (w *cleanerWorker) records(batch []byte, h *batchHeader) ([]cleanRecord, error) {
-	payload, err := decompressedRecords(batch, h, &w.decompressed)
-	if err != nil {
-		return nil, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+// keptSummary is what the first walk over a batch learns of the records a
+// cleaning keeps.
+type keptSummary struct {
+	read, kept     int32
+	firstTs, maxTs int64 // of the kept records
+	tombstones     bool  // some kept record is a tombstone
+}
+
+// rewriteBatch writes to out the batch h keeping only the records the
+// first walk kept (p), as Kafka's buildRetainedRecordsInto: the base
+// offset, last offset delta (so the producer's last sequence survives),
+// producer fields, leader epoch, timestamp type and codec are h's; records
+// keep their offsets; baseTimestamp is the delete horizon when
+// deleteHorizonMs >= 0 (attributes bit 6 set), else the first kept
+// record's timestamp; maxTimestamp is the largest kept timestamp, or h's
+// for LogAppendTime. The records stream a second time from the
+// decompressor through the codec's compressor into the segment; the header
+// is patched with the length and CRC at the end.
+func (w *cleanerWorker) rewriteBatch(c *cleanCandidate, out *segmentWriter, batch []byte, h *batchHeader, p *keptSummary, deleteHorizonMs, nowMs int64) error {
+	baseTs := deleteHorizonMs
+	if baseTs < 0 {
+		baseTs = p.firstTs
 	}
-	w.recs, err = parseCleanRecords(payload, h, w.recs[:0])
-	return w.recs, err
+	nh := *h
+	nh.Attributes = h.Attributes &^ recordbatch.AttrDeleteHorizon
+	if deleteHorizonMs >= 0 {
+		nh.Attributes |= recordbatch.AttrDeleteHorizon
+	}
+	nh.BaseTimestamp, nh.MaxTimestamp, nh.RecordCount = baseTs, p.maxTs, p.kept
+	if h.timestampType() == LogAppendTime {
+		nh.MaxTimestamp = h.MaxTimestamp
+	}
+	nh.BatchLength = recordbatch.HeaderSize - recordbatch.LogOverhead // for Put; patched below
+	var head [recordbatch.HeaderSize]byte
+	nh.Put(head[:])
+	pos := out.pos()
+	out.append(head[:])
+	pw := payloadWriter{sw: out, crc: crc32.Update(0, recordbatch.CRCTable, head[recordbatch.PosAttributes:])}
+	cw, err := compress.NewWriter(h.codec(), &pw)
+	if err != nil {
+		return err
+	}
+	if w.bw == nil {
+		w.bw = bufio.NewWriterSize(cw, 32<<10)
+	} else {
+		w.bw.Reset(cw)
+	}
+	m := w.offsetMap()
+	invalid := w.stats.invalidRecords // counted by the first walk
+	big := w.bigKept
+	err = w.stream.walk(batch, h, c.cfg.MaxDecompressedBatchBytes, w.bw, baseTs, func(r *cleanRecord) (bool, error) {
+		if r.bigHead {
+			keep := len(big) > 0 && big[0] == r.index
+			if keep {
+				big = big[1:]
+			}
+			return keep, nil
+		}
+		return w.shouldRetainRecord(m, h, r, nowMs), nil
+	})
+	w.stats.invalidRecords = invalid
+	if ferr := w.bw.Flush(); err == nil {
+		err = ferr
+	}
+	w.bw.Reset(nil)
+	if cerr := cw.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = pw.err
+	}
+	if err != nil {
+		return err
+	}
+	size := recordbatch.HeaderSize + pw.n
+	if size-recordbatch.LogOverhead > math.MaxInt32 {
+		return fmt.Errorf("rewritten batch of %d bytes is over the batch size limit", size)
+	}
+	nh.BatchLength = int32(size - recordbatch.LogOverhead)
+	nh.CRC = pw.crc
+	binary.BigEndian.PutUint32(head[recordbatch.PosBatchLength:], uint32(nh.BatchLength))
+	binary.BigEndian.PutUint32(head[recordbatch.PosCRC:], nh.CRC)
+	if err := out.patch(pos, head[:]); err != nil {
+		return err
+	}
+	return out.seg.indexBatch(&nh, pos, out.interval)
+}
+
+// payloadWriter passes a rewritten batch's compressed records to the
+// segment writer, summing their length and CRC.
+type payloadWriter struct {
+	sw  *segmentWriter
+	crc uint32
+	n   int64
+	err error
+}
+
+func (p *payloadWriter) Write(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	p.crc = crc32.Update(p.crc, recordbatch.CRCTable, b)
+	p.n += int64(len(b))
+	if p.err = p.sw.append(b); p.err != nil {
+		return 0, p.err
+	}
+	return len(b), nil
 }
 
 // segmentWriter appends batches to a segment being built by the cleaner,
@@ -472,6 +585,30 @@ func (sw *segmentWriter) write(batch []byte, h *batchHeader) error {
 		return sw.flush()
 	}
 	return nil
+}
+
+// pos is where the next byte goes in the segment.
+func (sw *segmentWriter) pos() int64 { return sw.seg.size + int64(len(sw.buf)) }
+
+// append adds bytes that are not (yet) a whole batch: write indexes them.
+func (sw *segmentWriter) append(b []byte) error {
+	sw.buf = append(sw.buf, b...)
+	if len(sw.buf) >= sw.flushAt {
+		return sw.flush()
+	}
+	return nil
+}
+
+// patch overwrites bytes written at pos, in the buffer or in the file. A
+// patch never straddles the two: a flush writes the whole buffer, and b
+// (a batch header) was appended whole.
+func (sw *segmentWriter) patch(pos int64, b []byte) error {
+	if pos >= sw.seg.size {
+		copy(sw.buf[pos-sw.seg.size:], b)
+		return nil
+	}
+	_, err := sw.seg.log.WriteAt(b, pos)
+	return err
 }
 
 func (sw *segmentWriter) flush() error {
@@ -561,14 +698,14 @@ type cleanerWorker struct {
 	ioBufferSize int
 	stopped      func() bool
 
-	dedupe       *offsetMap // allocated at the first cleaning
-	readBuf      []byte
-	writeBuf     []byte
-	decompressed bytes.Buffer
-	recs, kept   []cleanRecord
-	scratch      []byte
-	rebuilt      []byte
-	stats        cleanStats
+	dedupe   *offsetMap // allocated at the first cleaning
+	readBuf  []byte
+	writeBuf []byte
+	stream   recordStream
+	bigKept  []int32       // records kept whose head is larger than the stream's window (see walk)
+	bw       *bufio.Writer // buffers retained records before their compressor
+	rebuilt  []byte
+	stats    cleanStats
 }
 
 func newCleanerWorker(cfg *CleanerConfig, stopped func() bool) *cleanerWorker {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -34,8 +35,13 @@ func DefaultCleanerConfig() CleanerConfig {
 // bytes, above the log's min.cleanable.dirty.ratio, or any log with dirty
 // data older than max.compaction.lag.ms), cleans it (see clean.go) and
 // moves its cleaner-offset-checkpoint; when no log qualifies it sleeps
-// log.cleaner.backoff.ms. A log whose cleaning fails is skipped from then on
-// (Kafka marks its partition uncleanable) and the failure is logged.
+// log.cleaner.backoff.ms. A log whose cleaning fails (a batch that does not
+// decode, or decompresses past strait.max.decompressed.batch.bytes, an I/O
+// error) is skipped from then on, its data untouched: Kafka marks its
+// partition uncleanable, and the failure is logged once. No batch can cost
+// a worker more than a bounded amount of memory (see cleanrecords.go), so
+// a hostile batch cannot stop compaction of the other logs, as an
+// OutOfMemoryError stops Kafka's cleaner thread.
 //
 // The broker creates one Cleaner with a function listing its current logs,
 // calls Start after loading them and Close before closing them (Log.Close
@@ -120,10 +126,9 @@ func (c *Cleaner) run(id int, w *cleanerWorker) {
 	defer c.wg.Done()
 	backoff := time.Duration(c.cfg.BackoffMs) * time.Millisecond
 	for !c.isStopping() {
-		_, cleaned, err := c.cleanFilthiest(w, c.now())
-		if err != nil {
-			c.logger.Warn("log cleaning failed; the log will not be cleaned again until restart", "thread", id, "err", err)
-		}
+		// A failure is logged and the log marked by cleanFilthiest; the
+		// thread goes on with the other logs at once.
+		_, cleaned, _ := c.cleanFilthiest(w, c.now())
 		if cleaned {
 			continue
 		}
@@ -168,7 +173,14 @@ func (c *Cleaner) cleanFilthiest(w *cleanerWorker, now time.Time) (CleanResult, 
 		l.logger.Info("log cleaning aborted", "dir", l.dir)
 		return res, true, nil
 	case err != nil:
+		// Kafka's CleanerThread.tryCleanFilthiestLog: the partition is
+		// marked uncleanable (LogCleanerManager.markPartitionUncleanable)
+		// and skipped until the broker restarts or the log is recreated;
+		// its data stays as it is (a .cleaned segment not swapped in was
+		// removed), and the other logs are cleaned on.
 		l.uncleanable.Store(true)
+		c.logger.Warn("unexpected error when cleaning log; marking its partition as uncleanable",
+			"partition", filepath.Base(l.dir), "dir", l.dir, "err", err)
 		return res, true, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
 	res.EndOffset = end

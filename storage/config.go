@@ -68,7 +68,10 @@ type LogConfig struct {
 	// MaxDecompressedBatchBytes is Strait's own cap (not Kafka's) on the
 	// bytes a produced batch's records may decompress to; a batch that
 	// expands past it is refused with CORRUPT_MESSAGE, having decompressed
-	// no more than the cap. 0 (the default) means no cap.
+	// no more than the cap. The cleaner applies it to stored batches (one
+	// over it makes the partition uncleanable), and under it a zstd frame
+	// may declare a window of at most max(cap, 8 MiB). 0 (the default)
+	// means no cap.
 	MaxDecompressedBatchBytes int64
 }
 

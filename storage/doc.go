@@ -73,5 +73,8 @@
 // being rebased on it; a batch losing every record is dropped, or kept as a
 // 61-byte header with zero records (no codec, baseTimestamp -1, its
 // maxTimestamp and offsets) when it is a live producer's last or ends the
-// cleaned range.
+// cleaned range. The cleaner streams records (cleanrecords.go) and never
+// holds a batch's decompressed records; a batch it cannot decode, or that
+// expands past strait.max.decompressed.batch.bytes, marks the partition
+// uncleanable, its data untouched, and the other logs are cleaned on.
 package storage

@@ -69,8 +69,14 @@ func (m *offsetMap) isEmpty(pos int) bool {
 // full all the same and nothing was stored.
 func (m *offsetMap) put(key []byte, offset int64) bool {
 	hash := md5.Sum(key)
+	return m.putHash(&hash, offset)
+}
+
+// putHash is put for a key given by its digest (the cleaner hashes keys as
+// they stream, never holding a large one whole).
+func (m *offsetMap) putHash(hash *[offsetMapHashSize]byte, offset int64) bool {
 	for attempt := 0; attempt < m.slots+offsetMapHashSize-4; attempt++ {
-		pos := m.position(&hash, attempt)
+		pos := m.position(hash, attempt)
 		if m.isEmpty(pos) {
 			copy(m.buf[pos:], hash[:])
 			binary.BigEndian.PutUint64(m.buf[pos+offsetMapHashSize:], uint64(offset))
@@ -78,7 +84,7 @@ func (m *offsetMap) put(key []byte, offset int64) bool {
 			m.latest = offset
 			return true
 		}
-		if [offsetMapHashSize]byte(m.buf[pos:pos+offsetMapHashSize]) == hash {
+		if [offsetMapHashSize]byte(m.buf[pos:pos+offsetMapHashSize]) == *hash {
 			binary.BigEndian.PutUint64(m.buf[pos+offsetMapHashSize:], uint64(offset))
 			m.latest = offset
 			return true
@@ -90,12 +96,17 @@ func (m *offsetMap) put(key []byte, offset int64) bool {
 // get returns the latest offset of key, -1 if the map does not hold it.
 func (m *offsetMap) get(key []byte) int64 {
 	hash := md5.Sum(key)
+	return m.getHash(&hash)
+}
+
+// getHash is get for a key given by its digest.
+func (m *offsetMap) getHash(hash *[offsetMapHashSize]byte) int64 {
 	for attempt := 0; attempt < m.slots+offsetMapHashSize-4; attempt++ {
-		pos := m.position(&hash, attempt)
+		pos := m.position(hash, attempt)
 		if m.isEmpty(pos) {
 			return -1
 		}
-		if [offsetMapHashSize]byte(m.buf[pos:pos+offsetMapHashSize]) == hash {
+		if [offsetMapHashSize]byte(m.buf[pos:pos+offsetMapHashSize]) == *hash {
 			return int64(binary.BigEndian.Uint64(m.buf[pos+offsetMapHashSize:]))
 		}
 	}

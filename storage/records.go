@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -108,10 +109,12 @@ func (w *recordWindow) Discard(n int) (int, error) {
 }
 
 // bodyReader parses one record body, refusing to read past its declared
-// length.
+// length. When tee is set, every byte read is written to it as well (the
+// cleaner copies a retained record's key, value and headers that way).
 type bodyReader struct {
 	src  *recordWindow
 	left int64
+	tee  *bufio.Writer
 }
 
 func (r *bodyReader) byte() (byte, error) {
@@ -123,7 +126,41 @@ func (r *bodyReader) byte() (byte, error) {
 		return 0, err
 	}
 	r.left--
+	if r.tee != nil {
+		_ = r.tee.WriteByte(c) // a write error stays in the bufio.Writer for Flush
+	}
 	return c, nil
+}
+
+// copyN consumes n bytes of the body a window at a time, writing them to
+// dst (and the tee) when set: a field of any size streams through.
+func (r *bodyReader) copyN(n int64, dst io.Writer) error {
+	if n > r.left {
+		return recordbatch.ErrFieldTooLong
+	}
+	for n > 0 {
+		if r.src.avail() == 0 {
+			r.src.fill(int(min(n, recordWindowSize)))
+			if r.src.avail() == 0 {
+				if r.src.err != nil {
+					return r.src.err
+				}
+				return io.EOF
+			}
+		}
+		k := int(min(n, int64(r.src.avail())))
+		chunk := r.src.buf[r.src.pos : r.src.pos+k]
+		if dst != nil {
+			_, _ = dst.Write(chunk) // hashes never fail; see byte for the tee
+		}
+		if r.tee != nil {
+			_, _ = r.tee.Write(chunk)
+		}
+		r.src.pos += k
+		r.left -= int64(k)
+		n -= int64(k)
+	}
+	return nil
 }
 
 // varlong reads a zigzag varint of at most maxBytes bytes, a byte at a
@@ -161,6 +198,9 @@ func (r *bodyReader) skip(n int32) error {
 	}
 	if int64(n) > r.left {
 		return recordbatch.ErrFieldTooLong
+	}
+	if r.tee != nil {
+		return r.copyN(int64(n), nil)
 	}
 	got, err := r.src.Discard(int(n))
 	r.left -= int64(got)
@@ -318,7 +358,7 @@ func walkBatchRecordsCapped(batch []byte, h *batchHeader, limit int64, fn func(i
 	if h.codec() == compress.None {
 		return walkRecords(&recordWindow{buf: payload}, h.RecordCount, fn)
 	}
-	rc, err := compress.NewReader(h.codec(), payload)
+	rc, err := compress.NewLimitedReader(h.codec(), payload, limit)
 	if err != nil {
 		return &errDecompress{err}
 	}

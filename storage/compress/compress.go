@@ -12,6 +12,25 @@
 //
 // Decompression is streaming (NewReader) so that validating a batch never
 // holds its whole uncompressed payload in memory; decoders are pooled.
+// Compression streams too (NewWriter), for the cleaner's rewrites.
+//
+// What one decompression stream may allocate, whatever its output:
+//
+//	gzip    the inflater's fixed state (its 32 KiB window, tables)
+//	snappy  one block: at most min(64 MiB, 22 x the block's bytes, the cap)
+//	lz4     two buffers of min(the declared block size, the next block
+//	        size >= 255 x the frame's bytes): 4 MiB at most (lz4.go)
+//	zstd    the declared window plus two 128 KiB blocks, at the first
+//	        block: at most 128 MiB (MaxZstdWindow) + 256 KiB, or under a
+//	        cap max(cap, 8 MiB) + 256 KiB. The decoder (klauspost/compress)
+//	        sizes its history by the frame header and has no option to grow
+//	        it with the output (WithDecoderLowmem trims only block buffers;
+//	        WithDecoderMaxWindow and WithDecoderMaxMemory only refuse), so
+//	        this is the bound left; a pooled decoder keeps its history until
+//	        the collector empties the pool.
+//
+// "The cap" is the caller's limit on decompressed bytes (NewLimitedReader,
+// Decompress), strait.max.decompressed.batch.bytes for the broker.
 package compress
 
 import (
@@ -83,7 +102,21 @@ const (
 // NewReader returns a reader of the decompressed form of src. The caller
 // must Close it, once, to return pooled decoders; reading after Close is
 // invalid. A pooled decoder costs no allocation.
-func NewReader(c Codec, src []byte) (io.ReadCloser, error) {
+func NewReader(c Codec, src []byte) (io.ReadCloser, error) { return NewLimitedReader(c, src, 0) }
+
+// MinCappedZstdWindow is the largest zstd window always accepted under a
+// cap on decompressed bytes: libzstd's levels up to 19 declare at most
+// 8 MiB (window log 23), whatever the content's size.
+const MinCappedZstdWindow = 8 << 20
+
+// NewLimitedReader is NewReader for a payload whose decompressed form may
+// not exceed limit bytes (limit <= 0: no limit). The caller still counts
+// what it reads against the limit; what the limit changes is what a header
+// may make a decoder reserve before any output exists: a zstd frame whose
+// window is over max(limit, MinCappedZstdWindow) and a snappy block
+// claiming more than limit are refused before their memory is allocated,
+// since decoding either within the limit could not need it.
+func NewLimitedReader(c Codec, src []byte, limit int64) (io.ReadCloser, error) {
 	switch c {
 	case None:
 		return io.NopCloser(bytes.NewReader(src)), nil
@@ -104,14 +137,14 @@ func NewReader(c Codec, src []byte) (io.ReadCloser, error) {
 		}
 		return d, nil
 	case Snappy:
-		return newSnappyReader(src)
+		return newSnappyReader(src, limit)
 	case LZ4:
 		d, _ := lz4Decoders.Get().(*lz4Decoder)
 		if d == nil {
 			d = new(lz4Decoder)
 			d.zr = lz4.NewReader(nil)
 		}
-		d.src.Reset(src)
+		d.src.lz4View(src)
 		d.zr.Reset(&d.src)
 		return d, nil
 	case Zstd:
@@ -125,7 +158,11 @@ func NewReader(c Codec, src []byte) (io.ReadCloser, error) {
 			d = &zstdDecoder{zr: zr}
 		}
 		d.src.Reset(src)
-		if err := d.zr.Reset(&d.src); err != nil {
+		window := uint64(MaxZstdWindow)
+		if limit > 0 {
+			window = uint64(min(MaxZstdWindow, max(limit, MinCappedZstdWindow)))
+		}
+		if err := d.zr.ResetWithOptions(&d.src, zstd.WithDecoderMaxWindow(window)); err != nil {
 			d.src.Reset(nil)
 			zstdDecoders.Put(d)
 			return nil, fmt.Errorf("zstd: %w", err)
@@ -159,14 +196,14 @@ func (d *gzipDecoder) Close() error {
 
 type lz4Decoder struct {
 	zr  *lz4.Reader
-	src bytes.Reader
+	src sliceReader // src with block sizes lowered (lz4.go)
 }
 
 func (d *lz4Decoder) Read(p []byte) (int, error) { return d.zr.Read(p) }
 
 func (d *lz4Decoder) Close() error {
 	d.zr.Reset(nil)
-	d.src.Reset(nil)
+	d.src.reset()
 	lz4Decoders.Put(d)
 	return nil
 }
@@ -190,6 +227,7 @@ func (d *zstdDecoder) Close() error {
 type snappyReader struct {
 	src    []byte // remaining framed input (xerial) or nil after the raw block
 	xerial bool
+	limit  int64  // > 0: a block claiming more is refused
 	block  []byte // decoded bytes not yet returned
 	buf    []byte // backing store of block
 }
@@ -198,11 +236,12 @@ type snappyReader struct {
 // keeps; a larger one (a big raw block) is left to the collector.
 const maxPooledSnappyBuffer = 1 << 20
 
-func newSnappyReader(src []byte) (*snappyReader, error) {
+func newSnappyReader(src []byte, limit int64) (*snappyReader, error) {
 	r, _ := snappyDecoders.Get().(*snappyReader)
 	if r == nil {
 		r = new(snappyReader)
 	}
+	r.limit = limit
 	if len(src) >= xerialHeaderSize && bytes.Equal(src[:len(xerialMagic)], xerialMagic) {
 		r.src, r.xerial = src[xerialHeaderSize:], true
 		return r, nil
@@ -226,6 +265,9 @@ func (r *snappyReader) decodeBlock(b []byte) error {
 	}
 	if n > MaxSnappyBlock {
 		return fmt.Errorf("snappy: block decodes to %d bytes, over the %d limit", n, MaxSnappyBlock)
+	}
+	if r.limit > 0 && int64(n) > r.limit {
+		return fmt.Errorf("snappy: block decodes to %d bytes, over the %d limit", n, r.limit)
 	}
 	if n > len(b)*snappyMaxExpansion {
 		return fmt.Errorf("snappy: block of %d bytes claims %d decoded bytes, more than it can hold", len(b), n)
@@ -269,7 +311,7 @@ func (r *snappyReader) Read(p []byte) (int, error) {
 }
 
 func (r *snappyReader) Close() error {
-	r.src, r.block, r.xerial = nil, nil, false
+	r.src, r.block, r.xerial, r.limit = nil, nil, false, 0
 	if cap(r.buf) > maxPooledSnappyBuffer {
 		r.buf = nil
 	}
@@ -280,7 +322,7 @@ func (r *snappyReader) Close() error {
 // Decompress returns the whole decompressed form of src, failing if it
 // would exceed limit bytes.
 func Decompress(c Codec, src []byte, limit int64) ([]byte, error) {
-	r, err := NewReader(c, src)
+	r, err := NewLimitedReader(c, src, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -358,3 +400,145 @@ var (
 	zstdEncoder     *zstd.Encoder
 	zstdEncoderErr  error
 )
+
+// NewWriter returns a writer compressing what it is given into dst, in the
+// frame format Compress writes, holding no more than one codec block of
+// input at a time: the cleaner streams retained records through it. Close
+// ends the stream (it does not close dst) and returns pooled encoders; the
+// writer must not be used after.
+func NewWriter(c Codec, dst io.Writer) (io.WriteCloser, error) {
+	switch c {
+	case None:
+		return nopWriteCloser{dst}, nil
+	case Gzip:
+		e, _ := gzipEncoders.Get().(*gzipEncoder)
+		if e == nil {
+			e = &gzipEncoder{zw: gzip.NewWriter(dst)}
+		} else {
+			e.zw.Reset(dst)
+		}
+		return e, nil
+	case Snappy:
+		w := &snappyWriter{dst: dst}
+		hdr := append(append([]byte(nil), xerialMagic...), 0, 0, 0, 1, 0, 0, 0, 1) // version 1, compatible 1
+		if _, err := dst.Write(hdr); err != nil {
+			return nil, err
+		}
+		return w, nil
+	case LZ4:
+		e, _ := lz4Encoders.Get().(*lz4Encoder)
+		if e == nil {
+			e = &lz4Encoder{zw: lz4.NewWriter(dst)}
+			// 64 KiB blocks, as Kafka's Java producer writes them, keep the
+			// encoder's buffers small.
+			if err := e.zw.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
+				return nil, fmt.Errorf("lz4: %w", err)
+			}
+		} else {
+			e.zw.Reset(dst)
+		}
+		return e, nil
+	case Zstd:
+		e, _ := zstdEncoders.Get().(*zstdStreamEncoder)
+		if e == nil {
+			zw, err := zstd.NewWriter(dst, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(zstdStreamWindow),
+				zstd.WithLowerEncoderMem(true))
+			if err != nil {
+				return nil, fmt.Errorf("zstd: %w", err)
+			}
+			e = &zstdStreamEncoder{zw: zw}
+		} else {
+			e.zw.Reset(dst)
+		}
+		return e, nil
+	}
+	return nil, fmt.Errorf("%w: %d", ErrUnknownCodec, c)
+}
+
+// zstdStreamWindow is the window of the frames NewWriter writes: what a
+// reader of them must reserve, and about what the encoder holds.
+const zstdStreamWindow = 1 << 20
+
+var (
+	gzipEncoders sync.Pool // *gzipEncoder
+	lz4Encoders  sync.Pool // *lz4Encoder
+	zstdEncoders sync.Pool // *zstdStreamEncoder
+)
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+type gzipEncoder struct{ zw *gzip.Writer }
+
+func (e *gzipEncoder) Write(p []byte) (int, error) { return e.zw.Write(p) }
+
+func (e *gzipEncoder) Close() error {
+	err := e.zw.Close()
+	e.zw.Reset(io.Discard)
+	gzipEncoders.Put(e)
+	return err
+}
+
+type lz4Encoder struct{ zw *lz4.Writer }
+
+func (e *lz4Encoder) Write(p []byte) (int, error) { return e.zw.Write(p) }
+
+func (e *lz4Encoder) Close() error {
+	err := e.zw.Close()
+	e.zw.Reset(io.Discard)
+	lz4Encoders.Put(e)
+	return err
+}
+
+type zstdStreamEncoder struct{ zw *zstd.Encoder }
+
+func (e *zstdStreamEncoder) Write(p []byte) (int, error) { return e.zw.Write(p) }
+
+func (e *zstdStreamEncoder) Close() error {
+	err := e.zw.Close()
+	e.zw.Reset(io.Discard)
+	zstdEncoders.Put(e)
+	return err
+}
+
+// snappyWriter writes xerial framing: 32 KiB blocks, each encoded alone.
+type snappyWriter struct {
+	dst  io.Writer
+	buf  []byte // input not yet encoded, under one block
+	enc  []byte
+	lenb [4]byte
+}
+
+func (w *snappyWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if w.buf == nil {
+			w.buf = make([]byte, 0, xerialBlockSize)
+		}
+		k := copy(w.buf[len(w.buf):cap(w.buf)], p)
+		w.buf, p = w.buf[:len(w.buf)+k], p[k:]
+		if len(w.buf) == cap(w.buf) {
+			if err := w.block(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (w *snappyWriter) block() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	w.enc = snappy.Encode(w.enc[:cap(w.enc)], w.buf)
+	w.buf = w.buf[:0]
+	binary.BigEndian.PutUint32(w.lenb[:], uint32(len(w.enc)))
+	if _, err := w.dst.Write(w.lenb[:]); err != nil {
+		return err
+	}
+	_, err := w.dst.Write(w.enc)
+	return err
+}
+
+func (w *snappyWriter) Close() error { return w.block() }
