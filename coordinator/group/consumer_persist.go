@@ -350,8 +350,8 @@ func (g *group) restoreConsumer(rc *replayedConsumer) {
 			cg.target[id] = t
 		}
 	}
+	g.consumer = cg // ownLocked reads it
 	for _, m := range cg.members {
-		g.consumer = cg // ownLocked reads g.consumer
 		g.ownLocked(m)
 	}
 	raw := rc.raw

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -236,4 +237,75 @@ func TestConsumerGroupHeartbeatFailsWhenNotWritten(t *testing.T) {
 	if e, as, _ := memberOf(t, c2, "g", a.id); e != a.epoch || !as.equal(a.owned) {
 		t.Fatalf("after reload: epoch %d (want %d) assigned %v", e, a.epoch, as)
 	}
+}
+
+// A loaded group's session timers run: members that never come back are
+// fenced and their records deleted; the group then converts to a classic
+// group, whose join deletes the consumer group's records.
+func TestConsumerGroupLoadedSessionsExpire(t *testing.T) {
+	log := newMemLog(1)
+	meta := newMemMeta(TopicMeta{Name: "t", ID: topicID(7), Partitions: 3})
+	c := testCoordinator(t, log, meta)
+	a, b := &cgMember{id: "member-a"}, &cgMember{id: "member-b"}
+	a.heartbeat(t, c, "g", []string{"t"}, nil)
+	b.heartbeat(t, c, "g", []string{"t"}, nil)
+	c.Close()
+
+	short := func(cfg *Config) { cfg.ConsumerSessionTimeout = 100 * time.Millisecond }
+	c2 := testCoordinator(t, log, meta, short)
+	if st := describeState(t, c2, "g"); st == "Empty" {
+		t.Fatal("loaded group has no members")
+	}
+	waitFor(t, "loaded members to expire", func() bool { return describeState(t, c2, "g") == "Empty" })
+	c2.Close()
+
+	// The fencing was written: a third coordinator loads an empty group.
+	c3 := testCoordinator(t, log, meta)
+	if st := describeState(t, c3, "g"); st != "Empty" {
+		t.Fatalf("state after the members expired: %s", st)
+	}
+	// A classic member takes the empty group over: the consumer group's
+	// records are deleted, and a reload finds the classic group.
+	r := recv(t, joinAsync(c3, 9, "g", "", nil, "range"))
+	if r.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("classic join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r = recv(t, joinAsync(c3, 9, "g", r.MemberID, nil, "range")); r.ErrorCode != 0 {
+		t.Fatalf("classic join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if s := recv(t, syncAsync(c3, "g", r.MemberID, r.Generation, map[string][]byte{r.MemberID: []byte("x")})); s.ErrorCode != 0 {
+		t.Fatalf("classic sync: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+	c3.Close()
+	c4 := testCoordinator(t, log, meta)
+	lg := c4.ListGroups(Client{Version: 5}, &kmsg.ListGroupsRequest{})
+	if len(lg.Groups) != 1 || lg.Groups[0].GroupType != "classic" {
+		t.Fatalf("groups after the conversion: %+v", lg.Groups)
+	}
+	for _, r := range lastValues(t, log) {
+		if r.value != nil {
+			t.Fatalf("consumer group key % x kept a value after the conversion", r.key)
+		}
+	}
+}
+
+// lastValues returns the last record of each ConsumerGroup* key.
+func lastValues(t *testing.T, log *memLog) []record {
+	t.Helper()
+	last := map[string][]byte{}
+	var order []string
+	for _, r := range log.records(t) {
+		if v, _ := decodeKeyVersion(r.key); v < keyConsumerGroupMetadata || v > keyConsumerGroupCurrentMember {
+			continue
+		}
+		if _, ok := last[string(r.key)]; !ok {
+			order = append(order, string(r.key))
+		}
+		last[string(r.key)] = r.value
+	}
+	out := make([]record, 0, len(order))
+	for _, k := range order {
+		out = append(out, record{key: []byte(k), value: last[k]})
+	}
+	return out
 }

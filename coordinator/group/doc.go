@@ -67,8 +67,9 @@
 // members keep their epochs and assignments, their session timers restart
 // and the subscribed topics are resolved again without bumping the epoch.
 // Key v4 (ConsumerGroupPartitionMetadata, deprecated by Kafka 4.1) is read
-// and ignored, never written. Share and streams group records (keys 9 and
-// above) are skipped on load.
+// and ignored, never written; nor is Kafka 4.1's MetadataHash or the
+// regex resolutions of key 16, which Strait recomputes. Share and streams
+// group records are skipped on load.
 //
 // # Concurrency
 //
