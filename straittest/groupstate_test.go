@@ -73,15 +73,18 @@ func anyAnswer(kadm.DescribedConsumerGroup, map[string]memberView) bool { return
 // assignments when its coordinator is killed -9 while they consume: the
 // coordinator that takes over __consumer_offsets loads them, the members
 // are not fenced and nothing rebalances, and no committed record is
-// consumed again.
+// consumed again. The same holds when the killed broker restarts and takes
+// its partitions back.
 func TestConsumerGroupSurvivesCoordinatorKill(t *testing.T) {
 	const topic, group, partitions = "cg-in", "cg-kill", 6
 	c := straittest.StartCluster(t, 3, straittest.WithTopic(topic, partitions, 3),
 		straittest.WithConfigs(map[string]string{
-			"broker.session.timeout.ms":            "3000",
-			"offsets.topic.num.partitions":         "3",
-			"offsets.topic.replication.factor":     "3",
-			"group.consumer.heartbeat.interval.ms": "250",
+			"broker.session.timeout.ms": "3000",
+			// The restarted broker soon leads its partitions again.
+			"leader.imbalance.check.interval.seconds": "1",
+			"offsets.topic.num.partitions":            "3",
+			"offsets.topic.replication.factor":        "3",
+			"group.consumer.heartbeat.interval.ms":    "250",
 			// Long enough for the members to reach the new coordinator,
 			// which restarts every session when it loads the group.
 			"group.consumer.session.timeout.ms": "20000",
@@ -239,27 +242,49 @@ func TestConsumerGroupSurvivesCoordinatorKill(t *testing.T) {
 	// produced meanwhile and commit it, heartbeating for several session
 	// checks without being fenced.
 	// Every partition's committed offset moves past where it was at the
-	// kill: the members commit through the new coordinator with the epochs
+	// move: the members commit through the new coordinator with the epochs
 	// it loaded (a commit with an epoch it did not know would fail).
-	waitConsumed(consumed.Load()+300, "after the kill")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		mu.Lock()
-		moved := 0
-		for p := int32(0); p < partitions; p++ {
-			if committed[p] > atKill[p] {
-				moved++
+	commitsMove := func(since map[int32]int64, why string) {
+		t.Helper()
+		waitConsumed(consumed.Load()+300, why)
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			mu.Lock()
+			moved := 0
+			for p := int32(0); p < partitions; p++ {
+				if committed[p] > since[p] {
+					moved++
+				}
 			}
+			mu.Unlock()
+			if moved == partitions {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: commits reached %d of %d partitions", why, moved, partitions)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		mu.Unlock()
-		if moved == partitions {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("commits after the kill reached %d of %d partitions", moved, partitions)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	commitsMove(atKill, "after the kill")
+	if _, ms := describeWhen(t, c, group, 30*time.Second, anyAnswer); !maps.Equal(ms, before) {
+		t.Fatalf("group after consuming on: %v (was %v)", ms, before)
+	}
+
+	// The killed broker comes back and, as the preferred leader, takes the
+	// partition back: a second move, from a coordinator that hands over,
+	// to one that loads what the other wrote.
+	mu.Lock()
+	atRestart := maps.Clone(committed)
+	mu.Unlock()
+	c.Restart(co.NodeID)
+	back, after2 := describeWhen(t, c, group, 90*time.Second, func(g kadm.DescribedConsumerGroup, ms map[string]memberView) bool {
+		return g.Coordinator.NodeID == co.NodeID && len(ms) > 0
+	})
+	if !maps.Equal(after2, before) || back.Epoch != beforeGroup.Epoch {
+		t.Fatalf("group back on %d: epoch %d %v\nbefore: epoch %d %v", co.NodeID, back.Epoch, after2, beforeGroup.Epoch, before)
+	}
+	commitsMove(atRestart, "after the restart")
 	if _, ms := describeWhen(t, c, group, 30*time.Second, anyAnswer); !maps.Equal(ms, before) {
 		t.Fatalf("group after consuming on: %v (was %v)", ms, before)
 	}
