@@ -165,16 +165,11 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 			recs = append(recs, offsetTombstone(g.id, t, p))
 		}
 	}
-	if g.kind == kindClassic {
-		recs = append(recs, groupTombstone(g.id))
-	}
+	offsets := len(recs)
+	recs = append(recs, g.groupTombstonesLocked()...)
 	if err := g.appendRecords(recs); err != nil {
 		c.logger.Warn("deleting group failed", "group", id, "err", err)
 		return appendErrorCode(err)
-	}
-	offsets := len(recs)
-	if g.kind == kindClassic {
-		offsets--
 	}
 	g.shutdownMembersLocked(kerr.CoordinatorNotAvailable.Code)
 	g.classic.state = stateDead

@@ -64,6 +64,11 @@ type consumerGroup struct {
 	metaVersion uint64
 	metaValid   bool
 	assignor    string // the assignor of the current target
+
+	// log is what the group's records in __consumer_offsets say; dirty
+	// asks the next write to compare every member (a member id changed).
+	log   *consumerLog
+	dirty bool
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -136,11 +141,12 @@ func (c *Coordinator) ConsumerGroupHeartbeat(cl Client, req *kmsg.ConsumerGroupH
 	}
 	if g == nil {
 		if req.MemberEpoch > 0 {
-			// Kafka answers GROUP_ID_NOT_FOUND, but there a consumer group
-			// outlives a coordinator move; here its KIP-848 state lives in
-			// memory only, so a member of a group lost that way is told to
-			// rejoin with epoch 0 (UNKNOWN_MEMBER_ID), which clients do on
-			// their own (compat-tests/DIFFERENCES.md).
+			// Kafka answers GROUP_ID_NOT_FOUND. The group's state is in
+			// the log, so this is a group deleted meanwhile (or whose
+			// records never made it): the member is told to rejoin with
+			// epoch 0 (UNKNOWN_MEMBER_ID), which clients do on their own,
+			// where GROUP_ID_NOT_FOUND is fatal to them
+			// (compat-tests/DIFFERENCES.md).
 			return fail(kerr.UnknownMemberID.Code, "Consumer group "+req.Group+" is not known to this coordinator; rejoin.")
 		}
 		return fail(kerr.GroupIDNotFound.Code, "Consumer group "+req.Group+" not found.")
@@ -156,9 +162,25 @@ func (c *Coordinator) ConsumerGroupHeartbeat(cl Client, req *kmsg.ConsumerGroupH
 		}
 	}
 	if leaving {
-		return g.consumerLeaveLocked(req, resp)
+		resp = g.consumerLeaveLocked(req, resp)
+	} else {
+		resp = g.consumerHeartbeatLocked(cl, req, resp)
 	}
-	return g.consumerHeartbeatLocked(cl, req, resp)
+	if resp.ErrorCode != 0 {
+		return resp
+	}
+	// The change is answered once its records are in the log, so a
+	// coordinator taking over the partition knows what the member was told.
+	var only *consumerMember
+	if resp.MemberID != nil {
+		only = g.consumer.members[*resp.MemberID]
+	}
+	if err := g.persistConsumerLocked(only); err != nil {
+		failed := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		failed.ErrorCode = appendErrorCode(err)
+		return failed
+	}
+	return resp
 }
 
 // validateHeartbeat is Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid.
@@ -454,6 +476,7 @@ func (g *group) replaceConsumerMemberLocked(old *consumerMember, newID string) *
 		delete(cg.target, old.id)
 	}
 	g.ownLocked(m)
+	cg.dirty = true // the old member id's records are deleted
 	g.c.logger.Info("static member rejoins consumer group with a new member id", "group", g.id,
 		"instance", *old.instanceID, "old_member", old.id, "member", newID)
 	return m
@@ -494,6 +517,8 @@ func (g *group) expireConsumerMemberLocked(m *consumerMember, why string) {
 	}
 	g.c.logger.Info("fencing consumer group member", "group", g.id, "member", m.id, "reason", why)
 	g.fenceConsumerMemberLocked(m)
+	// A failed write is logged; the next change writes the difference.
+	_ = g.persistConsumerLocked(nil)
 }
 
 // fenceConsumerMemberLocked removes a member and bumps the group epoch so

@@ -38,6 +38,19 @@
 //	        -> GroupMetadataValue v3: a classic group's generation, protocol,
 //	           leader and members with subscription and assignment; a
 //	           tombstone deletes the group
+//	key v3  ConsumerGroupMetadataKey{group} -> the group epoch
+//	key v5  ConsumerGroupMemberMetadataKey{group, member} -> a member's
+//	        subscription, client, instance and rack ids, rebalance timeout
+//	key v6  ConsumerGroupTargetAssignmentMetadataKey{group} -> the epoch of
+//	        the target assignment
+//	key v7  ConsumerGroupTargetAssignmentMemberKey{group, member} -> the
+//	        member's target partitions
+//	key v8  ConsumerGroupCurrentMemberAssignmentKey{group, member} -> the
+//	        member's epoch, previous epoch, state, assigned partitions and
+//	        partitions pending revocation
+//
+// The KIP-848 values are their schemas' flexible version 0; a tombstone
+// deletes the key's state.
 //
 // Offsets committed inside a transaction (TxnOffsetCommit) go in a
 // transactional batch carrying the producer's id and epoch; they stay
@@ -46,12 +59,17 @@
 // makes them committed offsets (CompleteTransaction, and on replay the
 // marker itself); an abort marker drops them.
 //
-// Keys v3 and above are KIP-848's ConsumerGroup* records. kmsg has no schema
-// for them, so Strait does not write them: a consumer-protocol group's
-// members, epochs and assignments live in memory only (its offsets are
-// persisted like any other). After a restart such a group comes back as an
-// empty group holding its offsets, and its members rejoin. On load those
-// keys are skipped.
+// A KIP-848 (consumer protocol) group writes the records of what a
+// heartbeat, leave or timeout changed (consumer_persist.go compares with
+// what its records last said) before the change is answered; a leaving
+// member's records and a deleted group's get tombstones, in Kafka's order.
+// A coordinator loading the partition rebuilds the group from them: the
+// members keep their epochs and assignments, their session timers restart
+// and the subscribed topics are resolved again without bumping the epoch.
+// Key v4 (ConsumerGroupPartitionMetadata, deprecated by Kafka 4.1) is read
+// and ignored, never written; nor is Kafka 4.1's MetadataHash or the
+// regex resolutions of key 16, which Strait recomputes. Share and streams
+// group records are skipped on load.
 //
 // # Concurrency
 //

@@ -229,11 +229,16 @@ func (g *group) convertToConsumerLocked() error {
 }
 
 // convertToClassicLocked turns an empty consumer-protocol group into an
-// empty classic group, keeping its offsets.
-func (g *group) convertToClassicLocked() {
+// empty classic group, keeping its offsets; the consumer group's records
+// are deleted first, as Kafka does.
+func (g *group) convertToClassicLocked() error {
+	if err := g.appendRecords(g.consumerTombstonesLocked()); err != nil {
+		return err
+	}
 	g.shutdownMembersLocked(kerr.RebalanceInProgress.Code)
 	g.kind = kindClassic
 	g.consumer = nil
 	g.classic.init(g.c.now())
 	g.c.logger.Info("converted empty consumer group to a classic group", "group", g.id)
+	return nil
 }

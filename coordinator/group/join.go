@@ -46,7 +46,10 @@ func (c *Coordinator) JoinGroup(cl Client, req *kmsg.JoinGroupRequest, respond f
 			fail(kerr.InconsistentGroupProtocol.Code)
 			return
 		}
-		g.convertToClassicLocked()
+		if err := g.convertToClassicLocked(); err != nil {
+			fail(appendErrorCode(err))
+			return
+		}
 	}
 	g.joinLocked(cl, req, respond)
 }

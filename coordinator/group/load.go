@@ -18,10 +18,12 @@ type replayer struct {
 	s       *shard
 	groups  map[string]*group
 	records int
-	skipped int // KIP-848 and other record types Strait does not keep
+	skipped int // share, streams and other record types Strait does not keep
 	// txn holds offsets committed inside a still-open transaction, by
 	// producer id, until its commit or abort marker.
 	txn map[int64][]txnOffset
+	// consumer gathers KIP-848 groups' records, by group id.
+	consumer map[string]*replayedConsumer
 }
 
 type txnOffset struct {
@@ -114,6 +116,25 @@ func (r *replayer) record(h *recordbatch.Header, key, value []byte) error {
 			return nil
 		}
 		r.group(k.Group).replayGroupMetadata(&v)
+	case keyConsumerGroupMetadata, keyConsumerGroupPartitionMetadata, keyConsumerGroupMember,
+		keyConsumerGroupTargetMetadata, keyConsumerGroupTargetMember, keyConsumerGroupCurrentMember:
+		k, err := decodeCGKey(key)
+		if err != nil {
+			r.c.logger.Warn("skipping unreadable consumer group key", "partition", r.s.index, "offset", h.BaseOffset, "err", err)
+			return nil
+		}
+		rc := r.consumer[k.group]
+		if rc == nil {
+			if value == nil {
+				return nil // a tombstone of a group already gone
+			}
+			rc = newReplayedConsumer()
+			r.consumer[k.group] = rc
+		}
+		if err := rc.replay(k, value); err != nil {
+			r.c.logger.Warn("skipping unreadable consumer group value", "partition", r.s.index, "offset", h.BaseOffset,
+				"key_version", k.version, "err", err)
+		}
 	default:
 		r.skipped++
 	}
@@ -164,7 +185,8 @@ func (g *group) replayGroupMetadata(v *kmsg.GroupMetadataValue) {
 // load replays a shard's partition and makes its groups available.
 func (c *Coordinator) load(s *shard) {
 	start := time.Now()
-	r := &replayer{c: c, s: s, groups: map[string]*group{}, txn: map[int64][]txnOffset{}}
+	r := &replayer{c: c, s: s, groups: map[string]*group{}, txn: map[int64][]txnOffset{},
+		consumer: map[string]*replayedConsumer{}}
 	if err := c.log.ReadFrom(s.index, 0, r.batch); err != nil {
 		c.logger.Error("loading group coordinator partition failed", "partition", s.index, "err", err)
 		s.mu.Lock()
@@ -181,9 +203,16 @@ func (c *Coordinator) load(s *shard) {
 			r.group(o.group).addPendingTxnLocked(pid, o.topic, o.partition, o.entry)
 		}
 	}
+	consumerGroups := 0
+	for id, rc := range r.consumer {
+		if rc.exists {
+			r.group(id).restoreConsumer(rc)
+			consumerGroups++
+		}
+	}
 	offsets := 0
 	for id, g := range r.groups {
-		if !g.classic.hasRecord && len(g.offsets) == 0 && len(g.pendingTxn) == 0 {
+		if !g.classic.hasRecord && g.kind != kindConsumer && len(g.offsets) == 0 && len(g.pendingTxn) == 0 {
 			delete(r.groups, id) // deleted, and nothing committed since
 			continue
 		}
@@ -210,14 +239,18 @@ func (c *Coordinator) load(s *shard) {
 		level = slog.LevelDebug // an empty partition is not worth a line each
 	}
 	c.logger.Log(context.Background(), level, "loaded group coordinator partition", "partition", s.index,
-		"groups", len(loaded), "offsets", offsets, "records", r.records, "skipped_records", r.skipped,
+		"groups", len(loaded), "consumer_groups", consumerGroups, "offsets", offsets, "records", r.records, "skipped_records", r.skipped,
 		"took", time.Since(start))
 }
 
 // onLoadedLocked starts the session timers of a loaded group's members,
 // who keep their generation across the restart.
 func (g *group) onLoadedLocked() {
-	if g.removed || g.kind != kindClassic {
+	if g.removed {
+		return
+	}
+	if g.kind == kindConsumer {
+		g.onLoadedConsumerLocked()
 		return
 	}
 	cg := &g.classic

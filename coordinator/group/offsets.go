@@ -495,8 +495,8 @@ func (g *group) expireLocked(now time.Time) (int, bool) {
 	}
 	deleteGroup := len(dels) == g.numOffsetsLocked() && g.isEmptyLocked() && len(g.classic.pending) == 0 &&
 		len(g.pendingTxn) == 0
-	if deleteGroup && g.kind == kindClassic {
-		recs = append(recs, groupTombstone(g.id))
+	if deleteGroup {
+		recs = append(recs, g.groupTombstonesLocked()...)
 	}
 	if err := g.appendRecords(recs); err != nil {
 		g.c.logger.Warn("writing expired offsets failed", "group", g.id, "err", err)
