@@ -354,7 +354,7 @@ func (s *Server) acceptLoop(l *listener) {
 			return
 		}
 		ip := remoteIP(nc)
-		if !s.quotas.inc(ip) {
+		if !s.quotas.inc(ip, l.cfg.Name) {
 			nc.Close()
 			s.quotas.logRefused(s.logger, l.cfg.Name, ip, "max.connections.per.ip")
 			continue
@@ -367,7 +367,7 @@ func (s *Server) acceptLoop(l *listener) {
 		case <-s.closing:
 			s.connsMu.Unlock()
 			nc.Close()
-			s.quotas.dec(ip)
+			s.quotas.dec(ip, l.cfg.Name)
 			return
 		default:
 		}
@@ -382,7 +382,7 @@ func (s *Server) removeConn(c *conn) {
 	s.connsMu.Lock()
 	delete(s.conns, c)
 	s.connsMu.Unlock()
-	s.quotas.dec(c.ip)
+	s.quotas.dec(c.ip, c.listener)
 	s.connWG.Done()
 }
 
