@@ -95,6 +95,8 @@ type Server struct {
 	conns   map[*conn]struct{}
 	// quotas enforces max.connections and max.connections.per.ip.
 	quotas *connQuotas
+	// fds keeps strait.fd.reserve descriptors from client connections.
+	fds *fdGuard
 	// coarseNow (UnixNano) is advanced by the idle sweeper, which closes
 	// connections idle past connections.max.idle.ms (idleconns.go);
 	// idleExpired counts them.
@@ -146,6 +148,7 @@ func New(cfg config.Config) (*Server, error) {
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
 		quotas:  newConnQuotas(&cfg, logger),
+		fds:     newFDGuard(cfg.Limits.FDReserve, logger),
 
 		offlineDirs:  make(map[string]bool),
 		logDirsCheck: make(chan struct{}, 1),
@@ -346,6 +349,16 @@ func (s *Server) acceptLoop(l *listener) {
 			continue
 		}
 		backoff = 0
+		// Descriptors kept for etcd, segments and checkpoints come
+		// before any client (fdreserve.go).
+		s.connsMu.Lock()
+		clients := len(s.conns)
+		s.connsMu.Unlock()
+		if ok, open := s.fds.admit(clients); !ok {
+			nc.Close()
+			s.fds.logRefused(s.logger, l.cfg.Name, open)
+			continue
+		}
 		// As Kafka's Acceptor: a connection past max.connections waits
 		// (holding the accept loop) for one to close; one past its
 		// address's limit is closed at once.
