@@ -61,7 +61,7 @@ func hostile(t *testing.T, cl *kgo.Client, topic, what string, bound uint64, f f
 
 // TestDescribeConfigsDuplicatesAnsweredOnce: 200,000 copies of a topic
 // resource (2 MB) are answered with the topic's configs once, allocating
-// under 64 MiB (answering every copy, as Kafka does, would encode about
+// under 128 MiB (answering every copy, as Kafka does, would encode about
 // 200,000 x 40 configs, over 500 MiB); a resource asking for other config
 // names is another resource.
 func TestDescribeConfigsDuplicatesAnsweredOnce(t *testing.T) {
@@ -79,7 +79,7 @@ func TestDescribeConfigsDuplicatesAnsweredOnce(t *testing.T) {
 	req.Resources[hostileCopies-1].ConfigNames = []string{"cleanup.policy"}
 	r := dialRaw(t, srv)
 	resp := kmsg.NewPtrDescribeConfigsResponse()
-	hostile(t, cl, "dc", "DescribeConfigs x 200,000", 64<<20, func() { exchangeRaw(t, r, req, 1, resp) })
+	hostile(t, cl, "dc", "DescribeConfigs x 200,000", 128<<20, func() { exchangeRaw(t, r, req, 1, resp) })
 	if len(resp.Resources) != 2 {
 		t.Fatalf("%d resources answered; want 2 (dc with every config, dc with cleanup.policy)", len(resp.Resources))
 	}
@@ -115,7 +115,7 @@ func TestOffsetForLeaderEpochDuplicatesBounded(t *testing.T) {
 	req.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{rt}
 	r := dialRaw(t, srv)
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
-	hostile(t, cl, "ofle", "OffsetForLeaderEpoch x 200,000", 128<<20, func() { exchangeRaw(t, r, req, 1, resp) })
+	hostile(t, cl, "ofle", "OffsetForLeaderEpoch x 200,000", 192<<20, func() { exchangeRaw(t, r, req, 1, resp) })
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != hostileCopies {
 		t.Fatalf("%d topics; want ofle with %d answers", len(resp.Topics), hostileCopies)
 	}
@@ -128,7 +128,7 @@ func TestOffsetForLeaderEpochDuplicatesBounded(t *testing.T) {
 
 // TestDeleteRecordsDuplicatesCollapsed: as Kafka (its handler keys the
 // work by partition), 200,000 copies of one partition are answered once,
-// with the last offset asked for, allocating under 64 MiB; the records
+// with the last offset asked for, allocating under 128 MiB; the records
 // from that offset on are still readable.
 func TestDeleteRecordsDuplicatesCollapsed(t *testing.T) {
 	srv := startBroker(t, t.TempDir())
@@ -152,7 +152,7 @@ func TestDeleteRecordsDuplicatesCollapsed(t *testing.T) {
 	req.Topics = []kmsg.DeleteRecordsRequestTopic{rt}
 	r := dialRaw(t, srv)
 	resp := kmsg.NewPtrDeleteRecordsResponse()
-	hostile(t, cl, "dr", "DeleteRecords x 200,000", 64<<20, func() { exchangeRaw(t, r, req, 1, resp) })
+	hostile(t, cl, "dr", "DeleteRecords x 200,000", 128<<20, func() { exchangeRaw(t, r, req, 1, resp) })
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("%d topics; want dr with partition 0 once", len(resp.Topics))
 	}
@@ -167,7 +167,7 @@ func TestDeleteRecordsDuplicatesCollapsed(t *testing.T) {
 
 // TestOffsetFetchDuplicatesAnsweredOnce: a committed offset with 4 KiB of
 // metadata asked for 200,000 times (v5, 0.8 MB) or in 200,000 copies of its
-// group (v8) is answered once, allocating under 64 MiB; answering every
+// group (v8) is answered once, allocating under 128 MiB; answering every
 // copy, as Kafka does, would encode 800 MiB of metadata.
 func TestOffsetFetchDuplicatesAnsweredOnce(t *testing.T) {
 	srv := startBroker(t, t.TempDir())
@@ -193,7 +193,7 @@ func TestOffsetFetchDuplicatesAnsweredOnce(t *testing.T) {
 	old.Topics = []kmsg.OffsetFetchRequestTopic{rt, rt}
 	r := dialRaw(t, srv)
 	resp := kmsg.NewPtrOffsetFetchResponse()
-	hostile(t, cl, "of", "OffsetFetch v5, a partition x 400,000", 64<<20, func() { exchangeRaw(t, r, old, 1, resp) })
+	hostile(t, cl, "of", "OffsetFetch v5, a partition x 400,000", 128<<20, func() { exchangeRaw(t, r, old, 1, resp) })
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("%d topics; want of with partition 0 once", len(resp.Topics))
 	}
@@ -213,7 +213,7 @@ func TestOffsetFetchDuplicatesAnsweredOnce(t *testing.T) {
 		req.Groups[i] = g
 	}
 	resp = kmsg.NewPtrOffsetFetchResponse()
-	hostile(t, cl, "of", "OffsetFetch v8, a group x 200,000", 64<<20, func() { exchangeRaw(t, r, req, 2, resp) })
+	hostile(t, cl, "of", "OffsetFetch v8, a group x 200,000", 128<<20, func() { exchangeRaw(t, r, req, 2, resp) })
 	if len(resp.Groups) != 1 || len(resp.Groups[0].Topics) != 1 || len(resp.Groups[0].Topics[0].Partitions) != 1 {
 		t.Fatalf("%d groups; want g once with of/0 once", len(resp.Groups))
 	}
@@ -224,7 +224,7 @@ func TestOffsetFetchDuplicatesAnsweredOnce(t *testing.T) {
 
 // TestDescribeProducersDuplicatesAnsweredOnce: 200,000 copies of a
 // partition are answered once (each copy would list the partition's
-// producers again), allocating under 64 MiB.
+// producers again), allocating under 128 MiB.
 func TestDescribeProducersDuplicatesAnsweredOnce(t *testing.T) {
 	srv := startBroker(t, t.TempDir())
 	defer srv.Close()
@@ -239,7 +239,7 @@ func TestDescribeProducersDuplicatesAnsweredOnce(t *testing.T) {
 	req.Topics = []kmsg.DescribeProducersRequestTopic{rt, rt}
 	r := dialRaw(t, srv)
 	resp := kmsg.NewPtrDescribeProducersResponse()
-	hostile(t, cl, "dp", "DescribeProducers x 400,000", 64<<20, func() { exchangeRaw(t, r, req, 1, resp) })
+	hostile(t, cl, "dp", "DescribeProducers x 400,000", 128<<20, func() { exchangeRaw(t, r, req, 1, resp) })
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("%d topics; want dp with partition 0 once", len(resp.Topics))
 	}
@@ -249,7 +249,7 @@ func TestDescribeProducersDuplicatesAnsweredOnce(t *testing.T) {
 }
 
 // TestDescribeTopicPartitionsDuplicatesAnsweredOnce: 200,000 copies of a
-// topic name are answered with the topic once, allocating under 64 MiB
+// topic name are answered with the topic once, allocating under 128 MiB
 // (the names were compared with every name kept so far: quadratic in
 // distinct names).
 func TestDescribeTopicPartitionsDuplicatesAnsweredOnce(t *testing.T) {
@@ -266,7 +266,7 @@ func TestDescribeTopicPartitionsDuplicatesAnsweredOnce(t *testing.T) {
 	}
 	r := dialRaw(t, srv)
 	resp := kmsg.NewPtrDescribeTopicPartitionsResponse()
-	hostile(t, cl, "dtp", "DescribeTopicPartitions x 200,000", 64<<20, func() { exchangeRaw(t, r, req, 1, resp) })
+	hostile(t, cl, "dtp", "DescribeTopicPartitions x 200,000", 128<<20, func() { exchangeRaw(t, r, req, 1, resp) })
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("%d topics; want dtp once with its 2 partitions", len(resp.Topics))
 	}
@@ -276,7 +276,7 @@ func TestDescribeTopicPartitionsDuplicatesAnsweredOnce(t *testing.T) {
 // given more than once in CreateTopics or DeleteTopics is neither created
 // nor deleted and gets one INVALID_REQUEST result ("Duplicate topic
 // name."), whatever the number of copies (200,000 here, allocating under
-// 64 MiB); the other names are served.
+// 128 MiB); the other names are served.
 func TestCreateDeleteTopicsDuplicatesInvalid(t *testing.T) {
 	srv := startBroker(t, t.TempDir(), "auto.create.topics.enable", "false")
 	defer srv.Close()
@@ -296,7 +296,7 @@ func TestCreateDeleteTopicsDuplicatesInvalid(t *testing.T) {
 	create.Topics = append(create.Topics, ct)
 	r := dialRaw(t, srv)
 	cresp := kmsg.NewPtrCreateTopicsResponse()
-	hostile(t, cl, "keep", "CreateTopics x 200,000", 64<<20, func() { exchangeRaw(t, r, create, 1, cresp) })
+	hostile(t, cl, "keep", "CreateTopics x 200,000", 128<<20, func() { exchangeRaw(t, r, create, 1, cresp) })
 	if len(cresp.Topics) != 2 {
 		t.Fatalf("%d results; want 2 (single, then dup once)", len(cresp.Topics))
 	}
@@ -316,7 +316,7 @@ func TestCreateDeleteTopicsDuplicatesInvalid(t *testing.T) {
 	}
 	del.TopicNames = append(del.TopicNames, "nosuch")
 	dresp := kmsg.NewPtrDeleteTopicsResponse()
-	hostile(t, cl, "keep", "DeleteTopics x 200,000", 64<<20, func() { exchangeRaw(t, r, del, 2, dresp) })
+	hostile(t, cl, "keep", "DeleteTopics x 200,000", 128<<20, func() { exchangeRaw(t, r, del, 2, dresp) })
 	if len(dresp.Topics) != 2 {
 		t.Fatalf("%d results; want 2 (single once, nosuch)", len(dresp.Topics))
 	}
