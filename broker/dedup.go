@@ -2,8 +2,9 @@ package broker
 
 // Collapsing the duplicates a client can put in a request (issue 17): a
 // request naming one resource many times must cost what naming it once
-// does. Kafka collapses them in Metadata, Fetch and DeleteRecords (its
-// handlers key their work by partition), refuses them in CreateTopics,
+// does. Kafka collapses them in Metadata, Fetch, DeleteRecords and
+// DescribeTopicPartitions (its handlers key their work by topic or
+// partition), refuses them in CreateTopics,
 // DeleteTopics, CreatePartitions, ListOffsets and the AlterConfigs pair
 // (INVALID_REQUEST), and answers every copy in DescribeConfigs, OffsetFetch
 // and DescribeProducers, where one copy of a few bytes can bring back
