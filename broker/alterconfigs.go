@@ -78,10 +78,12 @@ func handleAlterConfigs(c *conn, x *exchange) {
 		resources[i] = ar
 	}
 	errs := c.srv.alterConfigs(resources, req.ValidateOnly)
+	var fields errorFieldsMemo
+	resp.Resources = make([]kmsg.AlterConfigsResponseResource, 0, len(req.Resources))
 	for i, r := range req.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = alterErrorFields(errs[i])
+		rr.ErrorCode, rr.ErrorMessage = fields.of(errs[i])
 		resp.Resources = append(resp.Resources, rr)
 	}
 	x.respond(resp)
@@ -99,13 +101,32 @@ func handleIncrementalAlterConfigs(c *conn, x *exchange) {
 		resources[i] = ar
 	}
 	errs := c.srv.alterConfigs(resources, req.ValidateOnly)
+	var fields errorFieldsMemo
+	resp.Resources = make([]kmsg.IncrementalAlterConfigsResponseResource, 0, len(req.Resources))
 	for i, r := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = alterErrorFields(errs[i])
+		rr.ErrorCode, rr.ErrorMessage = fields.of(errs[i])
 		resp.Resources = append(resp.Resources, rr)
 	}
 	x.respond(resp)
+}
+
+// errorFieldsMemo is alterErrorFields remembering its last answer: the
+// copies of a resource named many times share one error, and so one code
+// and message.
+type errorFieldsMemo struct {
+	err  error
+	code int16
+	msg  *string
+}
+
+func (m *errorFieldsMemo) of(err error) (int16, *string) {
+	if err == nil || err != m.err {
+		m.err = err
+		m.code, m.msg = alterErrorFields(err)
+	}
+	return m.code, m.msg
 }
 
 func alterErrorFields(err error) (int16, *string) {
@@ -134,9 +155,10 @@ func (s *Server) alterConfigs(resources []alterResource, validateOnly bool) []er
 	ctx, cancel := requestContext(0)
 	defer cancel()
 	errs := make([]error, len(resources))
+	dup := requestError("Each resource must appear at most once.") // one for every copy
 	for i, r := range resources {
 		if count[resourceID{r.typ, r.name}] > 1 {
-			errs[i] = requestError("Each resource must appear at most once.")
+			errs[i] = dup
 			continue
 		}
 		errs[i] = s.alterResource(ctx, r, validateOnly)

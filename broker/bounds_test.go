@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,7 +80,13 @@ func TestMetadataDuplicateTopicsAnsweredOnce(t *testing.T) {
 	srv := startBroker(t, t.TempDir(), "auto.create.topics.enable", "false")
 	defer srv.Close()
 	cl := newClient(t, srv)
-	createTopic(t, cl, "wide-topic-with-1000-parts", 1000, nil)
+	// 1,000 partitions take longer than createTopic's 10 s on a loaded
+	// machine (each opens its log and becomes leader).
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1000, 1, nil, "wide-topic-with-1000-parts"); err != nil || r.Err != nil {
+		t.Fatalf("create the 1,000-partition topic: %v %v", err, r.Err)
+	}
 	createTopic(t, cl, "other", 1, nil)
 
 	names := make([]string, 40000)

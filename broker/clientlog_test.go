@@ -65,3 +65,74 @@ func TestUnknownCodecLogIsRateLimited(t *testing.T) {
 		t.Fatalf("%d lines about refused produces over %v; want 1 to %d", lines, elapsed, max)
 	}
 }
+
+// TestClientErrorFloodLogBounded is the issue's row "codec ids 5-7,
+// malformed frames: an ERROR or WARN line per request": 20 produces with
+// each of codec ids 5, 6 and 7, and 60 connections each sending one
+// malformed frame (a negative size, a size past socket.request.max.bytes, a
+// body that does not decode), sent as fast as the broker answers, give no
+// ERROR line and at most a line a second per kind (three limiters: refused
+// produces, refused connections, and one spare), while another client
+// keeps producing and every record acknowledged before, during and after
+// is read back.
+func TestClientErrorFloodLogBounded(t *testing.T) {
+	cfg, _, err := config.Parse(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(),
+		"socket.request.max.bytes": "1048576"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := broker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cl := newClient(t, srv, kgo.DefaultProduceTopic("keep"))
+	createTopic(t, cl, "keep", 1, nil)
+	createTopic(t, cl, "codec", 1, nil)
+	produceAll(t, cl, testRecords("keep", 5))
+
+	mark := len(logs.String())
+	start := time.Now()
+	for _, codec := range []uint16{5, 6, 7} {
+		bad := idempotentBatch(-1, -1, -1, "v")
+		attrs := binary.BigEndian.Uint16(bad[recordbatch.PosAttributes:])
+		binary.BigEndian.PutUint16(bad[recordbatch.PosAttributes:], attrs&^recordbatch.AttrCompressionMask|codec)
+		fixCRC(bad)
+		for range 20 {
+			if sp := produceRaw(t, cl, "codec", bad); sp.ErrorCode == 0 {
+				t.Fatalf("a batch with codec id %d was accepted", codec)
+			}
+		}
+	}
+	undecodable := []byte{0, 0, 0, 14, 0, 3, 0, 8, 0, 0, 0, 1, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff} // Metadata v8 claiming 2^31-1 topics
+	frames := [][]byte{{0xff, 0xff, 0xff, 0xff, 0, 0}, {0x7f, 0xff, 0xff, 0xff, 0, 0}, undecodable}
+	for i := range 60 {
+		r := dialRaw(t, srv)
+		r.send(frames[i%len(frames)])
+		r.expectClosed()
+		r.nc.Close()
+		if i%20 == 0 {
+			otherClientServed(t, cl, "keep")
+		}
+	}
+	elapsed := time.Since(start)
+	produceAll(t, cl, testRecords("keep", 5))
+
+	flood := logs.String()[mark:]
+	lines := strings.Split(strings.TrimSpace(flood), "\n")
+	for _, l := range lines {
+		if strings.Contains(l, "level=ERROR") {
+			t.Errorf("client-caused error logged at ERROR: %s", l)
+		}
+	}
+	if max := 3 * (int(elapsed/time.Second) + 2); len(lines) > max {
+		t.Fatalf("%d log lines for 60 refused produces and 60 malformed frames over %v; want at most %d:\n%s", len(lines), elapsed, max, flood)
+	}
+	t.Logf("%d log lines over %v for 120 client errors:\n%s", len(lines), elapsed, flood)
+	consumeAll(t, srv, "keep", 5+3+5) // before, the three "meanwhile" records, after
+}

@@ -11,24 +11,28 @@ import (
 	"github.com/strait/strait/config"
 )
 
-// connQuotas is Kafka's ConnectionQuotas for max.connections and
-// max.connections.per.ip(.overrides): the count of open connections, in
-// total and by remote IP. A connection past its IP's limit is closed right
-// after accept; while the broker holds max.connections, the accept loop
-// waits for one to close (Kafka blocks its acceptor the same way), except on
-// the inter-broker listener when there are others (Kafka's protected
-// listener; Kafka also closes another listener's least recently used
-// connection then, which Strait does not).
+// connQuotas is Kafka's ConnectionQuotas for max.connections,
+// listener.name.<l>.max.connections and max.connections.per.ip(.overrides):
+// the count of open connections, in total, by listener and by remote IP. A
+// connection past its IP's limit is closed right after accept; while the
+// broker holds max.connections, or a listener its own limit, that
+// listener's accept loop waits for one to close (Kafka blocks its acceptor
+// the same way). The inter-broker listener is exempt from max.connections
+// when there are others (Kafka's protected listener; Kafka also closes
+// another listener's least recently used connection then, which Strait does
+// not), never from its own limit. The limits change at runtime (update).
 type connQuotas struct {
-	max       int
-	perIP     int
 	overrides map[string]int // by IP
 	protected string         // listener exempt from max, "" when none
 
-	mu    sync.Mutex
-	total int
-	byIP  map[string]int
-	freed chan struct{} // closed and replaced when a connection closes at the limit
+	mu          sync.Mutex
+	max         int
+	perIP       int
+	listenerMax map[string]int // by listener name; absent: none
+	total       int
+	byIP        map[string]int
+	byListener  map[string]int
+	freed       chan struct{} // closed and replaced when a connection closes or a limit changes
 
 	refused atomic.Int64
 	log     logLimiter
@@ -37,11 +41,11 @@ type connQuotas struct {
 func newConnQuotas(cfg *config.Config, logger *slog.Logger) *connQuotas {
 	l := cfg.Limits
 	q := &connQuotas{
-		max:   int(l.MaxConnections),
-		perIP: int(l.MaxConnectionsPerIP),
-		byIP:  make(map[string]int),
-		freed: make(chan struct{}),
+		byIP:       make(map[string]int),
+		byListener: make(map[string]int),
+		freed:      make(chan struct{}),
 	}
+	q.setLimits(l)
 	if len(cfg.Network.Listeners) > 1 {
 		q.protected = cfg.Network.InterBrokerListenerName
 	}
@@ -67,6 +71,32 @@ func newConnQuotas(cfg *config.Config, logger *slog.Logger) *connQuotas {
 	return q
 }
 
+// setLimits installs the limits of l; q.mu held or q not yet shared.
+func (q *connQuotas) setLimits(l config.Limits) {
+	q.max, q.perIP = int(l.MaxConnections), int(l.MaxConnectionsPerIP)
+	q.listenerMax = nil
+	for name, n := range l.ListenerMaxConnections {
+		if q.listenerMax == nil {
+			q.listenerMax = make(map[string]int)
+		}
+		q.listenerMax[name] = int(n)
+	}
+}
+
+// update applies changed limits (dynamic broker configs): accept loops
+// waiting for a slot look again, and connections already open past a
+// lowered limit stay (as in Kafka).
+func (q *connQuotas) update(l config.Limits) {
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.setLimits(l)
+	close(q.freed)
+	q.freed = make(chan struct{})
+}
+
 // ConnectionsRefused is the number of connections closed right after accept because
 // their address had max.connections.per.ip open.
 func (s *Server) ConnectionsRefused() int64 { return s.quotas.refused.Load() }
@@ -80,17 +110,16 @@ func remoteIP(nc net.Conn) string {
 }
 
 // waitSlot blocks while the broker holds max.connections (unless listener
-// is protected); false when closing came first.
+// is protected) or listener its own limit; false when closing came first.
 func (q *connQuotas) waitSlot(listener string, closing <-chan struct{}) bool {
 	if q == nil { // a Server built by hand in a test
 		return true
 	}
-	if listener != "" && listener == q.protected {
-		return true
-	}
+	protected := listener != "" && listener == q.protected
 	for {
 		q.mu.Lock()
-		if q.total < q.max {
+		lmax, limited := q.listenerMax[listener]
+		if (protected || q.total < q.max) && (!limited || q.byListener[listener] < lmax) {
 			q.mu.Unlock()
 			return true
 		}
@@ -104,28 +133,29 @@ func (q *connQuotas) waitSlot(listener string, closing <-chan struct{}) bool {
 	}
 }
 
-// inc counts a new connection from ip, or refuses it (false) when ip has
-// its limit open.
-func (q *connQuotas) inc(ip string) bool {
+// inc counts a new connection from ip on listener, or refuses it (false)
+// when ip has its limit open.
+func (q *connQuotas) inc(ip, listener string) bool {
 	if q == nil {
 		return true
 	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	limit := q.perIP
 	if n, ok := q.overrides[ip]; ok {
 		limit = n
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.byIP[ip] >= limit {
 		q.refused.Add(1)
 		return false
 	}
 	q.byIP[ip]++
+	q.byListener[listener]++
 	q.total++
 	return true
 }
 
-func (q *connQuotas) dec(ip string) {
+func (q *connQuotas) dec(ip, listener string) {
 	if q == nil {
 		return
 	}
@@ -136,6 +166,7 @@ func (q *connQuotas) dec(ip string) {
 	} else {
 		delete(q.byIP, ip)
 	}
+	q.byListener[listener]--
 	q.total--
 	close(q.freed)
 	q.freed = make(chan struct{})

@@ -7,8 +7,9 @@ package broker
 // from num.partitions and default.replication.factor, and hands the rest to
 // the controller, which validates the name, counts and assignment against
 // the live brokers and writes the topic to etcd in one transaction
-// (validate_only writes nothing). A name given twice in one request is
-// INVALID_REQUEST for each copy, as in Kafka. From v5 the response carries
+// (validate_only writes nothing). A name given more than once is not
+// created: it gets one INVALID_REQUEST result ("Duplicate topic name."),
+// after the others, as Kafka 4's ControllerApis answers. From v5 the response carries
 // the partition count and replication factor (v7: the topic id).
 // __consumer_offsets or __transaction_state not yet created, asked for with
 // another partition count than the coordinator's or not compacted, is
@@ -32,11 +33,17 @@ func handleCreateTopics(c *conn, x *exchange) {
 	ctx, cancel := requestContext(req.TimeoutMillis)
 	defer cancel()
 
-	seen := make(map[string]int, len(req.Topics))
+	seen := make(map[string]int, min(len(req.Topics), 1024))
+	var dups []string // in first-seen order
 	for _, rt := range req.Topics {
-		seen[rt.Topic]++
+		if seen[rt.Topic]++; seen[rt.Topic] == 2 {
+			dups = append(dups, rt.Topic)
+		}
 	}
 	for _, rt := range req.Topics {
+		if seen[rt.Topic] > 1 {
+			continue
+		}
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		st.NumPartitions, st.ReplicationFactor = -1, -1
@@ -45,11 +52,6 @@ func handleCreateTopics(c *conn, x *exchange) {
 			if msg != "" && v >= 1 {
 				st.ErrorMessage = &msg
 			}
-		}
-		if seen[rt.Topic] > 1 {
-			setErr(kerr.InvalidRequest.Code, "Create topics request from client `"+clientID(x)+"` contains multiple entries for the following topics: "+rt.Topic)
-			resp.Topics = append(resp.Topics, st)
-			continue
 		}
 		configs := make(map[string]string, len(rt.Configs))
 		for _, cf := range rt.Configs {
@@ -121,6 +123,15 @@ func handleCreateTopics(c *conn, x *exchange) {
 		if len(t.Partitions) > 0 {
 			st.NumPartitions = int32(len(t.Partitions))
 			st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	for _, name := range dups {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic, st.ErrorCode = name, kerr.InvalidRequest.Code
+		st.NumPartitions, st.ReplicationFactor = -1, -1
+		if v >= 1 {
+			st.ErrorMessage = kmsg.StringPtr("Duplicate topic name.")
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

@@ -7,7 +7,9 @@ package broker
 // retention check, and fetches below it get OFFSET_OUT_OF_RANGE. An offset
 // above the high watermark is OFFSET_OUT_OF_RANGE; one at or below the
 // current log start offset changes nothing. The response's low watermark is
-// the log start offset afterwards.
+// the log start offset afterwards. A partition named more than once is
+// answered once, with the last offset asked for, as Kafka's handler keys its
+// work by partition.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,7 +21,33 @@ func handleDeleteRecords(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DeleteRecordsRequest)
 	s := c.srv
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	// Collapse the duplicates: topics by name, partitions by index, the
+	// last offset winning.
+	type part struct {
+		topic int // index in topics
+		p     int32
+	}
+	topics := make([]kmsg.DeleteRecordsRequestTopic, 0, min(len(req.Topics), 1024))
+	tindex := make(map[string]int, min(len(req.Topics), 1024))
+	pindex := make(map[part]int)
 	for _, rt := range req.Topics {
+		ti, ok := tindex[rt.Topic]
+		if !ok {
+			ti = len(topics)
+			tindex[rt.Topic] = ti
+			topics = append(topics, kmsg.DeleteRecordsRequestTopic{Topic: rt.Topic})
+		}
+		for _, rp := range rt.Partitions {
+			k := part{ti, rp.Partition}
+			if pi, ok := pindex[k]; ok {
+				topics[ti].Partitions[pi].Offset = rp.Offset
+				continue
+			}
+			pindex[k] = len(topics[ti].Partitions)
+			topics[ti].Partitions = append(topics[ti].Partitions, rp)
+		}
+	}
+	for _, rt := range topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		lt := s.replicas.TopicByName(rt.Topic)

@@ -38,6 +38,56 @@ func handleDeleteTopics(c *conn, x *exchange) {
 			targets = append(targets, target{name: &n})
 		}
 	}
+	// As Kafka 4's ControllerApis.deleteTopics: an entry with both a name
+	// and an id, or neither, is INVALID_REQUEST; a name or id given more
+	// than once is not deleted and gets one INVALID_REQUEST result. Those
+	// results come first; each other topic is then deleted once.
+	fail := func(name *string, id [16]byte, msg string) {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID, st.ErrorCode = name, id, kerr.InvalidRequest.Code
+		if v >= 5 {
+			st.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	var zero [16]byte
+	names := make(map[string]int, min(len(targets), 1024))
+	ids := make(map[[16]byte]int)
+	var dupNames []string
+	var dupIDs [][16]byte
+	valid := targets[:0]
+	for _, tg := range targets {
+		switch {
+		case tg.name == nil && tg.id == zero:
+			fail(nil, zero, "Neither topic name nor id were specified.")
+			continue
+		case tg.name != nil && tg.id != zero:
+			fail(tg.name, tg.id, "You may not specify both topic name and topic id.")
+			continue
+		case tg.name != nil:
+			if names[*tg.name]++; names[*tg.name] == 2 {
+				dupNames = append(dupNames, *tg.name)
+			}
+		default:
+			if ids[tg.id]++; ids[tg.id] == 2 {
+				dupIDs = append(dupIDs, tg.id)
+			}
+		}
+		valid = append(valid, tg)
+	}
+	for _, n := range dupNames {
+		fail(&n, zero, "Duplicate topic name.")
+	}
+	for _, id := range dupIDs {
+		fail(nil, id, "Duplicate topic id.")
+	}
+	targets = targets[:0]
+	for _, tg := range valid {
+		if (tg.name != nil && names[*tg.name] > 1) || (tg.name == nil && ids[tg.id] > 1) {
+			continue
+		}
+		targets = append(targets, tg)
+	}
 	for _, tg := range targets {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = tg.name, tg.id

@@ -41,7 +41,16 @@ func handleDescribeConfigs(c *conn, x *exchange) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	layers := s.dynamicConfigs().state.Load().layers
 	withDocs := req.IncludeDocumentation && x.req.Version >= 3
-	for _, r := range req.Resources {
+	// Each distinct resource is answered once (dedup.go): every copy of a
+	// topic would bring back its whole configuration.
+	seen := make(map[string]struct{}, min(len(req.Resources), 1024))
+	for i := range req.Resources {
+		r := &req.Resources[i]
+		k := describeConfigsKey(r)
+		if _, dup := seen[k]; dup {
+			continue
+		}
+		seen[k] = struct{}{}
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		rr.ErrorMessage = ptr("") // Kafka's default for the field, even on success

@@ -8,6 +8,8 @@ package broker
 // NOT_LEADER_OR_FOLLOWER.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -20,7 +22,21 @@ func handleDescribeProducers(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	s := c.srv
+	// Each partition is answered once (dedup.go): every copy would list
+	// the partition's producers again.
+	topics := make([]kmsg.DescribeProducersRequestTopic, 0, min(len(req.Topics), 1024))
+	index := make(map[string]int, min(len(req.Topics), 1024))
 	for _, rt := range req.Topics {
+		if i, ok := index[rt.Topic]; ok {
+			topics[i].Partitions = append(topics[i].Partitions, rt.Partitions...)
+			continue
+		}
+		index[rt.Topic] = len(topics)
+		rt.Partitions = slices.Clip(rt.Partitions)
+		topics = append(topics, rt)
+	}
+	for _, rt := range topics {
+		rt.Partitions = uniqueInt32s(rt.Partitions)
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
 		var topicErr error

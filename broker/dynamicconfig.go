@@ -17,6 +17,7 @@ package broker
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"reflect"
 	"strconv"
 	"sync"
@@ -116,6 +117,12 @@ func (d *dynamicConfigs) apply(set controller.BrokerConfigSet, rev int64) {
 				s.logger.Info("listener key and trust stores reloaded", "listener", name, "revision", rev)
 			}
 		}
+	}
+	if l, ol := effective.Limits, old.effective.Limits; l.MaxConnections != ol.MaxConnections ||
+		l.MaxConnectionsPerIP != ol.MaxConnectionsPerIP || !maps.Equal(l.ListenerMaxConnections, ol.ListenerMaxConnections) {
+		s.quotas.update(l)
+		s.logger.Info("connection limits changed", "max.connections", l.MaxConnections,
+			"max.connections.per.ip", l.MaxConnectionsPerIP, "listener_max_connections", l.ListenerMaxConnections, "revision", rev)
 	}
 	if effective.Log.Defaults != old.effective.Log.Defaults {
 		s.logger.Info("dynamic broker configs changed the log defaults", "revision", rev)

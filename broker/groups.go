@@ -81,6 +81,7 @@ func handleOffsetCommit(c *conn, x *exchange) {
 // OffsetFetch (key 9).
 func handleOffsetFetch(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetFetchRequest)
+	collapseOffsetFetch(req) // one answer per group and partition (dedup.go)
 	x.respond(c.srv.groups().coord.OffsetFetch(groupClient(c, x), req))
 }
 

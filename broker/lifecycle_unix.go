@@ -38,3 +38,12 @@ func raiseFileLimit() (soft, hard uint64, err error) {
 	}
 	return uint64(rl.Cur), uint64(rl.Max), nil
 }
+
+// fileLimit is this process's RLIMIT_NOFILE.
+func fileLimit() (soft, hard uint64, err error) {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, 0, err
+	}
+	return uint64(rl.Cur), uint64(rl.Max), nil
+}

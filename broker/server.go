@@ -96,6 +96,8 @@ type Server struct {
 	conns   map[*conn]struct{}
 	// quotas enforces max.connections and max.connections.per.ip.
 	quotas *connQuotas
+	// fds keeps strait.fd.reserve descriptors from client connections.
+	fds *fdGuard
 	// coarseNow (UnixNano) is advanced by the idle sweeper, which closes
 	// connections idle past connections.max.idle.ms (idleconns.go);
 	// idleExpired counts them.
@@ -151,6 +153,7 @@ func New(cfg config.Config) (*Server, error) {
 		conns:   make(map[*conn]struct{}),
 		quotas:  newConnQuotas(&cfg, logger),
 		clock:   clock.Or(cfg.Clock),
+		fds:     newFDGuard(cfg.Limits.FDReserve, logger),
 
 		offlineDirs:  make(map[string]bool),
 		logDirsCheck: make(chan struct{}, 1),
@@ -353,6 +356,16 @@ func (s *Server) acceptLoop(l *listener) {
 			continue
 		}
 		backoff = 0
+		// Descriptors kept for etcd, segments and checkpoints come
+		// before any client (fdreserve.go).
+		s.connsMu.Lock()
+		clients := len(s.conns)
+		s.connsMu.Unlock()
+		if ok, open := s.fds.admit(clients); !ok {
+			nc.Close()
+			s.fds.logRefused(s.logger, l.cfg.Name, open)
+			continue
+		}
 		// As Kafka's Acceptor: a connection past max.connections waits
 		// (holding the accept loop) for one to close; one past its
 		// address's limit is closed at once.
@@ -361,7 +374,7 @@ func (s *Server) acceptLoop(l *listener) {
 			return
 		}
 		ip := remoteIP(nc)
-		if !s.quotas.inc(ip) {
+		if !s.quotas.inc(ip, l.cfg.Name) {
 			nc.Close()
 			s.quotas.logRefused(s.logger, l.cfg.Name, ip, "max.connections.per.ip")
 			continue
@@ -374,7 +387,7 @@ func (s *Server) acceptLoop(l *listener) {
 		case <-s.closing:
 			s.connsMu.Unlock()
 			nc.Close()
-			s.quotas.dec(ip)
+			s.quotas.dec(ip, l.cfg.Name)
 			return
 		default:
 		}
@@ -389,7 +402,7 @@ func (s *Server) removeConn(c *conn) {
 	s.connsMu.Lock()
 	delete(s.conns, c)
 	s.connsMu.Unlock()
-	s.quotas.dec(c.ip)
+	s.quotas.dec(c.ip, c.listener)
 	s.connWG.Done()
 }
 

@@ -44,6 +44,7 @@ var straitDefaults = map[string]string{
 	"etcd.endpoints": "", // empty: the embedded etcd
 
 	"strait.max.decompressed.batch.bytes": "0", // no cap
+	"strait.fd.reserve":                   "256",
 }
 
 // internalDefaults are Kafka's defaults of the internal keys Strait acts on,

@@ -24,11 +24,17 @@ var dynamicLogKeys = func() map[string]bool {
 	return m
 }()
 
+// dynamicConnectionKeys are the connection limits applied at runtime, with
+// listener.name.<l>.max.connections (Kafka's DynamicListenerConfig and
+// DynamicConnectionQuota).
+var dynamicConnectionKeys = map[string]bool{"max.connections": true, "max.connections.per.ip": true}
+
 // WithDynamic returns c with the dynamic configs of l that Strait applies at
 // runtime: the static properties with the dynamic log keys on top (the
 // cluster default, then this broker's), parsed once, give the new
-// Log.Defaults (message timestamp bounds included), Topics.MinInsyncReplicas and
-// Topics.MessageMaxBytes, and the listeners' TLS settings when a listener's
+// Log.Defaults (message timestamp bounds included), Topics.MinInsyncReplicas,
+// Topics.MessageMaxBytes and the connection limits (max.connections,
+// max.connections.per.ip, listener.name.<l>.max.connections), and the listeners' TLS settings when a listener's
 // key or trust store was changed; every other field stays c's. Without any
 // dynamic log or store key, c is returned as is.
 func (c Config) WithDynamic(l *Layers) (Config, error) {
@@ -39,7 +45,11 @@ func (c Config) WithDynamic(l *Layers) (Config, error) {
 	dynamic, stores := false, false
 	for _, m := range []map[string]string{l.DynamicDefault, l.DynamicBroker} {
 		for k, v := range m {
-			if dynamicLogKeys[k] {
+			if dynamicLogKeys[k] || dynamicConnectionKeys[k] {
+				props[k] = v
+				dynamic = true
+			}
+			if base, ok := listenerConfigName(k); ok && base == "max.connections" {
 				props[k] = v
 				dynamic = true
 			}
@@ -62,6 +72,9 @@ func (c Config) WithDynamic(l *Layers) (Config, error) {
 	out.Log.Defaults = with.Log.Defaults
 	out.Topics.MinInsyncReplicas = with.Topics.MinInsyncReplicas
 	out.Topics.MessageMaxBytes = with.Topics.MessageMaxBytes
+	out.Limits.MaxConnections = with.Limits.MaxConnections
+	out.Limits.MaxConnectionsPerIP = with.Limits.MaxConnectionsPerIP
+	out.Limits.ListenerMaxConnections = with.Limits.ListenerMaxConnections
 	if stores {
 		out.Security.Listeners = maps.Clone(c.Security.Listeners)
 		for name, ls := range out.Security.Listeners {

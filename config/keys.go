@@ -25,6 +25,9 @@ var straitKeys = map[string]configType{
 	// Cap on the bytes a produced batch's records may decompress to
 	// (0 = none, the default); storage.LogConfig.MaxDecompressedBatchBytes.
 	"strait.max.decompressed.batch.bytes": typeLong,
+	// File descriptors client connections may never take (default 256);
+	// Limits.FDReserve.
+	"strait.fd.reserve": typeInt,
 	// The embedded etcd as one member of a cluster, in the style of etcd's
 	// own flags (--name, --initial-cluster, ...); see controller.Config.
 	"etcd.name":                        typeString,

@@ -34,9 +34,39 @@ type Limits struct {
 	// address's limit is closed right after accept.
 	MaxConnectionsPerIP          int32
 	MaxConnectionsPerIPOverrides map[string]int32
+	// ListenerMaxConnections is listener.name.<l>.max.connections by
+	// listener name (as in Network.Listeners): at most this many
+	// connections on that listener, on top of MaxConnections (a listener at
+	// its limit stops accepting as the broker does at its). Absent: no
+	// listener limit.
+	ListenerMaxConnections map[string]int32
 	// ConnectionsMaxIdleMs is connections.max.idle.ms (600000; negative:
 	// never): a connection with no request for this long is closed.
 	ConnectionsMaxIdleMs int64
+	// FDReserve is strait.fd.reserve (256, at least 0): the file
+	// descriptors client connections may never take, kept for etcd,
+	// segment rolls, checkpoints and replica fetchers. A connection
+	// accepted while the process holds more than RLIMIT_NOFILE minus this
+	// many descriptors is closed at once (capped at half the limit, so
+	// that a small limit still takes clients).
+	FDReserve int32
+}
+
+// parseListenerLimits reads listener.name.<l>.max.connections for each
+// listener (once the listeners are parsed).
+func parseListenerLimits(p *props, l *Limits, listeners []Listener) {
+	for _, ls := range listeners {
+		key := listenerPrefix(ls.Name) + "max.connections"
+		if !p.has(key) {
+			continue
+		}
+		n := p.int(key)
+		p.atLeast(key, int64(n), 0)
+		if l.ListenerMaxConnections == nil {
+			l.ListenerMaxConnections = make(map[string]int32)
+		}
+		l.ListenerMaxConnections[ls.Name] = n
+	}
 }
 
 func parseLimits(p *props) Limits {
@@ -46,6 +76,7 @@ func parseLimits(p *props) Limits {
 		MaxConnections:        p.intAtLeast("max.connections", 0),
 		MaxConnectionsPerIP:   p.intAtLeast("max.connections.per.ip", 0),
 		ConnectionsMaxIdleMs:  p.long("connections.max.idle.ms"),
+		FDReserve:             p.intAtLeast("strait.fd.reserve", 0),
 	}
 	const okey = "max.connections.per.ip.overrides"
 	for _, e := range parseCsvList(p.str(okey)) {

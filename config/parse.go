@@ -94,6 +94,9 @@ func parse(in map[string]string, used map[string]bool) (Config, []string, error)
 	if err := c.parseListeners(p); err != nil {
 		return Config{}, warnings, err
 	}
+	if parseListenerLimits(p, &c.Limits, c.Network.Listeners); p.err != nil {
+		return Config{}, warnings, p.err
+	}
 
 	// log.dirs, else log.dir (KafkaConfig.logDirs).
 	dirs := parseCsvList(p.str("log.dir"))

@@ -56,6 +56,8 @@ var invalidCases = []struct {
 	{"log.index.interval.bytes", "-1", nil, "Invalid value -1 for configuration log.index.interval.bytes: Value must be at least 0"},
 	{"producer.id.expiration.ms", "0", nil, "Invalid value 0 for configuration producer.id.expiration.ms: Value must be at least 1"},
 	{"strait.max.decompressed.batch.bytes", "-1", nil, "Invalid value -1 for configuration strait.max.decompressed.batch.bytes: Value must be at least 0"},
+	{"strait.fd.reserve", "-1", nil, "Invalid value -1 for configuration strait.fd.reserve: Value must be at least 0"},
+	{"listener.name.plaintext.max.connections", "-1", nil, "Invalid value -1 for configuration listener.name.plaintext.max.connections: Value must be at least 0"},
 	{"producer.id.expiration.check.interval.ms", "0", nil, "Invalid value 0 for configuration producer.id.expiration.check.interval.ms: Value must be at least 1"},
 	{"log.message.timestamp.type", "createtime", nil, "Invalid value createtime for configuration log.message.timestamp.type: String must be one of: CreateTime, LogAppendTime"},
 	{"log.retention.ms", "0", nil, "log.retention.ms must be unlimited (-1) or, greater than or equal to 1"},
