@@ -12,8 +12,8 @@ work="${PARTITION_WORK:-$here/work}"
 rm -rf "$work"; mkdir -p "$work"
 (cd "$root" && go build -o bin/strait ./cmd/strait)
 cd "$root"
-STRAIT_PARTITION_TEST=1 STRAIT_BIN="$root/bin/strait" STRAIT_PARTITION_WORK="$work" \
-  STRAIT_PARTITION_STEPS="${PARTITION_STEPS:-9}" ${PARTITION_SEED:+STRAIT_PARTITION_SEED="$PARTITION_SEED"} \
+env STRAIT_PARTITION_TEST=1 STRAIT_BIN="$root/bin/strait" STRAIT_PARTITION_WORK="$work" \
+  STRAIT_PARTITION_STEPS="${PARTITION_STEPS:-9}" STRAIT_PARTITION_SEED="${PARTITION_SEED:-}" \
   go test -count=1 -v -timeout "${PARTITION_TIMEOUT:-10m}" ${PARTITION_RUN:+-run "$PARTITION_RUN"} ./compat-tests/partition/ 2>&1 | tee "$work/test.log"
 status=${PIPESTATUS[0]}
 [ -f "$work/results.md" ] && cat "$work/results.md"

@@ -57,6 +57,10 @@ type workload struct {
 	producer int // idempotent producers
 	withTxn  bool
 	withCons bool
+	// acks1 adds a producer with acks=1 whose records nobody checks: its
+	// appends make a leader recompute its high watermark while the acks=all
+	// produces are parked (a leader that acknowledged alone would show).
+	acks1 bool
 
 	mu       sync.Mutex
 	sent     map[string]time.Time // every value attempted, to its send time
@@ -116,6 +120,37 @@ func (w *workload) start() {
 	if w.withCons {
 		w.wg.Add(1)
 		go w.runConsumer()
+	}
+	if w.acks1 {
+		w.wg.Add(1)
+		go w.runAcks1()
+	}
+}
+
+func (w *workload) runAcks1() {
+	defer w.wg.Done()
+	cl, err := kgo.NewClient(append(w.clientOpts(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(5*time.Second))...)
+	if err != nil {
+		w.t.Error(err)
+		return
+	}
+	defer cl.Close()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var inflight atomic.Int32
+	for n := 0; ; n++ {
+		select {
+		case <-w.stop:
+			return
+		case <-tick.C:
+		}
+		if inflight.Load() >= 100 {
+			continue
+		}
+		inflight.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Topic: w.topic, Partition: int32(n) % w.parts, Value: []byte(fmt.Sprintf("a1-%d", n))},
+			func(*kgo.Record, error) { inflight.Add(-1) })
 	}
 }
 
