@@ -93,7 +93,7 @@ func TestPartitionSchedule(t *testing.T) {
 	for i, kind := range schedule(seed, steps, clock) {
 		f, heal := nem.inject(kind)
 		res.Faults = append(res.Faults, f)
-		hold := time.Duration(4000+rng.IntN(5000)) * time.Millisecond
+		hold := time.Duration(5000+rng.IntN(6000)) * time.Millisecond
 		t.Logf("fault %d: %s on broker %d (other %d) for %v %s", i+1, kind, f.Target, f.Other, hold, f.Err)
 		time.Sleep(hold) // the fault's duration, drawn from the seed
 		if err := heal(); err != nil {

@@ -105,6 +105,10 @@ func (w *workload) clientOpts() []kgo.Opt {
 		kgo.MetadataMinAge(100*time.Millisecond),
 		kgo.DialTimeout(time.Second),
 		kgo.RequestTimeoutOverhead(2*time.Second),
+		// A produce waits at most 4 s at the broker (default 10 s): a
+		// client stuck on a cut-off leader gives up and re-routes within
+		// the faults' 5-11 s, so the failover times measure the cluster.
+		kgo.ProduceRequestTimeout(4*time.Second),
 	)
 }
 
