@@ -121,7 +121,7 @@ func sweepStale() {
 				continue
 			}
 			i := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
-			if i <= 0 || (rest[i:] != "br" && !strings.HasPrefix(rest[i:], "n")) {
+			if i <= 0 || !ourLinkSuffix(rest[i:]) {
 				continue
 			}
 			if !alive(rest[:i]) {
@@ -129,6 +129,16 @@ func sweepStale() {
 			}
 		}
 	}
+}
+
+// ourLinkSuffix: "br" (the bridge) or "n<digits>" (a veth's root end).
+func ourLinkSuffix(s string) bool {
+	if s == "br" {
+		return true
+	}
+	d, ok := strings.CutPrefix(s, "n")
+	_, err := strconv.Atoi(d)
+	return ok && err == nil
 }
 
 // newTopo builds n namespaces on one bridge; t.Cleanup tears it all down.
