@@ -141,8 +141,8 @@ func (n *nemesis) inject(kind string) (*faultRun, func() error) {
 		off := []string{"+90s", "-30s", "+10m", "-5s"}[n.rng.IntN(4)]
 		f.Detail = off
 		nd := c.node(f.Target)
-		err = os.WriteFile(nd.clockFile, []byte(off+"\n"), 0o644)
-		heal = func() error { return os.WriteFile(nd.clockFile, []byte("0s\n"), 0o644) }
+		err = writeClock(nd.clockFile, off)
+		heal = func() error { return writeClock(nd.clockFile, "0s") }
 	default:
 		err = fmt.Errorf("unknown fault %q", kind)
 	}
@@ -156,4 +156,13 @@ func (n *nemesis) inject(kind string) (*faultRun, func() error) {
 		f.Err = err.Error()
 	}
 	return f, heal
+}
+
+// writeClock replaces the broker's clock file in one step (a rename), so that
+// its 100 ms poll never reads half a value.
+func writeClock(path, offset string) error {
+	if err := os.WriteFile(path+".tmp", []byte(offset+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
 }
