@@ -109,7 +109,7 @@ func TestPartitionSchedule(t *testing.T) {
 	v := w.check(U, C)
 	res.Duration = toMs(time.Since(begin))
 	failovers(res.Faults, w)
-	res.PerKind = perKind(res.Faults, w, v, time.Now())
+	res.PerKind = perKind(res.Faults, w, v)
 	res.Verdict = v
 	t.Logf("acknowledged %d, failed %d, read back %d, consumed %d, txns %d/%d/%d, anomalies %v",
 		v.Acknowledged, v.Failed, v.ReadBack, v.Consumed, v.TxnCommitted, v.TxnAborted, v.TxnUnknown, v.Counts)

@@ -82,7 +82,7 @@ func machine() string {
 
 // perKind aggregates a schedule's faults and attributes each operation and
 // anomaly to the fault in force when it was sent.
-func perKind(faults []*faultRun, w *workload, v verdict, end time.Time) []*kindStats {
+func perKind(faults []*faultRun, w *workload, v verdict) []*kindStats {
 	idx := func(at time.Time) int { // -1: before the first fault
 		i := -1
 		for j, f := range faults {
