@@ -174,16 +174,17 @@ func (p *Partition) Appended() {
 }
 
 // advanceHighWatermark recomputes a leader's high watermark from its
-// in-sync, caught-up followers and completes the acks=all produces it
-// satisfies. It returns whether the high watermark moved.
+// in-sync followers and completes the acks=all produces it satisfies. It
+// returns whether the high watermark moved. Every member of the committed
+// ISR holds it back, lagging or not (Kafka's maximal ISR): a follower stops
+// counting only once the ISR without it is committed, which a leader cut off
+// from etcd cannot do, so it cannot acknowledge alone.
 func (p *Partition) advanceHighWatermark() bool {
 	m := p.m
 	st := p.state.Load()
 	if st == nil || st.Leader != m.cfg.NodeID {
 		return false
 	}
-	lagMax := m.cfg.ReplicaLagTimeMax
-	now := p.now()
 	r := &p.repl
 	r.mu.Lock()
 	if r.role != roleLeader {
@@ -196,8 +197,8 @@ func (p *Partition) advanceHighWatermark() bool {
 			continue
 		}
 		fs := r.followers[id]
-		if fs == nil || now.Sub(fs.lastCaughtUp) > lagMax {
-			continue
+		if fs == nil {
+			continue // not a replica (the ISR is a subset of the replicas)
 		}
 		hw = min(hw, fs.leo)
 	}
