@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"maps"
@@ -321,22 +322,34 @@ func (s *StrictFS) CutPower() {
 	s.mu.Unlock()
 }
 
+// CrashReport says what a Crash dropped.
+type CrashReport struct {
+	Files   int   // files whose content went back to their last fsync
+	Bytes   int64 // bytes those files held past their synced content
+	Entries int   // directory entries undone: made, removed or renamed since their directory's last SyncDir
+	// EntryBytes is what the files under entries made since their
+	// directory's last SyncDir held: gone with the entry, synced or not.
+	EntryBytes int64
+}
+
 // Crash puts the inner FS back in its durable state: every file this FS
 // knows to its last synced content, every entry made since the last SyncDir
 // of its directory undone, every entry removed since then back. Files
 // opened before it fail from now on (the process died); power is on again.
 // The process using the FS must have stopped, or it writes on.
-func (s *StrictFS) Crash() error {
+func (s *StrictFS) Crash() (CrashReport, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
 	s.powered = true
-	return s.restoreLocked(nil, s.root)
+	var r CrashReport
+	err := s.restoreLocked(nil, s.root, &r)
+	return r, err
 }
 
 // restoreLocked makes the directory at parts match n.dur on the inner FS,
 // depth first, and resets n to it.
-func (s *StrictFS) restoreLocked(parts []string, n *strictNode) error {
+func (s *StrictFS) restoreLocked(parts []string, n *strictNode, r *CrashReport) error {
 	var errs []error
 	names := slices.Sorted(maps.Keys(n.seen))
 	for name := range n.dur {
@@ -349,10 +362,17 @@ func (s *StrictFS) restoreLocked(parts []string, n *strictNode) error {
 		path := joinPath(p)
 		child := n.dur[name]
 		if child == nil {
+			if _, err := s.inner.Stat(path); err == nil {
+				r.Entries++
+				r.EntryBytes += s.treeSize(path)
+			}
 			if err := s.inner.RemoveAll(path); err != nil {
 				errs = append(errs, err)
 			}
 			continue
+		}
+		if n.cur[name] != child {
+			r.Entries++
 		}
 		fi, err := s.inner.Stat(path)
 		if err == nil && fi.IsDir() != child.dir {
@@ -365,13 +385,17 @@ func (s *StrictFS) restoreLocked(parts []string, n *strictNode) error {
 				errs = append(errs, err)
 				continue
 			}
-			errs = append(errs, s.restoreLocked(p, child))
+			errs = append(errs, s.restoreLocked(p, child, r))
 			continue
 		}
 		// A fresh node per path: a file kept under two names (a rename
 		// half made durable) is two files from now on.
 		kept := &strictNode{synced: slices.Clone(child.synced), dirtyFrom: math.MaxInt64}
 		n.dur[name] = kept
+		if now, err := s.readFile(path); err != nil || !bytes.Equal(now, kept.synced) {
+			r.Files++
+			r.Bytes += max(0, int64(len(now))-int64(len(kept.synced)))
+		}
 		errs = append(errs, s.writeFile(path, kept.synced))
 	}
 	n.cur = maps.Clone(n.dur)
@@ -380,6 +404,41 @@ func (s *StrictFS) restoreLocked(parts []string, n *strictNode) error {
 		n.seen[name] = true
 	}
 	return errors.Join(errs...)
+}
+
+// treeSize is the size of the files at or under path on the inner FS.
+func (s *StrictFS) treeSize(path string) int64 {
+	fi, err := s.inner.Stat(path)
+	if err != nil {
+		return 0
+	}
+	if !fi.IsDir() {
+		return fi.Size()
+	}
+	ents, _ := s.inner.ReadDir(path)
+	var n int64
+	for _, e := range ents {
+		n += s.treeSize(filepath.Join(path, e.Name()))
+	}
+	return n
+}
+
+// readFile reads a file of the inner FS whole.
+func (s *StrictFS) readFile(path string) ([]byte, error) {
+	f, err := s.inner.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, fi.Size())
+	if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return data, nil
 }
 
 func (s *StrictFS) writeFile(path string, data []byte) error {

@@ -28,11 +28,13 @@ func strictWrite(t *testing.T, fsys FS, name string, data []byte, sync bool) Fil
 	return f
 }
 
-func mustCrash(t *testing.T, s *StrictFS) {
+func mustCrash(t *testing.T, s *StrictFS) CrashReport {
 	t.Helper()
-	if err := s.Crash(); err != nil {
+	r, err := s.Crash()
+	if err != nil {
 		t.Fatal(err)
 	}
+	return r
 }
 
 func mustSyncDir(t *testing.T, fsys FS, dir string) {
@@ -72,7 +74,9 @@ func TestStrictFSFileContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFile(t, name, []byte("Jello world"))
-	mustCrash(t, s)
+	if r := mustCrash(t, s); r != (CrashReport{Files: 1, Bytes: 6}) {
+		t.Fatalf("crash report %+v, want one file, 6 bytes", r)
+	}
 	wantFile(t, name, []byte("hello"))
 	if _, err := f.WriteAt([]byte("x"), 0); err == nil {
 		t.Fatal("a file opened before the crash still writes")
