@@ -239,6 +239,14 @@ func runPowerLoss(t *testing.T, seed uint64) *powerLossStats {
 			t.Fatalf("the power loss of broker %d dropped nothing", victim)
 		}
 		st.lostBytes += lost.Bytes + lost.EntryBytes
+		// The partitions were created before the first record: their
+		// directories, and what was fsynced in them, must survive.
+		for p := range int32(plPartitions) {
+			dir := filepath.Join(c.Broker(victim).Dir(), "logs", fmt.Sprintf("%s-%d", plTopic, p))
+			if _, err := os.Stat(filepath.Join(dir, "partition.metadata")); err != nil {
+				t.Errorf("broker %d lost partition %d's directory in the power loss: %v", victim, p, err)
+			}
+		}
 		// The two others go on: acks=all with min.insync.replicas=2.
 		waitAcked(ackedCount()+50, "with a broker down")
 		c.Restart(victim)
