@@ -184,6 +184,7 @@ func runPowerLoss(t *testing.T, seed uint64) *powerLossStats {
 
 	// A consumer reading all along: what it is served must stay.
 	served := make(map[int32]map[int64]string)
+	var servedTwice []string // offsets served with two values: one was never committed
 	cons := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{plTopic: {
 		0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxWait(100*time.Millisecond), kgo.MetadataMinAge(100*time.Millisecond))
@@ -195,6 +196,9 @@ func runPowerLoss(t *testing.T, seed uint64) *powerLossStats {
 			fs.EachRecord(func(r *kgo.Record) {
 				if served[r.Partition] == nil {
 					served[r.Partition] = map[int64]string{}
+				}
+				if v, ok := served[r.Partition][r.Offset]; ok && v != string(r.Value) {
+					servedTwice = append(servedTwice, fmt.Sprintf("partition %d offset %d: %q, then %q", r.Partition, r.Offset, v, r.Value))
 				}
 				served[r.Partition][r.Offset] = string(r.Value)
 			})
@@ -279,6 +283,9 @@ func runPowerLoss(t *testing.T, seed uint64) *powerLossStats {
 	stopConsuming()
 	consWG.Wait()
 
+	for _, s := range servedTwice {
+		t.Errorf("served twice with different values (the first was never committed): %s", s)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for p := range int32(plPartitions) {
