@@ -533,8 +533,9 @@ func (f *strictFile) Sync() error {
 		f.node.dirtyFrom = math.MaxInt64
 		return nil
 	}
-	data := make([]byte, size)
-	copy(data, f.node.synced[:from])
+	// In place: the synced copy is this node's alone (Crash copies it), and
+	// an append-only file then reads only its new bytes.
+	data := slices.Grow(f.node.synced[:from], int(size-from))[:size]
 	if _, err := f.File.ReadAt(data[from:], from); err != nil && err != io.EOF {
 		return err
 	}

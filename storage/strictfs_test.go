@@ -97,6 +97,22 @@ func TestStrictFSFileContent(t *testing.T) {
 	}
 	mustCrash(t, s)
 	wantFile(t, name, []byte("HEl"))
+
+	// Appends synced one after the other, as a segment's.
+	f = strictWrite(t, s, name, nil, false)
+	for i, part := range []string{"a", "bc", "def"} {
+		if _, err := f.WriteAt([]byte(part), int64(3+i*(i+1)/2)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.WriteAt([]byte("lost"), 9); err != nil {
+		t.Fatal(err)
+	}
+	mustCrash(t, s)
+	wantFile(t, name, []byte("HElabcdef"))
 }
 
 func TestStrictFSEntries(t *testing.T) {
