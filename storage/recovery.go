@@ -123,6 +123,18 @@ func (l *Log) load() error {
 				return err
 			}
 			recovered = true
+			if end := max(seg.nextOffset, seg.baseOffset); !last && !truncated && !cfg.Compact && end < bases[i+1] {
+				// A hole before the next segment: this one lost an
+				// unsynced tail to a power loss while the next one's
+				// directory entry was made durable (any fsync of the
+				// directory does that). Segments of a log that is never
+				// compacted follow each other without gaps, so the later
+				// ones go as after a cut tail; a replica fetches them again
+				// rather than serving a log with offsets missing.
+				l.logger.Warn("recovery found a segment ending before the next one starts; dropping the later segments",
+					"dir", l.dir, "base_offset", base, "next_offset", end, "next_segment", bases[i+1])
+				truncated = true
+			}
 			if !last && truncated {
 				l.segments = append(l.segments, seg)
 				l.dropSegmentFiles(bases[i+1:])
