@@ -30,7 +30,10 @@ import (
 //   - otherwise every segment from the one holding the recovery point on is
 //     re-validated batch by batch (length bounds, magic, CRC32C, increasing
 //     offsets): the first bad byte and everything after it are cut, later
-//     segments are deleted, and indexes are rebuilt from the log;
+//     segments are deleted, and indexes are rebuilt from the log; in a log
+//     that is not compacted, a segment ending before the next one starts
+//     (a power loss took its unsynced tail but kept the next one's
+//     directory entry) has its later segments deleted the same way;
 //   - a segment failing a sanity check is recovered the same way; one whose
 //     files cannot be opened or read (EMFILE, EACCES, EIO) fails Open with
 //     that error and is left untouched: that says nothing of its content;
