@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-partition partition-long compat-kgo-straittest bench clean bench-compare bench-testbroker fuzz fuzz-short
+.PHONY: all build run test vet unit race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-partition partition-long compat-kgo-straittest bench clean bench-compare bench-testbroker fuzz fuzz-short powerloss-long
 
 all: build
 
@@ -29,6 +29,17 @@ race:
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 
 test: vet build unit race compat compat-reference compat-kgo-straittest
+
+# The power-loss test of package straittest over 200 seeds rather than the 3
+# of make unit (about 25 minutes on 2 cores; RELIABILITY.md, "Power loss").
+# The full log goes to $(POWERLOSS_LOG); the per-seed and total lines are
+# printed.
+POWERLOSS_SEEDS ?= 200
+POWERLOSS_LOG   ?= $${TMPDIR:-/tmp}/strait-powerloss.log
+powerloss-long:
+	@STRAIT_POWERLOSS_SEEDS=$(POWERLOSS_SEEDS) $(GO) test -count=1 -timeout 120m -v -run '^TestPowerLoss$$' ./straittest/ >$(POWERLOSS_LOG) 2>&1; \
+	status=$$?; grep -E '^(ok|FAIL|--- FAIL)|power loss:|seed [0-9]+:|powerloss_test.go:[0-9]+: (partition|broker|served|the power)' $(POWERLOSS_LOG); \
+	echo "full log: $(POWERLOSS_LOG)"; exit $$status
 
 # Every client suite, then compat-tests/REPORT.md (client x feature matrix).
 compat: build

@@ -398,6 +398,13 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 		if err := storage.WritePartitionMetadata(fsys, dir, t.ID); err != nil {
 			return nil, err
 		}
+		// The new directory's entry in the log dir: without this fsync a
+		// power loss can take the whole partition away, fsynced segments
+		// included, since nothing else here ever fsyncs the log dir (Kafka
+		// gets it from the log-dir-wide checkpoints it renames into place).
+		if err := fsys.SyncDir(filepath.Dir(dir)); err != nil {
+			return nil, fmt.Errorf("creating log dir %s: %w", dir, err)
+		}
 	}
 	start := time.Now()
 	l, err := storage.Open(dir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now})

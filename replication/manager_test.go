@@ -75,3 +75,27 @@ func TestPartitionMetadataFailureReported(t *testing.T) {
 		t.Fatalf("partition.metadata names %x (%v), want %x", id, err, p.TopicID())
 	}
 }
+
+// TestNewPartitionDirectorySurvivesPowerLoss: a partition's directory is
+// durable once created, so a power loss takes from it only what was not
+// fsynced, never the directory with its fsynced files.
+func TestNewPartitionDirectorySurvivesPowerLoss(t *testing.T) {
+	sfs := storage.NewStrictFS(nil)
+	e := newEnv(t, func(c *Config) { c.FS = sfs }, nil)
+	e.topic("durable", []int32{1})
+	p := e.m.Partition("durable", 0)
+	if p == nil {
+		t.Fatal("durable-0 not hosted")
+	}
+	dir := p.Log().Dir()
+	sfs.CutPower()
+	if err := e.m.Close(); err != nil { // its fsyncs keep nothing now
+		t.Fatal(err)
+	}
+	if _, err := sfs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := storage.ReadPartitionMetadata(nil, dir); err != nil || id != p.TopicID() {
+		t.Fatalf("after a power loss: partition.metadata %x (%v), want %x", id, err, p.TopicID())
+	}
+}

@@ -30,7 +30,10 @@ import (
 //   - otherwise every segment from the one holding the recovery point on is
 //     re-validated batch by batch (length bounds, magic, CRC32C, increasing
 //     offsets): the first bad byte and everything after it are cut, later
-//     segments are deleted, and indexes are rebuilt from the log;
+//     segments are deleted, and indexes are rebuilt from the log; in a log
+//     that is not compacted, a segment ending before the next one starts
+//     (a power loss took its unsynced tail but kept the next one's
+//     directory entry) has its later segments deleted the same way;
 //   - a segment failing a sanity check is recovered the same way; one whose
 //     files cannot be opened or read (EMFILE, EACCES, EIO) fails Open with
 //     that error and is left untouched: that says nothing of its content;
@@ -123,6 +126,18 @@ func (l *Log) load() error {
 				return err
 			}
 			recovered = true
+			if end := max(seg.nextOffset, seg.baseOffset); !last && !truncated && !cfg.Compact && end < bases[i+1] {
+				// A hole before the next segment: this one lost an
+				// unsynced tail to a power loss while the next one's
+				// directory entry was made durable (any fsync of the
+				// directory does that). Segments of a log that is never
+				// compacted follow each other without gaps, so the later
+				// ones go as after a cut tail; a replica fetches them again
+				// rather than serving a log with offsets missing.
+				l.logger.Warn("recovery found a segment ending before the next one starts; dropping the later segments",
+					"dir", l.dir, "base_offset", base, "next_offset", end, "next_segment", bases[i+1])
+				truncated = true
+			}
 			if !last && truncated {
 				l.segments = append(l.segments, seg)
 				l.dropSegmentFiles(bases[i+1:])

@@ -187,6 +187,36 @@ func TestRecoveryBitFlipMidLogDropsLaterSegments(t *testing.T) {
 	verifyLog(t, l2, stored[:first+k])
 }
 
+// TestRecoveryLostTailMidLogDropsLaterSegments: a power loss can keep a
+// later segment's directory entry (any fsync of the directory makes it
+// durable) while an earlier segment loses its unsynced tail, cut cleanly at
+// a batch boundary. The log must not come back with a hole in its offsets:
+// the later segments go, as after a corrupt tail.
+func TestRecoveryLostTailMidLogDropsLaterSegments(t *testing.T) {
+	dir := t.TempDir()
+	l, stored := buildSegmentedLog(t, dir)
+	seg := l.segments[1]
+	first, positions := segmentBatchPositions(stored, seg.baseOffset, l.segments)
+	k := len(positions) / 2
+	nseg := len(l.segments)
+	crash(l)
+	if err := os.Remove(dir + "/" + recoveryPointFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(segPath(dir, seg.baseOffset, logFileSuffix), positions[k]); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openTestLog(t, dir, recoveryConfig(), nil)
+	defer l2.Close()
+	if len(l2.segments) != 2 {
+		t.Fatalf("%d segments after recovery, want 2 of %d", len(l2.segments), nseg)
+	}
+	if _, err := os.Stat(segPath(dir, l.segments[2].baseOffset, logFileSuffix)); !os.IsNotExist(err) {
+		t.Fatal("a segment after the hole survived")
+	}
+	verifyLog(t, l2, stored[:first+k])
+}
+
 func TestRecoveryRebuildsMissingIndexes(t *testing.T) {
 	dir := t.TempDir()
 	l, stored := buildSegmentedLog(t, dir)

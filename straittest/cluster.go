@@ -158,7 +158,7 @@ func (c *Cluster) setUp(n int, dir string) error {
 			initial = append(initial, fmt.Sprintf("b%d=%s", b.id, b.peerURL))
 		}
 		if c.opts.faultyDisks {
-			b.disk = newDisk()
+			b.disk = newDisk(c.opts.powerLoss)
 		}
 		c.brokers[i] = b
 	}

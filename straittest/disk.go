@@ -19,14 +19,25 @@ import (
 // The broker's etcd data is not on it: only the partition logs (log.dirs)
 // go through storage.FS. Index files are read and written with pread and
 // pwrite rather than mapped, so that every write passes the Disk.
+//
+// With WithPowerLossDisks a storage.StrictFS sits under the faults, so what
+// a failed write or fsync did not store is not durable either, and
+// Cluster.PowerLoss can drop what was never fsynced.
 type Disk struct {
-	fault *storage.FaultFS
-	slow  *slowFS
+	fault  *storage.FaultFS
+	slow   *slowFS
+	strict *storage.StrictFS // nil without WithPowerLossDisks
 }
 
-func newDisk() *Disk {
-	s := &slowFS{inner: storage.OSFS{}}
-	return &Disk{fault: storage.NewFaultFS(s), slow: s}
+func newDisk(powerLoss bool) *Disk {
+	var base storage.FS = storage.OSFS{}
+	var strict *storage.StrictFS
+	if powerLoss {
+		strict = storage.NewStrictFS(nil)
+		base = strict
+	}
+	s := &slowFS{inner: base}
+	return &Disk{fault: storage.NewFaultFS(s), slow: s, strict: strict}
 }
 
 // FS is the storage.FS to give a broker (config.Config.StorageFS).

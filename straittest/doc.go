@@ -16,7 +16,8 @@
 // through its public API (broker.New, Start, Close; config.Parse) and reads
 // cluster state through Kafka requests (kadm), never through the broker's
 // internals. Disk faults go through storage.FS (WithFaultyDisks): a full
-// disk, failing writes or fsyncs, latency per write and per fsync.
+// disk, failing writes or fsyncs, latency per write and per fsync; with
+// WithPowerLossDisks, PowerLoss also drops what a broker had not fsynced.
 //
 // The other faults use the broker's test hooks: Intercept answers chosen
 // requests (by key, broker, topic, partition, group) with an error code, a

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/broker"
+	"github.com/strait/strait/storage"
 )
 
 // adminClientID is the client id of the package's own admin client, whose
@@ -429,4 +430,26 @@ func (c *Cluster) installPeerFilter(id int32, srv *broker.Server) {
 func (c *Cluster) installHooks(id int32, srv *broker.Server) {
 	c.installRequestHook(id, srv)
 	c.installPeerFilter(id, srv)
+}
+
+// PowerLoss takes broker id down as a power cut would: its disk stops
+// making anything durable (fsyncs succeed and keep nothing, so it cannot
+// flush on its way down), the broker is killed as Kill does, and the disk
+// then drops every write not fsynced before the cut and every file
+// creation, rename and removal whose directory was not fsynced after it
+// (storage.StrictFS), which it reports. Restart brings it back on what is
+// left. The test fails without WithPowerLossDisks.
+func (c *Cluster) PowerLoss(id int32) storage.CrashReport {
+	c.tb.Helper()
+	b := c.Broker(id)
+	if b.disk == nil || b.disk.strict == nil {
+		c.tb.Fatalf("straittest: PowerLoss needs WithPowerLossDisks")
+	}
+	b.disk.strict.CutPower()
+	c.Kill(id)
+	r, err := b.disk.strict.Crash()
+	if err != nil {
+		c.tb.Fatalf("straittest: dropping broker %d's unsynced data: %v", id, err)
+	}
+	return r
 }

@@ -14,6 +14,7 @@ type options struct {
 	brokerCfg    map[int32]map[string]string // one broker, over config
 	topics       []Topic
 	faultyDisks  bool
+	powerLoss    bool
 	logLevel     slog.Level
 	logTo        []slog.Handler
 	embeddedEtcd bool
@@ -69,6 +70,15 @@ func WithTopics(topics ...Topic) Option {
 // Without it the logs go to the operating system's filesystem directly.
 func WithFaultyDisks() Option {
 	return func(o *options) { o.faultyDisks = true }
+}
+
+// WithPowerLossDisks is WithFaultyDisks with a Disk that also remembers
+// what was fsynced, so that Cluster.PowerLoss can take a broker down with
+// everything it had not made durable (storage.StrictFS has the model). It
+// keeps every file's synced content in memory: for tests writing megabytes,
+// not gigabytes.
+func WithPowerLossDisks() Option {
+	return func(o *options) { o.faultyDisks, o.powerLoss = true, true }
 }
 
 // WithLogLevel sets the level of the brokers' logs sent to t.Log (default
