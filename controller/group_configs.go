@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -131,4 +132,9 @@ func (c *Controller) UpdateGroupConfigs(ctx context.Context, group string, updat
 		return nil
 	}
 	return apiError(kerr.ConcurrentTransactions, "The configs of group %s kept changing during the update; try again.", group)
+}
+
+// GroupConfigIDs returns the groups that have configs, sorted.
+func (c *Controller) GroupConfigIDs() []string {
+	return slices.Sorted(maps.Keys(c.cache.snapshot().groupConfigs))
 }
