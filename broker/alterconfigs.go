@@ -24,8 +24,9 @@ package broker
 //     Unknown keys are accepted and stored, as Kafka does. The response comes
 //     once this broker has applied the change (see dynamicconfig.go).
 //
-// validate_only checks everything and writes nothing. BROKER_LOGGER (log
-// levels), GROUP and CLIENT_METRICS resources are not supported: INVALID_REQUEST.
+// GROUP resources are groupconfigs.go's. validate_only checks everything and
+// writes nothing. BROKER_LOGGER (log levels) and CLIENT_METRICS resources are
+// not supported: INVALID_REQUEST.
 
 import (
 	"context"
@@ -189,6 +190,8 @@ func (s *Server) alterResource(ctx context.Context, r alterResource, validateOnl
 		return s.alterTopicConfigs(ctx, r, validateOnly)
 	case kmsg.ConfigResourceTypeBroker:
 		return s.alterBrokerConfigs(ctx, r, validateOnly)
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return s.alterGroupConfigs(ctx, r, validateOnly) // groupconfigs.go
 	}
 	return requestError("Unknown resource type " + strconv.Itoa(int(r.typ)))
 }

@@ -17,8 +17,8 @@ package broker
 // Errors, per resource: a malformed topic name is INVALID_TOPIC_EXCEPTION, a
 // missing topic UNKNOWN_TOPIC_OR_PARTITION, another broker's id (the client
 // must ask that broker) INVALID_REQUEST. BROKER_LOGGER lists the root
-// logger's level; GROUP and CLIENT_METRICS configs are not supported yet
-// (INVALID_REQUEST), where Kafka 4 describes them.
+// logger's level; GROUP resources are groupconfigs.go's; CLIENT_METRICS
+// configs are not supported yet (INVALID_REQUEST), where Kafka 4 describes them.
 
 import (
 	"maps"
@@ -64,6 +64,8 @@ func handleDescribeConfigs(c *conn, x *exchange) {
 			configs, err = s.describeBrokerConfigs(layers, r.ResourceName, req.IncludeSynonyms, withDocs)
 		case kmsg.ConfigResourceTypeBrokerLogger:
 			configs, err = s.describeBrokerLoggers(r.ResourceName)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			configs, err = s.describeGroupConfigs(layers, r.ResourceName, req.IncludeSynonyms, withDocs)
 		default:
 			err = &controller.Error{Err: kerr.InvalidRequest, Message: "Unsupported resource type: " + resourceTypeName(r.ResourceType)}
 		}

@@ -40,6 +40,7 @@ func (s *Server) groupSettingsFrom(g config.Groups) groupSettings {
 	cfg.MaxSize = g.MaxSize
 	cfg.ConsumerSessionTimeout = g.ConsumerSessionTimeout
 	cfg.ConsumerHeartbeatInterval = g.ConsumerHeartbeatInterval
+	cfg.ConsumerTimeouts = s.groupConsumerTimeouts(g.ConsumerSessionTimeout, g.ConsumerHeartbeatInterval)
 	cfg.ConsumerMaxSize = g.ConsumerMaxSize
 	if len(g.ConsumerAssignors) > 0 {
 		cfg.ConsumerAssignors = slices.Clone(g.ConsumerAssignors)

@@ -24,7 +24,8 @@ type metadataSnapshot struct {
 	topicList    []*TopicInfo // sorted by name
 	brokers      []BrokerInfo // sorted by node id
 	controllerID int32
-	auth         *authSnapshot // SCRAM credentials and delegation tokens (auth_cache.go)
+	auth         *authSnapshot                // SCRAM credentials and delegation tokens (auth_cache.go)
+	groupConfigs map[string]map[string]string // group id -> its configs (group_configs.go)
 }
 
 var emptySnapshot = &metadataSnapshot{
@@ -80,7 +81,8 @@ type metadataCache struct {
 	brokers    map[int32]BrokerInfo
 	candidates map[string]electionCandidate
 	listeners  []func(TopicChange)
-	auth       authState // the keys behind snapshot.auth; dirty when they changed
+	auth       authState        // the keys behind snapshot.auth; dirty when they changed
+	groupCfgs  groupConfigState // the keys behind snapshot.groupConfigs
 }
 
 func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
@@ -91,6 +93,7 @@ func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
 		brokers:    map[int32]BrokerInfo{},
 		candidates: map[string]electionCandidate{},
 		auth:       newAuthState(),
+		groupCfgs:  groupConfigState{configs: map[string]map[string]string{}},
 	}
 	c.snap.Store(emptySnapshot)
 	c.prog.Store(&progress{snap: emptySnapshot, next: make(chan struct{})})
@@ -144,6 +147,7 @@ func (c *metadataCache) load(kvs []*mvccpb.KeyValue, rev int64) {
 	c.brokers = map[int32]BrokerInfo{}
 	c.candidates = map[string]electionCandidate{}
 	c.auth.reset()
+	c.groupCfgs.reset()
 	for _, kv := range kvs {
 		c.applyPutLocked(kv)
 	}
@@ -209,6 +213,8 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 		c.brokers[pk.nodeID] = b
 	case keyScram, keyToken:
 		c.auth.put(pk, kv, c.log)
+	case keyGroupConfig:
+		c.groupCfgs.put(pk, kv, c)
 	case keyElection:
 		id, err := strconv.ParseInt(string(kv.Value), 10, 32)
 		if err != nil {
@@ -244,6 +250,8 @@ func (c *metadataCache) applyDeleteLocked(pk parsedKey, key string) {
 		delete(c.brokers, pk.nodeID)
 	case keyScram, keyToken:
 		c.auth.delete(pk)
+	case keyGroupConfig:
+		c.groupCfgs.delete(pk)
 	case keyElection:
 		delete(c.candidates, key)
 	case keyTopic:
@@ -270,9 +278,13 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 		brokers:      prev.brokers,
 		controllerID: prev.controllerID,
 		auth:         prev.auth,
+		groupConfigs: prev.groupConfigs,
 	}
 	if c.auth.dirty {
 		next.auth = c.auth.snapshot()
+	}
+	if c.groupCfgs.dirty {
+		next.groupConfigs = c.groupCfgs.snapshot()
 	}
 	var changes []TopicChange
 	if len(changedTopics) > 0 {

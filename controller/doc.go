@@ -39,6 +39,7 @@
 //	<prefix>/producer_ids                the last producer id block handed out (producer_ids.go)
 //	<prefix>/configs/brokers/<node id>   {"key":"value",...} one broker's dynamic configs (topic_configs.go)
 //	<prefix>/configs/brokers/<default>   {"key":"value",...} the cluster-wide dynamic defaults
+//	<prefix>/configs/groups/<group id>   {"key":"value",...} one group's configs (group_configs.go)
 //	<prefix>/scram/<user>/<mechanism>    {"salt","storedKey","serverKey","iterations"} a SCRAM credential
 //	                                     (never the password; auth_cache.go, credentials.go)
 //	<prefix>/delegation_tokens/<id>      {"tokenId","owner","requester","renewers","issueTimestampMs",

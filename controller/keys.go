@@ -20,8 +20,9 @@ const (
 	keyElection
 	keyTopic
 	keyPartition
-	keyScram // scram/<user>/<mechanism> (credentials.go)
-	keyToken // delegation_tokens/<token id> (tokens.go)
+	keyScram       // scram/<user>/<mechanism> (credentials.go)
+	keyToken       // delegation_tokens/<token id> (tokens.go)
+	keyGroupConfig // configs/groups/<group id> (group_configs.go)
 )
 
 const (
@@ -54,6 +55,7 @@ type parsedKey struct {
 	user      string // keyScram
 	mechanism string // keyScram
 	tokenID   string // keyToken
+	group     string // keyGroupConfig
 }
 
 // parse classifies a key read from etcd. Keys that do not fit the layout are
@@ -92,6 +94,8 @@ func (k keyspace) parse(key string) parsedKey {
 		return parsedKey{kind: keyPartition, topic: name, partition: int32(n)}
 	case strings.HasPrefix(rest, scramSegment), strings.HasPrefix(rest, tokensSegment):
 		return parseAuthKey(rest)
+	case strings.HasPrefix(rest, groupConfigsSegment):
+		return parseGroupConfigKey(rest)
 	}
 	return parsedKey{}
 }

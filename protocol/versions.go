@@ -98,7 +98,7 @@ var KafkaVersions = VersionTable{
 	69: {Min: 0, Max: 1},                  // ConsumerGroupDescribe
 	71: {Min: 0, Max: 0},                  // GetTelemetrySubscriptions (only when telemetry is configured)
 	72: {Min: 0, Max: 0},                  // PushTelemetry (only when telemetry is configured)
-	74: {Min: 0, Max: 0},                  // ListClientMetricsResources
+	74: {Min: 0, Max: 1},                  // ListConfigResources (v0: ListClientMetricsResources; v1: KIP-1142, 4.1)
 	75: {Min: 0, Max: 0},                  // DescribeTopicPartitions
 	80: {Min: 0, Max: 0},                  // AddRaftVoter
 	81: {Min: 0, Max: 0},                  // RemoveRaftVoter

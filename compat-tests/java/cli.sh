@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kafka's own CLI tools (the kafka-tools and kafka_2.13 jars from Maven
 # Central, fetched by bench/kafka/kafka.sh) against a running broker:
-# kafka-topics (incl. --alter --partitions and --delete), kafka-configs,
+# kafka-topics (incl. --alter --partitions and --delete), kafka-configs (topics,
+# brokers, groups),
 # kafka-console-producer/-consumer, kafka-consumer-groups, kafka-producer-perf-test,
 # kafka-consumer-perf-test, and VerifiableProducer/VerifiableConsumer (the
 # tools Kafka's own system tests drive).
@@ -52,6 +53,22 @@ check "kafka-configs --describe --all broker" "$out/configs-broker-all" \
 configs --alter --entity-type brokers --entity-name 1 --add-config num.partitions=3 >"$out/configs-readonly" 2>&1
 check "kafka-configs --alter refuses a read-only broker config" "$out/configs-readonly" \
   "Cannot update these configs dynamically: \[num.partitions\]"
+configs --alter --entity-type groups --entity-name cli-config-group \
+  --add-config consumer.session.timeout.ms=50000 >"$out/configs-group" 2>&1
+configs --describe --entity-type groups --entity-name cli-config-group >>"$out/configs-group" 2>&1
+check "kafka-configs --alter and --describe group (before the group exists)" "$out/configs-group" \
+  "consumer.session.timeout.ms=50000 sensitive=false synonyms=\{DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000\}"
+configs --describe --entity-type groups >"$out/configs-groups" 2>&1
+check "kafka-configs --describe groups lists the groups with configs" "$out/configs-groups" \
+  "^Dynamic configs for group cli-config-group are:$"
+configs --alter --entity-type groups --entity-name cli-config-group \
+  --add-config consumer.heartbeat.interval.ms=1000 >"$out/configs-group-invalid" 2>&1
+check "kafka-configs --alter refuses a group config out of the broker's bounds" "$out/configs-group-invalid" \
+  "InvalidConfigurationException: consumer.heartbeat.interval.ms must be in the range [0-9]+ to [0-9]+ inclusive."
+configs --alter --entity-type groups --entity-name cli-config-group --delete-config consumer.session.timeout.ms >/dev/null 2>&1
+configs --describe --entity-type groups --entity-name cli-config-group >"$out/configs-group-deleted" 2>&1
+check "kafka-configs --alter --delete-config group" "$out/configs-group-deleted" \
+  "The group 'cli-config-group' doesn't exist and doesn't have dynamic config."
 
 seq 1 100 | run org.apache.kafka.tools.ConsoleProducer --topic cli-topic >"$out/produce" 2>&1
 run org.apache.kafka.tools.consumer.ConsoleConsumer --topic cli-topic --from-beginning --max-messages 100 \

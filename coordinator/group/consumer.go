@@ -384,7 +384,8 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 	wasUnrevoked := m.state == memberUnrevoked
 	prevPending := m.pendingRevocation
 	g.reconcileLocked(m, owned)
-	g.scheduleLocked(&m.sessionTimer, c.cfg.ConsumerSessionTimeout, func() { g.expireConsumerMemberLocked(m, "session timeout") })
+	sessionTimeout, heartbeatInterval := c.consumerTimeouts(g.id)
+	g.scheduleLocked(&m.sessionTimer, sessionTimeout, func() { g.expireConsumerMemberLocked(m, "session timeout") })
 	if m.state == memberUnrevoked {
 		if !wasUnrevoked || !prevPending.equal(m.pendingRevocation) || m.rebalanceTimer.t == nil {
 			epoch := m.epoch
@@ -400,7 +401,7 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 
 	resp.MemberID = &m.id
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	resp.HeartbeatIntervalMillis = int32(heartbeatInterval.Milliseconds())
 	full := req.MemberEpoch == joinEpoch || req.RebalanceTimeoutMillis != -1 &&
 		(req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
 	if full || !before.equal(m.assigned) {

@@ -382,7 +382,8 @@ func (g *group) onLoadedConsumerLocked() {
 
 // scheduleConsumerSessionLocked (re)starts a member's session timeout.
 func (g *group) scheduleConsumerSessionLocked(m *consumerMember) {
-	g.scheduleLocked(&m.sessionTimer, g.c.cfg.ConsumerSessionTimeout, func() { g.expireConsumerMemberLocked(m, "session timeout") })
+	sessionTimeout, _ := g.c.consumerTimeouts(g.id)
+	g.scheduleLocked(&m.sessionTimer, sessionTimeout, func() { g.expireConsumerMemberLocked(m, "session timeout") })
 }
 
 // scheduleConsumerRebalanceLocked starts the timeout within which a member

@@ -37,6 +37,11 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms (5 s)
 	ConsumerMaxSize           int32         // group.consumer.max.size (unbounded)
 	ConsumerAssignors         []string      // group.consumer.assignors: "uniform", "range"; the first is the default
+	// ConsumerTimeouts, when set, returns the session timeout and heartbeat
+	// interval of one consumer group: its group configs (consumer.session.timeout.ms,
+	// consumer.heartbeat.interval.ms) over the two above. It is called on every
+	// heartbeat, so a change reaches the running group at its members' next one.
+	ConsumerTimeouts func(groupID string) (session, heartbeat time.Duration)
 
 	Logger *slog.Logger
 	Now    func() time.Time // nil: time.Now
@@ -60,6 +65,16 @@ func DefaultConfig() Config {
 		ConsumerMaxSize:           math.MaxInt32,
 		ConsumerAssignors:         []string{"uniform", "range"},
 	}
+}
+
+// consumerTimeouts is the session timeout and heartbeat interval of group id.
+func (c *Coordinator) consumerTimeouts(id string) (session, heartbeat time.Duration) {
+	if c.cfg.ConsumerTimeouts != nil {
+		if s, h := c.cfg.ConsumerTimeouts(id); s > 0 && h > 0 {
+			return s, h
+		}
+	}
+	return c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
 }
 
 // Log is the __consumer_offsets topic as the coordinator sees it; the broker

@@ -1,0 +1,111 @@
+package broker
+
+// GROUP config resources (resource type 32) of DescribeConfigs,
+// AlterConfigs and IncrementalAlterConfigs, as Kafka 4.4 serves
+// `kafka-configs --entity-type groups`:
+//
+//   - the keys are GroupConfig's (config/groups.go); a group need not exist,
+//     its configs may be set before it does;
+//   - the empty name is "Default group resources are not allowed."
+//     (INVALID_REQUEST) to alter and "Group name must not be empty" to
+//     describe;
+//   - the group's whole resulting configs are validated as Kafka's controller
+//     does (GroupConfig.validate): an unknown key, a malformed value or one
+//     outside the broker's group.* bounds is INVALID_CONFIG with Kafka's
+//     message; APPEND and SUBTRACT are INVALID_CONFIG ("... its type is not
+//     LIST.", as Kafka answers for every group key);
+//   - AlterConfigs (legacy) replaces the group's configs, as Kafka 4.4's
+//     controller does;
+//   - the configs live in etcd (controller/group_configs.go); the group
+//     coordinator reads consumer.session.timeout.ms and
+//     consumer.heartbeat.interval.ms on every heartbeat (groupConsumerTimeouts),
+//     so a change reaches the running group at its members' next heartbeat.
+//     The share.* and streams.* keys are stored and described, and have no
+//     effect yet: Strait has no share or streams groups.
+
+import (
+	"context"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/config"
+	"github.com/strait/strait/controller"
+)
+
+func (s *Server) describeGroupConfigs(layers *config.Layers, name string, withSynonyms, withDocs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	if name == "" {
+		return nil, &controller.Error{Err: kerr.InvalidRequest, Message: "Group name must not be empty"}
+	}
+	return layers.GroupEntries(s.ctrl.GroupConfigs(name), withSynonyms, withDocs), nil
+}
+
+func (s *Server) alterGroupConfigs(ctx context.Context, r alterResource, validateOnly bool) error {
+	if r.name == "" {
+		return requestError("Default group resources are not allowed.")
+	}
+	layers := s.dynamicConfigs().state.Load().layers
+	update := func(current map[string]string) (map[string]string, error) {
+		next, err := applyGroupOps(current, r)
+		if err != nil {
+			return nil, err
+		}
+		if err := layers.ValidateGroupConfigs(next); err != nil {
+			return nil, err
+		}
+		return next, nil
+	}
+	if validateOnly {
+		current := maps.Clone(s.ctrl.GroupConfigs(r.name))
+		if current == nil {
+			current = map[string]string{}
+		}
+		_, err := update(current)
+		return err
+	}
+	return s.ctrl.UpdateGroupConfigs(ctx, r.name, update)
+}
+
+// applyGroupOps is the controller's side of a group alteration
+// (ConfigurationControlManager): SET and DELETE; Kafka refuses APPEND and
+// SUBTRACT on every group key.
+func applyGroupOps(current map[string]string, r alterResource) (map[string]string, error) {
+	if r.legacy {
+		next := make(map[string]string, len(r.ops))
+		for _, op := range r.ops {
+			next[op.name] = *op.value
+		}
+		return next, nil
+	}
+	next := current
+	for _, op := range r.ops {
+		switch op.op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			next[op.name] = *op.value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(next, op.name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			return nil, configError("Can't " + op.op.String() + " to key " + op.name + " because its type is not LIST.")
+		default:
+			return nil, requestError("Unknown operations type " + strconv.Itoa(int(op.op)))
+		}
+	}
+	return next, nil
+}
+
+// groupConsumerTimeouts is the coordinator's ConsumerTimeouts: the group's
+// configs over the broker's group.consumer.* settings (session and
+// heartbeat), read from the controller's cache and the current dynamic
+// config layers, without I/O.
+func (s *Server) groupConsumerTimeouts(session, heartbeat time.Duration) func(string) (time.Duration, time.Duration) {
+	return func(groupID string) (time.Duration, time.Duration) {
+		overrides := s.ctrl.GroupConfigs(groupID)
+		if len(overrides) == 0 {
+			return session, heartbeat
+		}
+		return s.dynamicConfigs().state.Load().layers.GroupConsumerTimeouts(overrides, session, heartbeat)
+	}
+}

@@ -1,0 +1,140 @@
+package controller
+
+// Group configs (GROUP config resources: `kafka-configs --entity-type
+// groups`), one key per group beside the dynamic broker configs:
+//
+//	<prefix>/configs/groups/<group id>    {"key":"value",...}
+//
+// A group id may contain '/': everything after configs/groups/ is the id.
+// A group need not exist to have configs (Kafka lets them be set first).
+// The metadata cache keeps every group's configs in its snapshots, so the
+// group coordinator reads them on each heartbeat without an etcd round trip
+// and sees a change as soon as the watch applies it, on every broker.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+const groupConfigsSegment = "configs/groups/"
+
+func (k keyspace) groupConfigs(group string) string { return k.root() + groupConfigsSegment + group }
+
+// parseGroupConfigKey classifies rest (a key without the root) under configs/groups/.
+func parseGroupConfigKey(rest string) parsedKey {
+	group, ok := strings.CutPrefix(rest, groupConfigsSegment)
+	if !ok || group == "" {
+		return parsedKey{}
+	}
+	return parsedKey{kind: keyGroupConfig, group: group}
+}
+
+// groupConfigState is the applier's copy of every group's configs; the
+// snapshot shares it until the next change (copy on write).
+type groupConfigState struct {
+	configs map[string]map[string]string
+	dirty   bool
+}
+
+func (s *groupConfigState) reset() {
+	s.configs = map[string]map[string]string{}
+	s.dirty = true
+}
+
+func (s *groupConfigState) put(pk parsedKey, kv *mvccpb.KeyValue, c *metadataCache) {
+	configs := map[string]string{}
+	if err := json.Unmarshal(kv.Value, &configs); err != nil {
+		c.log.Warn("ignoring undecodable group configs", "group", pk.group, "err", err)
+		return
+	}
+	s.configs[pk.group] = configs
+	s.dirty = true
+}
+
+func (s *groupConfigState) delete(pk parsedKey) {
+	delete(s.configs, pk.group)
+	s.dirty = true
+}
+
+// snapshot returns a copy for a metadataSnapshot (the inner maps are never
+// modified once stored, so they are shared) and clears dirty.
+func (s *groupConfigState) snapshot() map[string]map[string]string {
+	s.dirty = false
+	return maps.Clone(s.configs)
+}
+
+// GroupConfigs returns the configs set on group (nil: none). The map is
+// shared with the cache: read it, do not modify it.
+func (c *Controller) GroupConfigs(group string) map[string]string {
+	return c.cache.snapshot().groupConfigs[group]
+}
+
+// UpdateGroupConfigs replaces the configs of group by what update returns
+// for the current ones, as one compare-and-swap (retried on conflict), and
+// returns once this controller's cache has applied it. An empty result
+// deletes the group's key; an unchanged one writes nothing.
+func (c *Controller) UpdateGroupConfigs(ctx context.Context, group string, update ConfigUpdate) error {
+	if !c.running() {
+		return ErrNotStarted
+	}
+	key := c.ks.groupConfigs(group)
+	for range maxConfigCASAttempts {
+		resp, err := c.client.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("controller: reading the configs of group %s: %w", group, err)
+		}
+		current := map[string]string{}
+		var modRev int64
+		if len(resp.Kvs) > 0 {
+			modRev = resp.Kvs[0].ModRevision
+			if err := json.Unmarshal(resp.Kvs[0].Value, &current); err != nil {
+				return fmt.Errorf("controller: decoding the configs of group %s: %w", group, err)
+			}
+			if current == nil {
+				current = map[string]string{}
+			}
+		}
+		next, err := update(maps.Clone(current))
+		if err != nil {
+			return err
+		}
+		if maps.Equal(next, current) {
+			return nil
+		}
+		op := clientv3.OpDelete(key)
+		if len(next) > 0 {
+			value, _ := json.Marshal(next) // a string map always encodes
+			op = clientv3.OpPut(key, string(value))
+		}
+		// ModRevision 0 means "absent": the same comparison guards a creation.
+		txn, err := c.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", modRev)).
+			Then(op).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("controller: writing the configs of group %s: %w", group, err)
+		}
+		if !txn.Succeeded {
+			continue
+		}
+		if err := c.cache.waitForRevision(ctx, c.stop, txn.Header.Revision); err != nil {
+			return fmt.Errorf("controller: configs of group %s written, waiting for the metadata cache: %w", group, err)
+		}
+		c.log.Info("altered group configs", "group", group, "revision", txn.Header.Revision)
+		return nil
+	}
+	return apiError(kerr.ConcurrentTransactions, "The configs of group %s kept changing during the update; try again.", group)
+}
+
+// GroupConfigIDs returns the groups that have configs, sorted.
+func (c *Controller) GroupConfigIDs() []string {
+	return slices.Sorted(maps.Keys(c.cache.snapshot().groupConfigs))
+}
