@@ -3,7 +3,7 @@
 # Central, fetched by bench/kafka/kafka.sh) against a running broker:
 # kafka-topics (incl. --alter --partitions and --delete), kafka-configs,
 # kafka-console-producer/-consumer, kafka-consumer-groups, kafka-producer-perf-test,
-# kafka-consumer-perf-test, and VerifiableProducer/VerifiableConsumer (the
+# kafka-consumer-perf-test, kafka-acls, and VerifiableProducer/VerifiableConsumer (the
 # tools Kafka's own system tests drive).
 # Usage: cli.sh HOST:PORT WORKDIR; appends results to WORKDIR/results.tsv.
 set -uo pipefail
@@ -148,6 +148,16 @@ for protocol in classic consumer; do
   check "VerifiableConsumer consume 3000 and commit them ($protocol group protocol)" \
     "$out/verifiable-consumer-$protocol" "^consumed 3000 committed 3000 commit_failures 0$"
 done
+
+# Without authorizer.class.name (this broker's configuration) Kafka answers
+# the ACL APIs with SECURITY_DISABLED; kafka-acls reports it.
+acls() { run org.apache.kafka.tools.AclCommand "$@"; }
+acls --list >"$out/acls-list" 2>&1
+check "kafka-acls --list without an authorizer: SECURITY_DISABLED" "$out/acls-list" \
+  "SecurityDisabledException: No Authorizer is configured on the broker"
+acls --add --allow-principal User:alice --operation Read --topic cli-topic >"$out/acls-add" 2>&1
+check "kafka-acls --add without an authorizer: SECURITY_DISABLED" "$out/acls-add" \
+  "SecurityDisabledException: No Authorizer is configured"
 
 echo "cli: $pass passed, $failed failed"
 [ "$failed" -eq 0 ]
