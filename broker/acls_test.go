@@ -3,11 +3,15 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -58,5 +62,214 @@ func TestAclsWithoutAuthorizer(t *testing.T) {
 	}
 	if len(deleted) != 1 || !errors.Is(deleted[0].Err, kerr.SecurityDisabled) || deleted[0].ErrMessage != "No Authorizer is configured." {
 		t.Errorf("DeleteACLs: %+v", deleted)
+	}
+}
+
+// describeAll lists every binding as "TYPE:PATTERN:name principal host OP PERM" lines, sorted.
+func describeAll(t *testing.T, ctx context.Context, cl *kgo.Client) []string {
+	t.Helper()
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 {
+		t.Fatalf("describe: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	var out []string
+	for _, r := range resp.Resources {
+		for _, a := range r.ACLs {
+			out = append(out, fmt.Sprintf("%s:%s:%s %s %s %s %s", r.ResourceType, r.ResourcePatternType, r.ResourceName,
+				a.Principal, a.Host, a.Operation, a.PermissionType))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// With the StandardAuthorizer: kadm's CreateACLs, DescribeACLs and
+// DeleteACLs (what kafka-acls --add, --list and --remove send) against the
+// ACLs the controller stores in etcd, with Kafka's validation and filters.
+func TestAclsWithAuthorizer(t *testing.T) {
+	srv := startBroker(t, t.TempDir(),
+		"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users", "User:ANONYMOUS")
+	defer srv.Close()
+	cl := newClient(t, srv)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	if got := describeAll(t, ctx, cl); len(got) != 0 {
+		t.Fatalf("a new cluster has ACLs: %v", got)
+	}
+	// A producer on orders (literal), a consumer on everything under
+	// logs. (prefixed) in group g, and a deny for mallory on every topic.
+	for _, b := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Topics("orders").Allow("User:alice").Operations(kadm.OpWrite, kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral),
+		kadm.NewACLs().Topics("logs.").Groups("g").Allow("User:bob").AllowHosts("127.0.0.1").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed),
+		kadm.NewACLs().Topics("*").Deny("User:mallory").Operations(kadm.OpAll).ResourcePatternType(kadm.ACLPatternLiteral),
+		// Again: creating an existing binding succeeds and stores nothing new.
+		kadm.NewACLs().Topics("orders").Allow("User:alice").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral),
+	} {
+		res, err := adm.CreateACLs(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Errorf("create %s %s: %v %s", r.Name, r.Principal, r.Err, r.ErrMessage)
+			}
+		}
+	}
+	want := []string{
+		"GROUP:PREFIXED:g User:bob 127.0.0.1 READ ALLOW",
+		"TOPIC:LITERAL:* User:mallory * ALL DENY",
+		"TOPIC:LITERAL:orders User:alice * DESCRIBE ALLOW",
+		"TOPIC:LITERAL:orders User:alice * WRITE ALLOW",
+		"TOPIC:PREFIXED:logs. User:bob 127.0.0.1 READ ALLOW",
+	}
+	if got := describeAll(t, ctx, cl); !slices.Equal(got, want) {
+		t.Errorf("described:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Filters: MATCH finds what applies to a topic (literal, wildcard,
+	// prefixed); PREFIXED only the prefixed binding of that exact name.
+	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().Topics("logs.app").Allow().AllowHosts().Deny().DenyHosts().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternMatch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range described {
+		if d.Err != nil {
+			t.Fatal(d.Err)
+		}
+		for _, a := range d.Described {
+			names = append(names, a.Name+"/"+a.Principal)
+		}
+	}
+	slices.Sort(names)
+	if want := []string{"*/User:mallory", "logs./User:bob"}; !slices.Equal(names, want) {
+		t.Errorf("MATCH logs.app: %v, want %v", names, want)
+	}
+
+	// What kadm would refuse before sending, sent raw: Kafka's messages.
+	raw := kmsg.NewPtrCreateACLsRequest()
+	for _, c := range []struct {
+		rt   kmsg.ACLResourceType
+		name string
+		pt   kmsg.ACLResourcePatternType
+		p    string
+		host string
+	}{
+		{kmsg.ACLResourceTypeCluster, "other", kmsg.ACLResourcePatternTypeLiteral, "User:a", "*"},
+		{kmsg.ACLResourceTypeTopic, "", kmsg.ACLResourcePatternTypeLiteral, "User:a", "*"},
+		{kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeMatch, "User:a", "*"},
+		{kmsg.ACLResourceTypeAny, "t", kmsg.ACLResourcePatternTypeLiteral, "User:a", "*"},
+		{kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral, "alice", "*"},
+		{kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral, "User:a", ""},
+		{kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral, "User:a", "10.0.0.0/8"},
+	} {
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType, cr.Principal, cr.Host = c.rt, c.name, c.pt, c.p, c.host
+		cr.Operation, cr.PermissionType = kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		raw.Creations = append(raw.Creations, cr)
+	}
+	rawResp, err := raw.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMsgs := []string{
+		"The only valid name for the CLUSTER resource is kafka-cluster",
+		"Invalid empty resource name",
+		"Invalid patternType MATCH",
+		"Invalid resourceType ANY",
+		"Could not parse principal from `alice` (no colon is present separating the principal type from the principal name)",
+		"Host pattern cannot be null or empty",
+		"",
+	}
+	for i, r := range rawResp.Results {
+		msg := ""
+		if r.ErrorMessage != nil {
+			msg = *r.ErrorMessage
+		}
+		wantCode := kerr.InvalidRequest.Code
+		if wantMsgs[i] == "" {
+			wantCode = 0
+		}
+		if r.ErrorCode != wantCode || msg != wantMsgs[i] {
+			t.Errorf("creation %d: %v %q, want %q", i, kerr.ErrorForCode(r.ErrorCode), msg, wantMsgs[i])
+		}
+	}
+
+	// Delete: each filter returns what it matched; a filter with an
+	// out-of-range code is INVALID_REQUEST.
+	del := kmsg.NewPtrDeleteACLsRequest()
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	f.Principal = kmsg.StringPtr("User:alice")
+	bad := f
+	bad.ResourceType = 42
+	del.Filters = append(del.Filters, f, bad)
+	delResp, err := del.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := delResp.Results[0]; r.ErrorCode != 0 || len(r.MatchingACLs) != 2 { // WRITE and DESCRIBE on orders
+		t.Errorf("delete alice: %v %d matching", kerr.ErrorForCode(r.ErrorCode), len(r.MatchingACLs))
+	}
+	if r := delResp.Results[1]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != "Unknown patternFilter." {
+		t.Errorf("delete with an unknown resource type: %v %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	deleted, err := adm.DeleteACLs(ctx, kadm.NewACLs().AnyResource().Allow().Deny().AllowHosts().DenyHosts().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range deleted {
+		n += len(d.Deleted)
+	}
+	if n != 4 { // mallory's, bob's two, User:a's from its CIDR host
+		t.Errorf("deleted %d of the remaining 4", n)
+	}
+	if got := describeAll(t, ctx, cl); len(got) != 0 {
+		t.Errorf("left after deleting everything: %v", got)
+	}
+
+	// A request with the UNKNOWN code does not parse in Kafka: the
+	// connection closes without an answer.
+	bad0 := kmsg.NewPtrDescribeACLsRequest()
+	bad0.ResourceType, bad0.ResourcePatternType, bad0.Operation, bad0.PermissionType = 0, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	if _, err := bad0.RequestWith(ctx, newClient(t, srv, kgo.RequestRetries(0))); err == nil {
+		t.Error("DescribeAcls with resource type 0 was answered")
+	}
+}
+
+// Without the cluster permission, the ACL APIs answer
+// CLUSTER_AUTHORIZATION_FAILED.
+func TestAclsNeedClusterPermission(t *testing.T) {
+	srv := startBroker(t, t.TempDir(), "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+	defer srv.Close()
+	cl := newClient(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("describe: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	created, err := kadm.NewClient(cl).CreateACLs(ctx, kadm.NewACLs().Topics("t").Allow("User:ANONYMOUS").Operations(kadm.OpAll).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(created) != 1 || !errors.Is(created[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("create: %+v", created)
 	}
 }

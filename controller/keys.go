@@ -22,6 +22,7 @@ const (
 	keyPartition
 	keyScram // scram/<user>/<mechanism> (credentials.go)
 	keyToken // delegation_tokens/<token id> (tokens.go)
+	keyACL   // acls/<id> (acls.go)
 )
 
 const (
@@ -54,6 +55,7 @@ type parsedKey struct {
 	user      string // keyScram
 	mechanism string // keyScram
 	tokenID   string // keyToken
+	aclID     string // keyACL
 }
 
 // parse classifies a key read from etcd. Keys that do not fit the layout are
@@ -92,6 +94,8 @@ func (k keyspace) parse(key string) parsedKey {
 		return parsedKey{kind: keyPartition, topic: name, partition: int32(n)}
 	case strings.HasPrefix(rest, scramSegment), strings.HasPrefix(rest, tokensSegment):
 		return parseAuthKey(rest)
+	case strings.HasPrefix(rest, aclsSegment):
+		return parseACLKey(rest)
 	}
 	return parsedKey{}
 }
