@@ -12,6 +12,9 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strait/strait/security/acl"
 )
 
@@ -74,4 +77,110 @@ func (c *conn) authorizeGroup(op acl.Operation, group string) bool {
 // authorizeTransactionalID is the decision on a TRANSACTIONAL_ID.
 func (c *conn) authorizeTransactionalID(op acl.Operation, id string) bool {
 	return c.authorize(op, acl.ResourceTransactionalID, id)
+}
+
+// mayCreateTopic is Kafka's check for a topic's creation (CreateTopics,
+// Metadata's auto-creation): CREATE on the cluster, or on the topic.
+func (c *conn) mayCreateTopic(topic string) bool {
+	return c.srv.authz == nil || c.authorizeCluster(acl.OpCreate) || c.authorizeTopic(acl.OpCreate, topic)
+}
+
+// produceTransactionDenied is KafkaApis.handleProduceRequest's first check:
+// a request carrying transactional batches needs WRITE on its transactional
+// id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition otherwise).
+func (c *conn) produceTransactionDenied(req *kmsg.ProduceRequest) bool {
+	if c.srv.authz == nil {
+		return false
+	}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			if _, _, _, ok := transactionalBatch(rp.Records); ok {
+				return req.TransactionID == nil || !c.authorizeTransactionalID(acl.OpWrite, *req.TransactionID)
+			}
+		}
+	}
+	return false
+}
+
+// fetchDenied is KafkaApis.handleFetchRequest's check of one topic: a
+// follower (replica >= 0) needs CLUSTER_ACTION on the cluster, a consumer
+// READ on the topic; refused partitions are TOPIC_AUTHORIZATION_FAILED.
+func (c *conn) fetchDenied(replica int32, topic string) bool {
+	if c.srv.authz == nil {
+		return false
+	}
+	if replica >= 0 {
+		return !c.authorizeCluster(acl.OpClusterAction)
+	}
+	return !c.authorizeTopic(acl.OpRead, topic)
+}
+
+// groupDenied answers a group request whose principal may not READ the
+// group with GROUP_AUTHORIZATION_FAILED (the request's getErrorResponse in
+// Kafka), and reports whether it did. resp is the request's empty response.
+func (c *conn) groupDenied(x *exchange, group string) bool {
+	if c.authorizeGroup(acl.OpRead, group) {
+		return false
+	}
+	code := kerr.GroupAuthorizationFailed.Code
+	switch resp := x.req.Body.ResponseKind().(type) {
+	case *kmsg.JoinGroupResponse:
+		resp.ErrorCode, resp.Generation = code, -1
+		x.respond(resp)
+	case *kmsg.SyncGroupResponse:
+		resp.ErrorCode = code
+		x.respond(resp)
+	case *kmsg.HeartbeatResponse:
+		resp.ErrorCode = code
+		x.respond(resp)
+	case *kmsg.LeaveGroupResponse:
+		resp.ErrorCode = code
+		x.respond(resp)
+	case *kmsg.OffsetCommitResponse:
+		req := x.req.Body.(*kmsg.OffsetCommitRequest)
+		resp.Topics = offsetCommitErrors(req.Topics, code)
+		x.respond(resp)
+	default:
+		return false // not a group request this knows: the handler goes on
+	}
+	return true
+}
+
+// offsetCommitErrors answers every partition of topics with code.
+func offsetCommitErrors(topics []kmsg.OffsetCommitRequestTopic, code int16) []kmsg.OffsetCommitResponseTopic {
+	out := make([]kmsg.OffsetCommitResponseTopic, 0, len(topics))
+	for _, rt := range topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// offsetCommitDeniedTopics removes from req the topics the principal may
+// not READ and returns their answers (TOPIC_AUTHORIZATION_FAILED), to add
+// to the coordinator's response (KafkaApis.handleOffsetCommitRequest).
+func (c *conn) offsetCommitDeniedTopics(req *kmsg.OffsetCommitRequest) []kmsg.OffsetCommitResponseTopic {
+	if c.srv.authz == nil {
+		return nil
+	}
+	var denied []kmsg.OffsetCommitRequestTopic
+	kept := req.Topics[:0]
+	for _, rt := range req.Topics {
+		if c.authorizeTopic(acl.OpRead, rt.Topic) {
+			kept = append(kept, rt)
+		} else {
+			denied = append(denied, rt)
+		}
+	}
+	req.Topics = kept
+	if len(denied) == 0 {
+		return nil
+	}
+	return offsetCommitErrors(denied, kerr.TopicAuthorizationFailed.Code)
 }

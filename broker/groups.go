@@ -12,7 +12,9 @@ package broker
 // JoinGroup and SyncGroup park until the rebalance gets there: the
 // coordinator calls back, possibly from a timer goroutine, and the
 // connection's read loop goes on meanwhile (the response keeps its place in
-// the write order). With one broker, this broker coordinates every group;
+// the write order). Authorization (authorize.go) comes first: READ on the
+// group for the membership APIs and OffsetCommit, and READ on each topic
+// committed. With one broker, this broker coordinates every group;
 // ListGroups lists the groups it coordinates, as in Kafka.
 
 import (
@@ -51,31 +53,49 @@ func groupClient(c *conn, x *exchange) group.Client {
 // JoinGroup (key 11): answered when the rebalance completes the join.
 func handleJoinGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.JoinGroupRequest)
+	if c.groupDenied(x, req.Group) {
+		return
+	}
 	c.srv.groups().coord.JoinGroup(groupClient(c, x), req, func(r *kmsg.JoinGroupResponse) { x.respondAsync(r) })
 }
 
 // SyncGroup (key 14): answered when the leader's assignment arrives.
 func handleSyncGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.SyncGroupRequest)
+	if c.groupDenied(x, req.Group) {
+		return
+	}
 	c.srv.groups().coord.SyncGroup(groupClient(c, x), req, func(r *kmsg.SyncGroupResponse) { x.respondAsync(r) })
 }
 
 // Heartbeat (key 12).
 func handleHeartbeat(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.HeartbeatRequest)
+	if c.groupDenied(x, req.Group) {
+		return
+	}
 	x.respond(c.srv.groups().coord.Heartbeat(groupClient(c, x), req))
 }
 
 // LeaveGroup (key 13).
 func handleLeaveGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.LeaveGroupRequest)
+	if c.groupDenied(x, req.Group) {
+		return
+	}
 	x.respond(c.srv.groups().coord.LeaveGroup(groupClient(c, x), req))
 }
 
 // OffsetCommit (key 8).
 func handleOffsetCommit(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetCommitRequest)
-	x.respond(c.srv.groups().coord.OffsetCommit(groupClient(c, x), req))
+	if c.groupDenied(x, req.Group) {
+		return
+	}
+	denied := c.offsetCommitDeniedTopics(req)
+	resp := c.srv.groups().coord.OffsetCommit(groupClient(c, x), req)
+	resp.Topics = append(resp.Topics, denied...)
+	x.respond(resp)
 }
 
 // OffsetFetch (key 9).

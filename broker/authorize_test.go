@@ -1,0 +1,193 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The handlers authorized as KafkaApis does, for the PLAINTEXT principal
+// User:ANONYMOUS: produce (WRITE), fetch (READ), metadata (DESCRIBE, and
+// CREATE for auto-creation), CreateTopics (CREATE), the group membership
+// APIs and OffsetCommit (READ on the group and the topics).
+func TestHandlersAuthorized(t *testing.T) {
+	srv := startBroker(t, t.TempDir(),
+		"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"allow.everyone.if.no.acl.found", "true")
+	defer srv.Close()
+	cl := newClient(t, srv)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	for _, topic := range []string{"open", "nowrite", "noread", "secret"} {
+		createTopic(t, cl, topic, 1, nil)
+	}
+	const me = "User:ANONYMOUS"
+	mustCreate := func(b *kadm.ACLBuilder) {
+		t.Helper()
+		res, err := adm.CreateACLs(ctx, b.ResourcePatternType(kadm.ACLPatternLiteral))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("create ACL: %v %s", r.Err, r.ErrMessage)
+			}
+		}
+	}
+	// The cluster gets ACLs, so what they do not allow (CREATE) is denied
+	// there; topics without ACLs stay open (allow.everyone.if.no.acl.found).
+	mustCreate(kadm.NewACLs().Clusters().Allow(me).Operations(kadm.OpAlter, kadm.OpDescribe))
+	mustCreate(kadm.NewACLs().Topics("nowrite").Allow(me).Operations(kadm.OpDescribe, kadm.OpRead))
+	mustCreate(kadm.NewACLs().Topics("nowrite").Deny(me).Operations(kadm.OpWrite))
+	mustCreate(kadm.NewACLs().Topics("noread").Allow(me).Operations(kadm.OpWrite)) // WRITE implies DESCRIBE
+	mustCreate(kadm.NewACLs().Topics("secret").Deny(me).Operations(kadm.OpAll))
+	mustCreate(kadm.NewACLs().Groups("closed").Deny(me).Operations(kadm.OpRead))
+
+	// Metadata: all topics leaves out secret; naming it is refused.
+	meta := kmsg.NewPtrMetadataRequest()
+	mresp, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mt := range mresp.Topics {
+		names = append(names, *mt.Topic)
+	}
+	slices.Sort(names)
+	if want := []string{"noread", "nowrite", "open"}; !slices.Equal(names, want) {
+		t.Errorf("all topics: %v, want %v", names, want)
+	}
+	meta = kmsg.NewPtrMetadataRequest()
+	for _, n := range []string{"secret", "open", "auto-created"} {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(n)
+		meta.Topics = append(meta.Topics, mt)
+	}
+	meta.AllowAutoTopicCreation = true
+	if mresp, err = meta.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]int16{}
+	for _, mt := range mresp.Topics {
+		codes[*mt.Topic] = mt.ErrorCode
+	}
+	// auto-created: the cluster's ACLs do not give CREATE, but the topic has
+	// no ACL, so allow.everyone.if.no.acl.found gives CREATE on it.
+	if codes["secret"] != kerr.TopicAuthorizationFailed.Code || codes["open"] != 0 || codes["auto-created"] != 0 {
+		t.Errorf("named topics: %v", codes)
+	}
+
+	// CreateTopics: CREATE on the topic (the cluster's is not granted).
+	mustCreate(kadm.NewACLs().Topics("forbidden").Deny(me).Operations(kadm.OpCreate))
+	ct, err := adm.CreateTopics(ctx, 1, 1, nil, "forbidden", "allowed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ct["forbidden"]; !errors.Is(r.Err, kerr.TopicAuthorizationFailed) || r.ErrMessage != "Authorization failed." {
+		t.Errorf("create forbidden: %v %q", r.Err, r.ErrMessage)
+	}
+	if r := ct["allowed"]; r.Err != nil {
+		t.Errorf("create allowed: %v", r.Err)
+	}
+
+	// Produce: WRITE on the topic.
+	for topic, want := range map[string]error{"open": nil, "noread": nil, "nowrite": kerr.TopicAuthorizationFailed} {
+		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+		if !errors.Is(err, want) && !(want == nil && err == nil) {
+			t.Errorf("produce to %s: %v, want %v", topic, err, want)
+		}
+	}
+
+	// Fetch: READ on the topic (named by id, as the client's version has it).
+	ids := map[string][16]byte{}
+	if all, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, mt := range all.Topics {
+			ids[*mt.Topic] = mt.TopicID
+		}
+	}
+	fetch := func(topic string) int16 {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxBytes = -1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, ids[topic]
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if c := fetch("noread"); c != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("fetch noread: %v", kerr.ErrorForCode(c))
+	}
+	if c := fetch("open"); c != 0 {
+		t.Errorf("fetch open: %v", kerr.ErrorForCode(c))
+	}
+
+	// A follower's fetch needs CLUSTER_ACTION, which the cluster's ACLs do
+	// not give.
+	freq := kmsg.NewPtrFetchRequest()
+	freq.ReplicaID, freq.ReplicaState.ID, freq.MaxBytes = 7, 7, 1<<20
+	frt := kmsg.NewFetchRequestTopic()
+	frt.Topic, frt.TopicID = "open", ids["open"]
+	frt.Partitions = append(frt.Partitions, kmsg.NewFetchRequestTopicPartition())
+	freq.Topics = append(freq.Topics, frt)
+	if resp, err := freq.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	} else if c := resp.Topics[0].Partitions[0].ErrorCode; c != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("follower fetch without CLUSTER_ACTION: %v", kerr.ErrorForCode(c))
+	}
+
+	// Groups: READ on the group; OffsetCommit also READ on each topic.
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "closed", "consumer", 10000, 10000
+	join.Protocols = append(join.Protocols, kmsg.JoinGroupRequestProtocol{Name: "range"})
+	if resp, err := join.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	} else if resp.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("join closed: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	commit := func(group string, topics ...string) map[string]int16 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = group, -1
+		for _, topic := range topics {
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Offset = 0
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int16{}
+		for _, rt := range resp.Topics {
+			out[rt.Topic] = rt.Partitions[0].ErrorCode
+		}
+		return out
+	}
+	if got := commit("closed", "open"); got["open"] != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("commit to closed: %v", got)
+	}
+	if got := commit("g", "open", "secret"); got["open"] != 0 || got["secret"] != kerr.TopicAuthorizationFailed.Code || len(got) != 2 {
+		t.Errorf("commit to g: %v", got)
+	}
+}
