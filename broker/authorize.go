@@ -184,3 +184,48 @@ func (c *conn) offsetCommitDeniedTopics(req *kmsg.OffsetCommitRequest) []kmsg.Of
 	}
 	return offsetCommitErrors(denied, kerr.TopicAuthorizationFailed.Code)
 }
+
+// initProducerIDDenied is KafkaApis.handleInitProducerIdRequest's check,
+// the error code or 0: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); for an idempotent producer,
+// IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+// (CLUSTER_AUTHORIZATION_FAILED).
+func (c *conn) initProducerIDDenied(transactionalID *string) int16 {
+	a := c.srv.authz
+	switch {
+	case a == nil:
+		return 0
+	case transactionalID != nil:
+		if !c.authorizeTransactionalID(acl.OpWrite, *transactionalID) {
+			return kerr.TransactionalIDAuthorizationFailed.Code
+		}
+	case !c.authorizeCluster(acl.OpIdempotentWrite) && !a.AuthorizeByResourceType(c.requestContext(), acl.OpWrite, acl.ResourceTopic):
+		return kerr.ClusterAuthorizationFailed.Code
+	}
+	return 0
+}
+
+// transactionDenied is the check of EndTxn and AddOffsetsToTxn (and
+// AddOffsetsToTxn's group): WRITE on the transactional id, then READ on the
+// group when one is named; the error code or 0.
+func (c *conn) transactionDenied(transactionalID, group string) int16 {
+	if !c.authorizeTransactionalID(acl.OpWrite, transactionalID) {
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	if group != "" && !c.authorizeGroup(acl.OpRead, group) {
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	return 0
+}
+
+// coordinatorKeyDenied is FindCoordinator's check of one key: DESCRIBE on
+// the group or the transactional id; the error code or 0.
+func (c *conn) coordinatorKeyDenied(keyType int8, key string) int16 {
+	switch {
+	case keyType == coordinatorTypeGroup && !c.authorizeGroup(acl.OpDescribe, key):
+		return kerr.GroupAuthorizationFailed.Code
+	case keyType == coordinatorTypeTransaction && !c.authorizeTransactionalID(acl.OpDescribe, key):
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	return 0
+}

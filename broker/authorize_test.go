@@ -51,6 +51,8 @@ func TestHandlersAuthorized(t *testing.T) {
 	mustCreate(kadm.NewACLs().Topics("noread").Allow(me).Operations(kadm.OpWrite)) // WRITE implies DESCRIBE
 	mustCreate(kadm.NewACLs().Topics("secret").Deny(me).Operations(kadm.OpAll))
 	mustCreate(kadm.NewACLs().Groups("closed").Deny(me).Operations(kadm.OpRead))
+	// DESCRIBE, so that FindCoordinator (franz-go asks first) finds it.
+	mustCreate(kadm.NewACLs().Groups("closed").Allow(me).Operations(kadm.OpDescribe))
 
 	// Metadata: all topics leaves out secret; naming it is refused.
 	meta := kmsg.NewPtrMetadataRequest()
@@ -189,5 +191,106 @@ func TestHandlersAuthorized(t *testing.T) {
 	}
 	if got := commit("g", "open", "secret"); got["open"] != 0 || got["secret"] != kerr.TopicAuthorizationFailed.Code || len(got) != 2 {
 		t.Errorf("commit to g: %v", got)
+	}
+}
+
+// InitProducerId, EndTxn, AddOffsetsToTxn, FindCoordinator and ListOffsets
+// authorized as KafkaApis does. franz-go sends the transactional requests
+// to the coordinator FindCoordinator names, so a transactional id denied
+// DESCRIBE fails there first; "tx-ro" may be described but not written.
+func TestTransactionsAndCoordinatorsAuthorized(t *testing.T) {
+	srv := startBroker(t, t.TempDir(),
+		"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"allow.everyone.if.no.acl.found", "true")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := newClient(t, srv)
+	adm := kadm.NewClient(cl)
+	const me = "User:ANONYMOUS"
+	mustCreate := func(b *kadm.ACLBuilder) {
+		t.Helper()
+		res, err := adm.CreateACLs(ctx, b.ResourcePatternType(kadm.ACLPatternLiteral))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("create ACL: %v %s", r.Err, r.ErrMessage)
+			}
+		}
+	}
+	createTopic(t, cl, "hidden", 1, nil)
+	mustCreate(kadm.NewACLs().Clusters().Allow(me).Operations(kadm.OpAlter, kadm.OpDescribe, kadm.OpCreate))
+	mustCreate(kadm.NewACLs().Topics("*").Deny(me).Operations(kadm.OpWrite))
+	mustCreate(kadm.NewACLs().Topics("hidden").Deny(me).Operations(kadm.OpDescribe))
+	mustCreate(kadm.NewACLs().TransactionalIDs("tx-denied").Deny(me).Operations(kadm.OpAll))
+	mustCreate(kadm.NewACLs().TransactionalIDs("tx-ro").Allow(me).Operations(kadm.OpDescribe))
+	mustCreate(kadm.NewACLs().TransactionalIDs("tx-ro").Deny(me).Operations(kadm.OpWrite))
+	mustCreate(kadm.NewACLs().Groups("g-denied").Deny(me).Operations(kadm.OpAll))
+
+	initPID := func(txnID *string) error {
+		t.Helper()
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = txnID, 60000, -1, -1
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	// Idempotent: WRITE on no topic (denied on every one) and no
+	// IDEMPOTENT_WRITE on the cluster; then the cluster grants it.
+	if err := initPID(nil); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("idempotent InitProducerId without WRITE on any topic: %v", err)
+	}
+	mustCreate(kadm.NewACLs().Clusters().Allow(me).Operations(kadm.OpIdempotentWrite))
+	if err := initPID(nil); err != nil {
+		t.Errorf("idempotent InitProducerId with IDEMPOTENT_WRITE: %v", err)
+	}
+	for id, want := range map[string]error{"tx-denied": kerr.TransactionalIDAuthorizationFailed,
+		"tx-ro": kerr.TransactionalIDAuthorizationFailed, "tx-ok": nil} {
+		if err := initPID(kmsg.StringPtr(id)); !errors.Is(err, want) && !(want == nil && err == nil) {
+			t.Errorf("InitProducerId %s: %v, want %v", id, err, want)
+		}
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch = "tx-ro", 1, 0
+	if resp, err := end.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	} else if resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Errorf("EndTxn tx-ro: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	addOff := kmsg.NewPtrAddOffsetsToTxnRequest()
+	addOff.TransactionalID, addOff.ProducerID, addOff.ProducerEpoch, addOff.Group = "tx-ok", 1, 0, "g-denied"
+	if resp, err := addOff.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	} else if resp.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("AddOffsetsToTxn to g-denied: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.CoordinatorType, find.CoordinatorKeys = 0, []string{"g-denied", "g-ok"}
+	if resp, err := find.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	} else if c0, c1 := resp.Coordinators[0].ErrorCode, resp.Coordinators[1].ErrorCode; c0 != kerr.GroupAuthorizationFailed.Code || c1 != 0 {
+		t.Errorf("FindCoordinator groups: %v %v", kerr.ErrorForCode(c0), kerr.ErrorForCode(c1))
+	}
+	find.CoordinatorType, find.CoordinatorKeys = 1, []string{"tx-denied"}
+	if resp, err := find.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	} else if c := resp.Coordinators[0].ErrorCode; c != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Errorf("FindCoordinator tx-denied: %v", kerr.ErrorForCode(c))
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "hidden"
+	lt.Partitions = append(lt.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
+	lo.Topics = append(lo.Topics, lt)
+	// Sent to the broker itself: franz-go would stop at Metadata, which
+	// refuses the topic too.
+	if kresp, err := cl.Broker(1).Request(ctx, lo); err != nil {
+		t.Fatal(err)
+	} else if c := kresp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("ListOffsets hidden: %v", kerr.ErrorForCode(c))
 	}
 }

@@ -301,3 +301,47 @@ func BenchmarkAuthorize1000(b *testing.B) {
 		a.Authorize(rc, OpWrite, ResourceTopic, "topic-612")
 	}
 }
+
+// Kafka's authorizeByResourceType (its AuthorizerTest's
+// testAuthorizeByResourceType* cases in spirit).
+func TestAuthorizeByResourceType(t *testing.T) {
+	const alice = "User:alice"
+	rc := ctx(alice, "10.0.0.1")
+	for _, tc := range []struct {
+		name         string
+		acls         []Binding
+		allowIfNoACL bool
+		super        string
+		want         bool
+	}{
+		{"nothing", nil, false, "", false},
+		{"allow.everyone with no ACLs", nil, true, "", true},
+		{"super user", []Binding{deny(ResourceTopic, "*", PatternLiteral, alice, "*", OpWrite)}, false, alice, true},
+		{"a literal allow", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, "*", OpWrite)}, false, "", true},
+		{"ALL allows", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, "*", OpAll)}, false, "", true},
+		{"another operation", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, "*", OpRead)}, false, "", false},
+		{"another resource type", []Binding{allow(ResourceGroup, "t", PatternLiteral, alice, "*", OpWrite)}, false, "", false},
+		{"another host", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, "10.0.0.2", OpWrite)}, false, "", false},
+		{"wildcard principal", []Binding{allow(ResourceTopic, "t", PatternLiteral, WildcardPrincipal, "*", OpWrite)}, false, "", true},
+		{"literal deny of the same name", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, "*", OpWrite),
+			deny(ResourceTopic, "t", PatternLiteral, alice, "*", OpWrite)}, false, "", false},
+		{"prefixed deny dominates a literal allow", []Binding{allow(ResourceTopic, "foo.bar", PatternLiteral, alice, "*", OpWrite),
+			deny(ResourceTopic, "foo", PatternPrefixed, alice, "*", OpWrite)}, false, "", false},
+		{"prefixed deny dominates a longer prefixed allow", []Binding{allow(ResourceTopic, "foo.bar", PatternPrefixed, alice, "*", OpWrite),
+			deny(ResourceTopic, "foo", PatternPrefixed, alice, "*", OpWrite)}, false, "", false},
+		{"a longer prefixed deny does not dominate", []Binding{allow(ResourceTopic, "foo", PatternPrefixed, alice, "*", OpWrite),
+			deny(ResourceTopic, "foo.bar", PatternPrefixed, alice, "*", OpWrite)}, false, "", true},
+		{"one allow not dominated is enough", []Binding{allow(ResourceTopic, "a", PatternLiteral, alice, "*", OpWrite),
+			deny(ResourceTopic, "a", PatternLiteral, alice, "*", OpWrite), allow(ResourceTopic, "b", PatternLiteral, alice, "*", OpWrite)}, false, "", true},
+		{"wildcard deny refuses", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, "*", OpWrite),
+			deny(ResourceTopic, "*", PatternLiteral, alice, "*", OpAll)}, false, "", false},
+		{"wildcard allow wins over literal denies", []Binding{allow(ResourceTopic, "*", PatternLiteral, alice, "*", OpWrite),
+			deny(ResourceTopic, "t", PatternLiteral, alice, "*", OpWrite)}, false, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := standard(tc.allowIfNoACL, tc.super, tc.acls...).AuthorizeByResourceType(rc, OpWrite, ResourceTopic); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -131,3 +131,83 @@ func ParseSuperUsers(v string) map[string]bool {
 	}
 	return out
 }
+
+// AuthorizeByResourceType is Kafka's Authorizer.authorizeByResourceType:
+// may the principal perform op on at least one resource of type rt? What
+// an idempotent producer's InitProducerId asks (WRITE on some TOPIC). The
+// principal is allowed when it is a super user or the decision for a
+// resource named "hardcode" allows it (Kafka's own shortcut, which also
+// lets allow.everyone.if.no.acl.found apply), or when one of its ALLOW
+// bindings (op or ALL) is not dominated by a DENY: a DENY on the wildcard
+// refuses outright, a literal ALLOW is dominated by a literal DENY of the
+// same name, and any ALLOW by a PREFIXED DENY on a prefix of its name.
+func (a *Standard) AuthorizeByResourceType(rc RequestContext, op Operation, rt ResourceType) bool {
+	if a.Authorize(rc, op, rt, "hardcode") {
+		return true
+	}
+	ti := a.ACLs().byType[rt]
+	if ti == nil {
+		return false
+	}
+	applies := func(b Binding) bool {
+		return (b.Host == rc.Host || b.Host == Wildcard) &&
+			(b.Principal == rc.Principal || b.Principal == WildcardPrincipal) &&
+			(b.Operation == op || b.Operation == OpAll)
+	}
+	denyLiteral, denyPrefix := map[string]bool{}, map[string]bool{}
+	var allowLiteral, allowPrefix []string
+	for name, bs := range ti.literal {
+		for _, b := range bs {
+			if !applies(b) {
+				continue
+			}
+			switch {
+			case b.Permission == PermissionDeny && name == Wildcard:
+				return false
+			case b.Permission == PermissionDeny:
+				denyLiteral[name] = true
+			case b.Permission == PermissionAllow && name == Wildcard:
+				allowLiteral = append(allowLiteral, Wildcard) // allows, unless a wildcard DENY is met
+			case b.Permission == PermissionAllow:
+				allowLiteral = append(allowLiteral, name)
+			}
+		}
+	}
+	for name, bs := range ti.prefixed {
+		for _, b := range bs {
+			if !applies(b) {
+				continue
+			}
+			switch b.Permission {
+			case PermissionDeny:
+				denyPrefix[name] = true
+			case PermissionAllow:
+				allowPrefix = append(allowPrefix, name)
+			}
+		}
+	}
+	dominated := func(name string) bool {
+		for i := 1; i <= len(name); i++ {
+			if denyPrefix[name[:i]] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range allowLiteral {
+		if name == Wildcard {
+			return true
+		}
+	}
+	for _, name := range allowLiteral {
+		if !denyLiteral[name] && !dominated(name) {
+			return true
+		}
+	}
+	for _, name := range allowPrefix {
+		if !dominated(name) {
+			return true
+		}
+	}
+	return false
+}
