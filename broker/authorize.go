@@ -11,6 +11,7 @@ package broker
 import (
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -228,4 +229,106 @@ func (c *conn) coordinatorKeyDenied(keyType int8, key string) int16 {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	return 0
+}
+
+// authorizeOffsetFetch is KafkaApis.handleOffsetFetchRequest's checks,
+// applied to the coordinator's answer (so its order and shape are kept): a
+// group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED with
+// no offsets; of a group's topics, those it may not DESCRIBE are left out
+// when all were asked for, and answered TOPIC_AUTHORIZATION_FAILED (offset
+// -1) when named.
+func (c *conn) authorizeOffsetFetch(req *kmsg.OffsetFetchRequest) func(*kmsg.OffsetFetchResponse) {
+	if c.srv.authz == nil {
+		return func(*kmsg.OffsetFetchResponse) {}
+	}
+	denyPartition := func(p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+		sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		sp.Partition, sp.Offset, sp.LeaderEpoch, sp.Metadata = p, -1, -1, kmsg.StringPtr("")
+		sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		return sp
+	}
+	// topics fixes one group's topics.
+	topics := func(ts []kmsg.OffsetFetchResponseGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
+		out := ts[:0]
+		for _, t := range ts {
+			if c.authorizeTopic(acl.OpDescribe, t.Topic) {
+				out = append(out, t)
+				continue
+			}
+			// Named topics only reach here when they were asked for: the
+			// all-topics answers of a group are dropped below instead.
+			for i, p := range t.Partitions {
+				t.Partitions[i] = denyPartition(p.Partition)
+			}
+			out = append(out, t)
+		}
+		return out
+	}
+	if req.Version >= 8 {
+		// The coordinator answers the groups in the request's order.
+		all := make([]bool, len(req.Groups))
+		for i, g := range req.Groups {
+			all[i] = g.Topics == nil
+		}
+		return func(resp *kmsg.OffsetFetchResponse) {
+			for i := range resp.Groups {
+				g := &resp.Groups[i]
+				switch {
+				case !c.authorizeGroup(acl.OpDescribe, g.Group):
+					g.Topics, g.ErrorCode = nil, kerr.GroupAuthorizationFailed.Code
+				case i < len(all) && all[i]:
+					g.Topics = slices.DeleteFunc(g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) bool {
+						return !c.authorizeTopic(acl.OpDescribe, t.Topic)
+					})
+				default:
+					g.Topics = topics(g.Topics)
+				}
+			}
+		}
+	}
+	return func(resp *kmsg.OffsetFetchResponse) {
+		// Up to v7 one group, in the response's topics (v0-1 carry errors
+		// per partition only).
+		g := []kmsg.OffsetFetchResponseGroupTopic{}
+		for _, t := range resp.Topics {
+			gt := kmsg.NewOffsetFetchResponseGroupTopic()
+			gt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+				gt.Partitions = append(gt.Partitions, gp)
+			}
+			g = append(g, gt)
+		}
+		switch {
+		case !c.authorizeGroup(acl.OpDescribe, req.Group):
+			if req.Version >= 2 {
+				resp.Topics, resp.ErrorCode = nil, kerr.GroupAuthorizationFailed.Code
+				return
+			}
+			for i := range g {
+				for j := range g[i].Partitions {
+					g[i].Partitions[j] = denyPartition(g[i].Partitions[j].Partition)
+					g[i].Partitions[j].ErrorCode = kerr.GroupAuthorizationFailed.Code
+				}
+			}
+		case req.Topics == nil:
+			g = slices.DeleteFunc(g, func(t kmsg.OffsetFetchResponseGroupTopic) bool {
+				return !c.authorizeTopic(acl.OpDescribe, t.Topic)
+			})
+		default:
+			g = topics(g)
+		}
+		resp.Topics = resp.Topics[:0]
+		for _, gt := range g {
+			t := kmsg.NewOffsetFetchResponseTopic()
+			t.Topic = gt.Topic
+			for _, gp := range gt.Partitions {
+				p := kmsg.NewOffsetFetchResponseTopicPartition()
+				p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // The handlers authorized as KafkaApis does, for the PLAINTEXT principal
@@ -191,6 +192,73 @@ func TestHandlersAuthorized(t *testing.T) {
 	}
 	if got := commit("g", "open", "secret"); got["open"] != 0 || got["secret"] != kerr.TopicAuthorizationFailed.Code || len(got) != 2 {
 		t.Errorf("commit to g: %v", got)
+	}
+	// An offset committed on nowrite (READ allowed) while DESCRIBE on it
+	// is denied: OffsetFetch must not show it.
+	mustCreate(kadm.NewACLs().Topics("nowrite").Deny(me).Operations(kadm.OpDescribe))
+	if got := commit("g", "nowrite"); got["nowrite"] != 0 {
+		t.Errorf("commit nowrite: %v", got)
+	}
+	mustCreate(kadm.NewACLs().Topics("nowrite").Deny(me).Operations(kadm.OpRead))
+	mustCreate(kadm.NewACLs().Groups("hidden").Deny(me).Operations(kadm.OpDescribe))
+
+	// OffsetFetch: DESCRIBE on the group and the topics, at v8+ (groups
+	// batched) and v7 (one group).
+	for _, version := range []int16{9, 7} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = version
+		if version >= 8 {
+			all := kmsg.NewOffsetFetchRequestGroup()
+			all.Group = "g"
+			named := kmsg.NewOffsetFetchRequestGroup()
+			named.Group = "g"
+			named.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "nowrite", Partitions: []int32{0}}, {Topic: "open", Partitions: []int32{0}}}
+			hidden := kmsg.NewOffsetFetchRequestGroup()
+			hidden.Group = "hidden"
+			req.Groups = []kmsg.OffsetFetchRequestGroup{all, named, hidden}
+		} else {
+			req.Group = "g"
+		}
+		vcl := cl
+		if version < 8 {
+			// Kafka 2.8's versions: OffsetFetch v7.
+			vcl = newClient(t, srv, kgo.MaxVersions(kversion.V2_8_0()))
+		}
+		kresp, err := vcl.Broker(1).Request(ctx, req) // to this broker
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kresp.GetVersion(); got != version {
+			t.Fatalf("sent v%d, want v%d", got, version)
+		}
+		resp := kresp.(*kmsg.OffsetFetchResponse)
+		if version >= 8 {
+			var all []string
+			for _, tp := range resp.Groups[0].Topics {
+				all = append(all, tp.Topic)
+			}
+			if !slices.Equal(all, []string{"open"}) {
+				t.Errorf("v%d all topics of g: %v, want [open]", version, all)
+			}
+			named := map[string]int16{}
+			for _, tp := range resp.Groups[1].Topics {
+				named[tp.Topic] = tp.Partitions[0].ErrorCode
+			}
+			if named["nowrite"] != kerr.TopicAuthorizationFailed.Code || named["open"] != 0 {
+				t.Errorf("v%d named topics of g: %v", version, named)
+			}
+			if g := resp.Groups[2]; g.ErrorCode != kerr.GroupAuthorizationFailed.Code || len(g.Topics) != 0 {
+				t.Errorf("v%d hidden group: %v %v", version, kerr.ErrorForCode(g.ErrorCode), g.Topics)
+			}
+			continue
+		}
+		var all []string
+		for _, tp := range resp.Topics {
+			all = append(all, tp.Topic)
+		}
+		if !slices.Equal(all, []string{"open"}) {
+			t.Errorf("v%d all topics of g: %v, want [open]", version, all)
+		}
 	}
 }
 

@@ -14,7 +14,7 @@ package broker
 // connection's read loop goes on meanwhile (the response keeps its place in
 // the write order). Authorization (authorize.go) comes first: READ on the
 // group for the membership APIs and OffsetCommit, and READ on each topic
-// committed. With one broker, this broker coordinates every group;
+// committed; DESCRIBE on the group and its topics for OffsetFetch. With one broker, this broker coordinates every group;
 // ListGroups lists the groups it coordinates, as in Kafka.
 
 import (
@@ -101,7 +101,10 @@ func handleOffsetCommit(c *conn, x *exchange) {
 // OffsetFetch (key 9).
 func handleOffsetFetch(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetFetchRequest)
-	x.respond(c.srv.groups().coord.OffsetFetch(groupClient(c, x), req))
+	fix := c.authorizeOffsetFetch(req)
+	resp := c.srv.groups().coord.OffsetFetch(groupClient(c, x), req)
+	fix(resp)
+	x.respond(resp)
 }
 
 // OffsetDelete (key 47).
