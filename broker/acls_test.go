@@ -272,4 +272,27 @@ func TestAclsNeedClusterPermission(t *testing.T) {
 	if len(created) != 1 || !errors.Is(created[0].Err, kerr.ClusterAuthorizationFailed) {
 		t.Errorf("create: %+v", created)
 	}
+	// The other cluster-level APIs authorized: the SCRAM credentials (ALTER,
+	// DESCRIBE) and WriteTxnMarkers (CLUSTER_ACTION, brokers only).
+	adm := kadm.NewClient(cl)
+	if _, err := adm.DescribeUserSCRAMs(ctx); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("DescribeUserScramCredentials: %v", err)
+	}
+	altered, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "p"}})
+	if err == nil { // kadm reports the per-user error as its own
+		err = altered["alice"].Err
+	}
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("AlterUserScramCredentials: %v", err)
+	}
+	markers := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.Committed = 1, true
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "t", Partitions: []int32{0}}}
+	markers.Markers = append(markers.Markers, m)
+	if kresp, err := cl.Broker(1).Request(ctx, markers); err != nil { // to the broker: franz-go would look the topic up first
+		t.Fatal(err)
+	} else if c := kresp.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("WriteTxnMarkers: %v", kerr.ErrorForCode(c))
+	}
 }

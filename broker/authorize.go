@@ -332,3 +332,17 @@ func (c *conn) authorizeOffsetFetch(req *kmsg.OffsetFetchRequest) func(*kmsg.Off
 		}
 	}
 }
+
+// deleteTopicAccess is ControllerApis.deleteTopics' view of one topic: may
+// the principal delete it, and may it know of it (DELETE on the cluster
+// gives both).
+func (c *conn) deleteTopicAccess(topic string) (deletable, describable bool) {
+	if c.srv.authz == nil || c.authorizeCluster(acl.OpDelete) {
+		return true, true
+	}
+	return c.authorizeTopic(acl.OpDelete, topic), c.authorizeTopic(acl.OpDescribe, topic)
+}
+
+// errClusterAuthorization is a request refused for want of a cluster
+// permission, for handlers that turn an error into per-item answers.
+var errClusterAuthorization error = kerr.ClusterAuthorizationFailed

@@ -102,6 +102,22 @@ func TestHandlersAuthorized(t *testing.T) {
 		t.Errorf("create allowed: %v", r.Err)
 	}
 
+	// DeleteTopics: DELETE (here: no ACL on open; noread has ACLs, none
+	// DELETE); secret, which may not be described, loses its id too.
+	del, err := adm.DeleteTopics(ctx, "secret", "noread", "allowed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := del["secret"]; !errors.Is(r.Err, kerr.TopicAuthorizationFailed) || r.ID != [16]byte{} {
+		t.Errorf("delete secret: %v %v", r.Err, r.ID)
+	}
+	if r := del["noread"]; !errors.Is(r.Err, kerr.TopicAuthorizationFailed) || r.ID == [16]byte{} {
+		t.Errorf("delete noread: %v %v", r.Err, r.ID)
+	}
+	if r := del["allowed"]; r.Err != nil {
+		t.Errorf("delete allowed: %v", r.Err)
+	}
+
 	// Produce: WRITE on the topic.
 	for topic, want := range map[string]error{"open": nil, "noread": nil, "nowrite": kerr.TopicAuthorizationFailed} {
 		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
