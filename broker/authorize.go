@@ -346,3 +346,97 @@ func (c *conn) deleteTopicAccess(topic string) (deletable, describable bool) {
 // errClusterAuthorization is a request refused for want of a cluster
 // permission, for handlers that turn an error into per-item answers.
 var errClusterAuthorization error = kerr.ClusterAuthorizationFailed
+
+// The group APIs beyond membership, as KafkaApis authorizes them. Each
+// returns what the handler needs around its call to the coordinator.
+
+// fixDescribeGroups answers GROUP_AUTHORIZATION_FAILED for the groups the
+// principal may not DESCRIBE (DescribeGroupsResponse.groupError).
+func (c *conn) fixDescribeGroups(resp *kmsg.DescribeGroupsResponse) {
+	if c.srv.authz == nil {
+		return
+	}
+	for i, g := range resp.Groups {
+		if !c.authorizeGroup(acl.OpDescribe, g.Group) {
+			e := kmsg.NewDescribeGroupsResponseGroup()
+			e.Group, e.ErrorCode = g.Group, kerr.GroupAuthorizationFailed.Code
+			resp.Groups[i] = e
+		}
+	}
+}
+
+// fixConsumerGroupDescribe is fixDescribeGroups for KIP-848 groups.
+func (c *conn) fixConsumerGroupDescribe(resp *kmsg.ConsumerGroupDescribeResponse) {
+	if c.srv.authz == nil {
+		return
+	}
+	for i, g := range resp.Groups {
+		if !c.authorizeGroup(acl.OpDescribe, g.Group) {
+			e := kmsg.NewConsumerGroupDescribeResponseGroup()
+			e.Group, e.ErrorCode = g.Group, kerr.GroupAuthorizationFailed.Code
+			resp.Groups[i] = e
+		}
+	}
+}
+
+// filterListGroups leaves in the groups the principal may DESCRIBE, all of
+// them with DESCRIBE on the cluster.
+func (c *conn) filterListGroups(resp *kmsg.ListGroupsResponse) {
+	if c.srv.authz == nil || c.authorizeCluster(acl.OpDescribe) {
+		return
+	}
+	resp.Groups = slices.DeleteFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
+		return !c.authorizeGroup(acl.OpDescribe, g.Group)
+	})
+}
+
+// deniedDeleteGroups removes from req the groups the principal may not
+// DELETE and returns their answers, so that they are never deleted.
+func (c *conn) deniedDeleteGroups(req *kmsg.DeleteGroupsRequest) []kmsg.DeleteGroupsResponseGroup {
+	if c.srv.authz == nil {
+		return nil
+	}
+	var denied []kmsg.DeleteGroupsResponseGroup
+	req.Groups = slices.DeleteFunc(req.Groups, func(g string) bool {
+		if c.authorizeGroup(acl.OpDelete, g) {
+			return false
+		}
+		r := kmsg.NewDeleteGroupsResponseGroup()
+		r.Group, r.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		denied = append(denied, r)
+		return true
+	})
+	return denied
+}
+
+// offsetDeleteDenied is OffsetDelete's check: DELETE on the group, else the
+// whole request is GROUP_AUTHORIZATION_FAILED (answered here, true); the
+// topics the principal may not READ are removed from req and their answers
+// (TOPIC_AUTHORIZATION_FAILED) returned.
+func (c *conn) offsetDeleteDenied(x *exchange, req *kmsg.OffsetDeleteRequest) (bool, []kmsg.OffsetDeleteResponseTopic) {
+	if c.srv.authz == nil {
+		return false, nil
+	}
+	if !c.authorizeGroup(acl.OpDelete, req.Group) {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		x.respond(resp)
+		return true, nil
+	}
+	var denied []kmsg.OffsetDeleteResponseTopic
+	req.Topics = slices.DeleteFunc(req.Topics, func(rt kmsg.OffsetDeleteRequestTopic) bool {
+		if c.authorizeTopic(acl.OpRead, rt.Topic) {
+			return false
+		}
+		st := kmsg.NewOffsetDeleteResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		denied = append(denied, st)
+		return true
+	})
+	return false, denied
+}

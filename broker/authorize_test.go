@@ -378,3 +378,89 @@ func TestTransactionsAndCoordinatorsAuthorized(t *testing.T) {
 		t.Errorf("ListOffsets hidden: %v", kerr.ErrorForCode(c))
 	}
 }
+
+// The group APIs beyond membership: DescribeGroups, ListGroups,
+// DeleteGroups and OffsetDelete.
+func TestGroupAdminAuthorized(t *testing.T) {
+	srv := startBroker(t, t.TempDir(),
+		"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"allow.everyone.if.no.acl.found", "true")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := newClient(t, srv)
+	adm := kadm.NewClient(cl)
+	const me = "User:ANONYMOUS"
+	createTopic(t, cl, "t", 1, nil)
+	// Two groups with a committed offset each (no ACLs yet: all open).
+	for _, g := range []string{"visible", "hidden"} {
+		if _, err := adm.CommitOffsets(ctx, g, kadm.OffsetsFromRecords(kgo.Record{Topic: "t", Partition: 0, Offset: 0})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range []*kadm.ACLBuilder{
+		// ALTER on the cluster (ACL management), DESCRIBE on it denied, so
+		// that ListGroups filters.
+		kadm.NewACLs().Clusters().Allow(me).Operations(kadm.OpAlter),
+		kadm.NewACLs().Clusters().Deny(me).Operations(kadm.OpDescribe),
+		kadm.NewACLs().Groups("hidden").Allow(me).Operations(kadm.OpDescribe),
+		kadm.NewACLs().Groups("hidden").Deny(me).Operations(kadm.OpDescribe, kadm.OpDelete),
+	} {
+		res, err := adm.CreateACLs(ctx, b.ResourcePatternType(kadm.ACLPatternLiteral))
+		if err != nil || res[0].Err != nil {
+			t.Fatal(err, res)
+		}
+	}
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listed.Groups(); !slices.Equal(got, []string{"visible"}) {
+		t.Errorf("ListGroups: %v, want [visible]", got)
+	}
+	// Straight to the broker: franz-go's FindCoordinator would stop at
+	// the hidden group first.
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"visible", "hidden"}
+	if kresp, err := cl.Broker(1).Request(ctx, dg); err != nil {
+		t.Fatal(err)
+	} else if gs := kresp.(*kmsg.DescribeGroupsResponse).Groups; gs[0].ErrorCode != 0 || gs[1].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("DescribeGroups: %v %v", kerr.ErrorForCode(gs[0].ErrorCode), kerr.ErrorForCode(gs[1].ErrorCode))
+	}
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "hidden"
+	od.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	if kresp, err := cl.Broker(1).Request(ctx, od); err != nil {
+		t.Fatal(err)
+	} else if c := kresp.(*kmsg.OffsetDeleteResponse).ErrorCode; c != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("OffsetDelete hidden: %v", kerr.ErrorForCode(c))
+	}
+	dl := kmsg.NewPtrDeleteGroupsRequest()
+	dl.Groups = []string{"hidden", "visible"}
+	kresp, err := cl.Broker(1).Request(ctx, dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]int16{}
+	for _, g := range kresp.(*kmsg.DeleteGroupsResponse).Groups {
+		codes[g.Group] = g.ErrorCode
+	}
+	if codes["hidden"] != kerr.GroupAuthorizationFailed.Code || codes["visible"] != 0 || len(codes) != 2 {
+		t.Errorf("DeleteGroups: %v", codes)
+	}
+	// The hidden group's offset survived both: seen once the deny is gone.
+	for _, b := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Groups("hidden").Deny(me).DenyHosts().Operations(kadm.OpAny),
+	} {
+		if res, err := adm.DeleteACLs(ctx, b.ResourcePatternType(kadm.ACLPatternLiteral)); err != nil || res[0].Err != nil {
+			t.Fatal(err, res)
+		}
+	}
+	fetched, err := adm.FetchOffsets(ctx, "hidden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := fetched.Lookup("t", 0); !ok || o.At != 1 { // the record's offset + 1
+		t.Errorf("hidden's offset after the refused deletes: %+v %v", o, ok)
+	}
+}

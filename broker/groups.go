@@ -14,15 +14,21 @@ package broker
 // connection's read loop goes on meanwhile (the response keeps its place in
 // the write order). Authorization (authorize.go) comes first: READ on the
 // group for the membership APIs and OffsetCommit, and READ on each topic
-// committed; DESCRIBE on the group and its topics for OffsetFetch. With one broker, this broker coordinates every group;
+// committed; DESCRIBE on the group and its topics for OffsetFetch,
+// DescribeGroups, ConsumerGroupDescribe and ListGroups (which leaves out
+// the groups not described unless the cluster may be); DELETE on the group
+// for DeleteGroups and OffsetDelete (with READ on its topics);
+// READ on the group for ConsumerGroupHeartbeat. With one broker, this broker coordinates every group;
 // ListGroups lists the groups it coordinates, as in Kafka.
 
 import (
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/coordinator/group"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() {
@@ -110,35 +116,59 @@ func handleOffsetFetch(c *conn, x *exchange) {
 // OffsetDelete (key 47).
 func handleOffsetDelete(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetDeleteRequest)
-	x.respond(c.srv.groups().coord.OffsetDelete(groupClient(c, x), req))
+	answered, denied := c.offsetDeleteDenied(x, req)
+	if answered {
+		return
+	}
+	resp := c.srv.groups().coord.OffsetDelete(groupClient(c, x), req)
+	if resp.ErrorCode == 0 {
+		resp.Topics = append(resp.Topics, denied...)
+	}
+	x.respond(resp)
 }
 
 // ListGroups (key 16).
 func handleListGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListGroupsRequest)
-	x.respond(c.srv.groups().coord.ListGroups(groupClient(c, x), req))
+	resp := c.srv.groups().coord.ListGroups(groupClient(c, x), req)
+	c.filterListGroups(resp)
+	x.respond(resp)
 }
 
 // DescribeGroups (key 15).
 func handleDescribeGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeGroupsRequest)
-	x.respond(c.srv.groups().coord.DescribeGroups(groupClient(c, x), req))
+	resp := c.srv.groups().coord.DescribeGroups(groupClient(c, x), req)
+	c.fixDescribeGroups(resp)
+	x.respond(resp)
 }
 
 // DeleteGroups (key 42).
 func handleDeleteGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DeleteGroupsRequest)
-	x.respond(c.srv.groups().coord.DeleteGroups(groupClient(c, x), req))
+	denied := c.deniedDeleteGroups(req)
+	resp := c.srv.groups().coord.DeleteGroups(groupClient(c, x), req)
+	resp.Groups = append(resp.Groups, denied...)
+	x.respond(resp)
 }
 
 // ConsumerGroupHeartbeat (key 68, KIP-848).
 func handleConsumerGroupHeartbeat(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !c.authorizeGroup(acl.OpRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		msg := kerr.GroupAuthorizationFailed.Description
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupAuthorizationFailed.Code, &msg
+		x.respond(resp)
+		return
+	}
 	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(groupClient(c, x), req))
 }
 
 // ConsumerGroupDescribe (key 69, KIP-848).
 func handleConsumerGroupDescribe(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ConsumerGroupDescribeRequest)
-	x.respond(c.srv.groups().coord.ConsumerGroupDescribe(groupClient(c, x), req))
+	resp := c.srv.groups().coord.ConsumerGroupDescribe(groupClient(c, x), req)
+	c.fixConsumerGroupDescribe(resp)
+	x.respond(resp)
 }
