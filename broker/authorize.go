@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/controller"
 	"github.com/strait/strait/security/acl"
 )
 
@@ -439,4 +440,27 @@ func (c *conn) offsetDeleteDenied(x *exchange, req *kmsg.OffsetDeleteRequest) (b
 		return true
 	})
 	return false, denied
+}
+
+// configsDenied is the check of one config resource (KafkaApis'
+// DescribeConfigs, ControllerApis' AlterConfigs): op (DESCRIBE_CONFIGS or
+// ALTER_CONFIGS) on the topic, or on the cluster for a broker or its
+// loggers; the refusal carries Kafka's default message. nil when allowed
+// or for another resource type (refused later as INVALID_REQUEST).
+func (c *conn) configsDenied(typ kmsg.ConfigResourceType, name string, op acl.Operation) error {
+	var e *kerr.Error
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !c.authorizeTopic(op, name) {
+			e = kerr.TopicAuthorizationFailed
+		}
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		if !c.authorizeCluster(op) {
+			e = kerr.ClusterAuthorizationFailed
+		}
+	}
+	if e == nil {
+		return nil
+	}
+	return &controller.Error{Err: e, Message: e.Description}
 }

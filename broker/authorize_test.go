@@ -118,6 +118,36 @@ func TestHandlersAuthorized(t *testing.T) {
 		t.Errorf("delete allowed: %v", r.Err)
 	}
 
+	// Configs: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the
+	// cluster for a broker (whose ACLs give neither).
+	dc, err := adm.DescribeBrokerConfigs(ctx, 1)
+	if err == nil {
+		err = dc[0].Err
+	}
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("describe broker configs: %v", err)
+	}
+	dcr := kmsg.NewPtrDescribeConfigsRequest()
+	for _, n := range []string{"open", "secret"} {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, n
+		dcr.Resources = append(dcr.Resources, r)
+	}
+	if resp, err := dcr.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	} else if c0, c1 := resp.Resources[0].ErrorCode, resp.Resources[1].ErrorCode; c0 != 0 || c1 != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("describe configs of open and secret: %v %v", kerr.ErrorForCode(c0), kerr.ErrorForCode(c1))
+	}
+	alt, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}, "open", "nowrite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range alt {
+		if want := map[string]error{"open": nil, "nowrite": kerr.TopicAuthorizationFailed}[r.Name]; !errors.Is(r.Err, want) && !(want == nil && r.Err == nil) {
+			t.Errorf("alter %s's configs: %v, want %v", r.Name, r.Err, want)
+		}
+	}
+
 	// Produce: WRITE on the topic.
 	for topic, want := range map[string]error{"open": nil, "noread": nil, "nowrite": kerr.TopicAuthorizationFailed} {
 		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
