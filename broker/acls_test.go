@@ -295,4 +295,35 @@ func TestAclsNeedClusterPermission(t *testing.T) {
 	} else if c := kresp.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
 		t.Errorf("WriteTxnMarkers: %v", kerr.ErrorForCode(c))
 	}
+	// The cluster administration APIs, sent to this broker, and the topic
+	// ones (ALTER, DELETE on a topic without ACLs: denied by default).
+	b1 := cl.Broker(1)
+	el := kmsg.NewPtrElectLeadersRequest()
+	el.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	apr := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	apr.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0}}}}
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "t", Count: 2}}
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dr.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: -1}}}}
+	for _, tc := range []struct {
+		req  kmsg.Request
+		code func(kmsg.Response) int16
+		want int16
+	}{
+		{el, func(r kmsg.Response) int16 { return r.(*kmsg.ElectLeadersResponse).Topics[0].Partitions[0].ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
+		{apr, func(r kmsg.Response) int16 { return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
+		{kmsg.NewPtrListPartitionReassignmentsRequest(), func(r kmsg.Response) int16 { return r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
+		{kmsg.NewPtrDescribeLogDirsRequest(), func(r kmsg.Response) int16 { return r.(*kmsg.DescribeLogDirsResponse).ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
+		{cp, func(r kmsg.Response) int16 { return r.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode }, kerr.TopicAuthorizationFailed.Code},
+		{dr, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode }, kerr.TopicAuthorizationFailed.Code},
+	} {
+		resp, err := b1.Request(ctx, tc.req)
+		if err != nil {
+			t.Fatalf("%s: %v", kmsg.NameForKey(tc.req.Key()), err)
+		}
+		if got := tc.code(resp); got != tc.want {
+			t.Errorf("%s: %v, want %v", kmsg.NameForKey(tc.req.Key()), kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+		}
+	}
 }
