@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/coordinator/txn"
 	"github.com/strait/strait/security/acl"
 )
 
@@ -463,4 +464,77 @@ func (c *conn) configsDenied(typ kmsg.ConfigResourceType, name string, op acl.Op
 		return nil
 	}
 	return &controller.Error{Err: e, Message: e.Description}
+}
+
+// addPartitionsDenied is KafkaApis.handleAddPartitionsToTxnRequest's check
+// of one transaction, nil when it may go on: without WRITE on the
+// transactional id every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+// from a client (v0-3), a topic it may not WRITE (or an internal one) is
+// TOPIC_AUTHORIZATION_FAILED, a missing partition UNKNOWN_TOPIC_OR_PARTITION
+// and the others OPERATION_NOT_ATTEMPTED: the transaction is refused whole.
+func (c *conn) addPartitionsDenied(transactionalID string, topics map[string][]int32, version int16) map[txn.TopicPartition]int16 {
+	if c.srv.authz == nil {
+		return nil
+	}
+	out := map[txn.TopicPartition]int16{}
+	if !c.authorizeTransactionalID(acl.OpWrite, transactionalID) {
+		for topic, ps := range topics {
+			for _, p := range ps {
+				out[txn.TopicPartition{Topic: topic, Partition: p}] = kerr.TransactionalIDAuthorizationFailed.Code
+			}
+		}
+		return out
+	}
+	if version >= 4 {
+		return nil // from a broker, which CLUSTER_ACTION vouched for
+	}
+	refused := false
+	for topic, ps := range topics {
+		denied := coordinatorTopic(topic) || !c.authorizeTopic(acl.OpWrite, topic)
+		t, exists := c.srv.ctrl.Topic(topic)
+		for _, p := range ps {
+			code := kerr.OperationNotAttempted.Code
+			switch {
+			case denied:
+				code, refused = kerr.TopicAuthorizationFailed.Code, true
+			case !exists || p < 0 || int(p) >= len(t.Partitions):
+				code, refused = kerr.UnknownTopicOrPartition.Code, true
+			}
+			out[txn.TopicPartition{Topic: topic, Partition: p}] = code
+		}
+	}
+	if !refused {
+		return nil
+	}
+	return out
+}
+
+// txnOffsetCommitDenied is TxnOffsetCommit's check (WRITE on the
+// transactional id, READ on the group: an error for the whole request,
+// answered here, true), then READ on each topic: those refused are removed
+// from req and their answers returned.
+func (c *conn) txnOffsetCommitDenied(x *exchange, req *kmsg.TxnOffsetCommitRequest) (bool, []kmsg.TxnOffsetCommitResponseTopic) {
+	if c.srv.authz == nil {
+		return false, nil
+	}
+	if code := c.transactionDenied(req.TransactionalID, req.Group); code != 0 {
+		x.respond(txnOffsetCommitError(req, code))
+		return true, nil
+	}
+	var denied []kmsg.TxnOffsetCommitResponseTopic
+	req.Topics = slices.DeleteFunc(req.Topics, func(rt kmsg.TxnOffsetCommitRequestTopic) bool {
+		if c.authorizeTopic(acl.OpRead, rt.Topic) {
+			return false
+		}
+		st := kmsg.NewTxnOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		denied = append(denied, st)
+		return true
+	})
+	return false, denied
 }
