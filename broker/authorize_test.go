@@ -118,6 +118,48 @@ func TestHandlersAuthorized(t *testing.T) {
 		t.Errorf("delete allowed: %v", r.Err)
 	}
 
+	// DescribeTopicPartitions (as Metadata), OffsetForLeaderEpoch
+	// (DESCRIBE, or CLUSTER_ACTION) and DescribeProducers (READ), on secret.
+	b1 := cl.Broker(1)
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.ResponsePartitionLimit = 100
+	if kresp, err := b1.Request(ctx, dtp); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, rt := range kresp.(*kmsg.DescribeTopicPartitionsResponse).Topics {
+			if *rt.Topic == "secret" {
+				t.Error("DescribeTopicPartitions of all topics lists secret")
+			}
+		}
+	}
+	dtp.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "secret"}, {Topic: "open"}}
+	if kresp, err := b1.Request(ctx, dtp); err != nil {
+		t.Fatal(err)
+	} else {
+		codes := map[string]int16{}
+		for _, rt := range kresp.(*kmsg.DescribeTopicPartitionsResponse).Topics {
+			codes[*rt.Topic] = rt.ErrorCode
+		}
+		if codes["secret"] != kerr.TopicAuthorizationFailed.Code || codes["open"] != 0 {
+			t.Errorf("DescribeTopicPartitions secret, open: %v", codes)
+		}
+	}
+	ofe := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	ofe.ReplicaID = -1
+	ofe.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "secret", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: -1}}}}
+	if kresp, err := b1.Request(ctx, ofe); err != nil {
+		t.Fatal(err)
+	} else if c := kresp.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("OffsetForLeaderEpoch secret: %v", kerr.ErrorForCode(c))
+	}
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dp.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "secret", Partitions: []int32{0}}}
+	if kresp, err := b1.Request(ctx, dp); err != nil {
+		t.Fatal(err)
+	} else if c := kresp.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("DescribeProducers secret: %v", kerr.ErrorForCode(c))
+	}
+
 	// Configs: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the
 	// cluster for a broker (whose ACLs give neither).
 	dc, err := adm.DescribeBrokerConfigs(ctx, 1)
@@ -420,6 +462,39 @@ func TestTransactionsAndCoordinatorsAuthorized(t *testing.T) {
 		} else if c := kresp.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; c != tc.want {
 			t.Errorf("TxnOffsetCommit %s %s: %v", tc.id, tc.group, kerr.ErrorForCode(c))
 		}
+	}
+
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"tx-denied"}
+	if kresp, err := cl.Broker(1).Request(ctx, dt); err != nil {
+		t.Fatal(err)
+	} else if c := kresp.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode; c != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Errorf("DescribeTransactions tx-denied: %v", kerr.ErrorForCode(c))
+	}
+	// ListTransactions: tx-ok (which InitProducerId created) is listed
+	// until DESCRIBE on it is denied.
+	listed := func() bool {
+		t.Helper()
+		kresp, err := cl.Broker(1).Request(ctx, kmsg.NewPtrListTransactionsRequest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range kresp.(*kmsg.ListTransactionsResponse).TransactionStates {
+			if st.TransactionalID == "tx-ok" {
+				return true
+			}
+		}
+		return false
+	}
+	if !listed() {
+		t.Error("ListTransactions does not list tx-ok")
+	}
+	mustCreate(kadm.NewACLs().TransactionalIDs("tx-ok").Deny(me).Operations(kadm.OpDescribe))
+	if listed() {
+		t.Error("ListTransactions lists tx-ok, which may not be described")
+	}
+	if res, err := adm.DeleteACLs(ctx, kadm.NewACLs().TransactionalIDs("tx-ok").Deny(me).DenyHosts().Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)); err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
 	}
 
 	find := kmsg.NewPtrFindCoordinatorRequest()
