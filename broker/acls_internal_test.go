@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/strait/strait/security/acl"
 )
 
@@ -55,4 +58,34 @@ func TestAclsSeenByEveryBroker(t *testing.T) {
 		t.Fatalf("delete: %v %+v", err, res)
 	}
 	decidedOn(false)
+}
+
+// Two brokers with the authorizer replicate when the inter-broker principal
+// (User:ANONYMOUS on PLAINTEXT) is a super user: follower fetches need
+// CLUSTER_ACTION. An acks=all produce to a topic of replication factor 2
+// completes only once the follower has fetched.
+func TestReplicationWithAuthorizer(t *testing.T) {
+	srvs, _ := startEtcdCluster(t, 2, map[string]string{
+		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":           "User:ANONYMOUS",
+		"min.insync.replicas":   "2",
+	})
+	defer func() {
+		for _, s := range srvs {
+			s.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srvs[0].Addr()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 2, nil, "replicated"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "replicated", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all produce with min.insync.replicas=2: %v", err)
+	}
 }
