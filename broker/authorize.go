@@ -9,6 +9,7 @@ package broker
 // ACLs, never an etcd round trip.
 
 import (
+	"math"
 	"net"
 	"net/netip"
 	"slices"
@@ -363,6 +364,8 @@ func (c *conn) fixDescribeGroups(resp *kmsg.DescribeGroupsResponse) {
 			e := kmsg.NewDescribeGroupsResponseGroup()
 			e.Group, e.ErrorCode = g.Group, kerr.GroupAuthorizationFailed.Code
 			resp.Groups[i] = e
+		} else if g.AuthorizedOperations != math.MinInt32 { // asked for
+			resp.Groups[i].AuthorizedOperations = c.authorizedOperations(acl.ResourceGroup, g.Group, g.AuthorizedOperations)
 		}
 	}
 }
@@ -377,6 +380,8 @@ func (c *conn) fixConsumerGroupDescribe(resp *kmsg.ConsumerGroupDescribeResponse
 			e := kmsg.NewConsumerGroupDescribeResponseGroup()
 			e.Group, e.ErrorCode = g.Group, kerr.GroupAuthorizationFailed.Code
 			resp.Groups[i] = e
+		} else if g.AuthorizedOperations != math.MinInt32 { // asked for
+			resp.Groups[i].AuthorizedOperations = c.authorizedOperations(acl.ResourceGroup, g.Group, g.AuthorizedOperations)
 		}
 	}
 }
@@ -537,4 +542,50 @@ func (c *conn) txnOffsetCommitDenied(x *exchange, req *kmsg.TxnOffsetCommitReque
 		return true
 	})
 	return false, denied
+}
+
+// operationsOf are the operations each resource type supports, whose bits
+// authorized_operations may set (Kafka's AclEntry.supportedOperations).
+var operationsOf = map[acl.ResourceType][]acl.Operation{
+	acl.ResourceTopic: {acl.OpRead, acl.OpWrite, acl.OpCreate, acl.OpDescribe, acl.OpDelete, acl.OpAlter,
+		acl.OpDescribeConfigs, acl.OpAlterConfigs},
+	acl.ResourceGroup: {acl.OpRead, acl.OpDescribe, acl.OpDelete},
+	acl.ResourceCluster: {acl.OpCreate, acl.OpClusterAction, acl.OpDescribeConfigs, acl.OpAlterConfigs,
+		acl.OpIdempotentWrite, acl.OpAlter, acl.OpDescribe},
+}
+
+// authorizedOperations is AuthHelper.authorizedOperations: the bits (1 <<
+// code) of the operations the principal may perform on the resource;
+// without an authorizer, def, what Strait reports then.
+func (c *conn) authorizedOperations(rt acl.ResourceType, name string, def int32) int32 {
+	if c.srv.authz == nil {
+		return def
+	}
+	rc := c.requestContext()
+	var bits int32
+	for _, op := range operationsOf[rt] {
+		if c.srv.authz.Authorize(rc, op, rt, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}
+
+// metadataAuthorizedOperations fills Metadata's authorized_operations when
+// asked for (v8+) and an authorizer decides them: per topic answered, and
+// the cluster's (v8-10).
+func (c *conn) metadataAuthorizedOperations(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if c.srv.authz == nil {
+		return
+	}
+	if req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			if t := &resp.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
+				t.AuthorizedOperations = c.authorizedOperations(acl.ResourceTopic, *t.Topic, 0)
+			}
+		}
+	}
+	if req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = c.authorizedOperations(acl.ResourceCluster, acl.ClusterName, 0)
+	}
 }

@@ -89,6 +89,25 @@ func TestHandlersAuthorized(t *testing.T) {
 		t.Errorf("named topics: %v", codes)
 	}
 
+	// authorized_operations from the ACLs: noread allows WRITE (and so
+	// DESCRIBE); the cluster ALTER and DESCRIBE.
+	meta = kmsg.NewPtrMetadataRequest()
+	meta.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("noread")}}
+	meta.IncludeTopicAuthorizedOperations = true
+	if mresp, err = meta.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mresp.Topics[0].AuthorizedOperations, int32(1<<4|1<<8); got != want {
+		t.Errorf("noread's authorized operations: %b, want %b", got, want)
+	}
+	dcl := kmsg.NewPtrDescribeClusterRequest()
+	dcl.IncludeClusterAuthorizedOperations = true
+	if resp, err := dcl.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	} else if got, want := resp.ClusterAuthorizedOperations, int32(1<<7|1<<8); got != want {
+		t.Errorf("the cluster's authorized operations: %b, want %b", got, want)
+	}
+
 	// CreateTopics: CREATE on the topic (the cluster's is not granted).
 	mustCreate(kadm.NewACLs().Topics("forbidden").Deny(me).Operations(kadm.OpCreate))
 	ct, err := adm.CreateTopics(ctx, 1, 1, nil, "forbidden", "allowed")
@@ -573,10 +592,14 @@ func TestGroupAdminAuthorized(t *testing.T) {
 	// the hidden group first.
 	dg := kmsg.NewPtrDescribeGroupsRequest()
 	dg.Groups = []string{"visible", "hidden"}
+	dg.IncludeAuthorizedOperations = true
 	if kresp, err := cl.Broker(1).Request(ctx, dg); err != nil {
 		t.Fatal(err)
 	} else if gs := kresp.(*kmsg.DescribeGroupsResponse).Groups; gs[0].ErrorCode != 0 || gs[1].ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Errorf("DescribeGroups: %v %v", kerr.ErrorForCode(gs[0].ErrorCode), kerr.ErrorForCode(gs[1].ErrorCode))
+	} else if got, want := gs[0].AuthorizedOperations, int32(1<<3|1<<6|1<<8); got != want {
+		// visible has no ACLs: allow.everyone.if.no.acl.found gives READ, DELETE, DESCRIBE.
+		t.Errorf("visible's authorized operations: %b, want %b", got, want)
 	}
 	od := kmsg.NewPtrOffsetDeleteRequest()
 	od.Group = "hidden"

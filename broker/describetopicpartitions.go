@@ -125,7 +125,7 @@ func handleDescribeTopicPartitions(c *conn, x *exchange) {
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		n := name
 		rt.Topic, rt.TopicID, rt.IsInternal = &n, t.ID, t.Internal
-		rt.AuthorizedOperations = topicAuthorizedOperations
+		rt.AuthorizedOperations = c.authorizedOperations(acl.ResourceTopic, name, topicAuthorizedOperations)
 		rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
 		upper := min(int32(len(t.Partitions)), start+remaining)
 		for i := start; i < upper; i++ {

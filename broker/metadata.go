@@ -68,6 +68,7 @@ func handleMetadata(c *conn, x *exchange) {
 			}
 			resp.Topics = append(resp.Topics, topicMetadata(t, live, v))
 		}
+		c.metadataAuthorizedOperations(req, resp) // authorize.go
 		x.respond(resp)
 		return
 	}
@@ -141,6 +142,7 @@ func handleMetadata(c *conn, x *exchange) {
 		}
 		resp.Topics = append(resp.Topics, topicMetadata(t, live, v))
 	}
+	c.metadataAuthorizedOperations(req, resp)
 	x.respond(resp)
 }
 
