@@ -367,6 +367,23 @@ func TestHandlersAuthorized(t *testing.T) {
 			t.Errorf("v%d all topics of g: %v, want [open]", version, all)
 		}
 	}
+
+	// ConsumerGroupHeartbeat: READ on the group, DESCRIBE on each
+	// subscribed topic.
+	for _, tc := range []struct {
+		group, topic string
+		want         int16
+	}{{"closed", "open", kerr.GroupAuthorizationFailed.Code}, {"g848", "secret", kerr.TopicAuthorizationFailed.Code}} {
+		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		hb.Group, hb.MemberEpoch, hb.RebalanceTimeoutMillis = tc.group, 0, 10000
+		hb.MemberID = "m-" + tc.group
+		hb.SubscribedTopicNames = []string{tc.topic}
+		if kresp, err := cl.Broker(1).Request(ctx, hb); err != nil {
+			t.Fatal(err)
+		} else if c := kresp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode; c != tc.want {
+			t.Errorf("ConsumerGroupHeartbeat %s subscribing %s: %v", tc.group, tc.topic, kerr.ErrorForCode(c))
+		}
+	}
 }
 
 // InitProducerId, EndTxn, AddOffsetsToTxn, FindCoordinator and ListOffsets

@@ -18,7 +18,8 @@ package broker
 // DescribeGroups, ConsumerGroupDescribe and ListGroups (which leaves out
 // the groups not described unless the cluster may be); DELETE on the group
 // for DeleteGroups and OffsetDelete (with READ on its topics);
-// READ on the group for ConsumerGroupHeartbeat. With one broker, this broker coordinates every group;
+// READ on the group and DESCRIBE on the subscribed topics for
+// ConsumerGroupHeartbeat. With one broker, this broker coordinates every group;
 // ListGroups lists the groups it coordinates, as in Kafka.
 
 import (
@@ -161,6 +162,15 @@ func handleConsumerGroupHeartbeat(c *conn, x *exchange) {
 		resp.ErrorCode, resp.ErrorMessage = kerr.GroupAuthorizationFailed.Code, &msg
 		x.respond(resp)
 		return
+	}
+	for _, topic := range req.SubscribedTopicNames {
+		if !c.authorizeTopic(acl.OpDescribe, topic) {
+			// Kafka: a subscription naming a topic not described, no message.
+			resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			x.respond(resp)
+			return
+		}
 	}
 	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(groupClient(c, x), req))
 }
