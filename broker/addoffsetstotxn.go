@@ -16,7 +16,9 @@ func handleAddOffsetsToTxn(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	coord := c.srv.txnCoordinator()
-	if coord == nil {
+	if code := c.transactionDenied(req.TransactionalID, req.Group); code != 0 { // authorize.go
+		resp.ErrorCode = code
+	} else if coord == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	} else {
 		resp.ErrorCode = fencedCode(coord.AddOffsets(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group), x.req.Version, 2)

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/coordinator/txn"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.AddPartitionsToTxn, 0, 5, handleAddPartitionsToTxn) }
@@ -80,7 +81,10 @@ func handleAddPartitionsToTxn(c *conn, x *exchange) {
 			}
 			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 		}
-		res := c.srv.addPartitionsToTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics, order, v)
+		res := c.addPartitionsDenied(req.TransactionalID, topics, v) // authorize.go
+		if res == nil {
+			res = c.srv.addPartitionsToTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics, order, v)
+		}
 		for _, topic := range order {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = topic
@@ -94,6 +98,11 @@ func handleAddPartitionsToTxn(c *conn, x *exchange) {
 		x.respond(resp)
 		return
 	}
+	if !c.authorizeCluster(acl.OpClusterAction) { // authorize.go: v4+ comes from brokers
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		x.respond(resp)
+		return
+	}
 	for _, tr := range req.Transactions {
 		topics, order := map[string][]int32{}, []string(nil)
 		for _, t := range tr.Topics {
@@ -102,7 +111,10 @@ func handleAddPartitionsToTxn(c *conn, x *exchange) {
 			}
 			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 		}
-		res := c.srv.addPartitionsToTxn(tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly, topics, order, v)
+		res := c.addPartitionsDenied(tr.TransactionalID, topics, v)
+		if res == nil {
+			res = c.srv.addPartitionsToTxn(tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly, topics, order, v)
+		}
 		rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		rtx.TransactionalID = tr.TransactionalID
 		for _, topic := range order {

@@ -41,6 +41,7 @@ import (
 
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() {
@@ -61,7 +62,8 @@ type alterResource struct {
 	typ    kmsg.ConfigResourceType
 	name   string
 	ops    []alterOp
-	legacy bool // AlterConfigs: ops are the resource's whole new configuration
+	legacy bool  // AlterConfigs: ops are the resource's whole new configuration
+	denied error // not authorized (authorize.go): answered without a change
 }
 
 func requestError(msg string) error { return &controller.Error{Err: kerr.InvalidRequest, Message: msg} }
@@ -72,7 +74,8 @@ func handleAlterConfigs(c *conn, x *exchange) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	resources := make([]alterResource, len(req.Resources))
 	for i, r := range req.Resources {
-		ar := alterResource{typ: r.ResourceType, name: r.ResourceName, legacy: true}
+		ar := alterResource{typ: r.ResourceType, name: r.ResourceName, legacy: true,
+			denied: c.configsDenied(r.ResourceType, r.ResourceName, acl.OpAlterConfigs)}
 		for _, cf := range r.Configs {
 			ar.ops = append(ar.ops, alterOp{name: cf.Name, op: kmsg.IncrementalAlterConfigOpSet, value: cf.Value})
 		}
@@ -95,7 +98,8 @@ func handleIncrementalAlterConfigs(c *conn, x *exchange) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	resources := make([]alterResource, len(req.Resources))
 	for i, r := range req.Resources {
-		ar := alterResource{typ: r.ResourceType, name: r.ResourceName}
+		ar := alterResource{typ: r.ResourceType, name: r.ResourceName,
+			denied: c.configsDenied(r.ResourceType, r.ResourceName, acl.OpAlterConfigs)}
 		for _, cf := range r.Configs {
 			ar.ops = append(ar.ops, alterOp{name: cf.Name, op: cf.Op, value: cf.Value})
 		}
@@ -160,6 +164,10 @@ func (s *Server) alterConfigs(resources []alterResource, validateOnly bool) []er
 	for i, r := range resources {
 		if count[resourceID{r.typ, r.name}] > 1 {
 			errs[i] = dup
+			continue
+		}
+		if r.denied != nil {
+			errs[i] = r.denied
 			continue
 		}
 		errs[i] = s.alterResource(ctx, r, validateOnly)

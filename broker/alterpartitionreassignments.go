@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.AlterPartitionAssignments, 0, 1, handleAlterPartitionReassignments) }
@@ -41,6 +42,22 @@ func handleAlterPartitionReassignments(c *conn, x *exchange) {
 	s := c.srv
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.Topics = []kmsg.AlterPartitionAssignmentsResponseTopic{}
+	if !c.authorizeCluster(acl.OpAlter) { // authorize.go: getErrorResponse, every partition named
+		code, msg := kerr.ClusterAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Description
+		resp.ErrorCode, resp.ErrorMessage = code, &msg
+		for _, rt := range req.Topics {
+			st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode, sp.ErrorMessage = rp.Partition, code, &msg
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		x.respond(resp)
+		return
+	}
 	if len(req.Topics) == 0 {
 		// QuorumController answers a new, default response data: an empty
 		// (not null) message and allow_replication_factor_change true.

@@ -9,13 +9,14 @@ package broker
 // UNACCEPTABLE_CREDENTIAL (empty name, iterations outside 4096..16384),
 // UNSUPPORTED_SASL_MECHANISM, DUPLICATE_RESOURCE (a user altered twice in
 // the request), RESOURCE_NOT_FOUND (deleting a credential that does not
-// exist). Kafka requires ALTER on CLUSTER; with no authorizer yet every
-// connection may, as in a Kafka without authorizer.class.name.
+// exist). ALTER on the CLUSTER is required (CLUSTER_AUTHORIZATION_FAILED
+// for every user named).
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.AlterUserSCRAMCredentials, 0, 0, handleAlterUserScramCredentials) }
@@ -35,7 +36,11 @@ func handleAlterUserScramCredentials(c *conn, x *exchange) {
 	}
 	ctx, cancel := requestContext(0)
 	defer cancel()
-	results, err := s.ctrl.AlterScramCredentials(ctx, dels, ups)
+	var results []controller.ScramAlterResult
+	err := errClusterAuthorization
+	if c.authorizeCluster(acl.OpAlter) { // authorize.go
+		results, err = s.ctrl.AlterScramCredentials(ctx, dels, ups)
+	}
 	if err != nil {
 		// AlterUserScramCredentialsRequest.getErrorResponse: the error for
 		// every user named.

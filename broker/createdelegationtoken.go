@@ -8,11 +8,10 @@ package broker
 // authenticated with a delegation token; INVALID_PRINCIPAL_TYPE for a
 // renewer that is not a User; DELEGATION_TOKEN_AUTH_DISABLED without
 // delegation.token.secret.key. The token's owner is the requester unless
-// v3's owner fields name another principal: Kafka then requires
-// CREATE_TOKENS on that user, and until Strait has ACLs creating a token
-// for someone else is refused with DELEGATION_TOKEN_AUTHORIZATION_FAILED
-// (a Kafka without an authorizer would allow it: a token for another user
-// is that user's identity). The token lives min(max_lifetime_ms,
+// v3's owner fields name another principal: that needs CREATE_TOKENS on
+// the user (DELEGATION_TOKEN_AUTHORIZATION_FAILED), and without an
+// authorizer it is refused (a Kafka without an authorizer would allow it:
+// a token for another user is that user's identity). The token lives min(max_lifetime_ms,
 // delegation.token.max.lifetime.ms) and expires after
 // delegation.token.expiry.time.ms unless renewed.
 
@@ -21,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/security"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.CreateDelegationToken, 1, 3, handleCreateDelegationToken) }
@@ -81,11 +81,18 @@ func handleCreateDelegationToken(c *conn, x *exchange) {
 	x.respond(resp)
 }
 
-// mayCreateTokensFor is Kafka's CREATE_TOKENS on USER owner. Until Strait
-// has ACLs nobody may create a token for another principal.
-func (s *Server) mayCreateTokensFor(c *conn, owner security.Principal) bool { return false }
+// mayCreateTokensFor is Kafka's CREATE_TOKENS on the USER owner ("User:bob").
+// Without an authorizer nobody may create a token for another principal
+// (Kafka would let anyone).
+func (s *Server) mayCreateTokensFor(c *conn, owner security.Principal) bool {
+	return s.authz != nil && c.authorize(acl.OpCreateTokens, acl.ResourceUser, owner.String())
+}
 
-// mayDescribeTokensOf is Kafka's DESCRIBE on the token, or DESCRIBE_TOKENS on
-// its owner, for a token the principal neither owns nor renews. Until Strait
-// has ACLs a principal sees only its own tokens and those it renews.
-func (s *Server) mayDescribeTokensOf(c *conn, t security.DelegationToken) bool { return false }
+// mayDescribeTokensOf is Kafka's DESCRIBE on the DELEGATION_TOKEN, or
+// DESCRIBE_TOKENS on its USER owner, for a token the principal neither owns
+// nor renews. Without an authorizer a principal sees only its own tokens
+// and those it renews (Kafka would show every token).
+func (s *Server) mayDescribeTokensOf(c *conn, t security.DelegationToken) bool {
+	return s.authz != nil && (c.authorize(acl.OpDescribe, acl.ResourceDelegationToken, t.TokenID) ||
+		c.authorize(acl.OpDescribeTokens, acl.ResourceUser, t.Owner.String()))
+}

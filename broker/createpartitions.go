@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.CreatePartitions, 0, 3, handleCreatePartitions) }
@@ -53,6 +54,12 @@ func handleCreatePartitions(c *conn, x *exchange) {
 	}
 	for _, rt := range req.Topics {
 		if count[rt.Topic] > 1 {
+			continue
+		}
+		if !c.authorizeTopic(acl.OpAlter, rt.Topic) { // authorize.go
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic, st.ErrorCode = rt.Topic, kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
 			continue
 		}
 		var assignments [][]int32

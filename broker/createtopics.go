@@ -14,6 +14,9 @@ package broker
 // __consumer_offsets or __transaction_state not yet created, asked for with
 // another partition count than the coordinator's or not compacted, is
 // INVALID_REQUEST (Kafka creates it as asked; see internal_topics.go).
+// With an authorizer a topic needs CREATE on the cluster or on itself
+// (TOPIC_AUTHORIZATION_FAILED), and its configs in the response
+// DESCRIBE_CONFIGS on it.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,6 +24,7 @@ import (
 
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.CreateTopics, 2, 7, handleCreateTopics) }
@@ -52,6 +56,11 @@ func handleCreateTopics(c *conn, x *exchange) {
 			if msg != "" && v >= 1 {
 				st.ErrorMessage = &msg
 			}
+		}
+		if !c.mayCreateTopic(rt.Topic) { // authorize.go
+			setErr(kerr.TopicAuthorizationFailed.Code, "Authorization failed.")
+			resp.Topics = append(resp.Topics, st)
+			continue
 		}
 		configs := make(map[string]string, len(rt.Configs))
 		for _, cf := range rt.Configs {
@@ -123,6 +132,11 @@ func handleCreateTopics(c *conn, x *exchange) {
 		if len(t.Partitions) > 0 {
 			st.NumPartitions = int32(len(t.Partitions))
 			st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+		}
+		if !c.authorizeTopic(acl.OpDescribeConfigs, rt.Topic) {
+			// Created, but its configs and shape are not the principal's to see.
+			st.Configs, st.NumPartitions, st.ReplicationFactor = nil, -1, -1
+			st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

@@ -12,7 +12,10 @@ package broker
 // work by partition.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.DeleteRecords, 0, 2, handleDeleteRecords) }
@@ -51,12 +54,15 @@ func handleDeleteRecords(c *conn, x *exchange) {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		lt := s.replicas.TopicByName(rt.Topic)
+		deleteOK := c.authorizeTopic(acl.OpDelete, rt.Topic) // authorize.go
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
 			p := lt.Partition(rp.Partition)
 			switch {
+			case !deleteOK:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case p == nil:
 				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)
 			case !p.IsLeader():

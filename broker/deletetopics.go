@@ -6,7 +6,9 @@ package broker
 // UNKNOWN_TOPIC_OR_PARTITION (by id: UNKNOWN_TOPIC_ID). The controller
 // deletes the topic in etcd; from v5 an error carries its message.
 // __consumer_offsets and __transaction_state are never deleted
-// (INVALID_TOPIC_EXCEPTION; see internal_topics.go), unlike Kafka.
+// (INVALID_TOPIC_EXCEPTION; see internal_topics.go), unlike Kafka. With an
+// authorizer a topic needs DELETE (on it or the cluster), and DESCRIBE for
+// its existence or name to show (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -107,6 +109,20 @@ func handleDeleteTopics(c *conn, x *exchange) {
 			}
 			name = t.Name
 			st.Topic = &name
+		}
+		// As Kafka: a topic named without DESCRIBE is refused whether it
+		// exists or not, one named by id has its name hidden.
+		deletable, describable := c.deleteTopicAccess(name) // authorize.go
+		if _, exists := s.ctrl.Topic(name); !describable || !deletable && exists {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			switch {
+			case !describable && tg.name != nil:
+				st.TopicID = [16]byte{}
+			case !describable:
+				st.Topic = nil
+			}
+			resp.Topics = append(resp.Topics, st)
+			continue
 		}
 		if coordinatorTopic(name) {
 			code, msg := deleteInternalTopicError(name)

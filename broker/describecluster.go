@@ -19,6 +19,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.DescribeCluster, 0, 2, handleDescribeCluster) }
@@ -61,7 +63,7 @@ func handleDescribeCluster(c *conn, x *exchange) {
 	resp.ClusterID = s.ctrl.ClusterID()
 	resp.ClusterAuthorizedOperations = math.MinInt32 // the schema's "not asked"
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOperations
+		resp.ClusterAuthorizedOperations = c.authorizedOperations(acl.ResourceCluster, acl.ClusterName, clusterAuthorizedOperations) // authorize.go
 	}
 	var ids []int32
 	for _, b := range s.ctrl.Brokers() {

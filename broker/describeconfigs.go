@@ -31,6 +31,7 @@ import (
 
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.DescribeConfigs, 1, 4, handleDescribeConfigs) }
@@ -56,15 +57,16 @@ func handleDescribeConfigs(c *conn, x *exchange) {
 		rr.ErrorMessage = ptr("") // Kafka's default for the field, even on success
 		rr.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
 		var configs []kmsg.DescribeConfigsResponseResourceConfig
-		var err error
-		switch r.ResourceType {
-		case kmsg.ConfigResourceTypeTopic:
+		err := c.configsDenied(r.ResourceType, r.ResourceName, acl.OpDescribeConfigs) // authorize.go
+		switch {
+		case err != nil:
+		case r.ResourceType == kmsg.ConfigResourceTypeTopic:
 			configs, err = s.describeTopicConfigs(layers, r.ResourceName, req.IncludeSynonyms, withDocs)
-		case kmsg.ConfigResourceTypeBroker:
+		case r.ResourceType == kmsg.ConfigResourceTypeBroker:
 			configs, err = s.describeBrokerConfigs(layers, r.ResourceName, req.IncludeSynonyms, withDocs)
-		case kmsg.ConfigResourceTypeBrokerLogger:
+		case r.ResourceType == kmsg.ConfigResourceTypeBrokerLogger:
 			configs, err = s.describeBrokerLoggers(r.ResourceName)
-		case kmsg.ConfigResourceTypeGroupConfig:
+		case r.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
 			configs, err = s.describeGroupConfigs(layers, r.ResourceName, req.IncludeSynonyms, withDocs)
 		default:
 			err = &controller.Error{Err: kerr.InvalidRequest, Message: "Unsupported resource type: " + resourceTypeName(r.ResourceType)}

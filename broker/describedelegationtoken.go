@@ -7,11 +7,10 @@ package broker
 // tokens (see allowTokenRequests), DELEGATION_TOKEN_AUTH_DISABLED without
 // delegation.token.secret.key. An empty owner list describes nothing; a
 // null one every token; otherwise the tokens owned or renewable by one of
-// the owners. Of those, a principal sees the tokens it owns or renews;
-// Kafka also shows others' tokens to holders of DESCRIBE on the token or
-// DESCRIBE_TOKENS on its owner, which needs ACLs Strait does not have yet
-// (mayDescribeTokensOf refuses), so until then a principal sees only its own
-// tokens and those it renews. Each token comes with its HMAC, as Kafka's.
+// the owners. Of those, a principal sees the tokens it owns or renews, and
+// with an authorizer those it holds DESCRIBE on (the DELEGATION_TOKEN) or
+// DESCRIBE_TOKENS on (the owner, a USER) for; without one only its own and
+// those it renews (mayDescribeTokensOf). Each token comes with its HMAC, as Kafka's.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/replication"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.DescribeLogDirs, 1, 4, handleDescribeLogDirs) }
@@ -32,6 +33,11 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeLogDirsRequest)
 	s := c.srv
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !c.authorizeCluster(acl.OpDescribe) { // authorize.go: no directories, the error (v3+)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		x.respond(resp)
+		return
+	}
 
 	var wanted map[string][]int32 // nil: every partition
 	if req.Topics != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.DescribeProducers, 0, 0, handleDescribeProducers) }
@@ -40,7 +41,9 @@ func handleDescribeProducers(c *conn, x *exchange) {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
 		var topicErr error
-		if err := controller.ValidateTopicName(rt.Topic); err != nil {
+		if !c.authorizeTopic(acl.OpRead, rt.Topic) { // authorize.go
+			topicErr = kerr.TopicAuthorizationFailed
+		} else if err := controller.ValidateTopicName(rt.Topic); err != nil {
 			topicErr = err
 		} else if _, ok := s.ctrl.Topic(rt.Topic); !ok {
 			topicErr = kerr.UnknownTopicOrPartition

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.DescribeTopicPartitions, 0, 0, handleDescribeTopicPartitions) }
@@ -45,7 +46,7 @@ func handleDescribeTopicPartitions(c *conn, x *exchange) {
 	var names []string
 	if fetchAll {
 		for _, t := range s.ctrl.Topics() {
-			if t.Name >= cursorTopic {
+			if t.Name >= cursorTopic && c.authorizeTopic(acl.OpDescribe, t.Name) { // authorize.go
 				names = append(names, t.Name)
 			}
 		}
@@ -80,6 +81,20 @@ func handleDescribeTopicPartitions(c *conn, x *exchange) {
 		return
 	}
 	slices.Sort(names)
+	// Named topics the principal may not describe: refused, without their
+	// ids, after the others (DescribeTopicPartitionsRequestHandler).
+	var unauthorized []kmsg.DescribeTopicPartitionsResponseTopic
+	names = slices.DeleteFunc(names, func(name string) bool {
+		if fetchAll || c.authorizeTopic(acl.OpDescribe, name) {
+			return false
+		}
+		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		n := name
+		rt.Topic, rt.ErrorCode = &n, kerr.TopicAuthorizationFailed.Code
+		rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+		unauthorized = append(unauthorized, rt)
+		return true
+	})
 
 	live := make(map[int32]bool)
 	for _, b := range s.ctrl.Brokers() {
@@ -114,7 +129,7 @@ func handleDescribeTopicPartitions(c *conn, x *exchange) {
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		n := name
 		rt.Topic, rt.TopicID, rt.IsInternal = &n, t.ID, t.Internal
-		rt.AuthorizedOperations = topicAuthorizedOperations
+		rt.AuthorizedOperations = c.authorizedOperations(acl.ResourceTopic, name, topicAuthorizedOperations)
 		rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
 		upper := min(int32(len(t.Partitions)), start+remaining)
 		for i := start; i < upper; i++ {
@@ -127,6 +142,7 @@ func handleDescribeTopicPartitions(c *conn, x *exchange) {
 		}
 		remaining -= max(upper-start, 0)
 	}
+	resp.Topics = append(resp.Topics, unauthorized...)
 	x.respond(resp)
 }
 

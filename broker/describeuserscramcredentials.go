@@ -7,11 +7,14 @@ package broker
 // controller's watch cache: no users (null or empty) lists every user with
 // a credential; named users are answered once each, RESOURCE_NOT_FOUND for
 // one without credentials, DUPLICATE_RESOURCE for one named twice. Each
-// credential shows its mechanism and iterations, never its keys. Kafka
-// requires DESCRIBE on CLUSTER; with no authorizer yet every connection may.
+// credential shows its mechanism and iterations, never its keys. DESCRIBE
+// on the CLUSTER is required (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.DescribeUserSCRAMCredentials, 0, 0, handleDescribeUserScramCredentials) }
@@ -20,6 +23,11 @@ func handleDescribeUserScramCredentials(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	s := c.srv
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !c.authorizeCluster(acl.OpDescribe) { // authorize.go
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		x.respond(resp)
+		return
+	}
 	users := make([]string, 0, len(req.Users))
 	for _, u := range req.Users {
 		users = append(users, u.Name)

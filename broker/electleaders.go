@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.ElectLeaders, 0, 2, handleElectLeaders) }
@@ -39,6 +40,21 @@ func handleElectLeaders(c *conn, x *exchange) {
 	s := c.srv
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	resp.Topics = []kmsg.ElectLeadersResponseTopic{}
+	if !c.authorizeCluster(acl.OpAlter) { // authorize.go: every partition named refused
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		for _, rt := range req.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewElectLeadersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		x.respond(resp)
+		return
+	}
 	ctx, cancel := requestContext(req.TimeoutMillis)
 	defer cancel()
 

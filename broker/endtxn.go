@@ -18,6 +18,11 @@ func handleEndTxn(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if code := c.transactionDenied(req.TransactionalID, ""); code != 0 { // authorize.go
+		resp.ErrorCode = code
+		x.respond(resp)
+		return
+	}
 	coord := c.srv.txnCoordinator()
 	if coord == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code

@@ -144,6 +144,9 @@ func (f *fetchOp) resolve() {
 		} else {
 			lt = s.replicas.TopicByName(st.Topic)
 		}
+		if topicCode != kerr.UnknownTopicID.Code && f.c.fetchDenied(f.replica, st.Topic) { // authorize.go
+			topicCode = kerr.TopicAuthorizationFailed.Code
+		}
 		f.records = append(f.records, records[:len(group):len(group)])
 		records = records[len(group):]
 		for pi, fp := range group {

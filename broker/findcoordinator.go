@@ -70,6 +70,9 @@ func handleFindCoordinator(c *conn, x *exchange) {
 // findCoordinator resolves one key to the coordinator's endpoint on the
 // listener the client used.
 func (c *conn) findCoordinator(keyType int8, key string) coordinatorNode {
+	if code := c.coordinatorKeyDenied(keyType, key); code != 0 { // authorize.go
+		return noCoordinator(code)
+	}
 	s := c.srv
 	var topic controller.TopicInfo
 	var partition int32

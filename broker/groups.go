@@ -12,15 +12,24 @@ package broker
 // JoinGroup and SyncGroup park until the rebalance gets there: the
 // coordinator calls back, possibly from a timer goroutine, and the
 // connection's read loop goes on meanwhile (the response keeps its place in
-// the write order). With one broker, this broker coordinates every group;
+// the write order). Authorization (authorize.go) comes first: READ on the
+// group for the membership APIs and OffsetCommit, and READ on each topic
+// committed; DESCRIBE on the group and its topics for OffsetFetch,
+// DescribeGroups, ConsumerGroupDescribe and ListGroups (which leaves out
+// the groups not described unless the cluster may be); DELETE on the group
+// for DeleteGroups and OffsetDelete (with READ on its topics);
+// READ on the group and DESCRIBE on the subscribed topics for
+// ConsumerGroupHeartbeat. With one broker, this broker coordinates every group;
 // ListGroups lists the groups it coordinates, as in Kafka.
 
 import (
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/coordinator/group"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() {
@@ -51,72 +60,126 @@ func groupClient(c *conn, x *exchange) group.Client {
 // JoinGroup (key 11): answered when the rebalance completes the join.
 func handleJoinGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.JoinGroupRequest)
+	if c.groupDenied(x, req.Group) {
+		return
+	}
 	c.srv.groups().coord.JoinGroup(groupClient(c, x), req, func(r *kmsg.JoinGroupResponse) { x.respondAsync(r) })
 }
 
 // SyncGroup (key 14): answered when the leader's assignment arrives.
 func handleSyncGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.SyncGroupRequest)
+	if c.groupDenied(x, req.Group) {
+		return
+	}
 	c.srv.groups().coord.SyncGroup(groupClient(c, x), req, func(r *kmsg.SyncGroupResponse) { x.respondAsync(r) })
 }
 
 // Heartbeat (key 12).
 func handleHeartbeat(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.HeartbeatRequest)
+	if c.groupDenied(x, req.Group) {
+		return
+	}
 	x.respond(c.srv.groups().coord.Heartbeat(groupClient(c, x), req))
 }
 
 // LeaveGroup (key 13).
 func handleLeaveGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.LeaveGroupRequest)
+	if c.groupDenied(x, req.Group) {
+		return
+	}
 	x.respond(c.srv.groups().coord.LeaveGroup(groupClient(c, x), req))
 }
 
 // OffsetCommit (key 8).
 func handleOffsetCommit(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetCommitRequest)
-	x.respond(c.srv.groups().coord.OffsetCommit(groupClient(c, x), req))
+	if c.groupDenied(x, req.Group) {
+		return
+	}
+	denied := c.offsetCommitDeniedTopics(req)
+	resp := c.srv.groups().coord.OffsetCommit(groupClient(c, x), req)
+	resp.Topics = append(resp.Topics, denied...)
+	x.respond(resp)
 }
 
 // OffsetFetch (key 9).
 func handleOffsetFetch(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetFetchRequest)
 	collapseOffsetFetch(req) // one answer per group and partition (dedup.go)
-	x.respond(c.srv.groups().coord.OffsetFetch(groupClient(c, x), req))
+	fix := c.authorizeOffsetFetch(req)
+	resp := c.srv.groups().coord.OffsetFetch(groupClient(c, x), req)
+	fix(resp)
+	x.respond(resp)
 }
 
 // OffsetDelete (key 47).
 func handleOffsetDelete(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetDeleteRequest)
-	x.respond(c.srv.groups().coord.OffsetDelete(groupClient(c, x), req))
+	answered, denied := c.offsetDeleteDenied(x, req)
+	if answered {
+		return
+	}
+	resp := c.srv.groups().coord.OffsetDelete(groupClient(c, x), req)
+	if resp.ErrorCode == 0 {
+		resp.Topics = append(resp.Topics, denied...)
+	}
+	x.respond(resp)
 }
 
 // ListGroups (key 16).
 func handleListGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListGroupsRequest)
-	x.respond(c.srv.groups().coord.ListGroups(groupClient(c, x), req))
+	resp := c.srv.groups().coord.ListGroups(groupClient(c, x), req)
+	c.filterListGroups(resp)
+	x.respond(resp)
 }
 
 // DescribeGroups (key 15).
 func handleDescribeGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeGroupsRequest)
-	x.respond(c.srv.groups().coord.DescribeGroups(groupClient(c, x), req))
+	resp := c.srv.groups().coord.DescribeGroups(groupClient(c, x), req)
+	c.fixDescribeGroups(resp)
+	x.respond(resp)
 }
 
 // DeleteGroups (key 42).
 func handleDeleteGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DeleteGroupsRequest)
-	x.respond(c.srv.groups().coord.DeleteGroups(groupClient(c, x), req))
+	denied := c.deniedDeleteGroups(req)
+	resp := c.srv.groups().coord.DeleteGroups(groupClient(c, x), req)
+	resp.Groups = append(resp.Groups, denied...)
+	x.respond(resp)
 }
 
 // ConsumerGroupHeartbeat (key 68, KIP-848).
 func handleConsumerGroupHeartbeat(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !c.authorizeGroup(acl.OpRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		msg := kerr.GroupAuthorizationFailed.Description
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupAuthorizationFailed.Code, &msg
+		x.respond(resp)
+		return
+	}
+	for _, topic := range req.SubscribedTopicNames {
+		if !c.authorizeTopic(acl.OpDescribe, topic) {
+			// Kafka: a subscription naming a topic not described, no message.
+			resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			x.respond(resp)
+			return
+		}
+	}
 	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(groupClient(c, x), req))
 }
 
 // ConsumerGroupDescribe (key 69, KIP-848).
 func handleConsumerGroupDescribe(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ConsumerGroupDescribeRequest)
-	x.respond(c.srv.groups().coord.ConsumerGroupDescribe(groupClient(c, x), req))
+	resp := c.srv.groups().coord.ConsumerGroupDescribe(groupClient(c, x), req)
+	c.fixConsumerGroupDescribe(resp)
+	x.respond(resp)
 }

@@ -73,6 +73,11 @@ func handleInitProducerID(c *conn, x *exchange) {
 		resp.ErrorCode = e.Code
 		x.respond(resp)
 	}
+	if code := c.initProducerIDDenied(req.TransactionalID); code != 0 { // authorize.go
+		resp.ErrorCode = code
+		x.respond(resp)
+		return
+	}
 	if (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
 		fail(kerr.InvalidRequest)
 		return

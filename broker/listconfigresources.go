@@ -7,7 +7,8 @@ package broker
 // --entity-type groups --describe lists these and asks whether a group
 // exists with it), CLIENT_METRICS (Strait has none), BROKER_LOGGER and
 // BROKER (the live brokers), TOPIC (every topic). A type Kafka does not list
-// is UNSUPPORTED_VERSION, as Kafka answers it.
+// is UNSUPPORTED_VERSION, as Kafka answers it. It needs DESCRIBE_CONFIGS on
+// the cluster (CLUSTER_AUTHORIZATION_FAILED), as in KafkaApis.
 
 import (
 	"slices"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.ListConfigResources, 0, 1, handleListConfigResources) }
@@ -22,6 +25,11 @@ func init() { register(kmsg.ListConfigResources, 0, 1, handleListConfigResources
 func handleListConfigResources(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListConfigResourcesRequest)
 	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
+	if !c.authorizeCluster(acl.OpDescribeConfigs) { // authorize.go
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		x.respond(resp)
+		return
+	}
 	supported := []int8{int8(kmsg.ConfigResourceTypeClientMetrics)}
 	if x.req.Version >= 1 {
 		supported = []int8{int8(kmsg.ConfigResourceTypeGroupConfig), int8(kmsg.ConfigResourceTypeClientMetrics),

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/replication"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.ListOffsets, 1, 9, handleListOffsets) }
@@ -30,12 +31,15 @@ func handleListOffsets(c *conn, x *exchange) {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		lt := s.replicas.TopicByName(rt.Topic)
+		describeOK := c.authorizeTopic(acl.OpDescribe, rt.Topic) // authorize.go
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			p := lt.Partition(rp.Partition)
-			if _, dup := dups[topicPartition{rt.Topic, rp.Partition}]; dup {
+			if !describeOK {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if _, dup := dups[topicPartition{rt.Topic, rp.Partition}]; dup {
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			} else if p == nil {
 				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)

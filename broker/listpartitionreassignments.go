@@ -12,9 +12,11 @@ package broker
 import (
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.ListPartitionReassignments, 0, 0, handleListPartitionReassignments) }
@@ -24,6 +26,12 @@ func handleListPartitionReassignments(c *conn, x *exchange) {
 	s := c.srv
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 	resp.Topics = []kmsg.ListPartitionReassignmentsResponseTopic{}
+	if !c.authorizeCluster(acl.OpDescribe) { // authorize.go
+		msg := kerr.ClusterAuthorizationFailed.Description
+		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, &msg
+		x.respond(resp)
+		return
+	}
 
 	add := func(t controller.TopicInfo, partitions []int32) {
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()

@@ -5,8 +5,12 @@ package broker
 // and (v1) minimum running time, as Kafka's KafkaApis answers.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.ListTransactions, 0, 1, handleListTransactions) }
@@ -20,5 +24,10 @@ func handleListTransactions(c *conn, x *exchange) {
 		x.respond(resp)
 		return
 	}
-	x.respond(coord.ListTransactions(req))
+	resp := coord.ListTransactions(req)
+	// Only the transactional ids the principal may describe (authorize.go).
+	resp.TransactionStates = slices.DeleteFunc(resp.TransactionStates, func(t kmsg.ListTransactionsResponseTransactionState) bool {
+		return !c.authorizeTransactionalID(acl.OpDescribe, t.TransactionalID)
+	})
+	x.respond(resp)
 }

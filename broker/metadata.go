@@ -10,7 +10,10 @@ package broker
 // default.replication.factor. Unlike Kafka, which answers
 // LEADER_NOT_AVAILABLE while an auto-created topic propagates, Strait creates
 // it synchronously and answers with its partitions at once. Internal topics
-// (names starting with "__") are flagged is_internal.
+// (names starting with "__") are flagged is_internal. With an authorizer,
+// as KafkaApis: the list of all topics leaves out those the principal may
+// not DESCRIBE, a topic named without DESCRIBE is TOPIC_AUTHORIZATION_FAILED,
+// and auto-creation needs CREATE on the cluster or the topic.
 
 import (
 	"context"
@@ -21,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.Metadata, 0, 13, handleMetadata) }
@@ -59,8 +63,12 @@ func handleMetadata(c *conn, x *exchange) {
 	if req.Topics == nil || (v == 0 && len(req.Topics) == 0) {
 		topics = s.ctrl.Topics() // sorted by name
 		for _, t := range topics {
+			if !c.authorizeTopic(acl.OpDescribe, t.Name) {
+				continue // all topics: those the principal may describe
+			}
 			resp.Topics = append(resp.Topics, topicMetadata(t, live, v))
 		}
+		c.metadataAuthorizedOperations(req, resp) // authorize.go
 		x.respond(resp)
 		return
 	}
@@ -84,6 +92,14 @@ func handleMetadata(c *conn, x *exchange) {
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
+			if !c.authorizeTopic(acl.OpDescribe, t.Name) {
+				// Topic ids are not secret: the id is echoed, not the name.
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			resp.Topics = append(resp.Topics, topicMetadata(t, live, v))
 			continue
 		}
@@ -95,9 +111,24 @@ func handleMetadata(c *conn, x *exchange) {
 			continue
 		}
 		seenNames[name] = struct{}{}
+		// A topic the principal may not describe is refused whether it
+		// exists or not, so its existence does not leak; creating one
+		// needs CREATE on the cluster or the topic.
+		denied := !c.authorizeTopic(acl.OpDescribe, name)
 		t, ok := s.ctrl.Topic(name)
-		if !ok && allowAuto && s.cfg.Topics.AutoCreateEnable && !strings.HasPrefix(name, "__") {
-			t, ok = s.autoCreateTopic(name)
+		if !denied && !ok && allowAuto && s.cfg.Topics.AutoCreateEnable && !strings.HasPrefix(name, "__") {
+			if c.mayCreateTopic(name) {
+				t, ok = s.autoCreateTopic(name)
+			} else {
+				denied = true
+			}
+		}
+		if denied {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
 		}
 		if !ok {
 			mt := kmsg.NewMetadataResponseTopic()
@@ -111,6 +142,7 @@ func handleMetadata(c *conn, x *exchange) {
 		}
 		resp.Topics = append(resp.Topics, topicMetadata(t, live, v))
 	}
+	c.metadataAuthorizedOperations(req, resp)
 	x.respond(resp)
 }
 

@@ -20,6 +20,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.OffsetForLeaderEpoch, 2, 4, handleOffsetForLeaderEpoch) }
@@ -35,11 +37,15 @@ func handleOffsetForLeaderEpoch(c *conn, x *exchange) {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		lt := s.replicas.TopicByName(rt.Topic)
+		// KIP-320: brokers with CLUSTER_ACTION, consumers with DESCRIBE.
+		allowed := c.authorizeCluster(acl.OpClusterAction) || c.authorizeTopic(acl.OpDescribe, rt.Topic) // authorize.go
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			p := lt.Partition(rp.Partition)
 			switch {
+			case !allowed:
+				sp.ErrorCode, sp.LeaderEpoch, sp.EndOffset = kerr.TopicAuthorizationFailed.Code, -1, -1
 			case p == nil:
 				sp.ErrorCode = s.missingPartitionCode(rt.Topic, rp.Partition)
 			case req.ReplicaID == debuggingReplicaID && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != p.LeaderEpoch():

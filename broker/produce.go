@@ -31,6 +31,7 @@ import (
 
 	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/replication"
+	"github.com/strait/strait/security/acl"
 	"github.com/strait/strait/storage"
 	"github.com/strait/strait/storage/compress"
 )
@@ -42,8 +43,9 @@ func handleProduce(c *conn, x *exchange) {
 	s := c.srv
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	txnDenied := c.produceTransactionDenied(req) // authorize.go
 	var txnCheck *txnProduce
-	if acksValid {
+	if acksValid && !txnDenied {
 		txnCheck = s.verifyTransaction(req, x.req.Version)
 	}
 	// First the response skeleton and the checks that need no append, then
@@ -56,6 +58,7 @@ func handleProduce(c *conn, x *exchange) {
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		lt := s.replicas.TopicByName(rt.Topic)
+		writeOK := c.authorizeTopic(acl.OpWrite, rt.Topic)
 		for pi, rp := range rt.Partitions {
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewProduceResponseTopicPartition()
@@ -65,6 +68,10 @@ func handleProduce(c *conn, x *exchange) {
 			sp.LogStartOffset = -1
 			job := produceJob{topic: ti, partition: pi, lt: lt, records: rp.Records}
 			switch {
+			case txnDenied:
+				job.code = kerr.TransactionalIDAuthorizationFailed.Code
+			case !writeOK:
+				job.code = kerr.TopicAuthorizationFailed.Code
 			case !acksValid:
 				job.code = kerr.InvalidRequiredAcks.Code
 			case x.req.Version < 7 && isZstd(rp.Records):

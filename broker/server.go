@@ -33,6 +33,7 @@ import (
 	"github.com/strait/strait/internal/clock"
 	"github.com/strait/strait/protocol"
 	"github.com/strait/strait/replication"
+	"github.com/strait/strait/security/acl"
 )
 
 // Server is one Strait broker.
@@ -49,6 +50,9 @@ type Server struct {
 	// data dir, held from Start to the end of Close (logdir_lock.go).
 	dirLocks []*os.File
 	ctrl     *controller.Controller
+	// authz is the authorizer (authorize.go): nil without
+	// authorizer.class.name, when every request is allowed.
+	authz *acl.Standard
 	// replicas hosts this broker's partitions and replicates them
 	// (package replication; created in Start, closed by Close).
 	replicas *replication.Manager
@@ -167,6 +171,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
 	s.fetchSessions.now = func() int64 { return s.clock.Now().UnixMilli() }
 	s.producerIDs = newProducerIDPool()
+	s.authz = newAuthorizer(s)
 	// Keystores, truststores and JAAS configs load here, so that a bad
 	// one stops the broker before it binds anything.
 	if err := s.buildListenerSecurity(); err != nil {

@@ -40,6 +40,10 @@ func init() { register(kmsg.TxnOffsetCommit, 0, 5, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.TxnOffsetCommitRequest)
+	answered, denied := c.txnOffsetCommitDenied(x, req) // authorize.go
+	if answered {
+		return
+	}
 	s := c.srv
 	svc := s.groups()
 	v := x.req.Version
@@ -68,6 +72,7 @@ func handleTxnOffsetCommit(c *conn, x *exchange) {
 		return s.appendCoordinatorBatch(target, batch, verify, g)
 	}
 	resp := svc.coord.TxnOffsetCommit(groupClient(c, x), req, write)
+	resp.Topics = append(resp.Topics, denied...)
 	if v < 2 {
 		for ti := range resp.Topics {
 			for pi := range resp.Topics[ti].Partitions {

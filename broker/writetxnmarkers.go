@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/security/acl"
 	"github.com/strait/strait/storage"
 )
 
@@ -19,6 +20,8 @@ func handleWriteTxnMarkers(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	s := c.srv
+	// Only brokers may (CLUSTER_ACTION): every partition refused otherwise.
+	allowed := c.authorizeCluster(acl.OpClusterAction) // authorize.go
 	for _, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
@@ -30,7 +33,9 @@ func handleWriteTxnMarkers(c *conn, x *exchange) {
 			for _, idx := range rt.Partitions {
 				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				sp.Partition = idx
-				if s.replicas.Partition(rt.Topic, idx) == nil {
+				if !allowed {
+					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				} else if s.replicas.Partition(rt.Topic, idx) == nil {
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else if err := s.writeTxnMarker(rt.Topic, idx, marker); err != nil {
 					sp.ErrorCode, _ = errorCode(err)

@@ -41,6 +41,9 @@ type Security struct {
 	InterBrokerMechanism string
 	// DelegationTokens are the delegation.token.* settings.
 	DelegationTokens DelegationTokens
+	// Authorizer is authorizer.class.name, super.users and
+	// allow.everyone.if.no.acl.found (authorizer.go).
+	Authorizer Authorizer
 }
 
 // ListenerSecurity is how one listener authenticates.
@@ -103,6 +106,9 @@ func (c *Config) parseSecurity(p *props) error {
 		return err
 	}
 	c.Security.DelegationTokens = d
+	if c.Security.Authorizer, err = parseAuthorizer(p); err != nil {
+		return err
+	}
 	return p.err
 }
 

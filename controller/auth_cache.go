@@ -15,7 +15,10 @@ package controller
 // delegation.token.secret.key when its cache loads the token, so reading etcd
 // yields no usable secret.
 //
-// The cache keeps both in every snapshot: a SASL exchange looks its user or
+// ACLs (acls.go) are kept beside them, as an indexed acl.Set rebuilt when
+// they change.
+//
+// The cache keeps them in every snapshot: a SASL exchange looks its user or
 // token up without an etcd round trip, and sees a change as soon as the watch
 // applies it.
 
@@ -26,12 +29,14 @@ import (
 	"encoding/json"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/strait/strait/security"
+	"github.com/strait/strait/security/acl"
 )
 
 const (
@@ -150,12 +155,14 @@ type authSnapshot struct {
 	scram  map[string]map[string]security.ScramCredential // user -> mechanism -> credential
 	tokens map[string]*cachedToken                        // by token id
 	byHMAC map[string]*cachedToken                        // by the base64 of the HMAC
+	acls   *acl.Set
 }
 
 var emptyAuthSnapshot = &authSnapshot{
 	scram:  map[string]map[string]security.ScramCredential{},
 	tokens: map[string]*cachedToken{},
 	byHMAC: map[string]*cachedToken{},
+	acls:   acl.EmptySet,
 }
 
 // authState is the applier's mutable copy; snapshot copies it when dirty.
@@ -163,17 +170,24 @@ type authState struct {
 	secret []byte // delegation.token.secret.key, set once before Start
 	scram  map[string]map[string]security.ScramCredential
 	tokens map[string]*cachedToken
+	acls   map[string]acl.Binding // by id
 	dirty  bool
+	// aclsDirty: the ACLs changed, so the next snapshot re-indexes them
+	// (credentials changing alone do not).
+	aclsDirty bool
+	aclSet    *acl.Set
 }
 
 func newAuthState() authState {
-	return authState{scram: map[string]map[string]security.ScramCredential{}, tokens: map[string]*cachedToken{}}
+	return authState{scram: map[string]map[string]security.ScramCredential{}, tokens: map[string]*cachedToken{},
+		acls: map[string]acl.Binding{}, aclSet: acl.EmptySet}
 }
 
 func (a *authState) reset() {
 	a.scram = map[string]map[string]security.ScramCredential{}
 	a.tokens = map[string]*cachedToken{}
-	a.dirty = true
+	a.acls = map[string]acl.Binding{}
+	a.dirty, a.aclsDirty = true, true
 }
 
 func (a *authState) put(pk parsedKey, kv *mvccpb.KeyValue, log *slog.Logger) {
@@ -200,6 +214,14 @@ func (a *authState) put(pk parsedKey, kv *mvccpb.KeyValue, log *slog.Logger) {
 			t.hmac = tokenHMAC(a.secret, r.TokenID)
 		}
 		a.tokens[pk.tokenID] = t
+	case keyACL:
+		b, err := decodeACL(kv.Value)
+		if err != nil {
+			log.Warn("ignoring undecodable ACL", "acl.id", pk.aclID, "err", err)
+			return
+		}
+		a.acls[pk.aclID] = b
+		a.aclsDirty = true
 	}
 	a.dirty = true
 }
@@ -215,6 +237,9 @@ func (a *authState) delete(pk parsedKey) {
 		}
 	case keyToken:
 		delete(a.tokens, pk.tokenID)
+	case keyACL:
+		delete(a.acls, pk.aclID)
+		a.aclsDirty = true
 	}
 	a.dirty = true
 }
@@ -227,6 +252,11 @@ func (a *authState) snapshot() *authSnapshot {
 		tokens: maps.Clone(a.tokens),
 		byHMAC: make(map[string]*cachedToken, len(a.tokens)),
 	}
+	if a.aclsDirty {
+		a.aclSet = acl.NewSet(slices.Collect(maps.Values(a.acls)))
+		a.aclsDirty = false
+	}
+	s.acls = a.aclSet
 	for user, m := range a.scram {
 		s.scram[user] = maps.Clone(m)
 	}

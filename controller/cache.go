@@ -24,7 +24,7 @@ type metadataSnapshot struct {
 	topicList    []*TopicInfo // sorted by name
 	brokers      []BrokerInfo // sorted by node id
 	controllerID int32
-	auth         *authSnapshot                // SCRAM credentials and delegation tokens (auth_cache.go)
+	auth         *authSnapshot                // SCRAM credentials, delegation tokens, ACLs (auth_cache.go)
 	groupConfigs map[string]map[string]string // group id -> its configs (group_configs.go)
 }
 
@@ -211,7 +211,7 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 		}
 		b.Epoch = kv.CreateRevision
 		c.brokers[pk.nodeID] = b
-	case keyScram, keyToken:
+	case keyScram, keyToken, keyACL:
 		c.auth.put(pk, kv, c.log)
 	case keyGroupConfig:
 		c.groupCfgs.put(pk, kv, c)
@@ -248,7 +248,7 @@ func (c *metadataCache) applyDeleteLocked(pk parsedKey, key string) {
 	switch pk.kind {
 	case keyBroker:
 		delete(c.brokers, pk.nodeID)
-	case keyScram, keyToken:
+	case keyScram, keyToken, keyACL:
 		c.auth.delete(pk)
 	case keyGroupConfig:
 		c.groupCfgs.delete(pk)

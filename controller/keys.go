@@ -23,6 +23,7 @@ const (
 	keyScram       // scram/<user>/<mechanism> (credentials.go)
 	keyToken       // delegation_tokens/<token id> (tokens.go)
 	keyGroupConfig // configs/groups/<group id> (group_configs.go)
+	keyACL         // acls/<id> (acls.go)
 )
 
 const (
@@ -56,6 +57,7 @@ type parsedKey struct {
 	mechanism string // keyScram
 	tokenID   string // keyToken
 	group     string // keyGroupConfig
+	aclID     string // keyACL
 }
 
 // parse classifies a key read from etcd. Keys that do not fit the layout are
@@ -96,6 +98,8 @@ func (k keyspace) parse(key string) parsedKey {
 		return parseAuthKey(rest)
 	case strings.HasPrefix(rest, groupConfigsSegment):
 		return parseGroupConfigKey(rest)
+	case strings.HasPrefix(rest, aclsSegment):
+		return parseACLKey(rest)
 	}
 	return parsedKey{}
 }

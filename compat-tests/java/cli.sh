@@ -4,7 +4,7 @@
 # kafka-topics (incl. --alter --partitions and --delete), kafka-configs (topics,
 # brokers, groups),
 # kafka-console-producer/-consumer, kafka-consumer-groups, kafka-producer-perf-test,
-# kafka-consumer-perf-test, and VerifiableProducer/VerifiableConsumer (the
+# kafka-consumer-perf-test, kafka-acls, and VerifiableProducer/VerifiableConsumer (the
 # tools Kafka's own system tests drive).
 # Usage: cli.sh HOST:PORT WORKDIR; appends results to WORKDIR/results.tsv.
 set -uo pipefail
@@ -165,6 +165,48 @@ for protocol in classic consumer; do
   check "VerifiableConsumer consume 3000 and commit them ($protocol group protocol)" \
     "$out/verifiable-consumer-$protocol" "^consumed 3000 committed 3000 commit_failures 0$"
 done
+
+# Without authorizer.class.name (this broker's configuration) Kafka answers
+# the ACL APIs with SECURITY_DISABLED; kafka-acls reports it.
+acls() { run org.apache.kafka.tools.AclCommand "$@"; }
+acls --list >"$out/acls-list" 2>&1
+check "kafka-acls --list without an authorizer: SECURITY_DISABLED" "$out/acls-list" \
+  "SecurityDisabledException: No Authorizer is configured on the broker"
+acls --add --allow-principal User:alice --operation Read --topic cli-topic >"$out/acls-add" 2>&1
+check "kafka-acls --add without an authorizer: SECURITY_DISABLED" "$out/acls-add" \
+  "SecurityDisabledException: No Authorizer is configured"
+
+# kafka-acls against a second broker with Kafka's StandardAuthorizer
+# (User:ANONYMOUS, this PLAINTEXT listener's principal, is a super user so
+# it may manage ACLs): add, list and remove, literal and prefixed, allow and
+# deny, the producer and consumer convenience options.
+acl_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$root/bin/strait" --ephemeral --override listeners=PLAINTEXT://127.0.0.1:$acl_port \
+  --override authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer \
+  --override super.users=User:ANONYMOUS >"$out/acl-broker.log" 2>&1 &
+acl_pid=$!
+for _ in $(seq 1 100); do grep -q "strait ready" "$out/acl-broker.log" && break; sleep 0.1; done
+aclsa() { java -Dlog4j2.level=error -cp "$cp" org.apache.kafka.tools.AclCommand --bootstrap-server 127.0.0.1:$acl_port "$@"; }
+aclsa --add --allow-principal User:alice --operation Read --operation Write --topic orders >"$out/acla-add" 2>&1
+aclsa --add --producer --allow-principal User:bob --topic logs --resource-pattern-type prefixed >>"$out/acla-add" 2>&1
+aclsa --add --consumer --allow-principal User:carol --topic orders --group billing >>"$out/acla-add" 2>&1
+aclsa --add --deny-principal User:mallory --deny-host 10.0.0.1 --operation All --topic '*' >>"$out/acla-add" 2>&1
+aclsa --list >"$out/acla-list" 2>&1
+check "kafka-acls --add --allow-principal (literal) and --list" "$out/acla-list" \
+  "^\s*\(principal=User:alice, host=\*, operation=WRITE, permissionType=ALLOW\)"
+check "kafka-acls --add --producer --resource-pattern-type prefixed" "$out/acla-list" \
+  "^Current ACLs for resource \`ResourcePattern\(resourceType=TOPIC, name=logs, patternType=PREFIXED\)\`"
+check "kafka-acls --add --consumer (group ACL)" "$out/acla-list" \
+  "^\s*\(principal=User:carol, host=\*, operation=READ, permissionType=ALLOW\)"
+check "kafka-acls --add --deny-principal --deny-host" "$out/acla-list" \
+  "^\s*\(principal=User:mallory, host=10.0.0.1, operation=ALL, permissionType=DENY\)"
+aclsa --remove --force --consumer --allow-principal User:carol --topic orders --group billing >"$out/acla-remove" 2>&1
+aclsa --remove --force --topic logs --resource-pattern-type prefixed >>"$out/acla-remove" 2>&1
+aclsa --list >"$out/acla-list-after" 2>&1
+if grep -qE "User:carol|name=logs" "$out/acla-list-after"; then echo "carol or logs still listed" >>"$out/acla-list-after"
+else echo "removed: carol and logs gone" >>"$out/acla-list-after"; fi
+check "kafka-acls --remove (consumer options and a prefixed pattern)" "$out/acla-list-after" "^removed: carol and logs gone$"
+kill $acl_pid 2>/dev/null; wait $acl_pid 2>/dev/null
 
 echo "cli: $pass passed, $failed failed"
 [ "$failed" -eq 0 ]
