@@ -2,12 +2,15 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strait/strait/internal/freeport"
 )
@@ -156,9 +159,23 @@ func TestThreeEmbeddedMembersFormOneCluster(t *testing.T) {
 			survivors = append(survivors, c)
 		}
 	}
-	more, err := survivors[0].CreateTopic(ctxT(t), CreateTopicRequest{Name: "after-loss", NumPartitions: 1, ReplicationFactor: 2})
+	// The survivors elect a new etcd leader first; a request in that window
+	// times out ("possibly due to previous leader failure") and, as a client
+	// would, is sent again. A retry after a timeout whose write did commit
+	// finds the topic.
+	var more TopicInfo
+	for attempt := 1; ; attempt++ {
+		more, err = survivors[0].CreateTopic(ctxT(t), CreateTopicRequest{Name: "after-loss", NumPartitions: 1, ReplicationFactor: 2})
+		if err == nil || attempt == 5 || !strings.Contains(err.Error(), "request timed out") {
+			break
+		}
+	}
 	if err != nil {
-		t.Fatalf("creating a topic with 2 of 3 members: %v", err)
+		var ke *kerr.Error
+		if !errors.As(err, &ke) || ke != kerr.TopicAlreadyExists {
+			t.Fatalf("creating a topic with 2 of 3 members: %v", err)
+		}
+		more, _ = survivors[0].Topic("after-loss")
 	}
 	eventually(t, "the other survivor to see the new topic", func() bool { _, ok := survivors[1].Topic("after-loss"); return ok })
 	eventually(t, "the lost broker's registration to expire and a survivor to take over", func() bool {
