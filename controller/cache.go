@@ -12,6 +12,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/strait/strait/quota"
 )
 
 // metadataSnapshot is the cache's state at one etcd revision. It is immutable
@@ -24,7 +26,8 @@ type metadataSnapshot struct {
 	topicList    []*TopicInfo // sorted by name
 	brokers      []BrokerInfo // sorted by node id
 	controllerID int32
-	auth         *authSnapshot // SCRAM credentials and delegation tokens (auth_cache.go)
+	auth         *authSnapshot   // SCRAM credentials and delegation tokens (auth_cache.go)
+	quotas       *quota.Snapshot // client quotas (quotas.go)
 }
 
 var emptySnapshot = &metadataSnapshot{
@@ -80,7 +83,8 @@ type metadataCache struct {
 	brokers    map[int32]BrokerInfo
 	candidates map[string]electionCandidate
 	listeners  []func(TopicChange)
-	auth       authState // the keys behind snapshot.auth; dirty when they changed
+	auth       authState  // the keys behind snapshot.auth; dirty when they changed
+	quotas     quotaState // the keys behind snapshot.quotas
 }
 
 func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
@@ -144,6 +148,7 @@ func (c *metadataCache) load(kvs []*mvccpb.KeyValue, rev int64) {
 	c.brokers = map[int32]BrokerInfo{}
 	c.candidates = map[string]electionCandidate{}
 	c.auth.reset()
+	c.quotas.reset()
 	for _, kv := range kvs {
 		c.applyPutLocked(kv)
 	}
@@ -209,6 +214,8 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 		c.brokers[pk.nodeID] = b
 	case keyScram, keyToken:
 		c.auth.put(pk, kv, c.log)
+	case keyQuota:
+		c.quotas.put(pk, kv, c.log)
 	case keyElection:
 		id, err := strconv.ParseInt(string(kv.Value), 10, 32)
 		if err != nil {
@@ -244,6 +251,8 @@ func (c *metadataCache) applyDeleteLocked(pk parsedKey, key string) {
 		delete(c.brokers, pk.nodeID)
 	case keyScram, keyToken:
 		c.auth.delete(pk)
+	case keyQuota:
+		c.quotas.delete(pk)
 	case keyElection:
 		delete(c.candidates, key)
 	case keyTopic:
@@ -270,9 +279,13 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 		brokers:      prev.brokers,
 		controllerID: prev.controllerID,
 		auth:         prev.auth,
+		quotas:       prev.quotas,
 	}
 	if c.auth.dirty {
 		next.auth = c.auth.snapshot()
+	}
+	if c.quotas.dirty {
+		next.quotas = c.quotas.snapshot()
 	}
 	var changes []TopicChange
 	if len(changedTopics) > 0 {

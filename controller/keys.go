@@ -3,6 +3,8 @@ package controller
 import (
 	"strconv"
 	"strings"
+
+	"github.com/strait/strait/quota"
 )
 
 // keyspace builds and parses the etcd keys described in the package comment.
@@ -22,6 +24,7 @@ const (
 	keyPartition
 	keyScram // scram/<user>/<mechanism> (credentials.go)
 	keyToken // delegation_tokens/<token id> (tokens.go)
+	keyQuota // client_quotas/... (quotas.go)
 )
 
 const (
@@ -48,12 +51,13 @@ func (k keyspace) partition(name string, p int32) string {
 // parsedKey is a key split into its parts; which fields are set depends on kind.
 type parsedKey struct {
 	kind      keyKind
-	nodeID    int32  // keyBroker
-	topic     string // keyTopic, keyPartition
-	partition int32  // keyPartition
-	user      string // keyScram
-	mechanism string // keyScram
-	tokenID   string // keyToken
+	nodeID    int32        // keyBroker
+	topic     string       // keyTopic, keyPartition
+	partition int32        // keyPartition
+	user      string       // keyScram
+	mechanism string       // keyScram
+	tokenID   string       // keyToken
+	quota     quota.Entity // keyQuota
 }
 
 // parse classifies a key read from etcd. Keys that do not fit the layout are
@@ -92,6 +96,8 @@ func (k keyspace) parse(key string) parsedKey {
 		return parsedKey{kind: keyPartition, topic: name, partition: int32(n)}
 	case strings.HasPrefix(rest, scramSegment), strings.HasPrefix(rest, tokensSegment):
 		return parseAuthKey(rest)
+	case strings.HasPrefix(rest, quotasSegment):
+		return parseQuotaKey(rest)
 	}
 	return parsedKey{}
 }
