@@ -41,7 +41,9 @@ func TestClientQuotasAdmin(t *testing.T) {
 		}
 		return r
 	}
-	user := func(n *string) kadm.ClientQuotaEntityComponent { return kadm.ClientQuotaEntityComponent{Type: "user", Name: n} }
+	user := func(n *string) kadm.ClientQuotaEntityComponent {
+		return kadm.ClientQuotaEntityComponent{Type: "user", Name: n}
+	}
 	client := func(n *string) kadm.ClientQuotaEntityComponent {
 		return kadm.ClientQuotaEntityComponent{Type: "client-id", Name: n}
 	}
