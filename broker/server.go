@@ -96,6 +96,8 @@ type Server struct {
 	conns   map[*conn]struct{}
 	// quotas enforces max.connections and max.connections.per.ip.
 	quotas *connQuotas
+	// clientQuotas enforces the client quotas (clientquotas.go).
+	clientQuotas *clientQuotas
 	// coarseNow (UnixNano) is advanced by the idle sweeper, which closes
 	// connections idle past connections.max.idle.ms (idleconns.go);
 	// idleExpired counts them.
@@ -162,6 +164,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
+	s.clientQuotas = newClientQuotas(cfg.ClientQuotas.WindowNum, cfg.ClientQuotas.WindowSizeSeconds)
 	s.fetchSessions.now = func() int64 { return s.clock.Now().UnixMilli() }
 	s.producerIDs = newProducerIDPool()
 	// Keystores, truststores and JAAS configs load here, so that a bad

@@ -139,8 +139,10 @@ func (c *Controller) ClientQuotas() *quota.Snapshot {
 	if s := c.cache.snapshot().quotas; s != nil {
 		return s
 	}
-	return quota.NewSnapshot(nil)
+	return noQuotas
 }
+
+var noQuotas = quota.NewSnapshot(nil)
 
 // quotaMu serializes this process's quota changes; the compare-and-swap on
 // each changed key orders them across brokers.

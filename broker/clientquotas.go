@@ -1,0 +1,196 @@
+package broker
+
+// Client quota enforcement, as Kafka's ClientQuotaManager and
+// RequestQuotaManager with KIP-219's throttling: a request's bytes (Produce,
+// the request's size) or a response's (Fetch, the records returned) are
+// recorded against the quota that applies to the connection's principal and
+// the request's client id (quota.Snapshot.Resolve); past the quota the
+// response is sent at once with throttle_time_ms, and the connection's next
+// request is not read until that time has passed (the channel is muted).
+// The quotas come from the controller's watch cache, so a change made with
+// AlterClientQuotas applies to the next request on every broker.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/quota"
+)
+
+// clientQuotas holds one rate manager per quota type.
+type clientQuotas struct {
+	produce, fetch, request *quota.Manager
+}
+
+func newClientQuotas(samples, windowSeconds int32) *clientQuotas {
+	cfg := quota.Config{Samples: int(samples), WindowSeconds: int(windowSeconds)}
+	return &clientQuotas{
+		produce: quota.NewManager(quota.ProducerByteRate, cfg),
+		fetch:   quota.NewManager(quota.ConsumerByteRate, cfg),
+		request: quota.NewManager(quota.RequestPercentage, cfg),
+	}
+}
+
+// quotaUser is the user component of the connection's quota entity: the
+// principal's name (ANONYMOUS on PLAINTEXT), as Kafka's session.sanitizedUser
+// before sanitizing.
+func (c *conn) quotaUser() string { return c.principal().Name }
+
+// nanosToPercentage is Kafka's ClientQuotaManager.NanosToPercentagePerSecond:
+// request_percentage counts handling time as a percentage of one second.
+const nanosToPercentage = 100.0 / 1e9
+
+// quotaExempt reports the requests Kafka exempts from request quotas: those
+// of other brokers (cluster actions).
+func quotaExempt(x *exchange) bool {
+	switch kmsg.Key(x.req.Key) {
+	case kmsg.Fetch:
+		f := x.req.Body.(*kmsg.FetchRequest)
+		return f.ReplicaID >= 0 || (x.req.Version >= 15 && f.ReplicaState.ID >= 0)
+	case kmsg.WriteTxnMarkers, kmsg.AlterPartition, kmsg.BrokerHeartbeat, kmsg.BrokerRegistration,
+		kmsg.ControlledShutdown, kmsg.UpdateMetadata, kmsg.LeaderAndISR, kmsg.StopReplica:
+		return true
+	}
+	return false
+}
+
+// beforeRequest runs before a request's handler: a Produce's size is
+// recorded against producer_byte_rate, and the request against
+// request_percentage; the longer throttle goes into the response and mutes
+// the connection. It returns when the handling started, for afterRequest.
+func (c *conn) beforeRequest(x *exchange, frameSize int) time.Time {
+	qs := c.srv.ctrl.ClientQuotas()
+	if qs.Len() == 0 {
+		return time.Time{}
+	}
+	now := c.srv.clock.Now()
+	cq := c.srv.clientQuotas
+	user, client := c.quotaUser(), clientID(x)
+	var throttle time.Duration
+	if x.req.Key == int16(kmsg.Produce) {
+		// KafkaApis records the request's size: the batches as the
+		// client compressed them.
+		throttle = cq.produce.Record(qs, user, client, float64(frameSize), now)
+	}
+	if qs.Has(quota.RequestPercentage) && !quotaExempt(x) {
+		// The time of the handlers before this one was recorded after
+		// each (afterRequest); a zero record measures the rate now.
+		throttle = max(throttle, cq.request.Record(qs, user, client, 0, now))
+	}
+	c.throttle(x, throttle)
+	if qs.Has(quota.RequestPercentage) {
+		return now
+	}
+	return time.Time{}
+}
+
+// afterRequest records the handler's time against request_percentage (the
+// synchronous part: a parked Fetch's wait costs no thread).
+func (c *conn) afterRequest(x *exchange, start time.Time) {
+	if start.IsZero() || quotaExempt(x) {
+		return
+	}
+	qs := c.srv.ctrl.ClientQuotas()
+	now := c.srv.clock.Now()
+	c.srv.clientQuotas.request.Record(qs, c.quotaUser(), clientID(x), float64(now.Sub(start).Nanoseconds())*nanosToPercentage, now)
+}
+
+// throttle sets x's throttle time to at least d and mutes the connection
+// for d from now (KIP-219: the response goes out at once, the next request
+// waits).
+func (c *conn) throttle(x *exchange, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	ms := int32(min(d.Milliseconds(), 1<<31-1))
+	if ms > x.throttleMs {
+		x.throttleMs = ms
+	}
+	until := time.Now().Add(d).UnixNano()
+	for {
+		cur := c.mutedUntil.Load()
+		if cur >= until || c.mutedUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// waitMuted holds the read loop while the connection is muted; false when
+// the connection died meanwhile.
+func (c *conn) waitMuted() bool {
+	until := c.mutedUntil.Load()
+	if until == 0 {
+		return true
+	}
+	d := time.Until(time.Unix(0, until))
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.dead:
+		return false
+	case <-c.srv.closing:
+		return true
+	}
+}
+
+// applyThrottle writes x's throttle time into a response that carries one.
+func (x *exchange) applyThrottle(resp kmsg.Response) {
+	if x.throttleMs <= 0 {
+		return
+	}
+	if tr, ok := resp.(kmsg.ThrottleResponse); ok {
+		if cur, _ := tr.Throttle(); cur >= x.throttleMs {
+			return
+		}
+	}
+	if st, ok := resp.(kmsg.SetThrottleResponse); ok {
+		st.SetThrottle(x.throttleMs)
+	}
+}
+
+// fetchQuota applies consumer_byte_rate to a consumer's Fetch response of
+// size bytes, as KafkaApis.handleFetchRequest: past the quota the bytes are
+// taken back and the response is answered empty (throttled reports true),
+// the client fetching them again once the throttle has passed.
+func (f *fetchOp) fetchQuota(size int64) (throttled bool) {
+	if f.replica >= 0 {
+		return false
+	}
+	qs := f.srv.ctrl.ClientQuotas()
+	if !qs.Has(quota.ConsumerByteRate) {
+		return false
+	}
+	c, now := f.c, f.srv.clock.Now()
+	user, client := c.quotaUser(), clientID(f.x)
+	d := f.srv.clientQuotas.fetch.Record(qs, user, client, float64(size), now)
+	if d <= 0 {
+		return false
+	}
+	f.srv.clientQuotas.fetch.Unrecord(qs, user, client, float64(size), now)
+	c.throttle(f.x, d)
+	return true
+}
+
+// fetchQuotaMaxBytes caps a consumer's Fetch at what its quota allows in the
+// quota's windows (Kafka's getMaxValueInQuotaWindow), so one response cannot
+// exceed it by much.
+func (f *fetchOp) fetchQuotaMaxBytes() {
+	if f.replica >= 0 {
+		return
+	}
+	qs := f.srv.ctrl.ClientQuotas()
+	if !qs.Has(quota.ConsumerByteRate) {
+		return
+	}
+	if m, ok := f.srv.clientQuotas.fetch.MaxValueInWindow(qs, f.c.quotaUser(), clientID(f.x)); ok {
+		if m < float64(f.req.MaxBytes) || f.req.MaxBytes <= 0 {
+			f.req.MaxBytes = int32(max(1, min(m, 1<<31-1)))
+		}
+	}
+}
