@@ -43,9 +43,9 @@ func (s *Snapshot) Resolve(key, user, clientID string) (Tags, float64, bool) {
 		return Tags{}, 0, false
 	}
 	u, c, du, dc := Named(user), Named(clientID), DefaultName(), DefaultName()
-	// Kafka picks the tags by which entities exist at all (whatever
-	// their keys), then the limit by key under those tags.
-	exists := func(e Entity) bool { return s.entities[e] != nil }
+	// Kafka keeps one callback per quota type, holding the entities with
+	// that type's key: the tags are picked among those, then the limit.
+	exists := func(e Entity) bool { _, ok := s.entities[e][key]; return ok }
 	var tags Tags
 	switch {
 	case exists(Entity{User: u, ClientID: c}), exists(Entity{User: u, ClientID: dc}):
