@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/broker"
 )
@@ -212,5 +213,91 @@ func TestConsumerByteRateQuota(t *testing.T) {
 	}
 	if hook.n.Load() == 0 {
 		t.Errorf("the consumer was never throttled")
+	}
+}
+
+// request_percentage: a client whose handling time exceeds its share of a
+// request thread is answered with throttle_time_ms (here Metadata), and
+// another client id is not.
+func TestRequestPercentageQuota(t *testing.T) {
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	setClientQuota(t, srv, "quota-requests", "request_percentage", 0.001)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	throttled := func(clientID string, n int) int32 {
+		cl := newClient(t, srv, kgo.ClientID(clientID))
+		for i := 0; i < n && ctx.Err() == nil; i++ {
+			req := kmsg.NewPtrMetadataRequest()
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatalf("metadata: %v", err)
+			}
+			if resp.ThrottleMillis > 0 {
+				return resp.ThrottleMillis
+			}
+		}
+		return 0
+	}
+	// 0.001% of a thread is 10 µs a second, 100 µs over the 10 s window.
+	if ms := throttled("quota-requests", 2000); ms <= 0 {
+		t.Errorf("no throttle in 2000 Metadata requests under request_percentage=0.001")
+	}
+	if ms := throttled("other-client", 50); ms != 0 {
+		t.Errorf("a client without a quota was throttled %d ms", ms)
+	}
+}
+
+// KIP-219 on the broker's side: a throttled Produce is answered at once
+// with throttle_time_ms, and the broker reads nothing more from that
+// connection until the time has passed, even from a client that ignores
+// it (here a request pipelined right behind the Produce).
+func TestThrottledConnectionIsMuted(t *testing.T) {
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	createTopic(t, newClient(t, srv), "muted", 1, nil)
+
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(8)
+	req.Acks = 1
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "muted"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = recordBatch(make([]byte, 4000))
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	frame := encodeRequest(req, 1)
+	// The quota the frame exceeds by 15% over the first 10 s window: a
+	// throttle of about 1.5 s.
+	size := float64(len(frame) - 4)
+	setClientQuota(t, srv, "raw", "producer_byte_rate", float64(int(size/11.5)))
+
+	rc := dialRaw(t, srv)
+	av := kmsg.NewPtrApiVersionsRequest()
+	rc.send(append(frame, encodeRequest(av, 2)...))
+	corr, body, err := rc.readResponse()
+	first := time.Now()
+	if err != nil || corr != 1 {
+		t.Fatalf("produce response: corr %d, %v", corr, err)
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(8)
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.ThrottleMillis < 1000 || resp.ThrottleMillis > 2000 {
+		t.Fatalf("throttle_time_ms %d, want about 1500", resp.ThrottleMillis)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce error %d: a throttled request is still served", code)
+	}
+	if corr, _, err = rc.readResponse(); err != nil || corr != 2 {
+		t.Fatalf("api versions response: corr %d, %v", corr, err)
+	}
+	// The pipelined request was read only once the throttle passed
+	// (less a margin for the time between the mute and the first read).
+	if gap := time.Since(first); gap < time.Duration(resp.ThrottleMillis-200)*time.Millisecond {
+		t.Errorf("second request answered %v after a throttle of %d ms: the connection was not muted", gap, resp.ThrottleMillis)
 	}
 }
