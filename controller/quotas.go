@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -152,6 +153,16 @@ var quotaMu sync.Mutex
 // keep changing underneath it.
 const maxQuotaAlterAttempts = 16
 
+// quotaTxnLimit is the most entities one alteration may change: etcd's
+// default max-txn-ops for an external etcd, Kafka's MAX_RECORDS_PER_USER_OP
+// for the embedded one (whose limit is raised above it).
+func (c *Controller) quotaTxnLimit() int {
+	if c.etcd != nil {
+		return maxRecordsPerTopicCreation
+	}
+	return 128
+}
+
 // AlterClientQuotas judges and (unless validateOnly) applies alterations in
 // one etcd transaction, as Kafka's controller: one result per entry. It
 // returns once this broker's cache shows the change.
@@ -162,34 +173,36 @@ func (c *Controller) AlterClientQuotas(ctx context.Context, alts []quota.Alterat
 	quotaMu.Lock()
 	defer quotaMu.Unlock()
 	for attempt := 0; attempt < maxQuotaAlterAttempts; attempt++ {
-		// The entities' current quotas and revisions, read from etcd at
-		// one revision: another broker may have changed them since the
-		// cache last heard.
+		// Every quota and its revision, read from etcd at one revision
+		// (another broker may have changed them since the cache last
+		// heard): one range read, however many entities the request names.
+		resp, err := c.client.Get(ctx, c.ks.quotas(), clientv3.WithPrefix())
+		if err != nil {
+			return nil, fmt.Errorf("controller: reading client quotas: %w", err)
+		}
 		cur := map[quota.Entity]quota.Values{}
 		modRevs := map[string]int64{}
-		read := func(e quota.Entity) quota.Values {
-			key := c.ks.quota(e)
-			if _, done := modRevs[key]; done {
-				return cur[e]
-			}
-			modRevs[key] = 0
-			resp, err := c.client.Get(ctx, key)
-			if err != nil || len(resp.Kvs) == 0 {
-				return nil
-			}
-			modRevs[key] = resp.Kvs[0].ModRevision
+		for _, kv := range resp.Kvs {
+			pk := c.ks.parse(string(kv.Key))
 			var v quota.Values
-			if json.Unmarshal(resp.Kvs[0].Value, &v) == nil {
-				cur[e] = v
+			if pk.kind != keyQuota || json.Unmarshal(kv.Value, &v) != nil {
+				continue
 			}
-			return v
+			cur[pk.quota] = v
+			modRevs[string(kv.Key)] = kv.ModRevision
 		}
+		read := func(e quota.Entity) quota.Values { return cur[e] }
 		results, changes := quota.Plan(alts, read)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if validateOnly || len(changes) == 0 {
 			return results, nil
+		}
+		// One transaction holds every change, within etcd's max-txn-ops
+		// (Kafka bounds a request's records at MAX_RECORDS_PER_USER_OP).
+		if limit := c.quotaTxnLimit(); len(changes) > limit {
+			return nil, apiError(kerr.InvalidRequest, "Too many client quota entities changed in one request: %d (at most %d)", len(changes), limit)
 		}
 		var ops []clientv3.Op
 		var cmps []clientv3.Cmp
@@ -206,14 +219,14 @@ func (c *Controller) AlterClientQuotas(ctx context.Context, alts []quota.Alterat
 			}
 			ops = append(ops, clientv3.OpPut(key, string(b)))
 		}
-		resp, err := c.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		tresp, err := c.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {
 			return nil, fmt.Errorf("controller: writing client quotas: %w", err)
 		}
-		if !resp.Succeeded {
+		if !tresp.Succeeded {
 			continue
 		}
-		if err := c.cache.waitForRevision(ctx, c.stop, resp.Header.Revision); err != nil {
+		if err := c.cache.waitForRevision(ctx, c.stop, tresp.Header.Revision); err != nil {
 			return nil, err
 		}
 		for _, ch := range changes {
