@@ -15,20 +15,57 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/quota"
 )
 
 // clientQuotas holds one rate manager per quota type.
 type clientQuotas struct {
 	produce, fetch, request *quota.Manager
+	mutation                *quota.MutationManager
 }
 
-func newClientQuotas(samples, windowSeconds int32) *clientQuotas {
-	cfg := quota.Config{Samples: int(samples), WindowSeconds: int(windowSeconds)}
+func newClientQuotas(qc config.ClientQuotas) *clientQuotas {
+	cfg := quota.Config{Samples: int(qc.WindowNum), WindowSeconds: int(qc.WindowSizeSeconds)}
 	return &clientQuotas{
-		produce: quota.NewManager(quota.ProducerByteRate, cfg),
-		fetch:   quota.NewManager(quota.ConsumerByteRate, cfg),
-		request: quota.NewManager(quota.RequestPercentage, cfg),
+		produce:  quota.NewManager(quota.ProducerByteRate, cfg),
+		fetch:    quota.NewManager(quota.ConsumerByteRate, cfg),
+		request:  quota.NewManager(quota.RequestPercentage, cfg),
+		mutation: quota.NewMutationManager(quota.Config{Samples: int(qc.ControllerWindowNum), WindowSeconds: int(qc.ControllerWindowSizeSeconds)}),
+	}
+}
+
+// throttlingQuotaExceeded is Kafka's message for THROTTLING_QUOTA_EXCEEDED.
+const throttlingQuotaExceeded = "The throttling quota has been exceeded."
+
+// mutationQuota is the request's controller_mutation_rate quota (nil:
+// none): strict from version strictSince, which can carry
+// THROTTLING_QUOTA_EXCEEDED, permissive before (Kafka's newQuotaFor).
+func (c *conn) mutationQuota(x *exchange, strictSince int16) *quota.Mutation {
+	qs := c.srv.ctrl.ClientQuotas()
+	if !qs.Has(quota.ControllerMutationRate) {
+		return nil
+	}
+	return c.srv.clientQuotas.mutation.New(qs, c.quotaUser(), clientID(x), x.req.Version >= strictSince)
+}
+
+// mutationExceeded reports that a strict quota refuses the next operation.
+func (c *conn) mutationExceeded(q *quota.Mutation) bool {
+	return q != nil && q.Exceeded(c.srv.clock.Now())
+}
+
+// recordMutation takes the partitions an operation created or deleted.
+func (c *conn) recordMutation(q *quota.Mutation, partitions int) {
+	if q != nil {
+		q.Record(float64(partitions), c.srv.clock.Now())
+	}
+}
+
+// throttleMutations puts the quota's throttle in the response and mutes
+// the connection for it (sendResponseMaybeThrottleWithControllerQuota).
+func (c *conn) throttleMutations(x *exchange, q *quota.Mutation) {
+	if q != nil {
+		c.throttle(x, q.Throttle(c.srv.clock.Now()))
 	}
 }
 

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/strait/strait/broker"
 )
@@ -299,5 +301,55 @@ func TestThrottledConnectionIsMuted(t *testing.T) {
 	// (less a margin for the time between the mute and the first read).
 	if gap := time.Since(first); gap < time.Duration(resp.ThrottleMillis-200)*time.Millisecond {
 		t.Errorf("second request answered %v after a throttle of %d ms: the connection was not muted", gap, resp.ThrottleMillis)
+	}
+}
+
+// controller_mutation_rate as Kafka's token bucket: 1 partition/s holds
+// 11 tokens. CreateTopics v6+ (strict) creates while tokens remain, even
+// into debt, then refuses with THROTTLING_QUOTA_EXCEEDED and the time to
+// repay; v5 (permissive) creates and only throttles.
+func TestControllerMutationRateQuota(t *testing.T) {
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, srv))
+	r, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id"}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "controller_mutation_rate", Value: 1}},
+	}})
+	if err != nil || r[0].Err != nil {
+		t.Fatalf("set quota: %v %+v", err, r)
+	}
+	create := func(cl *kgo.Client, version int16, topic string, partitions int32) (int16, int32) {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.SetVersion(version)
+		req.TimeoutMillis = 10000
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
+		req.Topics = append(req.Topics, rt)
+		resp, err := cl.Request(ctx, req)
+		if err != nil {
+			t.Fatalf("create %s: %v", topic, err)
+		}
+		cr := resp.(*kmsg.CreateTopicsResponse)
+		return cr.Topics[0].ErrorCode, cr.ThrottleMillis
+	}
+	strict := newClient(t, srv, kgo.ClientID("mutator"))
+	if code, ms := create(strict, 7, "m-a", 10); code != 0 || ms != 0 {
+		t.Fatalf("10 of 11 tokens: code %d, throttle %d", code, ms)
+	}
+	if code, _ := create(strict, 7, "m-b", 5); code != 0 {
+		t.Fatalf("1 token left, 5 partitions: code %d, want created (into debt)", code)
+	}
+	code, ms := create(strict, 7, "m-c", 1)
+	if code != kerr.ThrottlingQuotaExceeded.Code || ms < 3000 || ms > 4100 {
+		t.Fatalf("in debt of 4 tokens: code %d throttle %d, want THROTTLING_QUOTA_EXCEEDED and about 4000 ms", code, ms)
+	}
+	// A client of Kafka 2.6's versions sends CreateTopics v5.
+	permissive := newClient(t, srv, kgo.ClientID("old-mutator"), kgo.MaxVersions(kversion.V2_6_0()))
+	if code, ms := create(permissive, 5, "m-d", 15); code != 0 || ms < 3000 || ms > 4100 {
+		t.Fatalf("v5, 15 partitions for 11 tokens: code %d throttle %d, want created and about 4000 ms", code, ms)
 	}
 }

@@ -164,7 +164,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
-	s.clientQuotas = newClientQuotas(cfg.ClientQuotas.WindowNum, cfg.ClientQuotas.WindowSizeSeconds)
+	s.clientQuotas = newClientQuotas(cfg.ClientQuotas)
 	s.fetchSessions.now = func() int64 { return s.clock.Now().UnixMilli() }
 	s.producerIDs = newProducerIDPool()
 	// Keystores, truststores and JAAS configs load here, so that a bad

@@ -7,11 +7,19 @@ package config
 type ClientQuotas struct {
 	WindowNum         int32 // quota.window.num (11, at least 1)
 	WindowSizeSeconds int32 // quota.window.size.seconds (1, at least 1)
+	// ControllerWindowNum and ControllerWindowSizeSeconds size the
+	// controller_mutation_rate token bucket: controller.quota.window.num
+	// (11) times controller.quota.window.size.seconds (1) of the rate.
+	ControllerWindowNum         int32
+	ControllerWindowSizeSeconds int32
 }
 
 func parseClientQuotas(p *props) ClientQuotas {
 	return ClientQuotas{
 		WindowNum:         p.intAtLeast("quota.window.num", 1),
 		WindowSizeSeconds: p.intAtLeast("quota.window.size.seconds", 1),
+
+		ControllerWindowNum:         p.intAtLeast("controller.quota.window.num", 1),
+		ControllerWindowSizeSeconds: p.intAtLeast("controller.quota.window.size.seconds", 1),
 	}
 }
