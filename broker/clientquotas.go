@@ -11,6 +11,8 @@ package broker
 // AlterClientQuotas applies to the next request on every broker.
 
 import (
+	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,15 +25,18 @@ import (
 type clientQuotas struct {
 	produce, fetch, request *quota.Manager
 	mutation                *quota.MutationManager
+	connections             *quota.Manager // connection_creation_rate by IP
+	heldConns               atomic.Int64   // throttled connections not yet closed
 }
 
 func newClientQuotas(qc config.ClientQuotas) *clientQuotas {
 	cfg := quota.Config{Samples: int(qc.WindowNum), WindowSeconds: int(qc.WindowSizeSeconds)}
 	return &clientQuotas{
-		produce:  quota.NewManager(quota.ProducerByteRate, cfg),
-		fetch:    quota.NewManager(quota.ConsumerByteRate, cfg),
-		request:  quota.NewManager(quota.RequestPercentage, cfg),
-		mutation: quota.NewMutationManager(quota.Config{Samples: int(qc.ControllerWindowNum), WindowSeconds: int(qc.ControllerWindowSizeSeconds)}),
+		produce:     quota.NewManager(quota.ProducerByteRate, cfg),
+		fetch:       quota.NewManager(quota.ConsumerByteRate, cfg),
+		request:     quota.NewManager(quota.RequestPercentage, cfg),
+		connections: quota.NewManager(quota.ConnectionCreationRate, cfg),
+		mutation:    quota.NewMutationManager(quota.Config{Samples: int(qc.ControllerWindowNum), WindowSeconds: int(qc.ControllerWindowSizeSeconds)}),
 	}
 }
 
@@ -230,4 +235,46 @@ func (f *fetchOp) fetchQuotaMaxBytes() {
 			f.req.MaxBytes = int32(max(1, min(m, 1<<31-1)))
 		}
 	}
+}
+
+// maxHeldConns bounds the throttled connections held open at once; past it
+// one is closed at once (a flood must not hold the broker's descriptors).
+const maxHeldConns = 1024
+
+// throttleConnection applies connection_creation_rate to a new connection
+// from ip, as Kafka's ConnectionQuotas: past the IP's rate the connection is
+// not served, and is closed once the throttle time (at most one quota
+// window) has passed, so that a client reconnecting at once is slowed down.
+// It reports whether nc was taken.
+func (s *Server) throttleConnection(nc net.Conn, listener, ip string) bool {
+	qs := s.ctrl.ClientQuotas()
+	if !qs.Has(quota.ConnectionCreationRate) {
+		return false
+	}
+	d := s.clientQuotas.connections.RecordConnection(qs, ip, s.clock.Now())
+	if d <= 0 {
+		return false
+	}
+	s.quotas.logRefused(s.logger, listener, ip, "connection_creation_rate")
+	held := &s.clientQuotas.heldConns
+	if held.Add(1) > maxHeldConns {
+		held.Add(-1)
+		nc.Close()
+		return true
+	}
+	wait := func() {
+		defer held.Add(-1)
+		defer nc.Close()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.closing:
+		}
+	}
+	if !s.bg.Go(wait) {
+		held.Add(-1)
+		nc.Close()
+	}
+	return true
 }

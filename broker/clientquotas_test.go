@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"crypto/rand"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -351,5 +352,56 @@ func TestControllerMutationRateQuota(t *testing.T) {
 	permissive := newClient(t, srv, kgo.ClientID("old-mutator"), kgo.MaxVersions(kversion.V2_6_0()))
 	if code, ms := create(permissive, 5, "m-d", 15); code != 0 || ms < 3000 || ms > 4100 {
 		t.Fatalf("v5, 15 partitions for 11 tokens: code %d throttle %d, want created and about 4000 ms", code, ms)
+	}
+}
+
+// connection_creation_rate on an IP entity: past 2 connections a second
+// (20 over the first 10 s window) connections from 127.0.0.1 are closed
+// unserved, while another address (127.0.0.2) connects as usual.
+func TestIPConnectionCreationRateQuota(t *testing.T) {
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ip := "127.0.0.1"
+	r, err := kadm.NewClient(newClient(t, srv)).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "ip", Name: &ip}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 2}},
+	}})
+	if err != nil || r[0].Err != nil {
+		t.Fatalf("set quota: %v %+v", err, r)
+	}
+	served := func(local string, n int) int {
+		t.Helper()
+		d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		conns := make([]net.Conn, 0, n)
+		for i := 0; i < n; i++ {
+			nc, err := d.DialContext(ctx, "tcp", srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			conns = append(conns, nc)
+		}
+		ok := 0
+		for i, nc := range conns {
+			rc := &rawConn{t: t, nc: nc}
+			nc.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := nc.Write(encodeRequest(kmsg.NewPtrApiVersionsRequest(), int32(i))); err != nil {
+				continue // closed already
+			}
+			if _, _, err := rc.readResponse(); err == nil {
+				ok++
+			} else if ne, isNet := err.(net.Error); isNet && ne.Timeout() {
+				t.Fatalf("connection %d neither served nor closed", i)
+			}
+		}
+		return ok
+	}
+	if n := served("127.0.0.1", 40); n < 18 || n > 22 {
+		t.Errorf("%d of 40 connections from 127.0.0.1 served under 2/s (11 windows of 1 s), want about 20", n)
+	}
+	if n := served("127.0.0.2", 10); n != 10 {
+		t.Errorf("%d of 10 connections from 127.0.0.2 (no quota) served", n)
 	}
 }

@@ -364,6 +364,9 @@ func (s *Server) acceptLoop(l *listener) {
 			return
 		}
 		ip := remoteIP(nc)
+		if s.throttleConnection(nc, l.cfg.Name, ip) { // connection_creation_rate (clientquotas.go)
+			continue
+		}
 		if !s.quotas.inc(ip) {
 			nc.Close()
 			s.quotas.logRefused(s.logger, l.cfg.Name, ip, "max.connections.per.ip")

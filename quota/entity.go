@@ -167,18 +167,44 @@ type Values map[string]float64
 // hold none.
 type Snapshot struct {
 	entities map[Entity]Values
-	keys     map[string]bool // the keys set on some entity
+	keys     map[string]bool    // the keys set on some entity
+	ipRates  map[string]float64 // connection_creation_rate by normalized IP
 }
 
 // NewSnapshot takes ownership of m.
 func NewSnapshot(m map[Entity]Values) *Snapshot {
-	s := &Snapshot{entities: m, keys: map[string]bool{}}
-	for _, v := range m {
+	s := &Snapshot{entities: m, keys: map[string]bool{}, ipRates: map[string]float64{}}
+	for e, v := range m {
 		for k := range v {
 			s.keys[k] = true
 		}
+		if r, ok := v[ConnectionCreationRate]; ok && e.IP.Present && !e.IP.Default {
+			s.ipRates[normalizeIP(e.IP.Value)] = r
+		}
 	}
 	return s
+}
+
+// normalizeIP is an address as Go prints it, so that ::0001 and ::1 are
+// one IP (Kafka compares InetAddresses).
+func normalizeIP(s string) string {
+	if ip := net.ParseIP(s); ip != nil {
+		return ip.String()
+	}
+	return s
+}
+
+// ConnectionRate is the connection_creation_rate quota of ip: its own, else
+// the default IP's (Kafka's connectionRateForIp).
+func (s *Snapshot) ConnectionRate(ip string) (float64, bool) {
+	if !s.Has(ConnectionCreationRate) {
+		return 0, false
+	}
+	if r, ok := s.ipRates[normalizeIP(ip)]; ok {
+		return r, true
+	}
+	r, ok := s.entities[Entity{IP: DefaultName()}][ConnectionCreationRate]
+	return r, ok
 }
 
 // Get is the quotas of exactly e (nil when none).

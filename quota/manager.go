@@ -29,6 +29,7 @@ const sweepEvery = time.Minute
 // same tags share one rate.
 type Tags struct {
 	User, ClientID string
+	IP             string // connection_creation_rate's only tag
 }
 
 // Resolve is Kafka's DefaultQuotaCallback.quotaMetricTags followed by
@@ -49,15 +50,15 @@ func (s *Snapshot) Resolve(key, user, clientID string) (Tags, float64, bool) {
 	var tags Tags
 	switch {
 	case exists(Entity{User: u, ClientID: c}), exists(Entity{User: u, ClientID: dc}):
-		tags = Tags{user, clientID}
+		tags = Tags{User: user, ClientID: clientID}
 	case exists(Entity{User: u}):
-		tags = Tags{user, ""}
+		tags = Tags{User: user}
 	case exists(Entity{User: du, ClientID: c}), exists(Entity{User: du, ClientID: dc}):
-		tags = Tags{user, clientID}
+		tags = Tags{User: user, ClientID: clientID}
 	case exists(Entity{User: du}):
-		tags = Tags{user, ""}
+		tags = Tags{User: user}
 	default:
-		tags = Tags{"", clientID}
+		tags = Tags{ClientID: clientID}
 	}
 	lookup := func(es ...Entity) (float64, bool) {
 		for _, e := range es {
@@ -121,9 +122,13 @@ func (m *Manager) Record(s *Snapshot, user, clientID string, value float64, now 
 	if !ok {
 		return 0
 	}
-	ms := now.UnixMilli()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.recordLocked(tags, limit, value, now)
+}
+
+func (m *Manager) recordLocked(tags Tags, limit, value float64, now time.Time) time.Duration {
+	ms := now.UnixMilli()
 	m.sweepLocked(now)
 	e := m.rates[tags]
 	if e == nil {
@@ -140,6 +145,27 @@ func (m *Manager) Record(s *Snapshot, user, clientID string, value float64, now 
 	// the bound, of the window the rate was measured over.
 	t := (measured - limit) / limit * float64(e.r.windowMs(m.cfg, ms))
 	return time.Duration(math.Round(t)) * time.Millisecond
+}
+
+// RecordConnection is Kafka's ConnectionQuotas.recordIpConnectionMaybeThrottle
+// for a manager of ConnectionCreationRate: with a connection_creation_rate
+// quota on ip (ips/<ip>, else ips/<default>) it counts a new connection and
+// returns how long to hold it before closing it (0: accept it), at most one
+// window; a refused connection is not counted.
+func (m *Manager) RecordConnection(s *Snapshot, ip string, now time.Time) time.Duration {
+	limit, ok := s.ConnectionRate(ip)
+	if !ok {
+		return 0
+	}
+	tags := Tags{IP: normalizeIP(ip)}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.recordLocked(tags, limit, 1, now)
+	if d <= 0 {
+		return 0
+	}
+	m.rates[tags].r.unrecord(m.cfg, 1, now.UnixMilli())
+	return min(d, time.Duration(m.cfg.windowMs)*time.Millisecond)
 }
 
 // Unrecord takes back value recorded for (user, clientID): Kafka's

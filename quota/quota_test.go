@@ -58,14 +58,14 @@ func TestResolvePrecedence(t *testing.T) {
 		e    Entity
 		tags Tags
 	}{
-		{Entity{User: u, ClientID: c}, Tags{"alice", "app"}},
-		{Entity{User: u, ClientID: dc}, Tags{"alice", "app"}},
-		{Entity{User: u}, Tags{"alice", ""}},
-		{Entity{User: du, ClientID: c}, Tags{"alice", "app"}},
-		{Entity{User: du, ClientID: dc}, Tags{"alice", "app"}},
-		{Entity{User: du}, Tags{"alice", ""}},
-		{Entity{ClientID: c}, Tags{"", "app"}},
-		{Entity{ClientID: dc}, Tags{"", "app"}},
+		{Entity{User: u, ClientID: c}, Tags{User: "alice", ClientID: "app"}},
+		{Entity{User: u, ClientID: dc}, Tags{User: "alice", ClientID: "app"}},
+		{Entity{User: u}, Tags{User: "alice"}},
+		{Entity{User: du, ClientID: c}, Tags{User: "alice", ClientID: "app"}},
+		{Entity{User: du, ClientID: dc}, Tags{User: "alice", ClientID: "app"}},
+		{Entity{User: du}, Tags{User: "alice"}},
+		{Entity{ClientID: c}, Tags{ClientID: "app"}},
+		{Entity{ClientID: dc}, Tags{ClientID: "app"}},
 	}
 	for i := range all {
 		m := map[Entity]Values{}
@@ -83,7 +83,7 @@ func TestResolvePrecedence(t *testing.T) {
 		{User: u}:     {ConsumerByteRate: 5},
 		{ClientID: c}: {ProducerByteRate: 7},
 	})
-	if tags, v, ok := s.Resolve(ProducerByteRate, "alice", "app"); !ok || v != 7 || tags != (Tags{"", "app"}) {
+	if tags, v, ok := s.Resolve(ProducerByteRate, "alice", "app"); !ok || v != 7 || tags != (Tags{ClientID: "app"}) {
 		t.Errorf("alice/app: %v %v %v, want clients/app's 7", tags, v, ok)
 	}
 }
