@@ -26,18 +26,31 @@ type clientQuotas struct {
 	produce, fetch, request *quota.Manager
 	mutation                *quota.MutationManager
 	connections             *quota.Manager // connection_creation_rate by IP
-	heldConns               atomic.Int64   // throttled connections not yet closed
+	brokerConns             *quota.Manager // max.connection.creation.rate
+	maxConnRate             float64        // max.connection.creation.rate, if connRateOn
+	connRateOn              bool
+	protected               string       // the listener exempt from maxConnRate
+	heldConns               atomic.Int64 // throttled connections not yet closed
 }
 
-func newClientQuotas(qc config.ClientQuotas) *clientQuotas {
+func newClientQuotas(c *config.Config) *clientQuotas {
+	qc := c.ClientQuotas
 	cfg := quota.Config{Samples: int(qc.WindowNum), WindowSeconds: int(qc.WindowSizeSeconds)}
-	return &clientQuotas{
+	q := &clientQuotas{
+		brokerConns: quota.NewManager("max.connection.creation.rate", cfg),
 		produce:     quota.NewManager(quota.ProducerByteRate, cfg),
 		fetch:       quota.NewManager(quota.ConsumerByteRate, cfg),
 		request:     quota.NewManager(quota.RequestPercentage, cfg),
 		connections: quota.NewManager(quota.ConnectionCreationRate, cfg),
 		mutation:    quota.NewMutationManager(quota.Config{Samples: int(qc.ControllerWindowNum), WindowSeconds: int(qc.ControllerWindowSizeSeconds)}),
 	}
+	if qc.MaxConnectionCreationRate != 1<<31-1 {
+		q.maxConnRate, q.connRateOn = float64(qc.MaxConnectionCreationRate), true
+	}
+	if len(c.Network.Listeners) > 1 {
+		q.protected = c.Network.InterBrokerListenerName
+	}
+	return q
 }
 
 // throttlingQuotaExceeded is Kafka's message for THROTTLING_QUOTA_EXCEEDED.
@@ -277,4 +290,28 @@ func (s *Server) throttleConnection(nc net.Conn, listener, ip string) bool {
 		nc.Close()
 	}
 	return true
+}
+
+// waitConnectionRate is max.connection.creation.rate as Kafka's
+// ConnectionQuotas.waitForConnectionSlot: each new connection is counted,
+// and past the rate the accept loop waits the throttle time (at most one
+// window) before serving it; the inter-broker listener is exempt. False
+// when the broker closes meanwhile.
+func (s *Server) waitConnectionRate(listener string) bool {
+	q := s.clientQuotas
+	if !q.connRateOn || listener != "" && listener == q.protected {
+		return true
+	}
+	d := q.brokerConns.RecordFixed(q.maxConnRate, 1, s.clock.Now())
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.closing:
+		return false
+	}
 }

@@ -405,3 +405,24 @@ func TestIPConnectionCreationRateQuota(t *testing.T) {
 		t.Errorf("%d of 10 connections from 127.0.0.2 (no quota) served", n)
 	}
 }
+
+// max.connection.creation.rate=2 over 2 windows of 1 s: the first 2
+// connections are served at once, the next ones only as the accept loop
+// waits out each throttle (Kafka blocks its acceptor the same way), and
+// every one is served in the end.
+func TestMaxConnectionCreationRate(t *testing.T) {
+	srv := startBroker(t, t.TempDir(), "max.connection.creation.rate", "2", "quota.window.num", "2")
+	defer srv.Close()
+	start := time.Now()
+	for i := 0; i < 6; i++ {
+		rc := dialRaw(t, srv)
+		rc.send(encodeRequest(kmsg.NewPtrApiVersionsRequest(), int32(i)))
+		if _, _, err := rc.readResponse(); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	// 6 connections at 2 a second: the last ones wait (at most 1 s each).
+	if took := time.Since(start); took < 1500*time.Millisecond {
+		t.Errorf("6 connections accepted in %v under max.connection.creation.rate=2", took)
+	}
+}

@@ -164,7 +164,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
-	s.clientQuotas = newClientQuotas(cfg.ClientQuotas)
+	s.clientQuotas = newClientQuotas(&cfg)
 	s.fetchSessions.now = func() int64 { return s.clock.Now().UnixMilli() }
 	s.producerIDs = newProducerIDPool()
 	// Keystores, truststores and JAAS configs load here, so that a bad
@@ -359,7 +359,7 @@ func (s *Server) acceptLoop(l *listener) {
 		// As Kafka's Acceptor: a connection past max.connections waits
 		// (holding the accept loop) for one to close; one past its
 		// address's limit is closed at once.
-		if !s.quotas.waitSlot(l.cfg.Name, s.closing) {
+		if !s.waitConnectionRate(l.cfg.Name) || !s.quotas.waitSlot(l.cfg.Name, s.closing) {
 			nc.Close()
 			return
 		}

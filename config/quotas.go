@@ -12,6 +12,12 @@ type ClientQuotas struct {
 	// (11) times controller.quota.window.size.seconds (1) of the rate.
 	ControllerWindowNum         int32
 	ControllerWindowSizeSeconds int32
+	// MaxConnectionCreationRate is max.connection.creation.rate
+	// (2147483647: none; at least 0): new connections a second over the
+	// broker, measured over the client quota windows; past it the accept
+	// loop waits (not on the inter-broker listener). Static only; the
+	// listener-prefixed form is not read.
+	MaxConnectionCreationRate int32
 }
 
 func parseClientQuotas(p *props) ClientQuotas {
@@ -21,5 +27,6 @@ func parseClientQuotas(p *props) ClientQuotas {
 
 		ControllerWindowNum:         p.intAtLeast("controller.quota.window.num", 1),
 		ControllerWindowSizeSeconds: p.intAtLeast("controller.quota.window.size.seconds", 1),
+		MaxConnectionCreationRate:   p.intAtLeast("max.connection.creation.rate", 0),
 	}
 }

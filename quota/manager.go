@@ -147,6 +147,21 @@ func (m *Manager) recordLocked(tags Tags, limit, value float64, now time.Time) t
 	return time.Duration(math.Round(t)) * time.Millisecond
 }
 
+// RecordFixed records value against a quota of limit that applies to
+// everything the manager counts (a broker-wide rate), returning the
+// throttle time bounded by one window, as Kafka's ConnectionQuotas.
+func (m *Manager) RecordFixed(limit, value float64, now time.Time) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	window := time.Duration(m.cfg.windowMs) * time.Millisecond
+	if limit <= 0 {
+		// Kafka's excess over a zero bound is infinite: one window.
+		m.recordLocked(Tags{}, 1, value, now)
+		return window
+	}
+	return min(m.recordLocked(Tags{}, limit, value, now), window)
+}
+
 // RecordConnection is Kafka's ConnectionQuotas.recordIpConnectionMaybeThrottle
 // for a manager of ConnectionCreationRate: with a connection_creation_rate
 // quota on ip (ips/<ip>, else ips/<default>) it counts a new connection and
