@@ -16,12 +16,16 @@ type Config struct {
 // DefaultConfig is Kafka's defaults.
 var DefaultConfig = Config{Samples: 11, WindowSeconds: 1}
 
-// inactiveExpiry is Kafka's ClientQuotaManager.InactiveSensorExpirationTimeSeconds:
-// a client's rate is forgotten an hour after its last request.
-const inactiveExpiry = time.Hour
+// A rate idle for all its windows measures nothing (every sample is
+// purged), and a token bucket idle that long is full again: forgetting
+// either then changes no decision. Kafka keeps its sensors an hour for its
+// metrics; Strait drops them once idle that long, so that a client cycling
+// through client ids holds at most the windows' worth of entries, and at
+// most maxEntries: past that, new tags share one overflow entry (their
+// quota is then enforced on all of them together).
+const maxEntries = 100_000
 
-// sweepEvery is how often Record looks for expired rates.
-const sweepEvery = time.Minute
+var overflowTags = Tags{ClientID: "\x00overflow"}
 
 // Tags are the metric tags a rate is kept under (Kafka's quota metric
 // tags): the user and client id the applying quota was set for, "" for a
@@ -132,8 +136,14 @@ func (m *Manager) recordLocked(tags Tags, limit, value float64, now time.Time) t
 	m.sweepLocked(now)
 	e := m.rates[tags]
 	if e == nil {
-		e = &entry{}
-		m.rates[tags] = e
+		if len(m.rates) >= maxEntries {
+			tags = overflowTags
+			e = m.rates[tags]
+		}
+		if e == nil {
+			e = &entry{}
+			m.rates[tags] = e
+		}
 	}
 	e.last = now
 	e.r.record(m.cfg, value, ms)
@@ -179,7 +189,9 @@ func (m *Manager) RecordConnection(s *Snapshot, ip string, now time.Time) time.D
 	if d <= 0 {
 		return 0
 	}
-	m.rates[tags].r.unrecord(m.cfg, 1, now.UnixMilli())
+	if e := m.rates[tags]; e != nil {
+		e.r.unrecord(m.cfg, 1, now.UnixMilli())
+	}
 	return min(d, time.Duration(m.cfg.windowMs)*time.Millisecond)
 }
 
@@ -209,12 +221,13 @@ func (m *Manager) MaxValueInWindow(s *Snapshot, user, clientID string) (float64,
 }
 
 func (m *Manager) sweepLocked(now time.Time) {
-	if now.Sub(m.lastSweep) < sweepEvery {
+	expiry := time.Duration(int64(m.cfg.samples)*m.cfg.windowMs) * time.Millisecond
+	if now.Sub(m.lastSweep) < expiry {
 		return
 	}
 	m.lastSweep = now
 	for t, e := range m.rates {
-		if now.Sub(e.last) >= inactiveExpiry {
+		if now.Sub(e.last) >= expiry {
 			delete(m.rates, t)
 		}
 	}

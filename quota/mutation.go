@@ -19,9 +19,10 @@ type MutationManager struct {
 }
 
 type bucket struct {
-	tokens float64
-	lastMs int64
-	last   time.Time
+	tokens       float64
+	limit, burst float64 // as last refilled
+	lastMs       int64
+	last         time.Time
 }
 
 // NewMutationManager makes the manager for controller.quota.window.num and
@@ -61,10 +62,13 @@ func (m *MutationManager) New(s *Snapshot, user, clientID string, strict bool) *
 
 // refillLocked is TokenBucket.refill; the bucket is made full.
 func (m *MutationManager) refillLocked(tags Tags, limit float64, now time.Time) *bucket {
-	if now.Sub(m.lastSweep) >= sweepEvery {
+	// A bucket that has refilled since its last use is as a new one:
+	// forgotten (manager.go).
+	expiry := time.Duration(int64(m.cfg.samples)*m.cfg.windowMs) * time.Millisecond
+	if now.Sub(m.lastSweep) >= expiry {
 		m.lastSweep = now
 		for t, b := range m.buckets {
-			if now.Sub(b.last) >= inactiveExpiry {
+			if b.tokens+b.limit*now.Sub(b.last).Seconds() >= b.burst {
 				delete(m.buckets, t)
 			}
 		}
@@ -72,12 +76,16 @@ func (m *MutationManager) refillLocked(tags Tags, limit float64, now time.Time) 
 	burst := float64(m.cfg.samples) * float64(m.cfg.windowMs) / 1000 * limit
 	ms := now.UnixMilli()
 	b := m.buckets[tags]
+	if b == nil && len(m.buckets) >= maxEntries {
+		tags = overflowTags
+		b = m.buckets[tags]
+	}
 	if b == nil {
 		b = &bucket{tokens: burst, lastMs: ms}
 		m.buckets[tags] = b
 	}
 	b.tokens = math.Min(burst, b.tokens+limit*float64(ms-b.lastMs)/1000)
-	b.lastMs, b.last = ms, now
+	b.lastMs, b.last, b.limit, b.burst = ms, now, limit, burst
 	return b
 }
 

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -115,5 +116,40 @@ func TestPlanValidation(t *testing.T) {
 	res, _ = Plan([]Alteration{{Parts: nil, Ops: []Op{{Key: ProducerByteRate, Value: 1}}}}, none)
 	if res[0].Err == nil || res[0].Err.Message != "Invalid empty client quota entity" {
 		t.Fatalf("empty entity: %+v", res[0].Err)
+	}
+}
+
+// Rates and buckets idle long enough to no longer matter are forgotten;
+// past maxEntries, new tags share one entry.
+func TestIdleEntriesForgotten(t *testing.T) {
+	s := NewSnapshot(map[Entity]Values{{ClientID: DefaultName()}: {ProducerByteRate: 100, ControllerMutationRate: 1}})
+	m := NewManager(ProducerByteRate, DefaultConfig)
+	base := time.UnixMilli(5_000_000)
+	m.Record(s, "u", "a", 10, base)
+	m.Record(s, "u", "b", 10, base.Add(11*time.Second))
+	if _, ok := m.rates[Tags{ClientID: "a"}]; ok {
+		t.Fatal("a rate idle for 11 windows is kept")
+	}
+	if len(m.rates) != 1 {
+		t.Fatalf("%d rates", len(m.rates))
+	}
+	for i := 0; i < maxEntries+10; i++ {
+		m.Record(s, "u", "c"+strconv.Itoa(i), 1, base.Add(12*time.Second))
+	}
+	if len(m.rates) != maxEntries+1 {
+		t.Fatalf("%d rates, want at most %d", len(m.rates), maxEntries+1)
+	}
+
+	mm := NewMutationManager(DefaultConfig)
+	q := mm.New(s, "u", "a", false)
+	q.Record(20, base) // 11 tokens - 20: 9 in debt
+	q2 := mm.New(s, "u", "b", false)
+	q2.Record(1, base.Add(12*time.Second))
+	if _, ok := mm.buckets[Tags{ClientID: "a"}]; !ok {
+		t.Fatal("a bucket still in debt was forgotten")
+	}
+	q2.Record(1, base.Add(40*time.Second))
+	if _, ok := mm.buckets[Tags{ClientID: "a"}]; ok {
+		t.Fatal("a refilled bucket is kept")
 	}
 }
