@@ -128,7 +128,12 @@ func (m *Manager) Record(s *Snapshot, user, clientID string, value float64, now 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.recordLocked(tags, limit, value, now)
+	d := m.recordLocked(tags, limit, value, now)
+	if m.key == RequestPercentage {
+		// ClientRequestQuotaManager bounds its throttle to one window.
+		d = min(d, time.Duration(m.cfg.windowMs)*time.Millisecond)
+	}
+	return d
 }
 
 func (m *Manager) recordLocked(tags Tags, limit, value float64, now time.Time) time.Duration {
