@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/config"
+	"github.com/strait/strait/protocol"
 	"github.com/strait/strait/quota"
 )
 
@@ -209,17 +210,21 @@ func (x *exchange) applyThrottle(resp kmsg.Response) {
 	}
 }
 
-// fetchQuota applies consumer_byte_rate to a consumer's Fetch response of
-// size bytes, as KafkaApis.handleFetchRequest: past the quota the bytes are
+// fetchQuota applies consumer_byte_rate to a consumer's Fetch response
+// (its size, as KafkaApis.handleFetchRequest): past the quota the bytes are
 // taken back and the response is answered empty (throttled reports true),
 // the client fetching them again once the throttle has passed.
-func (f *fetchOp) fetchQuota(size int64) (throttled bool) {
+func (f *fetchOp) fetchQuota(chunks []protocol.Chunk) (throttled bool) {
 	if f.replica >= 0 {
 		return false
 	}
 	qs := f.srv.ctrl.ClientQuotas()
 	if !qs.Has(quota.ConsumerByteRate) {
 		return false
+	}
+	var size int64
+	for _, ch := range chunks {
+		size += ch.Size()
 	}
 	c, now := f.c, f.srv.clock.Now()
 	user, client := c.quotaUser(), clientID(f.x)

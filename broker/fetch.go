@@ -350,11 +350,7 @@ func (f *fetchOp) finish() {
 	chunks := protocol.AppendFetchResponse(nil, f.x.req, resp, func(t, p int) []protocol.Chunk {
 		return records[t][p]
 	})
-	var size int64
-	for _, ch := range chunks {
-		size += ch.Size()
-	}
-	if f.fetchQuota(size) {
+	if f.fetchQuota(chunks) {
 		// Throttled: answered empty, as Kafka's getThrottledResponse.
 		empty := f.req.ResponseKind().(*kmsg.FetchResponse)
 		empty.SetVersion(f.x.req.Version)
