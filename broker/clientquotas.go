@@ -98,9 +98,12 @@ func (c *conn) quotaUser() string { return c.principal().Name }
 const nanosToPercentage = 100.0 / 1e9
 
 // quotaExempt reports the requests Kafka exempts from request quotas: those
-// of other brokers (cluster actions).
+// of other brokers (cluster actions), and acks=0 Produce (no response to
+// carry the throttle).
 func quotaExempt(x *exchange) bool {
 	switch kmsg.Key(x.req.Key) {
+	case kmsg.Produce:
+		return x.req.Body.(*kmsg.ProduceRequest).Acks == 0
 	case kmsg.Fetch:
 		f := x.req.Body.(*kmsg.FetchRequest)
 		return f.ReplicaID >= 0 || (x.req.Version >= 15 && f.ReplicaState.ID >= 0)
