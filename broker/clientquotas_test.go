@@ -164,18 +164,20 @@ func TestConsumerByteRateQuota(t *testing.T) {
 	srv := quotaBroker(t, dur)
 	defer srv.Close()
 	const topic = "quota-fetch"
-	pcl := newClient(t, srv, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
+	// Batches of 64 KiB, so that a Fetch's size follows its max bytes.
+	pcl := newClient(t, srv, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0),
+		kgo.ProducerBatchMaxBytes(64<<10))
 	createTopic(t, pcl, topic, 1, nil)
 	// The backlog: twice what the quota lets through in dur, plus the
 	// first windows' allowance.
 	backlog := int64(2*dur.Seconds()+12) * mib
-	val := make([]byte, 64<<10)
+	val := make([]byte, 16<<10)
 	rand.Read(val)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for sent := int64(0); sent < backlog; {
-		recs := make([]*kgo.Record, 0, 32)
-		for i := 0; i < 32; i++ {
+		recs := make([]*kgo.Record, 0, 128)
+		for i := 0; i < 128; i++ {
 			recs = append(recs, &kgo.Record{Topic: topic, Value: val})
 			sent += int64(len(val))
 		}
@@ -186,8 +188,11 @@ func TestConsumerByteRateQuota(t *testing.T) {
 	setClientQuota(t, srv, "quota-consumer", "consumer_byte_rate", mib)
 
 	var hook throttleCounter
+	// Responses of at most 256 KiB: a throttled Fetch is answered empty
+	// and read again (as in Kafka), so the larger a response the more of
+	// the quota's windows it can leave unused.
 	cl := newClient(t, srv, kgo.ClientID("quota-consumer"), kgo.WithHooks(&hook), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxPartitionBytes(256<<10))
 	var got int64
 	start := time.Now()
 	deadline := start.Add(dur)
