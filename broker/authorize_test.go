@@ -393,6 +393,32 @@ func TestHandlersAuthorized(t *testing.T) {
 			t.Errorf("ConsumerGroupHeartbeat %s subscribing %s: %v", tc.group, tc.topic, kerr.ErrorForCode(c))
 		}
 	}
+
+	// Client quotas: DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster, which
+	// its ACLs (ALTER, DESCRIBE) do not imply.
+	dq := kmsg.NewPtrDescribeClientQuotasRequest()
+	dqResp, err := dq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dqResp.ErrorCode != kerr.ClusterAuthorizationFailed.Code || dqResp.ErrorMessage == nil || *dqResp.ErrorMessage != "Cluster authorization failed." {
+		t.Errorf("DescribeClientQuotas without DESCRIBE_CONFIGS: %v %v", kerr.ErrorForCode(dqResp.ErrorCode), dqResp.ErrorMessage)
+	}
+	aq := kmsg.NewPtrAlterClientQuotasRequest()
+	ae := kmsg.NewAlterClientQuotasRequestEntry()
+	ae.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("alice")}}
+	ae.Ops = []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1024}}
+	aq.Entries = append(aq.Entries, ae)
+	aqResp, err := aq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(aqResp.Entries) != 1 || aqResp.Entries[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("AlterClientQuotas without ALTER_CONFIGS: %+v", aqResp.Entries)
+	}
+	if qs, err := adm.DescribeClientQuotas(ctx, false, nil); err == nil || len(qs) != 0 {
+		t.Errorf("quotas described without DESCRIBE_CONFIGS: %v %v", qs, err)
+	}
 }
 
 // InitProducerId, EndTxn, AddOffsetsToTxn, FindCoordinator and ListOffsets

@@ -64,6 +64,9 @@ type conn struct {
 	// response written: idleconns.go closes the connection past
 	// connections.max.idle.ms.
 	lastActive atomic.Int64
+	// mutedUntil (UnixNano, 0: never) is when a throttled connection's
+	// next request may be read (clientquotas.go).
+	mutedUntil atomic.Int64
 
 	// Security (conn_auth.go), all nil on a PLAINTEXT listener: the
 	// listener's TLS and SASL servers, the TLS connection before its
@@ -113,6 +116,8 @@ type exchange struct {
 	closeConn bool
 	done      atomic.Bool
 	held      int64 // queued.max.request.bytes the request holds until written
+	// throttleMs is the quota throttle the response carries (clientquotas.go).
+	throttleMs int32
 }
 
 // writers and frames pool the writer role's buffer and kmsg response
@@ -204,6 +209,7 @@ func (x *exchange) respondAsync(resp kmsg.Response) {
 }
 
 func (x *exchange) setFrame(resp kmsg.Response) {
+	x.applyThrottle(resp)
 	buf := frames.Get().(*[]byte)
 	x.frame = protocol.AppendResponse((*buf)[:0], x.req, resp)
 	x.pooled = buf
@@ -292,6 +298,9 @@ func (c *conn) readLoop() (idle bool) {
 	defer c.rd.close()
 	var buf []byte
 	for {
+		if !c.waitMuted() {
+			return false
+		}
 		if c.rd.fill() {
 			return true
 		}
@@ -376,7 +385,9 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		x.noResponse()
 		return nil, false
 	}
+	start := c.beforeRequest(x, len(frame))
 	h.fn(c, x)
+	c.afterRequest(x, start)
 	if x.closeConn {
 		return nil, false
 	}

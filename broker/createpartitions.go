@@ -36,6 +36,7 @@ func handleCreatePartitions(c *conn, x *exchange) {
 	ctx, cancel := requestContext(req.TimeoutMillis)
 	defer cancel()
 
+	mq := c.mutationQuota(x, 3) // controller_mutation_rate (clientquotas.go)
 	count := make(map[string]int, len(req.Topics))
 	for _, rt := range req.Topics {
 		count[rt.Topic]++
@@ -69,12 +70,26 @@ func handleCreatePartitions(c *conn, x *exchange) {
 				assignments = append(assignments, a.Replicas)
 			}
 		}
+		if c.mutationExceeded(mq) {
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(throttlingQuotaExceeded)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		before := 0
+		if t, ok := s.ctrl.Topic(rt.Topic); ok {
+			before = len(t.Partitions)
+		}
 		_, err := s.ctrl.CreatePartitions(ctx, rt.Topic, rt.Count, assignments, req.ValidateOnly)
+		if err == nil {
+			c.recordMutation(mq, int(rt.Count)-before)
+		}
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
 		st.ErrorCode, st.ErrorMessage = s.apiErrorFields(err, "CreatePartitions", rt.Topic)
 		resp.Topics = append(resp.Topics, st)
 	}
+	c.throttleMutations(x, mq)
 	x.respond(resp)
 }
 

@@ -37,6 +37,7 @@ func handleCreateTopics(c *conn, x *exchange) {
 	ctx, cancel := requestContext(req.TimeoutMillis)
 	defer cancel()
 
+	mq := c.mutationQuota(x, 6) // controller_mutation_rate (clientquotas.go)
 	seen := make(map[string]int, min(len(req.Topics), 1024))
 	var dups []string // in first-seen order
 	for _, rt := range req.Topics {
@@ -117,7 +118,15 @@ func handleCreateTopics(c *conn, x *exchange) {
 			// The controller wants both at -1 beside an assignment, as Kafka's.
 			creq.NumPartitions, creq.ReplicationFactor = -1, -1
 		}
+		if c.mutationExceeded(mq) {
+			setErr(kerr.ThrottlingQuotaExceeded.Code, throttlingQuotaExceeded)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		t, err := s.ctrl.CreateTopic(ctx, creq)
+		if err == nil {
+			c.recordMutation(mq, max(len(t.Partitions), int(np)))
+		}
 		if err != nil {
 			code, msg := errorCode(err)
 			setErr(code, msg)
@@ -149,5 +158,6 @@ func handleCreateTopics(c *conn, x *exchange) {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	c.throttleMutations(x, mq)
 	x.respond(resp)
 }

@@ -29,6 +29,7 @@ func handleDeleteTopics(c *conn, x *exchange) {
 		name *string
 		id   [16]byte
 	}
+	mq := c.mutationQuota(x, 5) // controller_mutation_rate (clientquotas.go)
 	var targets []target
 	if v >= 6 {
 		for _, t := range req.Topics {
@@ -133,14 +134,29 @@ func handleDeleteTopics(c *conn, x *exchange) {
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
+		if c.mutationExceeded(mq) {
+			st.ErrorCode = kerr.ThrottlingQuotaExceeded.Code
+			if v >= 5 {
+				st.ErrorMessage = kmsg.StringPtr(throttlingQuotaExceeded)
+			}
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		parts := 0
+		if t, ok := s.ctrl.Topic(name); ok {
+			parts = len(t.Partitions)
+		}
 		if err := s.ctrl.DeleteTopic(ctx, name); err != nil {
 			code, msg := errorCode(err)
 			st.ErrorCode = code
 			if v >= 5 {
 				st.ErrorMessage = &msg
 			}
+		} else {
+			c.recordMutation(mq, parts)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	c.throttleMutations(x, mq)
 	x.respond(resp)
 }

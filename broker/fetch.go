@@ -83,6 +83,7 @@ func handleFetch(c *conn, x *exchange) {
 	// waits (park) for data.
 	req.Topics, req.ForgottenTopics = nil, nil
 	f.resolve()
+	f.fetchQuotaMaxBytes()
 	if f.replica >= 0 {
 		f.recordFollowerFetch()
 	}
@@ -348,9 +349,20 @@ func (f *fetchOp) finish() {
 	if keep := f.srv.fetchSessions.finishSession(f.ctx, f.resp, recordBytes, f.replica >= 0, f.x.req.Version >= 13); keep != nil {
 		resp, records = keepPartitions(f.resp, f.records, keep)
 	}
+	resp.ThrottleMillis = max(resp.ThrottleMillis, f.x.throttleMs)
 	chunks := protocol.AppendFetchResponse(nil, f.x.req, resp, func(t, p int) []protocol.Chunk {
 		return records[t][p]
 	})
+	if f.fetchQuota(chunks) {
+		// Throttled: answered empty, as Kafka's getThrottledResponse.
+		empty := f.req.ResponseKind().(*kmsg.FetchResponse)
+		empty.SetVersion(f.x.req.Version)
+		if f.ctx.kind == fetchIncremental && f.ctx.session != nil {
+			empty.SessionID = f.resp.SessionID
+		}
+		empty.ThrottleMillis = f.x.throttleMs
+		chunks = protocol.AppendFetchResponse(nil, f.x.req, empty, func(int, int) []protocol.Chunk { return nil })
+	}
 	f.x.respondChunks(chunks)
 }
 

@@ -102,6 +102,8 @@ type Server struct {
 	quotas *connQuotas
 	// fds keeps strait.fd.reserve descriptors from client connections.
 	fds *fdGuard
+	// clientQuotas enforces the client quotas (clientquotas.go).
+	clientQuotas *clientQuotas
 	// coarseNow (UnixNano) is advanced by the idle sweeper, which closes
 	// connections idle past connections.max.idle.ms (idleconns.go);
 	// idleExpired counts them.
@@ -169,6 +171,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
+	s.clientQuotas = newClientQuotas(&cfg)
 	s.fetchSessions.now = func() int64 { return s.clock.Now().UnixMilli() }
 	s.producerIDs = newProducerIDPool()
 	s.authz = newAuthorizer(s)
@@ -374,11 +377,14 @@ func (s *Server) acceptLoop(l *listener) {
 		// As Kafka's Acceptor: a connection past max.connections waits
 		// (holding the accept loop) for one to close; one past its
 		// address's limit is closed at once.
-		if !s.quotas.waitSlot(l.cfg.Name, s.closing) {
+		if !s.waitConnectionRate(l.cfg.Name) || !s.quotas.waitSlot(l.cfg.Name, s.closing) {
 			nc.Close()
 			return
 		}
 		ip := remoteIP(nc)
+		if s.throttleConnection(nc, l.cfg.Name, ip) { // connection_creation_rate (clientquotas.go)
+			continue
+		}
 		if !s.quotas.inc(ip, l.cfg.Name) {
 			nc.Close()
 			s.quotas.logRefused(s.logger, l.cfg.Name, ip, "max.connections.per.ip")

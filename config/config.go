@@ -164,6 +164,7 @@ type Config struct {
 	Security      Security      // how each listener authenticates: ssl.*, sasl.*, delegation.token.*
 	Quotas        Quotas        // reserved: client quotas
 	Limits        Limits        // queued.max.requests, queued.max.request.bytes
+	ClientQuotas  ClientQuotas  // quota.window.num, quota.window.size.seconds
 
 	// Props are the properties as given, for DescribeConfigs' layers (see
 	// NewLayers); nothing else reads them.

@@ -12,6 +12,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/strait/strait/quota"
 )
 
 // metadataSnapshot is the cache's state at one etcd revision. It is immutable
@@ -26,6 +28,7 @@ type metadataSnapshot struct {
 	controllerID int32
 	auth         *authSnapshot                // SCRAM credentials, delegation tokens, ACLs (auth_cache.go)
 	groupConfigs map[string]map[string]string // group id -> its configs (group_configs.go)
+	quotas       *quota.Snapshot              // client quotas (quotas.go)
 }
 
 var emptySnapshot = &metadataSnapshot{
@@ -83,6 +86,7 @@ type metadataCache struct {
 	listeners  []func(TopicChange)
 	auth       authState        // the keys behind snapshot.auth; dirty when they changed
 	groupCfgs  groupConfigState // the keys behind snapshot.groupConfigs
+	quotas     quotaState       // the keys behind snapshot.quotas
 }
 
 func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
@@ -148,6 +152,7 @@ func (c *metadataCache) load(kvs []*mvccpb.KeyValue, rev int64) {
 	c.candidates = map[string]electionCandidate{}
 	c.auth.reset()
 	c.groupCfgs.reset()
+	c.quotas.reset()
 	for _, kv := range kvs {
 		c.applyPutLocked(kv)
 	}
@@ -215,6 +220,8 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 		c.auth.put(pk, kv, c.log)
 	case keyGroupConfig:
 		c.groupCfgs.put(pk, kv, c)
+	case keyQuota:
+		c.quotas.put(pk, kv, c.log)
 	case keyElection:
 		id, err := strconv.ParseInt(string(kv.Value), 10, 32)
 		if err != nil {
@@ -252,6 +259,8 @@ func (c *metadataCache) applyDeleteLocked(pk parsedKey, key string) {
 		c.auth.delete(pk)
 	case keyGroupConfig:
 		c.groupCfgs.delete(pk)
+	case keyQuota:
+		c.quotas.delete(pk)
 	case keyElection:
 		delete(c.candidates, key)
 	case keyTopic:
@@ -279,12 +288,16 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 		controllerID: prev.controllerID,
 		auth:         prev.auth,
 		groupConfigs: prev.groupConfigs,
+		quotas:       prev.quotas,
 	}
 	if c.auth.dirty {
 		next.auth = c.auth.snapshot()
 	}
 	if c.groupCfgs.dirty {
 		next.groupConfigs = c.groupCfgs.snapshot()
+	}
+	if c.quotas.dirty {
+		next.quotas = c.quotas.snapshot()
 	}
 	var changes []TopicChange
 	if len(changedTopics) > 0 {

@@ -3,6 +3,8 @@ package controller
 import (
 	"strconv"
 	"strings"
+
+	"github.com/strait/strait/quota"
 )
 
 // keyspace builds and parses the etcd keys described in the package comment.
@@ -24,6 +26,7 @@ const (
 	keyToken       // delegation_tokens/<token id> (tokens.go)
 	keyGroupConfig // configs/groups/<group id> (group_configs.go)
 	keyACL         // acls/<id> (acls.go)
+	keyQuota       // client_quotas/... (quotas.go)
 )
 
 const (
@@ -50,14 +53,15 @@ func (k keyspace) partition(name string, p int32) string {
 // parsedKey is a key split into its parts; which fields are set depends on kind.
 type parsedKey struct {
 	kind      keyKind
-	nodeID    int32  // keyBroker
-	topic     string // keyTopic, keyPartition
-	partition int32  // keyPartition
-	user      string // keyScram
-	mechanism string // keyScram
-	tokenID   string // keyToken
-	group     string // keyGroupConfig
-	aclID     string // keyACL
+	nodeID    int32        // keyBroker
+	topic     string       // keyTopic, keyPartition
+	partition int32        // keyPartition
+	user      string       // keyScram
+	mechanism string       // keyScram
+	tokenID   string       // keyToken
+	group     string       // keyGroupConfig
+	aclID     string       // keyACL
+	quota     quota.Entity // keyQuota
 }
 
 // parse classifies a key read from etcd. Keys that do not fit the layout are
@@ -100,6 +104,8 @@ func (k keyspace) parse(key string) parsedKey {
 		return parseGroupConfigKey(rest)
 	case strings.HasPrefix(rest, aclsSegment):
 		return parseACLKey(rest)
+	case strings.HasPrefix(rest, quotasSegment):
+		return parseQuotaKey(rest)
 	}
 	return parsedKey{}
 }

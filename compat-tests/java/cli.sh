@@ -70,6 +70,24 @@ configs --describe --entity-type groups --entity-name cli-config-group >"$out/co
 check "kafka-configs --alter --delete-config group" "$out/configs-group-deleted" \
   "The group 'cli-config-group' doesn't exist and doesn't have dynamic config."
 
+# Client quotas (AlterClientQuotas / DescribeClientQuotas), printed as Kafka 4.4 prints them.
+configs --alter --add-config producer_byte_rate=1048576 --entity-type users --entity-name alice >"$out/quota-user" 2>&1
+check "kafka-configs --alter user quota" "$out/quota-user" "^Completed updating config for user alice\.$"
+configs --describe --entity-type users >"$out/quota-users" 2>&1
+check "kafka-configs --describe --entity-type users" "$out/quota-users" \
+  "^Quota configs for user-principal 'alice' are producer_byte_rate=1048576.0$"
+configs --alter --add-config consumer_byte_rate=2048,request_percentage=12.5 --entity-type clients --entity-default >"$out/quota-clients" 2>&1
+configs --describe --entity-type clients >>"$out/quota-clients" 2>&1
+check "kafka-configs --alter and --describe default client-id quota" "$out/quota-clients" \
+  "^Quota configs for the default client-id are (consumer_byte_rate=2048.0, request_percentage=12.5|request_percentage=12.5, consumer_byte_rate=2048.0)$"
+configs --alter --add-config producer_byte_rate=1.5 --entity-type users --entity-name alice >"$out/quota-bad" 2>&1
+check "kafka-configs --alter refuses a fractional byte rate" "$out/quota-bad" "producer_byte_rate cannot be a fractional value"
+configs --alter --delete-config producer_byte_rate --entity-type users --entity-name alice >/dev/null 2>&1
+configs --alter --delete-config consumer_byte_rate,request_percentage --entity-type clients --entity-default >/dev/null 2>&1
+configs --describe --entity-type users >"$out/quota-gone" 2>&1
+if grep -q "user-principal 'alice'" "$out/quota-gone"; then echo still-set; else echo removed; fi >"$out/quota-gone-verdict"
+check "kafka-configs --alter --delete-config user quota" "$out/quota-gone-verdict" "^removed$"
+
 seq 1 100 | run org.apache.kafka.tools.ConsoleProducer --topic cli-topic >"$out/produce" 2>&1
 run org.apache.kafka.tools.consumer.ConsoleConsumer --topic cli-topic --from-beginning --max-messages 100 \
   --group cli-group --timeout-ms 30000 >"$out/consume" 2>"$out/consume.err"
