@@ -195,7 +195,8 @@ bench-testbroker:
 FUZZ_TARGETS := protocol:FuzzDecodeRequest protocol:FuzzParseRequest \
 	recordbatch:FuzzReadBatch recordbatch:FuzzParseRecord \
 	security/sasl:FuzzSASLStep \
-	storage:FuzzRecoverCorruptedLog storage:FuzzWalkRecordsMatchesReference
+	storage:FuzzRecoverCorruptedLog storage:FuzzWalkRecordsMatchesReference \
+	coordinator/group:FuzzConsumerGroupValues
 FUZZTIME ?= 10m
 FUZZPARALLEL ?= 1
 

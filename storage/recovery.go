@@ -121,7 +121,11 @@ func (l *Log) load() error {
 		}
 		if seg == nil {
 			var truncated bool
-			seg, truncated, err = l.recoverSegment(base, now)
+			limit := int64(math.MaxInt64)
+			if !last {
+				limit = bases[i+1]
+			}
+			seg, truncated, err = l.recoverSegment(base, limit, now)
 			if err != nil {
 				return err
 			}
@@ -406,9 +410,12 @@ func (s *segment) noteBatch(h *batchHeader) {
 }
 
 // recoverSegment re-validates a segment's log from its start, cuts it at
-// the first invalid byte and rebuilds both indexes. The segment comes back
-// active (indexes mapped); the caller seals it if it is not the last.
-func (l *Log) recoverSegment(base int64, now time.Time) (*segment, bool, error) {
+// the first invalid byte and rebuilds both indexes. Its batches must end
+// below limit, the next segment's base offset (the base offset is outside
+// the CRC, so a flipped bit there passes it and would make offsets go
+// back). The segment comes back active (indexes mapped); the caller seals
+// it if it is not the last.
+func (l *Log) recoverSegment(base, limit int64, now time.Time) (*segment, bool, error) {
 	cfg := l.config()
 	seg, err := openSegmentFiles(l.fs, l.dir, base, cfg, segmentRebuild, true, now)
 	if err != nil {
@@ -426,6 +433,10 @@ func (l *Log) recoverSegment(base int64, now time.Time) (*segment, bool, error) 
 			break
 		}
 		h := parseBatchHeader(hbuf[:])
+		if h.LastOffset() >= limit {
+			problem = fmt.Sprintf("offsets [%d, %d] reach the next segment's base %d", h.BaseOffset, h.LastOffset(), limit)
+			break
+		}
 		if err := seg.indexBatch(&h, pos, cfg.IndexIntervalBytes); err != nil {
 			seg.closeFiles()
 			return nil, false, err
