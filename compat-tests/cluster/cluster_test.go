@@ -138,15 +138,8 @@ func startCluster(t *testing.T, settings map[string]string) *cluster {
 		n.Args = append([]string{bin}, brokerproc.OverrideArgs(props)...)
 	}
 	t.Cleanup(c.close)
+	brokerproc.StartAll(t, c.procs(), 60*time.Second)
 	for _, n := range c.nodes {
-		if err := n.Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range c.nodes {
-		if err := n.WaitReady(60 * time.Second); err != nil {
-			t.Fatal(err)
-		}
 		cl, err := kgo.NewClient(append(clientOpts(), kgo.SeedBrokers(n.addr()), kgo.RetryTimeout(time.Second),
 			kgo.DialTimeout(time.Second))...)
 		if err != nil {
@@ -176,11 +169,15 @@ func (c *cluster) close() {
 	for _, cl := range c.admin {
 		cl.Close()
 	}
+	brokerproc.StopAll(c.t, c.procs(), 15*time.Second)
+}
+
+func (c *cluster) procs() []*brokerproc.Proc {
 	procs := make([]*brokerproc.Proc, len(c.nodes))
 	for i, n := range c.nodes {
 		procs[i] = &n.Proc
 	}
-	brokerproc.StopAll(c.t, procs, 15*time.Second)
+	return procs
 }
 
 func (c *cluster) seeds() []string {
@@ -193,19 +190,7 @@ func (c *cluster) seeds() []string {
 
 // metadata asks broker id alone (no client cache in between).
 func (c *cluster) metadata(id int32, topics ...string) (*kmsg.MetadataResponse, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	for _, tp := range topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(tp)
-		req.Topics = append(req.Topics, rt)
-	}
-	resp, err := c.admin[id].SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.MetadataResponse), nil
+	return brokerproc.Metadata(c.admin[id], topics...)
 }
 
 // partitionState is one partition as a broker's metadata answers it.

@@ -1,12 +1,14 @@
 // Package brokerproc owns the bin/strait processes of the multi-process
 // harnesses (compat-tests/cluster, compat-tests/partition): finding the
 // binary, starting a broker with its output appended to a log file, waiting
-// for its ready line, signalling and stopping it. Those harnesses are all
-// _test files, so this is the one place they can share code.
+// for its ready line, signalling and stopping it, and the Metadata request
+// both send to one broker alone. Those harnesses are all _test files, so
+// this is the one place they can share code.
 package brokerproc
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +19,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Binary is $STRAIT_BIN, else bin/strait at the repository root (relative to
@@ -236,4 +241,38 @@ func StopAll(tb testing.TB, procs []*Proc, timeout time.Duration) {
 			tb.Logf("---- last lines of broker %d's log (%s):\n%s", p.ID, p.LogPath, p.Tail(60))
 		}
 	}
+}
+
+// StartAll starts every process, then waits for each one's ready line: the
+// embedded etcd members wait for a quorum, so they must start together.
+func StartAll(tb testing.TB, procs []*Proc, readyTimeout time.Duration) {
+	tb.Helper()
+	for _, p := range procs {
+		if err := p.Start(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for _, p := range procs {
+		if err := p.WaitReady(readyTimeout); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// Metadata asks the broker cl was seeded with, alone (no client cache in
+// between), within 2 s.
+func Metadata(cl *kgo.Client, topics ...string) (*kmsg.MetadataResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	for _, tp := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(tp)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
 }
