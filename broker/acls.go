@@ -107,6 +107,19 @@ func describedResources(bs []acl.Binding) []kmsg.DescribeACLsResponseResource {
 	return out
 }
 
+// aclAlterRefused is CreateAcls' and DeleteAcls' check of the whole
+// request (ALTER on the cluster, then an authorizer to hold the bindings):
+// the error code and message of every result, 0 when it may go on.
+func (c *conn) aclAlterRefused() (int16, *string) {
+	switch {
+	case !c.authorizeCluster(acl.OpAlter):
+		return kerr.ClusterAuthorizationFailed.Code, nil
+	case c.srv.authz == nil:
+		return kerr.SecurityDisabled.Code, &noAuthorizerMsg
+	}
+	return 0, nil
+}
+
 func handleCreateAcls(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.CreateACLsRequest)
 	for _, cr := range req.Creations {
@@ -116,14 +129,9 @@ func handleCreateAcls(c *conn, x *exchange) {
 		}
 	}
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-	code, msg := int16(0), (*string)(nil)
+	code, msg := c.aclAlterRefused()
 	var errs []error
-	switch {
-	case !c.authorizeCluster(acl.OpAlter):
-		code = kerr.ClusterAuthorizationFailed.Code
-	case c.srv.authz == nil:
-		code, msg = kerr.SecurityDisabled.Code, &noAuthorizerMsg
-	default:
+	if code == 0 {
 		bs := make([]acl.Binding, 0, len(req.Creations))
 		for _, cr := range req.Creations {
 			bs = append(bs, acl.Binding{ResourceType: acl.ResourceType(cr.ResourceType), Name: cr.ResourceName,
@@ -157,14 +165,9 @@ func handleDeleteAcls(c *conn, x *exchange) {
 		}
 	}
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	code, msg := int16(0), (*string)(nil)
+	code, msg := c.aclAlterRefused()
 	var results []controller.ACLDeleteResult
-	switch {
-	case !c.authorizeCluster(acl.OpAlter):
-		code = kerr.ClusterAuthorizationFailed.Code
-	case c.srv.authz == nil:
-		code, msg = kerr.SecurityDisabled.Code, &noAuthorizerMsg
-	default:
+	if code == 0 {
 		fs := make([]acl.Filter, 0, len(req.Filters))
 		for _, f := range req.Filters {
 			fs = append(fs, acl.Filter{ResourceType: acl.ResourceType(f.ResourceType), Name: f.ResourceName,

@@ -212,7 +212,7 @@ func (s *Server) alterTopicConfigs(ctx context.Context, r alterResource, validat
 		return err
 	}
 	update := func(current map[string]string) (map[string]string, error) {
-		next, err := applyTopicOps(current, r)
+		next, err := applyControllerOps(current, r, topicListKey)
 		if err != nil {
 			return nil, err
 		}
@@ -239,16 +239,13 @@ func (s *Server) alterTopicConfigs(ctx context.Context, r alterResource, validat
 	return s.ctrl.UpdateTopicConfigs(ctx, r.name, update)
 }
 
-// applyTopicOps is the controller's side of a topic alteration
-// (ConfigurationControlManager): APPEND and SUBTRACT work on the current
-// value, else the topic default, split on commas.
-func applyTopicOps(current map[string]string, r alterResource) (map[string]string, error) {
+// applyControllerOps is the controller's side of a topic or group
+// alteration (ConfigurationControlManager): SET and DELETE; APPEND and
+// SUBTRACT work on a LIST key's current value, else its default, split on
+// commas. listKey says whether a key is a LIST and gives its default.
+func applyControllerOps(current map[string]string, r alterResource, listKey func(name string) (def *string, isList bool)) (map[string]string, error) {
 	if r.legacy {
-		next := make(map[string]string, len(r.ops))
-		for _, op := range r.ops {
-			next[op.name] = *op.value
-		}
-		return next, nil
+		return legacyConfigs(r), nil
 	}
 	next := current
 	for _, op := range r.ops {
@@ -258,14 +255,14 @@ func applyTopicOps(current map[string]string, r alterResource) (map[string]strin
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(next, op.name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			k, known := config.TopicKey(op.name)
-			if !known || !k.List {
+			def, isList := listKey(op.name)
+			if !isList {
 				return nil, configError("Can't " + op.op.String() + " to key " + op.name + " because its type is not LIST.")
 			}
 			var parts []string
 			old, ok := current[op.name]
-			if !ok && k.Default != nil {
-				old, ok = *k.Default, true
+			if !ok && def != nil {
+				old, ok = *def, true
 			}
 			if ok {
 				for _, p := range config.JavaSplit(old) {
@@ -289,6 +286,22 @@ func applyTopicOps(current map[string]string, r alterResource) (map[string]strin
 		}
 	}
 	return next, nil
+}
+
+// topicListKey is applyControllerOps' listKey for topic configs.
+func topicListKey(name string) (*string, bool) {
+	k, known := config.TopicKey(name)
+	return k.Default, known && k.List
+}
+
+// legacyConfigs is what an AlterConfigs (not incremental) request leaves: its
+// values alone, every other dynamic config of the resource removed.
+func legacyConfigs(r alterResource) map[string]string {
+	next := make(map[string]string, len(r.ops))
+	for _, op := range r.ops {
+		next[op.name] = *op.value
+	}
+	return next
 }
 
 func (s *Server) alterBrokerConfigs(ctx context.Context, r alterResource, validateOnly bool) error {
@@ -343,11 +356,7 @@ func (s *Server) alterBrokerConfigs(ctx context.Context, r alterResource, valida
 // (ConfigAdminManager.prepareIncrementalConfigs).
 func applyBrokerOps(current map[string]string, r alterResource) (map[string]string, error) {
 	if r.legacy {
-		next := make(map[string]string, len(r.ops))
-		for _, op := range r.ops {
-			next[op.name] = *op.value
-		}
-		return next, nil
+		return legacyConfigs(r), nil
 	}
 	for _, op := range r.ops {
 		if op.op > kmsg.IncrementalAlterConfigOpSubtract {

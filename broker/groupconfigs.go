@@ -26,7 +26,6 @@ package broker
 import (
 	"context"
 	"maps"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,13 +42,17 @@ func (s *Server) describeGroupConfigs(layers *config.Layers, name string, withSy
 	return layers.GroupEntries(s.ctrl.GroupConfigs(name), withSynonyms, withDocs), nil
 }
 
+// groupListKey is applyControllerOps' listKey for group configs: no group
+// key is a LIST, so Kafka refuses APPEND and SUBTRACT on every one.
+func groupListKey(string) (*string, bool) { return nil, false }
+
 func (s *Server) alterGroupConfigs(ctx context.Context, r alterResource, validateOnly bool) error {
 	if r.name == "" {
 		return requestError("Default group resources are not allowed.")
 	}
 	layers := s.dynamicConfigs().state.Load().layers
 	update := func(current map[string]string) (map[string]string, error) {
-		next, err := applyGroupOps(current, r)
+		next, err := applyControllerOps(current, r, groupListKey)
 		if err != nil {
 			return nil, err
 		}
@@ -67,33 +70,6 @@ func (s *Server) alterGroupConfigs(ctx context.Context, r alterResource, validat
 		return err
 	}
 	return s.ctrl.UpdateGroupConfigs(ctx, r.name, update)
-}
-
-// applyGroupOps is the controller's side of a group alteration
-// (ConfigurationControlManager): SET and DELETE; Kafka refuses APPEND and
-// SUBTRACT on every group key.
-func applyGroupOps(current map[string]string, r alterResource) (map[string]string, error) {
-	if r.legacy {
-		next := make(map[string]string, len(r.ops))
-		for _, op := range r.ops {
-			next[op.name] = *op.value
-		}
-		return next, nil
-	}
-	next := current
-	for _, op := range r.ops {
-		switch op.op {
-		case kmsg.IncrementalAlterConfigOpSet:
-			next[op.name] = *op.value
-		case kmsg.IncrementalAlterConfigOpDelete:
-			delete(next, op.name)
-		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			return nil, configError("Can't " + op.op.String() + " to key " + op.name + " because its type is not LIST.")
-		default:
-			return nil, requestError("Unknown operations type " + strconv.Itoa(int(op.op)))
-		}
-	}
-	return next, nil
 }
 
 // groupConsumerTimeouts is the coordinator's ConsumerTimeouts: the group's

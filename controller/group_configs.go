@@ -14,6 +14,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 const groupConfigsSegment = "configs/groups/"
@@ -82,56 +82,18 @@ func (c *Controller) GroupConfigs(group string) map[string]string {
 // returns once this controller's cache has applied it. An empty result
 // deletes the group's key; an unchanged one writes nothing.
 func (c *Controller) UpdateGroupConfigs(ctx context.Context, group string, update ConfigUpdate) error {
-	if !c.running() {
-		return ErrNotStarted
+	rev, err := c.updateConfigMap(ctx, c.ks.groupConfigs(group), "the configs of group "+group, update)
+	switch {
+	case errors.Is(err, errConfigsKeptChanging):
+		return apiError(kerr.ConcurrentTransactions, "The configs of group %s kept changing during the update; try again.", group)
+	case err != nil || rev == 0:
+		return err
 	}
-	key := c.ks.groupConfigs(group)
-	for range maxConfigCASAttempts {
-		resp, err := c.client.Get(ctx, key)
-		if err != nil {
-			return fmt.Errorf("controller: reading the configs of group %s: %w", group, err)
-		}
-		current := map[string]string{}
-		var modRev int64
-		if len(resp.Kvs) > 0 {
-			modRev = resp.Kvs[0].ModRevision
-			if err := json.Unmarshal(resp.Kvs[0].Value, &current); err != nil {
-				return fmt.Errorf("controller: decoding the configs of group %s: %w", group, err)
-			}
-			if current == nil {
-				current = map[string]string{}
-			}
-		}
-		next, err := update(maps.Clone(current))
-		if err != nil {
-			return err
-		}
-		if maps.Equal(next, current) {
-			return nil
-		}
-		op := clientv3.OpDelete(key)
-		if len(next) > 0 {
-			value, _ := json.Marshal(next) // a string map always encodes
-			op = clientv3.OpPut(key, string(value))
-		}
-		// ModRevision 0 means "absent": the same comparison guards a creation.
-		txn, err := c.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", modRev)).
-			Then(op).
-			Commit()
-		if err != nil {
-			return fmt.Errorf("controller: writing the configs of group %s: %w", group, err)
-		}
-		if !txn.Succeeded {
-			continue
-		}
-		if err := c.cache.waitForRevision(ctx, c.stop, txn.Header.Revision); err != nil {
-			return fmt.Errorf("controller: configs of group %s written, waiting for the metadata cache: %w", group, err)
-		}
-		c.log.Info("altered group configs", "group", group, "revision", txn.Header.Revision)
-		return nil
+	if err := c.cache.waitForRevision(ctx, c.stop, rev); err != nil {
+		return fmt.Errorf("controller: configs of group %s written, waiting for the metadata cache: %w", group, err)
 	}
-	return apiError(kerr.ConcurrentTransactions, "The configs of group %s kept changing during the update; try again.", group)
+	c.log.Info("altered group configs", "group", group, "revision", rev)
+	return nil
 }
 
 // GroupConfigIDs returns the groups that have configs, sorted.

@@ -22,6 +22,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -152,21 +153,40 @@ type BrokerConfigSet map[string]map[string]string
 // result deletes the entity's key. It returns the etcd revision of the write
 // (0 when nothing changed), which WatchBrokerConfigs reports once applied.
 func (c *Controller) UpdateBrokerConfigs(ctx context.Context, entity string, update ConfigUpdate) (int64, error) {
+	rev, err := c.updateConfigMap(ctx, c.ks.brokerConfigEntity(entity), fmt.Sprintf("broker configs %q", entity), update)
+	if errors.Is(err, errConfigsKeptChanging) {
+		return 0, apiError(kerr.ConcurrentTransactions, "The dynamic configs of broker %s kept changing during the update; try again.", entityName(entity))
+	}
+	if err == nil && rev != 0 {
+		c.log.Info("altered dynamic broker configs", "entity", entityName(entity), "revision", rev)
+	}
+	return rev, err
+}
+
+// errConfigsKeptChanging is updateConfigMap's answer when every attempt lost
+// to another writer; each caller words it for its entity.
+var errConfigsKeptChanging = errors.New("controller: configs kept changing during the update")
+
+// updateConfigMap replaces the string map stored as JSON at key (absent:
+// empty) by what update returns for it, as one compare-and-swap retried up
+// to maxConfigCASAttempts times; an empty result deletes the key. It returns
+// the etcd revision of the write, 0 when update changed nothing. what names
+// the entity in errors.
+func (c *Controller) updateConfigMap(ctx context.Context, key, what string, update ConfigUpdate) (int64, error) {
 	if !c.running() {
 		return 0, ErrNotStarted
 	}
-	key := c.ks.brokerConfigEntity(entity)
 	for range maxConfigCASAttempts {
 		resp, err := c.client.Get(ctx, key)
 		if err != nil {
-			return 0, fmt.Errorf("controller: reading broker configs %q: %w", entity, err)
+			return 0, fmt.Errorf("controller: reading %s: %w", what, err)
 		}
 		current := map[string]string{}
 		var modRev int64
 		if len(resp.Kvs) > 0 {
 			modRev = resp.Kvs[0].ModRevision
 			if err := json.Unmarshal(resp.Kvs[0].Value, &current); err != nil {
-				return 0, fmt.Errorf("controller: decoding broker configs %q: %w", entity, err)
+				return 0, fmt.Errorf("controller: decoding %s: %w", what, err)
 			}
 			if current == nil {
 				current = map[string]string{}
@@ -181,7 +201,7 @@ func (c *Controller) UpdateBrokerConfigs(ctx context.Context, entity string, upd
 		}
 		op := clientv3.OpDelete(key)
 		if len(next) > 0 {
-			value, _ := json.Marshal(next)
+			value, _ := json.Marshal(next) // a string map always encodes
 			op = clientv3.OpPut(key, string(value))
 		}
 		// ModRevision 0 means "absent", so the same comparison guards a
@@ -191,14 +211,13 @@ func (c *Controller) UpdateBrokerConfigs(ctx context.Context, entity string, upd
 			Then(op).
 			Commit()
 		if err != nil {
-			return 0, fmt.Errorf("controller: writing broker configs %q: %w", entity, err)
+			return 0, fmt.Errorf("controller: writing %s: %w", what, err)
 		}
 		if txn.Succeeded {
-			c.log.Info("altered dynamic broker configs", "entity", entityName(entity), "revision", txn.Header.Revision)
 			return txn.Header.Revision, nil
 		}
 	}
-	return 0, apiError(kerr.ConcurrentTransactions, "The dynamic configs of broker %s kept changing during the update; try again.", entityName(entity))
+	return 0, errConfigsKeptChanging
 }
 
 func entityName(entity string) string {

@@ -13,17 +13,12 @@
 package cluster
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +28,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/strait/strait/compat-tests/internal/brokerproc"
 	"github.com/strait/strait/internal/freeport"
 )
 
@@ -62,22 +58,6 @@ func workDir() string {
 	return filepath.Join(os.TempDir(), "strait-cluster-test")
 }
 
-func brokerBinary(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("STRAIT_BIN")
-	if bin == "" {
-		bin = "../../bin/strait"
-	}
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(abs); err != nil || st.IsDir() {
-		t.Fatalf("broker binary %s missing: build it with `go build -o bin/strait ./cmd/strait` (run.sh does)", abs)
-	}
-	return abs
-}
-
 // freePort is a port of 127.0.0.1 free a moment ago, from below the
 // ephemeral range (internal/freeport): the brokers keep theirs across
 // restarts, and no client connection is handed one meanwhile.
@@ -90,154 +70,17 @@ func freePort(t *testing.T) int {
 	return ports[0]
 }
 
-// node is one broker process; it keeps its ports and directory across
-// restarts.
+// node is one broker process and its ports; it keeps them and its directory
+// across restarts.
 type node struct {
-	id         int32
+	brokerproc.Proc
 	port       int
 	peerPort   int
 	clientPort int // the embedded etcd member's client URL, to ask who leads the etcd cluster
 	dir        string
-	logPath    string
-	args       []string
-
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	paused  bool
-	logFrom int64 // size of the log file when the current process started
 }
 
 func (n *node) addr() string { return fmt.Sprintf("127.0.0.1:%d", n.port) }
-
-// start launches the process, appending its stdout and stderr to logPath.
-func (n *node) start() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	fmt.Fprintf(f, "=== test harness: starting broker %d at %s\n", n.id, time.Now().Format(time.RFC3339Nano))
-	n.logFrom = st.Size()
-	cmd := exec.Command(n.args[0], n.args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	n.cmd, n.exited, n.paused = cmd, exited, false
-	return nil
-}
-
-// waitReady waits for this process's "strait ready" line.
-func (n *node) waitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		n.mu.Lock()
-		from, exited := n.logFrom, n.exited
-		n.mu.Unlock()
-		b, _ := os.ReadFile(n.logPath)
-		if int64(len(b)) > from && bytes.Contains(b[from:], []byte("strait ready")) {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("broker %d exited before its ready line", n.id)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("broker %d not ready after %v", n.id, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (n *node) running() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil {
-		return false
-	}
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// live reports whether the process runs and is not stopped.
-func (n *node) live() bool {
-	n.mu.Lock()
-	p := n.paused
-	n.mu.Unlock()
-	return !p && n.running()
-}
-
-func (n *node) signal(sig syscall.Signal) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd != nil {
-		n.cmd.Process.Signal(sig)
-		switch sig {
-		case syscall.SIGSTOP:
-			n.paused = true
-		case syscall.SIGCONT:
-			n.paused = false
-		}
-	}
-}
-
-// kill9 sends SIGKILL and waits for the process to be gone.
-func (n *node) kill9() {
-	n.signal(syscall.SIGKILL)
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
-	if exited != nil {
-		<-exited
-	}
-}
-
-// shutdown resumes a stopped process, sends SIGTERM and waits; SIGKILL after
-// the timeout.
-func (n *node) shutdown(timeout time.Duration) {
-	if !n.running() {
-		return
-	}
-	n.signal(syscall.SIGCONT)
-	n.signal(syscall.SIGTERM)
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
-	select {
-	case <-exited:
-	case <-time.After(timeout):
-		n.kill9()
-	}
-}
-
-func (n *node) tail(lines int) string {
-	f, err := os.Open(n.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	var all []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		all = append(all, sc.Text())
-	}
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
-}
 
 // cluster is three brokers whose embedded etcd members form one cluster.
 type cluster struct {
@@ -263,14 +106,14 @@ func defaultSettings() map[string]string {
 // quorum) and waits for each one's ready line.
 func startCluster(t *testing.T, settings map[string]string) *cluster {
 	t.Helper()
-	bin := brokerBinary(t)
+	bin := brokerproc.Binary(t)
 	base := filepath.Join(workDir(), t.Name())
 	os.RemoveAll(base)
 	c := &cluster{t: t, admin: map[int32]*kgo.Client{}}
 	var initial []string
 	for i := 1; i <= 3; i++ {
-		n := &node{id: int32(i), port: freePort(t), peerPort: freePort(t), clientPort: freePort(t), dir: filepath.Join(base, fmt.Sprintf("b%d", i))}
-		n.logPath = filepath.Join(n.dir, "broker.log")
+		n := &node{port: freePort(t), peerPort: freePort(t), clientPort: freePort(t), dir: filepath.Join(base, fmt.Sprintf("b%d", i))}
+		n.ID, n.LogPath = int32(i), filepath.Join(n.dir, "broker.log")
 		if err := os.MkdirAll(n.dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -279,9 +122,9 @@ func startCluster(t *testing.T, settings map[string]string) *cluster {
 	}
 	for _, n := range c.nodes {
 		props := map[string]string{
-			"node.id":                 fmt.Sprint(n.id),
+			"node.id":                 fmt.Sprint(n.ID),
 			"log.dirs":                filepath.Join(n.dir, "data"),
-			"etcd.name":               fmt.Sprintf("b%d", n.id),
+			"etcd.name":               fmt.Sprintf("b%d", n.ID),
 			"etcd.initial.cluster":    strings.Join(initial, ","),
 			"etcd.listen.peer.urls":   fmt.Sprintf("http://127.0.0.1:%d", n.peerPort),
 			"etcd.listen.client.urls": fmt.Sprintf("http://127.0.0.1:%d", n.clientPort),
@@ -292,42 +135,27 @@ func startCluster(t *testing.T, settings map[string]string) *cluster {
 		for k, v := range settings {
 			props[k] = v
 		}
-		n.args = []string{bin}
-		keys := make([]string, 0, len(props))
-		for k := range props {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			n.args = append(n.args, "--override", k+"="+props[k])
-		}
+		n.Args = append([]string{bin}, brokerproc.OverrideArgs(props)...)
 	}
 	t.Cleanup(c.close)
+	brokerproc.StartAll(t, c.procs(), 60*time.Second)
 	for _, n := range c.nodes {
-		if err := n.start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range c.nodes {
-		if err := n.waitReady(60 * time.Second); err != nil {
-			t.Fatal(err)
-		}
 		cl, err := kgo.NewClient(append(clientOpts(), kgo.SeedBrokers(n.addr()), kgo.RetryTimeout(time.Second),
 			kgo.DialTimeout(time.Second))...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.admin[n.id] = cl
+		c.admin[n.ID] = cl
 	}
 	// Every broker lists all three once the registrations reached its cache.
 	c.eventually(30*time.Second, "every broker lists three brokers", func() error {
 		for _, n := range c.nodes {
-			m, err := c.metadata(n.id)
+			m, err := c.metadata(n.ID)
 			if err != nil {
 				return err
 			}
 			if len(m.Brokers) != 3 {
-				return fmt.Errorf("broker %d lists %d brokers", n.id, len(m.Brokers))
+				return fmt.Errorf("broker %d lists %d brokers", n.ID, len(m.Brokers))
 			}
 		}
 		return nil
@@ -341,17 +169,15 @@ func (c *cluster) close() {
 	for _, cl := range c.admin {
 		cl.Close()
 	}
-	var wg sync.WaitGroup
-	for _, n := range c.nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); n.shutdown(15 * time.Second) }()
+	brokerproc.StopAll(c.t, c.procs(), 15*time.Second)
+}
+
+func (c *cluster) procs() []*brokerproc.Proc {
+	procs := make([]*brokerproc.Proc, len(c.nodes))
+	for i, n := range c.nodes {
+		procs[i] = &n.Proc
 	}
-	wg.Wait()
-	if c.t.Failed() {
-		for _, n := range c.nodes {
-			c.t.Logf("---- last lines of broker %d's log (%s):\n%s", n.id, n.logPath, n.tail(60))
-		}
-	}
+	return procs
 }
 
 func (c *cluster) seeds() []string {
@@ -364,19 +190,7 @@ func (c *cluster) seeds() []string {
 
 // metadata asks broker id alone (no client cache in between).
 func (c *cluster) metadata(id int32, topics ...string) (*kmsg.MetadataResponse, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	for _, tp := range topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(tp)
-		req.Topics = append(req.Topics, rt)
-	}
-	resp, err := c.admin[id].SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.MetadataResponse), nil
+	return brokerproc.Metadata(c.admin[id], topics...)
 }
 
 // partitionState is one partition as a broker's metadata answers it.
@@ -394,13 +208,13 @@ func (c *cluster) anyMetadata(prefer int32, topics ...string) (*kmsg.MetadataRes
 		order = append(order, prefer)
 	}
 	for _, n := range c.nodes {
-		if n.id != prefer {
-			order = append(order, n.id)
+		if n.ID != prefer {
+			order = append(order, n.ID)
 		}
 	}
 	var lastErr error = fmt.Errorf("no live broker")
 	for _, id := range order {
-		if !c.node(id).live() {
+		if !c.node(id).Live() {
 			continue
 		}
 		m, err := c.metadata(id, topics...)
@@ -450,7 +264,7 @@ func (c *cluster) controller() int32 {
 func (c *cluster) countLogLines(text string, since time.Time) int {
 	n := 0
 	for _, nd := range c.nodes {
-		b, _ := os.ReadFile(nd.logPath)
+		b, _ := os.ReadFile(nd.LogPath)
 		for _, line := range strings.Split(string(b), "\n") {
 			if !strings.Contains(line, text) || !strings.HasPrefix(line, "time=") {
 				continue
@@ -470,7 +284,7 @@ func (c *cluster) etcdStatus() (map[int32]uint64, int32) {
 	ids := map[int32]uint64{}
 	leader := int32(-1)
 	for _, n := range c.nodes {
-		if !n.live() {
+		if !n.Live() {
 			continue
 		}
 		ep := fmt.Sprintf("http://127.0.0.1:%d", n.clientPort)
@@ -485,9 +299,9 @@ func (c *cluster) etcdStatus() (map[int32]uint64, int32) {
 		if err != nil {
 			continue
 		}
-		ids[n.id] = st.Header.MemberId
+		ids[n.ID] = st.Header.MemberId
 		if st.Leader != 0 && st.Leader == st.Header.MemberId {
-			leader = n.id
+			leader = n.ID
 		}
 	}
 	return ids, leader
@@ -531,17 +345,7 @@ func (c *cluster) moveEtcdLeader(to int32) {
 // with the last error after timeout. It returns the time it took.
 func (c *cluster) eventually(timeout time.Duration, what string, f func() error) time.Duration {
 	c.t.Helper()
-	start := time.Now()
-	var err error
-	for {
-		if err = f(); err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > timeout {
-			c.t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return brokerproc.Eventually(c.t, timeout, what, f)
 }
 
 // createTopic creates topic with partitions x rf (or an explicit assignment)
@@ -587,27 +391,27 @@ func (c *cluster) createTopic(topic string, partitions int32, rf int16, assignme
 	}
 	c.eventually(30*time.Second, "topic "+topic+" fully replicated on every broker", func() error {
 		for _, n := range c.nodes {
-			if !n.live() {
+			if !n.Live() {
 				continue
 			}
-			m, err := c.metadata(n.id, topic)
+			m, err := c.metadata(n.ID, topic)
 			if err != nil {
 				return err
 			}
 			got := 0
 			for _, tp := range m.Topics {
 				if tp.ErrorCode != 0 {
-					return fmt.Errorf("broker %d: %v", n.id, kerr.ErrorForCode(tp.ErrorCode))
+					return fmt.Errorf("broker %d: %v", n.ID, kerr.ErrorForCode(tp.ErrorCode))
 				}
 				for _, p := range tp.Partitions {
 					if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
-						return fmt.Errorf("broker %d: partition %d leader %d replicas %v isr %v", n.id, p.Partition, p.Leader, p.Replicas, p.ISR)
+						return fmt.Errorf("broker %d: partition %d leader %d replicas %v isr %v", n.ID, p.Partition, p.Leader, p.Replicas, p.ISR)
 					}
 					got++
 				}
 			}
 			if got != want {
-				return fmt.Errorf("broker %d lists %d of %d partitions", n.id, got, want)
+				return fmt.Errorf("broker %d lists %d of %d partitions", n.ID, got, want)
 			}
 		}
 		return nil

@@ -79,7 +79,7 @@ func TestKill9EachBrokerWhileProducing(t *testing.T) {
 
 		n := c.node(victim)
 		killedAt := time.Now()
-		n.kill9()
+		n.Kill9()
 		// Its partitions move once its lease (broker.session.timeout.ms)
 		// expires; wait for a write by a new leader on each.
 		c.eventually(30*time.Second, fmt.Sprintf("partitions %v written by a new leader after broker %d was killed", led, victim), func() error {
@@ -105,10 +105,10 @@ func TestKill9EachBrokerWhileProducing(t *testing.T) {
 		}
 
 		restartAt := time.Now()
-		if err := n.start(); err != nil {
+		if err := n.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if err := n.waitReady(60 * time.Second); err != nil {
+		if err := n.WaitReady(60 * time.Second); err != nil {
 			t.Fatal(err)
 		}
 		r.Ready = toMs(time.Since(restartAt))

@@ -61,7 +61,7 @@ func TestSIGSTOPFollowerLeavesAndRejoinsISR(t *testing.T) {
 
 	n := c.node(follower)
 	stoppedAt := time.Now()
-	n.signal(syscall.SIGSTOP)
+	n.Signal(syscall.SIGSTOP)
 	c.eventually(30*time.Second, fmt.Sprintf("broker %d out of the ISR", follower), func() error {
 		st, via, err := c.partitions(leader, topic)
 		if err != nil {
@@ -94,7 +94,7 @@ func TestSIGSTOPFollowerLeavesAndRejoinsISR(t *testing.T) {
 	res.AckedWhile = l.ackedCount() - before
 
 	contAt := time.Now()
-	n.signal(syscall.SIGCONT)
+	n.Signal(syscall.SIGCONT)
 	c.eventually(30*time.Second, fmt.Sprintf("broker %d back in the ISR", follower), func() error {
 		st, via, err := c.partitions(leader, topic)
 		if err != nil {
@@ -193,7 +193,7 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 	})
 	res.KilledWasController, res.KilledWasEtcdLeader = follower == c.controller(), follower == c.etcdLeader()
 	killedAt := time.Now()
-	c.node(follower).kill9()
+	c.node(follower).Kill9()
 	c.eventually(30*time.Second, "ISR down to the leader", func() error {
 		st, via, err := c.partitions(leader, small)
 		if err != nil {
@@ -230,10 +230,10 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 	}
 
 	restartAt := time.Now()
-	if err := c.node(follower).start(); err != nil {
+	if err := c.node(follower).Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.node(follower).waitReady(60 * time.Second); err != nil {
+	if err := c.node(follower).WaitReady(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	c.eventually(60*time.Second, "acks=all produce accepted after the follower's restart", func() error {
@@ -268,7 +268,7 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		if id != leader {
 			others = append(others, id)
-			c.node(id).signal(syscall.SIGSTOP)
+			c.node(id).Signal(syscall.SIGSTOP)
 		}
 	}
 	t.Logf("leader %d; SIGSTOP %v", leader, others)
@@ -285,7 +285,7 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 	}
 	contAt := time.Now()
 	for _, id := range others {
-		c.node(id).signal(syscall.SIGCONT)
+		c.node(id).Signal(syscall.SIGCONT)
 	}
 	fresh := probeClient(t, c.seeds(), 5*time.Second)
 	c.eventually(60*time.Second, "acks=all produce accepted after SIGCONT", func() error {

@@ -313,7 +313,7 @@ func readAll(t *testing.T, c *cluster, topic string, parts int32) map[int32][]st
 	t.Helper()
 	var seeds []string
 	for _, n := range c.nodes {
-		if n.live() {
+		if n.Live() {
 			seeds = append(seeds, n.addr())
 		}
 	}

@@ -70,7 +70,7 @@ func compareReplicas(c *cluster, topic string, parts int32) (map[int32]int, erro
 					j++
 				}
 				return nil, fmt.Errorf("partition %d: broker %d holds %d batches, broker 1 %d; first difference at batch %d (%s vs %s)",
-					p, n.id, len(bs), len(first), j, at(first, j), at(bs, j))
+					p, n.ID, len(bs), len(first), j, at(first, j), at(bs, j))
 			}
 		}
 		counts[p] = len(first)

@@ -95,18 +95,18 @@ func (n *nemesis) inject(kind string) (*faultRun, func() error) {
 	case fKill9:
 		f.Target = pick()
 		nd := c.node(f.Target)
-		nd.kill9()
+		nd.Kill9()
 		heal = func() error {
-			if err := nd.start(); err != nil {
+			if err := nd.Start(); err != nil {
 				return err
 			}
-			return nd.waitReady(60 * time.Second)
+			return nd.WaitReady(60 * time.Second)
 		}
 	case fPause:
 		f.Target = pick()
 		nd := c.node(f.Target)
-		nd.signal(syscall.SIGSTOP)
-		heal = func() error { nd.signal(syscall.SIGCONT); return nil }
+		nd.Signal(syscall.SIGSTOP)
+		heal = func() error { nd.Signal(syscall.SIGCONT); return nil }
 	case fIsolate:
 		f.Target = pick()
 		err = tp.isolate(int(f.Target))

@@ -81,33 +81,17 @@ const WildcardPrincipal = "User:*"
 const ClusterName = "kafka-cluster"
 
 // Codes outside a type's range decode to its Unknown, as Kafka's fromCode.
-func (t ResourceType) known() ResourceType {
-	if t < ResourceUnknown || t > ResourceUser {
-		return ResourceUnknown
+func known[T ~int8](v, unknown, last T) T {
+	if v < unknown || v > last {
+		return unknown
 	}
-	return t
+	return v
 }
 
-func (p PatternType) known() PatternType {
-	if p < PatternUnknown || p > PatternPrefixed {
-		return PatternUnknown
-	}
-	return p
-}
-
-func (o Operation) known() Operation {
-	if o < OpUnknown || o > OpTwoPhaseCommit {
-		return OpUnknown
-	}
-	return o
-}
-
-func (p Permission) known() Permission {
-	if p < PermissionUnknown || p > PermissionAllow {
-		return PermissionUnknown
-	}
-	return p
-}
+func (t ResourceType) known() ResourceType { return known(t, ResourceUnknown, ResourceUser) }
+func (p PatternType) known() PatternType   { return known(p, PatternUnknown, PatternPrefixed) }
+func (o Operation) known() Operation       { return known(o, OpUnknown, OpTwoPhaseCommit) }
+func (p Permission) known() Permission     { return known(p, PermissionUnknown, PermissionAllow) }
 
 var resourceNames = [...]string{"UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"}
 var patternNames = [...]string{"UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED"}
