@@ -77,8 +77,11 @@ type CompareReport struct {
 	// ("PLAINTEXT", "SASL_SSL/SCRAM-SHA-512", ...), when scenarios are secured.
 	ConnSetup map[string]map[string]ConnSetup `json:"conn_setup,omitempty"`
 	// Keystore is the keystore type the brokers read (secured scenarios).
-	Keystore string   `json:"keystore,omitempty"`
-	Errors   []string `json:"errors,omitempty"`
+	Keystore string `json:"keystore,omitempty"`
+	// ACLs is how many ACLs the StandardAuthorizer held (-acls; 0: no
+	// authorizer).
+	ACLs   int      `json:"acls,omitempty"`
+	Errors []string `json:"errors,omitempty"`
 }
 
 // StartupSample is one fresh start: exec to the first Metadata answer, and
@@ -109,6 +112,7 @@ func runCompare(ctx context.Context, o compareOptions) *CompareReport {
 	}
 	if o.pki != nil {
 		_, rep.Keystore = o.pki.keystore()
+		rep.ACLs = o.acls
 	}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)

@@ -195,6 +195,7 @@ func cmdCompare(ctx context.Context, args []string) {
 	skip := fs.String("skip", "", "phases to leave out: startup, connections, scenarios, headtail, scaling")
 	fs.IntVar(&o.connSetupN, "conn-setup", 30, "new clients per listener timed to their first Metadata answer, when scenarios are secured")
 	cipherSuites := fs.String("ssl-cipher-suites", "", "ssl.cipher.suites of every TLS listener (default: each broker's own choice, reported)")
+	fs.IntVar(&o.acls, "acls", 0, "turn Kafka's StandardAuthorizer on with this many ACLs (at least 2; the SASL scenarios' user is authorized by two of them, User:ANONYMOUS on PLAINTEXT is the super user)")
 	keystoreType := fs.String("keystore-type", "PKCS12", "keystore the brokers of secured scenarios read: PKCS12, JKS or PEM (the same file for every broker)")
 	_ = fs.Parse(args)
 
@@ -251,6 +252,15 @@ func cmdCompare(ctx context.Context, args []string) {
 				fail("certificates: %v", err)
 			}
 			o.pki.cipherSuites = *cipherSuites
+		}
+	}
+	if o.acls != 0 {
+		sasl := false
+		for _, p := range o.protocols {
+			sasl = sasl || usesSASL(p)
+		}
+		if o.acls < 2 || !sasl {
+			fail("-acls %d: want at least 2, and a SASL scenario (whose user the ACLs authorize)", o.acls)
 		}
 	}
 	rep := runCompare(ctx, o)

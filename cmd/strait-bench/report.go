@@ -241,6 +241,9 @@ func writeMarkdown(w io.Writer, rep *CompareReport) {
 	}
 	fmt.Fprintf(w, "Versions: %s. Host: %s CPUs (%s), %s, Linux %s, %s.\n\n", strings.Join(vs, ", "),
 		rep.Host["cpus"], rep.Host["cpu"], rep.Host["mem"], rep.Host["kernel"], rep.Host["java"])
+	if rep.ACLs > 0 {
+		fmt.Fprintf(w, "Authorizer: Kafka's StandardAuthorizer on every broker with %d ACLs; the SASL scenarios' user is authorized by them, the PLAINTEXT ones run as the super user User:ANONYMOUS.\n\n", rep.ACLs)
+	}
 	fmt.Fprintf(w, "Ratios are %s/%s, the median of the per-round ratios; every other figure is the median of the rounds. ", S, R)
 	fmt.Fprintf(w, "Throughput: higher is better, so a ratio above 1 favours %s; latency, time, CPU and memory: a ratio below 1 favours %s.\n\n", S, S)
 

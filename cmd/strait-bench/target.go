@@ -28,6 +28,9 @@ type launcher struct {
 	protocols  []string
 	mechanisms []string
 	pki        *pki
+	// acls, when above 0, turns the StandardAuthorizer on in secured
+	// starts and creates that many ACLs (acls.go).
+	acls int
 }
 
 // broker kinds, as named on the command line and in the report.
@@ -83,7 +86,11 @@ func (l launcher) start(ctx context.Context, kind string, secured bool) (*proces
 			listeners[proto] = fmt.Sprintf("127.0.0.1:%d", p)
 			extra = append(extra, proto+"://"+listeners[proto])
 		}
-		if err := os.WriteFile(props, []byte(l.pki.brokerProperties(l.protocols, l.mechanisms)), 0o600); err != nil {
+		text := l.pki.brokerProperties(l.protocols, l.mechanisms)
+		if l.acls > 0 {
+			text += authorizerProperties()
+		}
+		if err := os.WriteFile(props, []byte(text), 0o600); err != nil {
 			return nil, err
 		}
 	}
@@ -140,6 +147,12 @@ func (l launcher) start(ctx context.Context, kind string, secured bool) (*proces
 			if p.tlsInfo, err = p.setupSecured(ctx, l.pki, l.mechanisms); err != nil {
 				p.stop()
 				return nil, fmt.Errorf("%s secured listeners: %w; see %s", kind, err, logf.Name())
+			}
+			if secured && l.acls > 0 {
+				if err := createBenchACLs(ctx, addr, l.acls); err != nil {
+					p.stop()
+					return nil, fmt.Errorf("%s: %d ACLs: %w; see %s", kind, l.acls, err, logf.Name())
+				}
 			}
 			return p, nil
 		}

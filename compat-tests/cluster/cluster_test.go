@@ -87,6 +87,17 @@ type cluster struct {
 	t     *testing.T
 	nodes []*node
 	admin map[int32]*kgo.Client // one client per broker, for requests to it alone
+	// workload, when set, are the security options of the producer and
+	// reader of the kill -9 test (another principal than the admin's).
+	workload []kgo.Opt
+}
+
+// workloadOpts are the security options of the test's producer and reader.
+func (c *cluster) workloadOpts() []kgo.Opt {
+	if c.workload != nil {
+		return append([]kgo.Opt(nil), c.workload...)
+	}
+	return clientOpts()
 }
 
 // settings are the --override keys every broker gets besides its own

@@ -22,16 +22,27 @@ func TestKill9EachBrokerWhileProducing(t *testing.T) {
 	defer func() { addRow(name, !t.Failed()) }()
 
 	c := startCluster(t, defaultSettings())
-	const topic = "reliability"
-	const parts = 3
-	c.createTopic(topic, parts, 3, nil, map[string]string{"min.insync.replicas": "2"})
-	l := startLoad(t, c, topic, parts)
-	res := &failoverResult{Topic: topic, Partitions: parts, LongestGap: map[int32]ms{}}
+	res := &failoverResult{Topic: killTopic, Partitions: killPartitions, LongestGap: map[int32]ms{}}
 	defer func() {
 		results.mu.Lock()
 		results.Failover = res
 		results.mu.Unlock()
 	}()
+	c.createTopic(killTopic, killPartitions, 3, nil, map[string]string{"min.insync.replicas": "2"})
+	killEachBroker(t, c, res)
+}
+
+// The topic the kill -9 tests write, and its partitions (RF 3).
+const (
+	killTopic      = "reliability"
+	killPartitions = 3
+)
+
+// killEachBroker is the kill -9 test's body on a started cluster whose
+// killTopic exists: its producer and reader are c's workload clients.
+func killEachBroker(t *testing.T, c *cluster, res *failoverResult) {
+	const topic, parts = killTopic, killPartitions
+	l := startLoad(t, c, topic, parts)
 	warm := time.Now()
 	c.eventually(20*time.Second, "first acknowledgements on every partition", func() error { return l.ackedSince(warm) })
 	time.Sleep(2 * time.Second)

@@ -61,8 +61,12 @@ const (
 // backoff and metadata age are lowered from franz-go's defaults (250 ms to
 // 5 s exponential; 5 s) so that failover times measure the brokers, not the
 // client's back-off.
-func producerOpts(seeds []string) []kgo.Opt {
-	return append(clientOpts(),
+func producerOpts(seeds []string) []kgo.Opt { return producerOptsWith(clientOpts(), seeds) }
+
+// producerOptsWith are producerOpts with the given security options instead
+// of the admin's.
+func producerOptsWith(security []kgo.Opt, seeds []string) []kgo.Opt {
+	return append(security,
 		kgo.SeedBrokers(seeds...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -80,7 +84,7 @@ func startLoad(t *testing.T, c *cluster, topic string, parts int32) *load {
 		acked: map[int32][]int{}, ackTimes: map[int32][]time.Time{}, failed: map[int32][]int{},
 		failErrs: map[string]int{}, writes: map[int32][]batchWrite{}, stop: make(chan struct{}),
 	}
-	opts := append(producerOpts(c.seeds()),
+	opts := append(producerOptsWith(c.workloadOpts(), c.seeds()),
 		kgo.RecordRetries(1<<30), // "unlimited" (franz-go's default), stated explicitly
 		kgo.WithHooks(writeHook{l}))
 	cl, err := kgo.NewClient(opts...)
@@ -319,7 +323,7 @@ func readAll(t *testing.T, c *cluster, topic string, parts int32) map[int32][]st
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	adm, err := kgo.NewClient(append(clientOpts(), kgo.SeedBrokers(seeds...))...)
+	adm, err := kgo.NewClient(append(c.workloadOpts(), kgo.SeedBrokers(seeds...))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +352,7 @@ func readAll(t *testing.T, c *cluster, topic string, parts int32) map[int32][]st
 		want[p] = o.Offset
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(append(clientOpts(), kgo.SeedBrokers(seeds...),
+	cl, err := kgo.NewClient(append(c.workloadOpts(), kgo.SeedBrokers(seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchMaxWait(200*time.Millisecond))...)
 	if err != nil {

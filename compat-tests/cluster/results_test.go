@@ -87,9 +87,11 @@ type testRow struct {
 var results struct {
 	mu       sync.Mutex
 	Failover *failoverResult
-	Lag      *lagResult
-	MinISR   *minISRResult
-	rows     []testRow
+	// FailoverAuthz is the kill -9 test with the StandardAuthorizer on.
+	FailoverAuthz *failoverResult
+	Lag           *lagResult
+	MinISR        *minISRResult
+	rows          []testRow
 }
 
 func addRow(name string, pass bool) {
@@ -125,6 +127,9 @@ func writeResults(dir string) error {
 	doc := map[string]any{"date": now, "machine": machine(), "tests": results.rows}
 	if results.Failover != nil {
 		doc["kill9_failover"] = results.Failover
+	}
+	if results.FailoverAuthz != nil {
+		doc["kill9_failover_authorizer"] = results.FailoverAuthz
 	}
 	if results.Lag != nil {
 		doc["sigstop_isr"] = results.Lag
@@ -170,38 +175,10 @@ func markdown(date string) string {
 		fmt.Fprintf(&b, "| %s | %s |\n", r.Name, st)
 	}
 	if f := results.Failover; f != nil {
-		v := f.Verdict
-		fmt.Fprintf(&b, "\n## kill -9 and restart of each broker while producing\n\n")
-		fmt.Fprintf(&b, "Topic %s, %d partitions, RF 3, min.insync.replicas 2; idempotent producer, acks=all, %s of producing.\n\n",
-			f.Topic, f.Partitions, f.Duration)
-		fmt.Fprintf(&b, "| acknowledged | failed | read back | lost | duplicates | out of order | failed but present |\n|---|---|---|---|---|---|---|\n")
-		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d |\n\n", v.Acknowledged, v.Failed, v.Read, v.Lost, v.Duplicates, v.OutOfOrder, v.FailedButFound)
-		if len(v.FailedErrors) > 0 {
-			fmt.Fprintf(&b, "Failed records by error: %v\n\n", v.FailedErrors)
-		}
-		b.WriteString("| kill | broker | controller? | etcd leader? | partitions it led | failover (kill -9 to first write by the new leader) | longest no-ack interval around the kill | restart to ready | restart to back in every ISR |\n|---|---|---|---|---|---|---|---|---|\n")
-		for i, r := range f.Rounds {
-			var fo, gaps []string
-			for _, p := range r.Led {
-				fo = append(fo, fmt.Sprintf("p%d %s (to %d)", p, r.Failover[p], r.NewLeader[p]))
-			}
-			var maxGap ms
-			for _, g := range r.GapAround {
-				maxGap = max(maxGap, g)
-			}
-			gaps = append(gaps, maxGap.String())
-			if len(fo) == 0 {
-				fo = []string{"none"}
-			}
-			fmt.Fprintf(&b, "| %d | %d | %v | %v | %v | %s | %s | %s | %s |\n", i+1, r.Broker, r.WasController, r.WasEtcdLeader, r.Led,
-				strings.Join(fo, ", "), strings.Join(gaps, ""), r.Ready, r.RejoinISR)
-		}
-		fmt.Fprintf(&b, "\nThe three replicas' segment files hold the same batches (offsets, leader epochs, CRCs): %v (batches per partition: %v).\n", f.ReplicasIdentical, f.ReplicaBatches)
-		b.WriteString("\nLongest interval without an acknowledgement, per partition, over the whole run:")
-		for p := int32(0); p < f.Partitions; p++ {
-			fmt.Fprintf(&b, " p%d %s;", p, f.LongestGap[p])
-		}
-		b.WriteString("\n")
+		failoverMarkdown(&b, "kill -9 and restart of each broker while producing", f)
+	}
+	if f := results.FailoverAuthz; f != nil {
+		failoverMarkdown(&b, "The same with the StandardAuthorizer (brokers as User:broker holding CLUSTER_ACTION through an ACL, the producer as User:client holding READ and WRITE on its topic)", f)
 	}
 	if l := results.Lag; l != nil {
 		fmt.Fprintf(&b, "\n## SIGSTOP of a follower\n\n")
@@ -218,4 +195,40 @@ func markdown(date string) string {
 			m.EtcdLeaderStopped, m.QuorumLossError, m.QuorumLossAcked, m.QuorumLossFound, m.QuorumRecoveredIn, m.QuorumFullISRIn, m.LeasesLost)
 	}
 	return b.String()
+}
+
+// failoverMarkdown is one kill -9 test's section of results.md.
+func failoverMarkdown(b *strings.Builder, title string, f *failoverResult) {
+	v := f.Verdict
+	fmt.Fprintf(b, "\n## %s\n\n", title)
+	fmt.Fprintf(b, "Topic %s, %d partitions, RF 3, min.insync.replicas 2; idempotent producer, acks=all, %s of producing.\n\n",
+		f.Topic, f.Partitions, f.Duration)
+	fmt.Fprintf(b, "| acknowledged | failed | read back | lost | duplicates | out of order | failed but present |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| %d | %d | %d | %d | %d | %d | %d |\n\n", v.Acknowledged, v.Failed, v.Read, v.Lost, v.Duplicates, v.OutOfOrder, v.FailedButFound)
+	if len(v.FailedErrors) > 0 {
+		fmt.Fprintf(b, "Failed records by error: %v\n\n", v.FailedErrors)
+	}
+	b.WriteString("| kill | broker | controller? | etcd leader? | partitions it led | failover (kill -9 to first write by the new leader) | longest no-ack interval around the kill | restart to ready | restart to back in every ISR |\n|---|---|---|---|---|---|---|---|---|\n")
+	for i, r := range f.Rounds {
+		var fo, gaps []string
+		for _, p := range r.Led {
+			fo = append(fo, fmt.Sprintf("p%d %s (to %d)", p, r.Failover[p], r.NewLeader[p]))
+		}
+		var maxGap ms
+		for _, g := range r.GapAround {
+			maxGap = max(maxGap, g)
+		}
+		gaps = append(gaps, maxGap.String())
+		if len(fo) == 0 {
+			fo = []string{"none"}
+		}
+		fmt.Fprintf(b, "| %d | %d | %v | %v | %v | %s | %s | %s | %s |\n", i+1, r.Broker, r.WasController, r.WasEtcdLeader, r.Led,
+			strings.Join(fo, ", "), strings.Join(gaps, ""), r.Ready, r.RejoinISR)
+	}
+	fmt.Fprintf(b, "\nThe three replicas' segment files hold the same batches (offsets, leader epochs, CRCs): %v (batches per partition: %v).\n", f.ReplicasIdentical, f.ReplicaBatches)
+	b.WriteString("\nLongest interval without an acknowledgement, per partition, over the whole run:")
+	for p := int32(0); p < f.Partitions; p++ {
+		fmt.Fprintf(b, " p%d %s;", p, f.LongestGap[p])
+	}
+	b.WriteString("\n")
 }

@@ -62,7 +62,10 @@ var (
 
 // clientOpts are the options every client of the tests adds: TLS trusting
 // the test CA and SASL/PLAIN when secured, nothing otherwise.
-func clientOpts() []kgo.Opt {
+func clientOpts() []kgo.Opt { return clientOptsAs("admin", "admin-secret") }
+
+// clientOptsAs are clientOpts authenticating as user.
+func clientOptsAs(user, password string) []kgo.Opt {
 	if !secure() {
 		return nil
 	}
@@ -81,7 +84,7 @@ func clientOpts() []kgo.Opt {
 	}
 	return []kgo.Opt{
 		kgo.DialTLSConfig(tlsCfg.Clone()),
-		kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()),
+		kgo.SASL(plain.Auth{User: user, Pass: password}.AsMechanism()),
 	}
 }
 
