@@ -151,14 +151,14 @@ func (c *cluster) waitACLs(n int) {
 			}
 			resp := raw.(*kmsg.DescribeACLsResponse)
 			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-				return fmt.Errorf("broker %d: %v", nd.id, err)
+				return fmt.Errorf("broker %d: %v", nd.ID, err)
 			}
 			got := 0
 			for _, r := range resp.Resources {
 				got += len(r.ACLs)
 			}
 			if got != n {
-				return fmt.Errorf("broker %d lists %d ACLs", nd.id, got)
+				return fmt.Errorf("broker %d lists %d ACLs", nd.ID, got)
 			}
 		}
 		return nil
