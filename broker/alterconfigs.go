@@ -250,7 +250,11 @@ func applyTopicOps(current map[string]string, r alterResource) (map[string]strin
 		}
 		return next, nil
 	}
-	next := current
+	// A topic without overrides has a nil map (maps.Clone of nil is nil).
+	next := maps.Clone(current)
+	if next == nil {
+		next = map[string]string{}
+	}
 	for _, op := range r.ops {
 		switch op.op {
 		case kmsg.IncrementalAlterConfigOpSet:
@@ -354,7 +358,11 @@ func applyBrokerOps(current map[string]string, r alterResource) (map[string]stri
 			return nil, requestError("Unknown operations type " + strconv.Itoa(int(op.op)))
 		}
 	}
-	next := current
+	// A topic without overrides has a nil map (maps.Clone of nil is nil).
+	next := maps.Clone(current)
+	if next == nil {
+		next = map[string]string{}
+	}
 	for _, op := range r.ops {
 		switch op.op {
 		case kmsg.IncrementalAlterConfigOpSet:
