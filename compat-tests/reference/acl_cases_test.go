@@ -47,6 +47,13 @@ func aclCases() []aclCase {
 			r.AllowAutoTopicCreation = true
 			return r
 		}},
+		{3, "Metadata auto-creation under a describable prefix", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			r.Topics = metadataTopics("acl-t-auto")
+			r.AllowAutoTopicCreation = true
+			r.IncludeTopicAuthorizedOperations = true
+			return r
+		}},
 		{60, "DescribeCluster", func([16]byte) kmsg.Request {
 			r := kmsg.NewPtrDescribeClusterRequest()
 			r.IncludeClusterAuthorizedOperations = true
@@ -222,6 +229,26 @@ func aclCases() []aclCase {
 			r.SubscribedTopicNames = []string{aclTopic}
 			return r
 		}},
+		// A consumer group carol may join (acl- groups): subscribed to a
+		// topic she may not describe, then to one she may; then described
+		// and listed with its member.
+		{68, "ConsumerGroupHeartbeat join with an undescribable topic", func([16]byte) kmsg.Request {
+			return cgJoin(aclTopic, aclSecret)
+		}},
+		{68, "ConsumerGroupHeartbeat join", func([16]byte) kmsg.Request { return cgJoin(aclTopic) }},
+		{69, "ConsumerGroupDescribe with a member", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrConsumerGroupDescribeRequest()
+			r.Groups = []string{"acl-cg"}
+			r.IncludeAuthorizedOperations = true
+			return r
+		}},
+		{15, "DescribeGroups of a consumer group", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrDescribeGroupsRequest()
+			r.Groups = []string{"acl-cg", aclGroup}
+			r.IncludeAuthorizedOperations = true
+			return r
+		}},
+		{16, "ListGroups with a consumer group", func([16]byte) kmsg.Request { return kmsg.NewPtrListGroupsRequest() }},
 		{47, "OffsetDelete", func([16]byte) kmsg.Request {
 			r := kmsg.NewPtrOffsetDeleteRequest()
 			r.Group = aclGroup
@@ -563,4 +590,15 @@ func aclCases() []aclCase {
 			return r
 		}},
 	}
+}
+
+func cgJoin(topics ...string) *kmsg.ConsumerGroupHeartbeatRequest {
+	r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	r.Group = "acl-cg"
+	r.MemberID = "acl-cg-member-000000000"
+	r.MemberEpoch = 0
+	r.RebalanceTimeoutMillis = 30000
+	r.SubscribedTopicNames = topics
+	r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{} // joining: empty, not null
+	return r
 }
