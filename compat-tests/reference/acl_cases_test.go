@@ -9,6 +9,10 @@ import (
 // may), acl-g and acl-tx (alice may), so that one request shows both the
 // allowed and the filtered or refused parts.
 
+// topicIDs: the ids of acl-t and secret on the broker asked (Produce and
+// Fetch name topics by id).
+type topicIDs map[string][16]byte
+
 func metadataTopics(names ...string) []kmsg.MetadataRequestTopic {
 	var out []kmsg.MetadataRequestTopic
 	for _, n := range names {
@@ -21,45 +25,45 @@ func metadataTopics(names ...string) []kmsg.MetadataRequestTopic {
 
 func aclCases() []aclCase {
 	return []aclCase{
-		{18, "ApiVersions", func([16]byte) kmsg.Request {
+		{18, "ApiVersions", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrApiVersionsRequest()
 			r.ClientSoftwareName = "strait-reference"
 			r.ClientSoftwareVersion = "1"
 			return r
 		}},
-		{3, "Metadata all topics", func([16]byte) kmsg.Request {
+		{3, "Metadata all topics", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrMetadataRequest()
 			r.Topics = nil
 			r.IncludeClusterAuthorizedOperations = true
 			r.IncludeTopicAuthorizedOperations = true
 			return r
 		}},
-		{3, "Metadata named topics", func([16]byte) kmsg.Request {
+		{3, "Metadata named topics", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrMetadataRequest()
 			r.Topics = metadataTopics(aclTopic, aclSecret, "acl-t-absent", "absent")
 			r.AllowAutoTopicCreation = false
 			r.IncludeTopicAuthorizedOperations = true
 			return r
 		}},
-		{3, "Metadata auto-creation", func([16]byte) kmsg.Request {
+		{3, "Metadata auto-creation", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrMetadataRequest()
 			r.Topics = metadataTopics("absent-auto")
 			r.AllowAutoTopicCreation = true
 			return r
 		}},
-		{3, "Metadata auto-creation under a describable prefix", func([16]byte) kmsg.Request {
+		{3, "Metadata auto-creation under a describable prefix", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrMetadataRequest()
 			r.Topics = metadataTopics("acl-t-auto")
 			r.AllowAutoTopicCreation = true
 			r.IncludeTopicAuthorizedOperations = true
 			return r
 		}},
-		{60, "DescribeCluster", func([16]byte) kmsg.Request {
+		{60, "DescribeCluster", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeClusterRequest()
 			r.IncludeClusterAuthorizedOperations = true
 			return r
 		}},
-		{75, "DescribeTopicPartitions", func([16]byte) kmsg.Request {
+		{75, "DescribeTopicPartitions", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeTopicPartitionsRequest()
 			for _, n := range []string{aclTopic, aclSecret, "absent"} {
 				t := kmsg.NewDescribeTopicPartitionsRequestTopic()
@@ -69,67 +73,75 @@ func aclCases() []aclCase {
 			r.ResponsePartitionLimit = 100
 			return r
 		}},
-		{0, "Produce", func(id [16]byte) kmsg.Request {
+		{0, "Produce", func(ids topicIDs) kmsg.Request {
 			r := kmsg.NewPtrProduceRequest()
 			r.Acks = 1
 			r.TimeoutMillis = 5000
-			t := kmsg.NewProduceRequestTopic()
-			t.Topic = aclTopic
-			t.TopicID = id
-			p := kmsg.NewProduceRequestTopicPartition()
-			p.Records = batch([]rec{{key: []byte("k"), value: []byte("v"), ts: 1700000000000}})
-			t.Partitions = append(t.Partitions, p)
-			r.Topics = append(r.Topics, t)
+			for _, n := range []string{aclTopic, aclSecret} {
+				t := kmsg.NewProduceRequestTopic()
+				t.Topic = n
+				t.TopicID = ids[n]
+				p := kmsg.NewProduceRequestTopicPartition()
+				p.Records = batch([]rec{{key: []byte("k"), value: []byte("v"), ts: 1700000000000}})
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+			}
 			return r
 		}},
-		{1, "Fetch", func(id [16]byte) kmsg.Request {
+		{1, "Fetch", func(ids topicIDs) kmsg.Request {
 			r := kmsg.NewPtrFetchRequest()
 			r.MaxWaitMillis = 0
 			r.MaxBytes = 1 << 20
 			r.SessionEpoch = -1
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = aclTopic
-			t.TopicID = id
-			p := kmsg.NewFetchRequestTopicPartition()
-			p.PartitionMaxBytes = 1 << 20
-			t.Partitions = append(t.Partitions, p)
-			r.Topics = append(r.Topics, t)
+			for _, n := range []string{aclTopic, aclSecret} {
+				t := kmsg.NewFetchRequestTopic()
+				t.Topic = n
+				t.TopicID = ids[n]
+				p := kmsg.NewFetchRequestTopicPartition()
+				p.PartitionMaxBytes = 1 << 20
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+			}
 			return r
 		}},
-		{2, "ListOffsets", func([16]byte) kmsg.Request {
+		{2, "ListOffsets", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrListOffsetsRequest()
-			t := kmsg.NewListOffsetsRequestTopic()
-			t.Topic = aclTopic
-			p := kmsg.NewListOffsetsRequestTopicPartition()
-			p.Timestamp = -1
-			t.Partitions = append(t.Partitions, p)
-			r.Topics = append(r.Topics, t)
+			for _, n := range []string{aclTopic, aclSecret} {
+				t := kmsg.NewListOffsetsRequestTopic()
+				t.Topic = n
+				p := kmsg.NewListOffsetsRequestTopicPartition()
+				p.Timestamp = -1
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+			}
 			return r
 		}},
-		{23, "OffsetForLeaderEpoch", func([16]byte) kmsg.Request {
+		{23, "OffsetForLeaderEpoch", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
 			r.ReplicaID = -1
-			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			t.Topic = aclTopic
-			p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-			p.CurrentLeaderEpoch = -1
-			p.LeaderEpoch = 0
-			t.Partitions = append(t.Partitions, p)
-			r.Topics = append(r.Topics, t)
+			for _, n := range []string{aclTopic, aclSecret} {
+				t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+				t.Topic = n
+				p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+				p.CurrentLeaderEpoch = -1
+				p.LeaderEpoch = 0
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+			}
 			return r
 		}},
-		{10, "FindCoordinator group", func([16]byte) kmsg.Request {
+		{10, "FindCoordinator group", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrFindCoordinatorRequest()
 			r.CoordinatorKeys = []string{aclGroup, "secret-g"}
 			return r
 		}},
-		{10, "FindCoordinator transaction", func([16]byte) kmsg.Request {
+		{10, "FindCoordinator transaction", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrFindCoordinatorRequest()
 			r.CoordinatorType = 1
 			r.CoordinatorKeys = []string{aclTxn, "secret-tx"}
 			return r
 		}},
-		{11, "JoinGroup", func([16]byte) kmsg.Request {
+		{11, "JoinGroup", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrJoinGroupRequest()
 			r.Group = aclGroup
 			r.SessionTimeoutMillis = 10000
@@ -141,14 +153,14 @@ func aclCases() []aclCase {
 			r.Protocols = append(r.Protocols, p)
 			return r
 		}},
-		{14, "SyncGroup", func([16]byte) kmsg.Request {
+		{14, "SyncGroup", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrSyncGroupRequest()
 			r.Group = aclGroup
 			r.MemberID = "nobody"
 			r.Generation = 1
 			return r
 		}},
-		{14, "SyncGroup with its protocol", func([16]byte) kmsg.Request {
+		{14, "SyncGroup with its protocol", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrSyncGroupRequest()
 			r.Group = aclGroup
 			r.MemberID = "nobody"
@@ -157,14 +169,14 @@ func aclCases() []aclCase {
 			r.Protocol = kmsg.StringPtr("range")
 			return r
 		}},
-		{12, "Heartbeat", func([16]byte) kmsg.Request {
+		{12, "Heartbeat", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrHeartbeatRequest()
 			r.Group = aclGroup
 			r.MemberID = "nobody"
 			r.Generation = 1
 			return r
 		}},
-		{13, "LeaveGroup", func([16]byte) kmsg.Request {
+		{13, "LeaveGroup", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrLeaveGroupRequest()
 			r.Group = aclGroup
 			m := kmsg.NewLeaveGroupRequestMember()
@@ -172,7 +184,7 @@ func aclCases() []aclCase {
 			r.Members = append(r.Members, m)
 			return r
 		}},
-		{8, "OffsetCommit", func([16]byte) kmsg.Request {
+		{8, "OffsetCommit", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrOffsetCommitRequest()
 			r.Group = aclGroup
 			r.Generation = -1
@@ -186,7 +198,7 @@ func aclCases() []aclCase {
 			}
 			return r
 		}},
-		{9, "OffsetFetch", func([16]byte) kmsg.Request {
+		{9, "OffsetFetch", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrOffsetFetchRequest()
 			g := kmsg.NewOffsetFetchRequestGroup()
 			g.Group = aclGroup
@@ -200,7 +212,7 @@ func aclCases() []aclCase {
 			r.Group = aclGroup
 			return r
 		}},
-		{9, "OffsetFetch all topics", func([16]byte) kmsg.Request {
+		{9, "OffsetFetch all topics", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrOffsetFetchRequest()
 			g := kmsg.NewOffsetFetchRequestGroup()
 			g.Group = aclGroup
@@ -208,20 +220,20 @@ func aclCases() []aclCase {
 			r.Group = aclGroup
 			return r
 		}},
-		{15, "DescribeGroups", func([16]byte) kmsg.Request {
+		{15, "DescribeGroups", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeGroupsRequest()
 			r.Groups = []string{aclGroup, "secret-g"}
 			r.IncludeAuthorizedOperations = true
 			return r
 		}},
-		{16, "ListGroups", func([16]byte) kmsg.Request { return kmsg.NewPtrListGroupsRequest() }},
-		{69, "ConsumerGroupDescribe", func([16]byte) kmsg.Request {
+		{16, "ListGroups", func(topicIDs) kmsg.Request { return kmsg.NewPtrListGroupsRequest() }},
+		{69, "ConsumerGroupDescribe", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrConsumerGroupDescribeRequest()
 			r.Groups = []string{aclGroup, "secret-g"}
 			r.IncludeAuthorizedOperations = true
 			return r
 		}},
-		{68, "ConsumerGroupHeartbeat", func([16]byte) kmsg.Request {
+		{68, "ConsumerGroupHeartbeat", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 			r.Group = "acl-g2"
 			r.MemberID = "nobody-member-id-000000"
@@ -232,24 +244,24 @@ func aclCases() []aclCase {
 		// A consumer group carol may join (acl- groups): subscribed to a
 		// topic she may not describe, then to one she may; then described
 		// and listed with its member.
-		{68, "ConsumerGroupHeartbeat join with an undescribable topic", func([16]byte) kmsg.Request {
+		{68, "ConsumerGroupHeartbeat join with an undescribable topic", func(topicIDs) kmsg.Request {
 			return cgJoin(aclTopic, aclSecret)
 		}},
-		{68, "ConsumerGroupHeartbeat join", func([16]byte) kmsg.Request { return cgJoin(aclTopic) }},
-		{69, "ConsumerGroupDescribe with a member", func([16]byte) kmsg.Request {
+		{68, "ConsumerGroupHeartbeat join", func(topicIDs) kmsg.Request { return cgJoin(aclTopic) }},
+		{69, "ConsumerGroupDescribe with a member", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrConsumerGroupDescribeRequest()
 			r.Groups = []string{"acl-cg"}
 			r.IncludeAuthorizedOperations = true
 			return r
 		}},
-		{15, "DescribeGroups of a consumer group", func([16]byte) kmsg.Request {
+		{15, "DescribeGroups of a consumer group", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeGroupsRequest()
 			r.Groups = []string{"acl-cg", aclGroup}
 			r.IncludeAuthorizedOperations = true
 			return r
 		}},
-		{16, "ListGroups with a consumer group", func([16]byte) kmsg.Request { return kmsg.NewPtrListGroupsRequest() }},
-		{47, "OffsetDelete", func([16]byte) kmsg.Request {
+		{16, "ListGroups with a consumer group", func(topicIDs) kmsg.Request { return kmsg.NewPtrListGroupsRequest() }},
+		{47, "OffsetDelete", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrOffsetDeleteRequest()
 			r.Group = aclGroup
 			t := kmsg.NewOffsetDeleteRequestTopic()
@@ -258,64 +270,68 @@ func aclCases() []aclCase {
 			r.Topics = append(r.Topics, t)
 			return r
 		}},
-		{22, "InitProducerId transactional", func([16]byte) kmsg.Request {
+		{22, "InitProducerId transactional", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrInitProducerIDRequest()
 			r.TransactionalID = kmsg.StringPtr(aclTxn)
 			r.TransactionTimeoutMillis = 60000
 			return r
 		}},
-		{22, "InitProducerId idempotent", func([16]byte) kmsg.Request {
+		{22, "InitProducerId idempotent", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrInitProducerIDRequest()
 			r.TransactionTimeoutMillis = 60000
 			return r
 		}},
-		{24, "AddPartitionsToTxn", func([16]byte) kmsg.Request {
+		{24, "AddPartitionsToTxn", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrAddPartitionsToTxnRequest()
 			r.TransactionalID = aclTxn
 			r.ProducerID = 999999
 			r.ProducerEpoch = 0
-			t := kmsg.NewAddPartitionsToTxnRequestTopic()
-			t.Topic = aclTopic
-			t.Partitions = []int32{0}
-			r.Topics = append(r.Topics, t)
 			tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
 			tx.TransactionalID = aclTxn
 			tx.ProducerID = 999999
-			tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			tt.Topic = aclTopic
-			tt.Partitions = []int32{0}
-			tx.Topics = append(tx.Topics, tt)
+			for _, n := range []string{aclTopic, aclSecret} {
+				t := kmsg.NewAddPartitionsToTxnRequestTopic()
+				t.Topic = n
+				t.Partitions = []int32{0}
+				r.Topics = append(r.Topics, t)
+				tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+				tt.Topic = n
+				tt.Partitions = []int32{0}
+				tx.Topics = append(tx.Topics, tt)
+			}
 			r.Transactions = append(r.Transactions, tx)
 			return r
 		}},
-		{25, "AddOffsetsToTxn", func([16]byte) kmsg.Request {
+		{25, "AddOffsetsToTxn", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrAddOffsetsToTxnRequest()
 			r.TransactionalID = aclTxn
 			r.ProducerID = 999999
 			r.Group = aclGroup
 			return r
 		}},
-		{28, "TxnOffsetCommit", func([16]byte) kmsg.Request {
+		{28, "TxnOffsetCommit", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrTxnOffsetCommitRequest()
 			r.TransactionalID = aclTxn
 			r.Group = aclGroup
 			r.ProducerID = 999999
 			r.Generation = -1
-			t := kmsg.NewTxnOffsetCommitRequestTopic()
-			t.Topic = aclTopic
-			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-			t.Partitions = append(t.Partitions, p)
-			r.Topics = append(r.Topics, t)
+			for _, n := range []string{aclTopic, aclSecret} {
+				t := kmsg.NewTxnOffsetCommitRequestTopic()
+				t.Topic = n
+				p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+			}
 			return r
 		}},
-		{26, "EndTxn", func([16]byte) kmsg.Request {
+		{26, "EndTxn", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrEndTxnRequest()
 			r.TransactionalID = aclTxn
 			r.ProducerID = 999999
 			r.Commit = false
 			return r
 		}},
-		{27, "WriteTxnMarkers", func([16]byte) kmsg.Request {
+		{27, "WriteTxnMarkers", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrWriteTxnMarkersRequest()
 			m := kmsg.NewWriteTxnMarkersRequestMarker()
 			m.ProducerID = 999999
@@ -327,13 +343,13 @@ func aclCases() []aclCase {
 			r.Markers = append(r.Markers, m)
 			return r
 		}},
-		{65, "DescribeTransactions", func([16]byte) kmsg.Request {
+		{65, "DescribeTransactions", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeTransactionsRequest()
 			r.TransactionalIDs = []string{aclTxn, "secret-tx"}
 			return r
 		}},
-		{66, "ListTransactions", func([16]byte) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() }},
-		{61, "DescribeProducers", func([16]byte) kmsg.Request {
+		{66, "ListTransactions", func(topicIDs) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() }},
+		{61, "DescribeProducers", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeProducersRequest()
 			for _, n := range []string{aclTopic, aclSecret} {
 				t := kmsg.NewDescribeProducersRequestTopic()
@@ -343,7 +359,7 @@ func aclCases() []aclCase {
 			}
 			return r
 		}},
-		{32, "DescribeConfigs", func([16]byte) kmsg.Request {
+		{32, "DescribeConfigs", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeConfigsRequest()
 			for _, res := range []struct {
 				t    kmsg.ConfigResourceType
@@ -356,7 +372,7 @@ func aclCases() []aclCase {
 			}
 			return r
 		}},
-		{33, "AlterConfigs", func([16]byte) kmsg.Request {
+		{33, "AlterConfigs", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrAlterConfigsRequest()
 			for _, n := range []string{aclTopic, aclSecret} {
 				x := kmsg.NewAlterConfigsRequestResource()
@@ -371,7 +387,7 @@ func aclCases() []aclCase {
 			r.ValidateOnly = true
 			return r
 		}},
-		{44, "IncrementalAlterConfigs", func([16]byte) kmsg.Request {
+		{44, "IncrementalAlterConfigs", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrIncrementalAlterConfigsRequest()
 			for _, n := range []string{aclTopic, aclSecret} {
 				x := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -386,8 +402,8 @@ func aclCases() []aclCase {
 			r.ValidateOnly = true
 			return r
 		}},
-		{74, "ListConfigResources", func([16]byte) kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() }},
-		{19, "CreateTopics", func([16]byte) kmsg.Request {
+		{74, "ListConfigResources", func(topicIDs) kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() }},
+		{19, "CreateTopics", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrCreateTopicsRequest()
 			for _, n := range []string{aclNew, "secret-new"} {
 				t := kmsg.NewCreateTopicsRequestTopic()
@@ -399,7 +415,7 @@ func aclCases() []aclCase {
 			r.TimeoutMillis = 10000
 			return r
 		}},
-		{37, "CreatePartitions", func([16]byte) kmsg.Request {
+		{37, "CreatePartitions", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrCreatePartitionsRequest()
 			for _, n := range []string{aclNew, aclSecret} {
 				t := kmsg.NewCreatePartitionsRequestTopic()
@@ -411,18 +427,20 @@ func aclCases() []aclCase {
 			r.ValidateOnly = true
 			return r
 		}},
-		{21, "DeleteRecords", func([16]byte) kmsg.Request {
+		{21, "DeleteRecords", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDeleteRecordsRequest()
-			t := kmsg.NewDeleteRecordsRequestTopic()
-			t.Topic = aclTopic
-			p := kmsg.NewDeleteRecordsRequestTopicPartition()
-			p.Offset = 0
-			t.Partitions = append(t.Partitions, p)
-			r.Topics = append(r.Topics, t)
+			for _, n := range []string{aclTopic, aclSecret} {
+				t := kmsg.NewDeleteRecordsRequestTopic()
+				t.Topic = n
+				p := kmsg.NewDeleteRecordsRequestTopicPartition()
+				p.Offset = 0
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+			}
 			r.TimeoutMillis = 5000
 			return r
 		}},
-		{35, "DescribeLogDirs", func([16]byte) kmsg.Request {
+		{35, "DescribeLogDirs", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeLogDirsRequest()
 			for _, n := range []string{aclTopic, aclSecret} {
 				t := kmsg.NewDescribeLogDirsRequestTopic()
@@ -432,7 +450,7 @@ func aclCases() []aclCase {
 			}
 			return r
 		}},
-		{34, "AlterReplicaLogDirs", func([16]byte) kmsg.Request {
+		{34, "AlterReplicaLogDirs", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrAlterReplicaLogDirsRequest()
 			d := kmsg.NewAlterReplicaLogDirsRequestDir()
 			d.Dir = "/nonexistent"
@@ -443,7 +461,7 @@ func aclCases() []aclCase {
 			r.Dirs = append(r.Dirs, d)
 			return r
 		}},
-		{43, "ElectLeaders", func([16]byte) kmsg.Request {
+		{43, "ElectLeaders", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrElectLeadersRequest()
 			t := kmsg.NewElectLeadersRequestTopic()
 			t.Topic = aclTopic
@@ -452,7 +470,7 @@ func aclCases() []aclCase {
 			r.TimeoutMillis = 5000
 			return r
 		}},
-		{45, "AlterPartitionAssignments", func([16]byte) kmsg.Request {
+		{45, "AlterPartitionAssignments", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
 			t := kmsg.NewAlterPartitionAssignmentsRequestTopic()
 			t.Topic = "absent"
@@ -463,10 +481,10 @@ func aclCases() []aclCase {
 			r.TimeoutMillis = 5000
 			return r
 		}},
-		{46, "ListPartitionReassignments", func([16]byte) kmsg.Request {
+		{46, "ListPartitionReassignments", func(topicIDs) kmsg.Request {
 			return kmsg.NewPtrListPartitionReassignmentsRequest()
 		}},
-		{29, "DescribeAcls", func([16]byte) kmsg.Request {
+		{29, "DescribeAcls", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeACLsRequest()
 			r.ResourceType = kmsg.ACLResourceTypeAny
 			r.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
@@ -474,7 +492,7 @@ func aclCases() []aclCase {
 			r.PermissionType = kmsg.ACLPermissionTypeAny
 			return r
 		}},
-		{30, "CreateAcls", func([16]byte) kmsg.Request {
+		{30, "CreateAcls", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrCreateACLsRequest()
 			c := kmsg.NewCreateACLsRequestCreation()
 			c.ResourceType = kmsg.ACLResourceTypeTopic
@@ -487,7 +505,7 @@ func aclCases() []aclCase {
 			r.Creations = append(r.Creations, c)
 			return r
 		}},
-		{31, "DeleteAcls", func([16]byte) kmsg.Request {
+		{31, "DeleteAcls", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDeleteACLsRequest()
 			f := kmsg.NewDeleteACLsRequestFilter()
 			f.ResourceType = kmsg.ACLResourceTypeTopic
@@ -498,8 +516,8 @@ func aclCases() []aclCase {
 			r.Filters = append(r.Filters, f)
 			return r
 		}},
-		{48, "DescribeClientQuotas", func([16]byte) kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() }},
-		{49, "AlterClientQuotas", func([16]byte) kmsg.Request {
+		{48, "DescribeClientQuotas", func(topicIDs) kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() }},
+		{49, "AlterClientQuotas", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrAlterClientQuotasRequest()
 			e := kmsg.NewAlterClientQuotasRequestEntry()
 			ee := kmsg.NewAlterClientQuotasRequestEntryEntity()
@@ -514,7 +532,7 @@ func aclCases() []aclCase {
 			r.ValidateOnly = true
 			return r
 		}},
-		{50, "DescribeUserScramCredentials", func([16]byte) kmsg.Request {
+		{50, "DescribeUserScramCredentials", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
 			u := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
 			u.Name = "alice"
@@ -523,10 +541,10 @@ func aclCases() []aclCase {
 		}},
 		// Last of bob's requests to Kafka that can hang (see
 		// knownDifferences): every user.
-		{50, "DescribeUserScramCredentials all users", func([16]byte) kmsg.Request {
+		{50, "DescribeUserScramCredentials all users", func(topicIDs) kmsg.Request {
 			return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
 		}},
-		{51, "AlterUserScramCredentials", func([16]byte) kmsg.Request {
+		{51, "AlterUserScramCredentials", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 			d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
 			d.Name = "carol"
@@ -534,7 +552,7 @@ func aclCases() []aclCase {
 			r.Deletions = append(r.Deletions, d)
 			return r
 		}},
-		{55, "DescribeQuorum", func([16]byte) kmsg.Request {
+		{55, "DescribeQuorum", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDescribeQuorumRequest()
 			t := kmsg.NewDescribeQuorumRequestTopic()
 			t.Topic = "__cluster_metadata"
@@ -542,7 +560,7 @@ func aclCases() []aclCase {
 			r.Topics = append(r.Topics, t)
 			return r
 		}},
-		{57, "UpdateFeatures", func([16]byte) kmsg.Request {
+		{57, "UpdateFeatures", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrUpdateFeaturesRequest()
 			f := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
 			f.Feature = "transaction.version"
@@ -553,32 +571,32 @@ func aclCases() []aclCase {
 			r.TimeoutMillis = 5000
 			return r
 		}},
-		{38, "CreateDelegationToken", func([16]byte) kmsg.Request {
+		{38, "CreateDelegationToken", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrCreateDelegationTokenRequest()
 			r.MaxLifetimeMillis = -1
 			return r
 		}},
-		{41, "DescribeDelegationToken", func([16]byte) kmsg.Request {
+		{41, "DescribeDelegationToken", func(topicIDs) kmsg.Request {
 			return kmsg.NewPtrDescribeDelegationTokenRequest()
 		}},
-		{39, "RenewDelegationToken", func([16]byte) kmsg.Request {
+		{39, "RenewDelegationToken", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrRenewDelegationTokenRequest()
 			r.HMAC = []byte("not-a-token")
 			r.RenewTimeMillis = -1
 			return r
 		}},
-		{40, "ExpireDelegationToken", func([16]byte) kmsg.Request {
+		{40, "ExpireDelegationToken", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrExpireDelegationTokenRequest()
 			r.HMAC = []byte("not-a-token")
 			r.ExpiryPeriodMillis = -1
 			return r
 		}},
-		{42, "DeleteGroups", func([16]byte) kmsg.Request {
+		{42, "DeleteGroups", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDeleteGroupsRequest()
 			r.Groups = []string{aclGroup, "secret-g"}
 			return r
 		}},
-		{20, "DeleteTopics", func([16]byte) kmsg.Request {
+		{20, "DeleteTopics", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDeleteTopicsRequest()
 			r.TopicNames = []string{aclNew, aclSecret}
 			for _, n := range []string{aclNew, aclSecret} {

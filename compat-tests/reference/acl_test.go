@@ -287,11 +287,11 @@ func hasTransient(lines []string) bool {
 }
 
 // aclCase is one request, sent as bob and then as alice. build makes a
-// fresh request per broker and user (topicID: the id of acl-t on it).
+// fresh request per broker and user (with the topic ids on that broker).
 type aclCase struct {
 	key   int16
 	name  string
-	build func(topicID [16]byte) kmsg.Request
+	build func(topicIDs) kmsg.Request
 }
 
 func diffLines(a, b []string) string {
@@ -358,7 +358,7 @@ func TestAuthorizationMatchesKafka(t *testing.T) {
 	brokers := []*secured{connectSecured(t, "kafka", kAddr, common), connectSecured(t, "strait", sAddr, common)}
 
 	// The same topics and ACLs on both.
-	topicIDs := map[string][16]byte{}
+	ids := map[string]topicIDs{}
 	for _, b := range brokers {
 		adm := kadm.NewClient(b.clients["admin"])
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -396,7 +396,7 @@ func TestAuthorizationMatchesKafka(t *testing.T) {
 		}
 		// Until acl-t has a leader and both coordinators answer.
 		for i := 0; ; i++ {
-			td, err := adm.ListTopics(ctx, aclTopic)
+			td, err := adm.ListTopics(ctx, aclTopic, aclSecret)
 			fc := kmsg.NewPtrFindCoordinatorRequest()
 			fc.CoordinatorKeys = []string{aclGroup}
 			fr, ferr := b.send("admin", fc)
@@ -404,10 +404,13 @@ func TestAuthorizationMatchesKafka(t *testing.T) {
 			ft.CoordinatorType = 1
 			ft.CoordinatorKeys = []string{aclTxn}
 			tr, terr := b.send("admin", ft)
-			if err == nil && td[aclTopic].Err == nil && len(td[aclTopic].Partitions) == 1 && td[aclTopic].Partitions[0].Leader >= 0 &&
+			led := func(n string) bool {
+				return td[n].Err == nil && len(td[n].Partitions) == 1 && td[n].Partitions[0].Leader >= 0
+			}
+			if err == nil && led(aclTopic) && led(aclSecret) &&
 				ferr == nil && fr.(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode == 0 &&
 				terr == nil && tr.(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode == 0 {
-				topicIDs[b.name] = td[aclTopic].ID
+				ids[b.name] = topicIDs{aclTopic: td[aclTopic].ID, aclSecret: td[aclSecret].ID}
 				break
 			}
 			if i == 100 {
@@ -455,7 +458,7 @@ func TestAuthorizationMatchesKafka(t *testing.T) {
 			var got [2][]string
 			for i, b := range brokers {
 				for try := 0; ; try++ {
-					resp, err := b.send(user, c.build(topicIDs[b.name]))
+					resp, err := b.send(user, c.build(ids[b.name]))
 					if err != nil {
 						got[i] = []string{"error: " + err.Error()}
 						break
