@@ -591,6 +591,21 @@ func aclCases() []aclCase {
 			r.ExpiryPeriodMillis = -1
 			return r
 		}},
+		// Again, now that acl-t-new and acl-t-auto exist (carol is denied
+		// DESCRIBE on acl-t-auto from her host).
+		{3, "Metadata all topics, later", func(topicIDs) kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			r.Topics = nil
+			r.IncludeTopicAuthorizedOperations = true
+			return r
+		}},
+		{3, "Metadata named topics, later", func(topicIDs) kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			r.Topics = metadataTopics(aclTopic, aclNew, "acl-t-auto", aclSecret)
+			r.AllowAutoTopicCreation = false
+			r.IncludeTopicAuthorizedOperations = true
+			return r
+		}},
 		{42, "DeleteGroups", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDeleteGroupsRequest()
 			r.Groups = []string{aclGroup, "secret-g"}

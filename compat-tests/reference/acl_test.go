@@ -382,6 +382,12 @@ func TestAuthorizationMatchesKafka(t *testing.T) {
 			kadm.NewACLs().Allow("User:carol").AllowHosts("*").Clusters().Operations(kadm.OpDescribe, kadm.OpDescribeConfigs),
 			kadm.NewACLs().Deny("User:carol").DenyHosts("*").Clusters().Operations(kadm.OpAlter),
 			kadm.NewACLs().Allow("User:carol").AllowHosts("*").TransactionalIDs(aclTxn).Operations(kadm.OpWrite),
+			// Hosts: a deny from the test's own address applies, an allow
+			// from another does not.
+			kadm.NewACLs().Deny("User:carol").DenyHosts("127.0.0.1").Topics("acl-t-auto").Operations(kadm.OpDescribe),
+			kadm.NewACLs().Allow("User:bob").AllowHosts("10.9.9.9").Topics(aclSecret).Operations(kadm.OpDescribe),
+			// The wildcard principal.
+			kadm.NewACLs().Allow("User:*").AllowHosts("*").Groups("secret-g").Operations(kadm.OpDescribe),
 		}
 		for _, a := range acls {
 			res, err := adm.CreateACLs(ctx, a)
