@@ -359,6 +359,7 @@ func TestAuthorizationMatchesKafka(t *testing.T) {
 
 	// The same topics and ACLs on both.
 	ids := map[string]topicIDs{}
+	aclCount := map[string]int{}
 	for _, b := range brokers {
 		adm := kadm.NewClient(b.clients["admin"])
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -389,6 +390,7 @@ func TestAuthorizationMatchesKafka(t *testing.T) {
 			// The wildcard principal.
 			kadm.NewACLs().Allow("User:*").AllowHosts("*").Groups("secret-g").Operations(kadm.OpDescribe),
 		}
+		created := 0
 		for _, a := range acls {
 			res, err := adm.CreateACLs(ctx, a)
 			if err != nil {
@@ -398,8 +400,10 @@ func TestAuthorizationMatchesKafka(t *testing.T) {
 				if r.Err != nil {
 					t.Fatalf("%s: create ACL %+v: %v", b.name, r, r.Err)
 				}
+				created++
 			}
 		}
+		aclCount[b.name] = created
 		// Until acl-t has a leader and both coordinators answer.
 		for i := 0; ; i++ {
 			td, err := adm.ListTopics(ctx, aclTopic, aclSecret)
@@ -427,19 +431,28 @@ func TestAuthorizationMatchesKafka(t *testing.T) {
 		cancel()
 	}
 	// ACLs reach Kafka's authorizer through the metadata log a moment
-	// after CreateAcls answers: wait until alice may describe acl-t.
+	// after CreateAcls answers: wait until the broker lists every one
+	// (DescribeAcls reads the authorizer's own view).
 	for _, b := range brokers {
+		n := 0
 		for i := 0; ; i++ {
-			req := kmsg.NewPtrMetadataRequest()
-			rt := kmsg.NewMetadataRequestTopic()
-			rt.Topic = kmsg.StringPtr(aclTopic)
-			req.Topics = append(req.Topics, rt)
-			resp, err := b.send("alice", req)
-			if err == nil && resp.(*kmsg.MetadataResponse).Topics[0].ErrorCode == 0 {
+			req := kmsg.NewPtrDescribeACLsRequest()
+			req.ResourceType = kmsg.ACLResourceTypeAny
+			req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
+			req.Operation = kmsg.ACLOperationAny
+			req.PermissionType = kmsg.ACLPermissionTypeAny
+			resp, err := b.send("admin", req)
+			n = 0
+			if err == nil {
+				for _, r := range resp.(*kmsg.DescribeACLsResponse).Resources {
+					n += len(r.ACLs)
+				}
+			}
+			if n == aclCount[b.name] {
 				break
 			}
 			if i == 100 {
-				t.Fatalf("%s: alice cannot describe %s: %v", b.name, aclTopic, err)
+				t.Fatalf("%s: %d ACLs listed, %d created: %v", b.name, n, aclCount[b.name], err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
