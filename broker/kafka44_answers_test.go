@@ -71,3 +71,62 @@ func TestOffsetDeleteListsEveryPartition(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorizerAnswersAsKafka44: with the StandardAuthorizer, Metadata's
+// topic authorized_operations cover a topic the principal may describe but
+// that does not exist, and a refused DescribeUserScramCredentials carries
+// the error on each user named (once each), as Kafka 4.4 answers.
+func TestAuthorizerAnswersAsKafka44(t *testing.T) {
+	srv := startBroker(t, t.TempDir(),
+		"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"allow.everyone.if.no.acl.found", "true")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := newClient(t, srv)
+	adm := kadm.NewClient(cl)
+	const me = "User:ANONYMOUS"
+	for _, b := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Clusters().Allow(me).Operations(kadm.OpAlter),
+		kadm.NewACLs().Clusters().Deny(me).Operations(kadm.OpDescribe),
+	} {
+		res, err := adm.CreateACLs(ctx, b.ResourcePatternType(kadm.ACLPatternLiteral))
+		if err != nil || res[0].Err != nil {
+			t.Fatal(err, res)
+		}
+	}
+
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("nope")
+	md.Topics = append(md.Topics, mt)
+	md.IncludeTopicAuthorizedOperations = true
+	mresp, err := md.RequestWith(ctx, cl.Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every topic operation: READ WRITE CREATE DELETE ALTER DESCRIBE
+	// DESCRIBE_CONFIGS ALTER_CONFIGS (Kafka answers 3576).
+	if tp := mresp.Topics[0]; tp.ErrorCode != kerr.UnknownTopicOrPartition.Code || tp.AuthorizedOperations != 3576 {
+		t.Errorf("unknown topic: %v, authorized operations %d; want UNKNOWN_TOPIC_OR_PARTITION, 3576", kerr.ErrorForCode(tp.ErrorCode), tp.AuthorizedOperations)
+	}
+
+	ds := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	for _, n := range []string{"a", "a", "b"} {
+		u := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
+		u.Name = n
+		ds.Users = append(ds.Users, u)
+	}
+	dresp, err := ds.RequestWith(ctx, cl.Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dresp.ErrorCode != kerr.ClusterAuthorizationFailed.Code || len(dresp.Results) != 2 {
+		t.Fatalf("%v with %d results; want CLUSTER_AUTHORIZATION_FAILED on a and b", kerr.ErrorForCode(dresp.ErrorCode), len(dresp.Results))
+	}
+	for _, r := range dresp.Results {
+		if r.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+			t.Errorf("%s: %v", r.User, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+}
