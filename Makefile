@@ -69,7 +69,7 @@ compat-kgo-straittest:
 # Apache Kafka 4.x from Maven Central beside Strait: the same topic configs and
 # batches must leave the same records after retention and compaction.
 compat-reference: build
-	STRAIT_KAFKA_REFERENCE=1 $(GO) test -count=1 -timeout 15m -run 'TestRetentionAndCompactionMatchKafka|TestClientQuotasMatchKafka' ./compat-tests/reference/
+	STRAIT_KAFKA_REFERENCE=1 $(GO) test -count=1 -timeout 15m -run 'TestRetentionAndCompactionMatchKafka|TestClientQuotasMatchKafka|TestAuthorizationMatchesKafka' ./compat-tests/reference/
 
 # kafkajs from npm with node's test runner.
 compat-js: build

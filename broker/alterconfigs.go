@@ -247,7 +247,11 @@ func applyControllerOps(current map[string]string, r alterResource, listKey func
 	if r.legacy {
 		return legacyConfigs(r), nil
 	}
-	next := current
+	// A topic without overrides has a nil map (maps.Clone of nil is nil).
+	next := maps.Clone(current)
+	if next == nil {
+		next = map[string]string{}
+	}
 	for _, op := range r.ops {
 		switch op.op {
 		case kmsg.IncrementalAlterConfigOpSet:
@@ -363,7 +367,11 @@ func applyBrokerOps(current map[string]string, r alterResource) (map[string]stri
 			return nil, requestError("Unknown operations type " + strconv.Itoa(int(op.op)))
 		}
 	}
-	next := current
+	// A topic without overrides has a nil map (maps.Clone of nil is nil).
+	next := maps.Clone(current)
+	if next == nil {
+		next = map[string]string{}
+	}
 	for _, op := range r.ops {
 		switch op.op {
 		case kmsg.IncrementalAlterConfigOpSet:

@@ -553,7 +553,8 @@ func (c *conn) txnOffsetCommitDenied(x *exchange, req *kmsg.TxnOffsetCommitReque
 var operationsOf = map[acl.ResourceType][]acl.Operation{
 	acl.ResourceTopic: {acl.OpRead, acl.OpWrite, acl.OpCreate, acl.OpDescribe, acl.OpDelete, acl.OpAlter,
 		acl.OpDescribeConfigs, acl.OpAlterConfigs},
-	acl.ResourceGroup: {acl.OpRead, acl.OpDescribe, acl.OpDelete},
+	// Kafka 4 added group configs: AclEntry.supportedOperations(GROUP).
+	acl.ResourceGroup: {acl.OpRead, acl.OpDescribe, acl.OpDelete, acl.OpDescribeConfigs, acl.OpAlterConfigs},
 	acl.ResourceCluster: {acl.OpCreate, acl.OpClusterAction, acl.OpDescribeConfigs, acl.OpAlterConfigs,
 		acl.OpIdempotentWrite, acl.OpAlter, acl.OpDescribe},
 }
@@ -584,7 +585,9 @@ func (c *conn) metadataAuthorizedOperations(req *kmsg.MetadataRequest, resp *kms
 	}
 	if req.IncludeTopicAuthorizedOperations {
 		for i := range resp.Topics {
-			if t := &resp.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
+			// Every topic the principal may describe, answered with an
+			// error (unknown, being created) or not, as KafkaApis does.
+			if t := &resp.Topics[i]; t.ErrorCode != kerr.TopicAuthorizationFailed.Code && t.Topic != nil {
 				t.AuthorizedOperations = c.authorizedOperations(acl.ResourceTopic, *t.Topic, 0)
 			}
 		}

@@ -24,7 +24,20 @@ func handleDescribeUserScramCredentials(c *conn, x *exchange) {
 	s := c.srv
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	if !c.authorizeCluster(acl.OpDescribe) { // authorize.go
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		// As the request's getErrorResponse: the error on the response
+		// and on each user named (once each).
+		msg := kmsg.StringPtr("Cluster authorization failed.")
+		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, msg
+		seen := map[string]bool{}
+		for _, u := range req.Users {
+			if seen[u.Name] {
+				continue
+			}
+			seen[u.Name] = true
+			r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+			r.User, r.ErrorCode, r.ErrorMessage = u.Name, resp.ErrorCode, msg
+			resp.Results = append(resp.Results, r)
+		}
 		x.respond(resp)
 		return
 	}

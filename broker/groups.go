@@ -69,6 +69,14 @@ func handleJoinGroup(c *conn, x *exchange) {
 // SyncGroup (key 14): answered when the leader's assignment arrives.
 func handleSyncGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.SyncGroupRequest)
+	// v5+ must name the protocol type and name; KafkaApis checks that
+	// before it authorizes.
+	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+		x.respond(resp)
+		return
+	}
 	if c.groupDenied(x, req.Group) {
 		return
 	}

@@ -56,7 +56,11 @@ func handleTxnOffsetCommit(c *conn, x *exchange) {
 		var code int16
 		guard, code = s.verifyTxnOffsetCommit(req, v, part, idx)
 		if code != 0 {
-			x.respond(txnOffsetCommitError(req, code))
+			// The topics refused READ keep their own answer, as in
+			// KafkaApis, which merges them with the coordinator's.
+			resp := txnOffsetCommitError(req, code)
+			resp.Topics = append(resp.Topics, denied...)
+			x.respond(resp)
 			return
 		}
 	}

@@ -1,7 +1,10 @@
 // Package reference runs Apache Kafka 4.x (from its Maven Central jars, via
 // bench/kafka/kafka.sh) and Strait side by side, applies the same topic
 // configs and the same record batches to both, and checks that retention and
-// compaction leave the same records at the same offsets. It needs Java and
+// compaction leave the same records at the same offsets; with the
+// StandardAuthorizer on both (acl_test.go), that every API key both serve
+// is authorized with the same error codes and filtered the same way. It
+// needs Java and
 // Maven, so it runs only with STRAIT_KAFKA_REFERENCE=1 (`make
 // compat-reference`, part of `make test`).
 package reference

@@ -386,9 +386,7 @@ func (c *Coordinator) OffsetDelete(cl Client, req *kmsg.OffsetDeleteRequest) *km
 			} else if _, ok := g.offsets[tg.topic][p]; ok {
 				recs = append(recs, offsetTombstone(g.id, tg.topic, p))
 				dels = append(dels, del{tg.topic, p})
-			} else {
-				continue // Kafka lists only partitions it deleted
-			}
+			} // else nothing to delete, but Kafka 4.4 lists the partition all the same
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
