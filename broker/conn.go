@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -386,7 +387,9 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		return nil, false
 	}
 	start := c.beforeRequest(x, len(frame))
-	h.fn(c, x)
+	if !c.runHandler(h.fn, x) {
+		return nil, false
+	}
 	c.afterRequest(x, start)
 	if x.closeConn {
 		return nil, false
@@ -671,4 +674,24 @@ func (c *conn) teardown() {
 		close(c.dead)
 		c.nc.Close()
 	})
+}
+
+// runHandler runs a request's handler. A panic in it is a bug in Strait, not
+// something a client may cause by design: it is logged with its stack and
+// closes this connection, and the broker serves everyone else, as Kafka
+// answers a handler's unexpected exception without stopping. It reports
+// whether the connection may go on.
+func (c *conn) runHandler(fn handlerFunc, x *exchange) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger().Error("request handler panicked; closing the connection",
+				"api_key", x.req.Key, "api_version", x.req.Version, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			if !x.completed() {
+				x.noResponse()
+			}
+			ok = false
+		}
+	}()
+	fn(c, x)
+	return true
 }
