@@ -66,7 +66,7 @@ func TestKill9WithAuthorizer(t *testing.T) {
 		results.FailoverAuthz = res
 		results.mu.Unlock()
 	}()
-	c.createTopic(probeTopic, 1, 1, [][]int32{{1}}, nil)
+	c.CreateTopic(probeTopic, 1, 1, [][]int32{{1}}, nil)
 
 	clientACLs := kadm.NewACLs().Allow("User:"+clientUser).AllowHosts("*").
 		Topics(killTopic).Operations(kadm.OpRead, kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)
@@ -107,7 +107,7 @@ func TestKill9WithAuthorizer(t *testing.T) {
 	brokerCl.Close()
 	clientCl.Close()
 
-	c.createTopic(killTopic, killPartitions, 3, nil, map[string]string{"min.insync.replicas": "2"})
+	c.CreateTopic(killTopic, killPartitions, 3, nil, map[string]string{"min.insync.replicas": "2"})
 	c.workload = clientOptsAs(clientUser, clientPassword)
 	killEachBroker(t, c, res)
 }
@@ -118,7 +118,7 @@ func (c *cluster) createACLs(bs ...*kadm.ACLBuilder) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(c.admin[1])
+	adm := kadm.NewClient(c.Admin[1])
 	for _, b := range bs {
 		res, err := adm.CreateACLs(ctx, b)
 		if err != nil {
@@ -136,15 +136,15 @@ func (c *cluster) createACLs(bs ...*kadm.ACLBuilder) {
 // ACLs reached its cache, what it authorizes with).
 func (c *cluster) waitACLs(n int) {
 	c.t.Helper()
-	c.eventually(15*time.Second, fmt.Sprintf("every broker lists %d ACLs", n), func() error {
-		for _, nd := range c.nodes {
+	c.Eventually(15*time.Second, fmt.Sprintf("every broker lists %d ACLs", n), func() error {
+		for _, nd := range c.Nodes {
 			req := kmsg.NewPtrDescribeACLsRequest()
 			req.ResourceType = kmsg.ACLResourceTypeAny
 			req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
 			req.Operation = kmsg.ACLOperationAny
 			req.PermissionType = kmsg.ACLPermissionTypeAny
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			raw, err := c.admin[nd.ID].SeedBrokers()[0].Request(ctx, req)
+			raw, err := c.Admin[nd.ID].SeedBrokers()[0].Request(ctx, req)
 			cancel()
 			if err != nil {
 				return err
@@ -168,7 +168,7 @@ func (c *cluster) waitACLs(n int) {
 // userClient is a client of broker id alone authenticating as user.
 func (c *cluster) userClient(id int32, user, password string) *kgo.Client {
 	c.t.Helper()
-	cl, err := kgo.NewClient(append(clientOptsAs(user, password), kgo.SeedBrokers(c.node(id).addr()),
+	cl, err := kgo.NewClient(append(clientOptsAs(user, password), kgo.SeedBrokers(c.Node(id).Addr),
 		kgo.RetryTimeout(time.Second), kgo.DialTimeout(time.Second))...)
 	if err != nil {
 		c.t.Fatal(err)
@@ -183,7 +183,7 @@ func (c *cluster) userClient(id int32, user, password string) *kgo.Client {
 // to v14, in ReplicaState from v15).
 func probeFetch(t *testing.T, c *cluster, cl *kgo.Client, replica int32) int16 {
 	t.Helper()
-	m, err := c.metadata(1, probeTopic)
+	m, err := c.Metadata(1, probeTopic)
 	if err != nil || len(m.Topics) != 1 {
 		t.Fatalf("metadata of %s: %v", probeTopic, err)
 	}

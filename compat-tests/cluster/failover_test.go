@@ -28,7 +28,7 @@ func TestKill9EachBrokerWhileProducing(t *testing.T) {
 		results.Failover = res
 		results.mu.Unlock()
 	}()
-	c.createTopic(killTopic, killPartitions, 3, nil, map[string]string{"min.insync.replicas": "2"})
+	c.CreateTopic(killTopic, killPartitions, 3, nil, map[string]string{"min.insync.replicas": "2"})
 	killEachBroker(t, c, res)
 }
 
@@ -44,7 +44,7 @@ func killEachBroker(t *testing.T, c *cluster, res *failoverResult) {
 	const topic, parts = killTopic, killPartitions
 	l := startLoad(t, c, topic, parts)
 	warm := time.Now()
-	c.eventually(20*time.Second, "first acknowledgements on every partition", func() error { return l.ackedSince(warm) })
+	c.Eventually(20*time.Second, "first acknowledgements on every partition", func() error { return l.ackedSince(warm) })
 	time.Sleep(2 * time.Second)
 
 	killed := map[int32]bool{}
@@ -58,12 +58,12 @@ func killEachBroker(t *testing.T, c *cluster, res *failoverResult) {
 		// member); kill 3: the controller (the etcd leadership moved away
 		// from it), so that the three show their costs apart.
 		ctrl := c.controller()
-		victim := pickVictim(state, ctrl, c.etcdLeader(), killed)
+		victim := pickVictim(state, ctrl, c.EtcdLeader(), killed)
 		switch round {
 		case 1:
 			c.moveEtcdLeader(victim)
 		case 2:
-			if c.etcdLeader() == victim {
+			if c.EtcdLeader() == victim {
 				for id := int32(1); id <= 3; id++ {
 					if id != victim {
 						c.moveEtcdLeader(id)
@@ -75,7 +75,7 @@ func killEachBroker(t *testing.T, c *cluster, res *failoverResult) {
 		if state, _, err = c.partitions(0, topic); err != nil {
 			t.Fatalf("metadata before kill %d: %v", round+1, err)
 		}
-		ctrl, raftLeader := c.controller(), c.etcdLeader()
+		ctrl, raftLeader := c.controller(), c.EtcdLeader()
 		killed[victim] = true
 		var led []int32
 		for p, s := range state {
@@ -88,12 +88,12 @@ func killEachBroker(t *testing.T, c *cluster, res *failoverResult) {
 			Failover: map[int32]ms{}, NewLeader: map[int32]int{}, GapAround: map[int32]ms{}}
 		t.Logf("kill %d: SIGKILL broker %d (controller %d, etcd leader %d; it leads %v; partitions %v)", round+1, victim, ctrl, raftLeader, led, state)
 
-		n := c.node(victim)
+		n := c.Node(victim)
 		killedAt := time.Now()
 		n.Kill9()
 		// Its partitions move once its lease (broker.session.timeout.ms)
 		// expires; wait for a write by a new leader on each.
-		c.eventually(30*time.Second, fmt.Sprintf("partitions %v written by a new leader after broker %d was killed", led, victim), func() error {
+		c.Eventually(30*time.Second, fmt.Sprintf("partitions %v written by a new leader after broker %d was killed", led, victim), func() error {
 			for _, p := range led {
 				at, node := l.firstWriteAfter(p, killedAt, victim)
 				if at.IsZero() {
@@ -106,7 +106,7 @@ func killEachBroker(t *testing.T, c *cluster, res *failoverResult) {
 		})
 		// And every partition (those it only followed stall until it
 		// leaves their ISR) takes writes again.
-		c.eventually(30*time.Second, "every partition acknowledging after the kill", func() error { return l.ackedSince(killedAt) })
+		c.Eventually(30*time.Second, "every partition acknowledging after the kill", func() error { return l.ackedSince(killedAt) })
 		recovered := time.Now()
 		for p := int32(0); p < parts; p++ {
 			r.GapAround[p] = toMs(l.gapAround(p, killedAt, recovered))
@@ -123,7 +123,7 @@ func killEachBroker(t *testing.T, c *cluster, res *failoverResult) {
 			t.Fatal(err)
 		}
 		r.Ready = toMs(time.Since(restartAt))
-		c.eventually(60*time.Second, fmt.Sprintf("broker %d back in every ISR of %s", victim, topic), func() error {
+		c.Eventually(60*time.Second, fmt.Sprintf("broker %d back in every ISR of %s", victim, topic), func() error {
 			st, via, err := c.partitions(0, topic)
 			if err != nil {
 				return err
@@ -157,7 +157,7 @@ func killEachBroker(t *testing.T, c *cluster, res *failoverResult) {
 	// The three replicas of each partition hold the same batches.
 	var counts map[int32]int
 	var cmpErr error
-	c.eventually(20*time.Second, "replicas hold the same batches", func() error {
+	c.Eventually(20*time.Second, "replicas hold the same batches", func() error {
 		counts, cmpErr = compareReplicas(c, topic, parts)
 		return cmpErr
 	})

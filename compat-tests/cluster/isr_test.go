@@ -34,7 +34,7 @@ func TestSIGSTOPFollowerLeavesAndRejoinsISR(t *testing.T) {
 	settings["broker.session.timeout.ms"] = "10000"
 	c := startCluster(t, settings)
 	const topic = "lagging"
-	c.createTopic(topic, 1, 3, nil, map[string]string{"min.insync.replicas": "2"})
+	c.CreateTopic(topic, 1, 3, nil, map[string]string{"min.insync.replicas": "2"})
 	state, _, err := c.partitions(0, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -56,13 +56,13 @@ func TestSIGSTOPFollowerLeavesAndRejoinsISR(t *testing.T) {
 
 	l := startLoad(t, c, topic, 1)
 	warm := time.Now()
-	c.eventually(20*time.Second, "first acknowledgements", func() error { return l.ackedSince(warm) })
+	c.Eventually(20*time.Second, "first acknowledgements", func() error { return l.ackedSince(warm) })
 	time.Sleep(time.Second)
 
-	n := c.node(follower)
+	n := c.Node(follower)
 	stoppedAt := time.Now()
 	n.Signal(syscall.SIGSTOP)
-	c.eventually(30*time.Second, fmt.Sprintf("broker %d out of the ISR", follower), func() error {
+	c.Eventually(30*time.Second, fmt.Sprintf("broker %d out of the ISR", follower), func() error {
 		st, via, err := c.partitions(leader, topic)
 		if err != nil {
 			return err
@@ -82,7 +82,7 @@ func TestSIGSTOPFollowerLeavesAndRejoinsISR(t *testing.T) {
 	}
 	// acks=all goes on with the two remaining replicas.
 	before := l.ackedCount()
-	c.eventually(10*time.Second, "acknowledgements with the follower out of the ISR", func() error {
+	c.Eventually(10*time.Second, "acknowledgements with the follower out of the ISR", func() error {
 		if err := l.ackedSince(shrunkAt); err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func TestSIGSTOPFollowerLeavesAndRejoinsISR(t *testing.T) {
 
 	contAt := time.Now()
 	n.Signal(syscall.SIGCONT)
-	c.eventually(30*time.Second, fmt.Sprintf("broker %d back in the ISR", follower), func() error {
+	c.Eventually(30*time.Second, fmt.Sprintf("broker %d back in the ISR", follower), func() error {
 		st, via, err := c.partitions(leader, topic)
 		if err != nil {
 			return err
@@ -172,7 +172,7 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 	// controller: CreateTopics with an explicit replica assignment is
 	// refused today, see RELIABILITY.md.)
 	const small = "minisr"
-	c.createTopic(small, 1, 2, nil, map[string]string{"min.insync.replicas": "2"})
+	c.CreateTopic(small, 1, 2, nil, map[string]string{"min.insync.replicas": "2"})
 	st, _, err := c.partitions(0, small)
 	if err != nil {
 		t.Fatal(err)
@@ -185,16 +185,16 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 		}
 	}
 	t.Logf("%s: replicas %v, leader %d, killing follower %d (controller %d)", small, st[0].replicas, leader, follower, c.controller())
-	probe := probeClient(t, []string{c.node(leader).addr()}, 3*time.Second)
+	probe := probeClient(t, []string{c.Node(leader).Addr}, 3*time.Second)
 	// The leader applies its leadership a moment after the metadata
 	// lists it (NOT_LEADER_OR_FOLLOWER until then; the probe does not retry).
-	c.eventually(15*time.Second, small+": acks=all produce with the full ISR", func() error {
+	c.Eventually(15*time.Second, small+": acks=all produce with the full ISR", func() error {
 		return produceOne(probe, small, "before", 10*time.Second)
 	})
-	res.KilledWasController, res.KilledWasEtcdLeader = follower == c.controller(), follower == c.etcdLeader()
+	res.KilledWasController, res.KilledWasEtcdLeader = follower == c.controller(), follower == c.EtcdLeader()
 	killedAt := time.Now()
-	c.node(follower).Kill9()
-	c.eventually(30*time.Second, "ISR down to the leader", func() error {
+	c.Node(follower).Kill9()
+	c.Eventually(30*time.Second, "ISR down to the leader", func() error {
 		st, via, err := c.partitions(leader, small)
 		if err != nil {
 			return err
@@ -219,7 +219,7 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 		t.Errorf("Produce request, acks=all, ISR [%d], min.insync.replicas 2: got %s, want NOT_ENOUGH_REPLICAS", leader, codeName(code))
 	}
 	// acks=1 is not subject to min.insync.replicas.
-	one, err := kgo.NewClient(append(clientOpts(), kgo.SeedBrokers(c.node(leader).addr()), kgo.RequiredAcks(kgo.LeaderAck()),
+	one, err := kgo.NewClient(append(clientOpts(), kgo.SeedBrokers(c.Node(leader).Addr), kgo.RequiredAcks(kgo.LeaderAck()),
 		kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		t.Fatal(err)
@@ -230,13 +230,13 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 	}
 
 	restartAt := time.Now()
-	if err := c.node(follower).Start(); err != nil {
+	if err := c.Node(follower).Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.node(follower).WaitReady(60 * time.Second); err != nil {
+	if err := c.Node(follower).WaitReady(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	c.eventually(60*time.Second, "acks=all produce accepted after the follower's restart", func() error {
+	c.Eventually(60*time.Second, "acks=all produce accepted after the follower's restart", func() error {
 		return produceOne(probe, small, "after", 10*time.Second)
 	})
 	res.RecoveredIn = toMs(time.Since(restartAt))
@@ -251,24 +251,24 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 
 	// Part B: two of three brokers stopped.
 	const big = "quorum"
-	c.createTopic(big, 1, 3, nil, map[string]string{"min.insync.replicas": "2"})
+	c.CreateTopic(big, 1, 3, nil, map[string]string{"min.insync.replicas": "2"})
 	st, _, err = c.partitions(0, big)
 	if err != nil {
 		t.Fatal(err)
 	}
 	leader = st[0].leader
-	probe = probeClient(t, []string{c.node(leader).addr()}, 3*time.Second)
+	probe = probeClient(t, []string{c.Node(leader).Addr}, 3*time.Second)
 	// The leader applies its leadership a moment after the metadata
 	// lists it (NOT_LEADER_OR_FOLLOWER until then; the probe does not retry).
-	c.eventually(15*time.Second, big+": acks=all produce with the full ISR", func() error {
+	c.Eventually(15*time.Second, big+": acks=all produce with the full ISR", func() error {
 		return produceOne(probe, big, "before", 10*time.Second)
 	})
-	res.EtcdLeaderStopped = c.etcdLeader() != leader
+	res.EtcdLeaderStopped = c.EtcdLeader() != leader
 	var others []int32
 	for id := int32(1); id <= 3; id++ {
 		if id != leader {
 			others = append(others, id)
-			c.node(id).Signal(syscall.SIGSTOP)
+			c.Node(id).Signal(syscall.SIGSTOP)
 		}
 	}
 	t.Logf("leader %d; SIGSTOP %v", leader, others)
@@ -285,17 +285,17 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 	}
 	contAt := time.Now()
 	for _, id := range others {
-		c.node(id).Signal(syscall.SIGCONT)
+		c.Node(id).Signal(syscall.SIGCONT)
 	}
-	fresh := probeClient(t, c.seeds(), 5*time.Second)
-	c.eventually(60*time.Second, "acks=all produce accepted after SIGCONT", func() error {
+	fresh := probeClient(t, c.Seeds(), 5*time.Second)
+	c.Eventually(60*time.Second, "acks=all produce accepted after SIGCONT", func() error {
 		return produceOne(fresh, big, "after", 10*time.Second)
 	})
 	res.QuorumRecoveredIn = toMs(time.Since(contAt))
 	// Then the cluster settles: full ISR again, some time after any lease
 	// that expired during the stop was noticed, and producing works.
 	time.Sleep(time.Until(contAt.Add(6 * time.Second)))
-	c.eventually(60*time.Second, big+": full ISR again after SIGCONT", func() error {
+	c.Eventually(60*time.Second, big+": full ISR again after SIGCONT", func() error {
 		st, via, err := c.partitions(0, big)
 		if err != nil {
 			return err
@@ -306,7 +306,7 @@ func TestMinInsyncReplicasRefusesProduce(t *testing.T) {
 		return nil
 	})
 	res.QuorumFullISRIn = toMs(time.Since(contAt))
-	settled, err := kgo.NewClient(append(producerOpts(c.seeds()), kgo.RecordDeliveryTimeout(30*time.Second))...)
+	settled, err := kgo.NewClient(append(producerOpts(c.Seeds()), kgo.RecordDeliveryTimeout(30*time.Second))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func (c *cluster) rawProduce(id int32, topic string, value string, timeout time.
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+10*time.Second)
 	defer cancel()
-	resp, err := c.admin[id].SeedBrokers()[0].Request(ctx, req)
+	resp, err := c.Admin[id].SeedBrokers()[0].Request(ctx, req)
 	if err != nil {
 		return 0, err
 	}

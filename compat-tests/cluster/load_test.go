@@ -84,7 +84,7 @@ func startLoad(t *testing.T, c *cluster, topic string, parts int32) *load {
 		acked: map[int32][]int{}, ackTimes: map[int32][]time.Time{}, failed: map[int32][]int{},
 		failErrs: map[string]int{}, writes: map[int32][]batchWrite{}, stop: make(chan struct{}),
 	}
-	opts := append(producerOptsWith(c.workloadOpts(), c.seeds()),
+	opts := append(producerOptsWith(c.workloadOpts(), c.Seeds()),
 		kgo.RecordRetries(1<<30), // "unlimited" (franz-go's default), stated explicitly
 		kgo.WithHooks(writeHook{l}))
 	cl, err := kgo.NewClient(opts...)
@@ -316,9 +316,9 @@ func parseValue(v string) (int32, int, bool) {
 func readAll(t *testing.T, c *cluster, topic string, parts int32) map[int32][]string {
 	t.Helper()
 	var seeds []string
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		if n.Live() {
-			seeds = append(seeds, n.addr())
+			seeds = append(seeds, n.Addr)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/strait/strait/compat-tests/internal/brokerproc"
 )
 
 // batchHeader identifies one record batch in a replica's segment files.
@@ -20,8 +22,8 @@ type batchHeader struct {
 
 // replicaBatches reads the batch headers of partition p of topic from
 // broker n's log directory (segments in offset order; a torn tail ends it).
-func replicaBatches(n *node, topic string, p int32) ([]batchHeader, error) {
-	files, err := filepath.Glob(filepath.Join(n.dir, "data", fmt.Sprintf("%s-%d", topic, p), "*.log"))
+func replicaBatches(n *brokerproc.Node, topic string, p int32) ([]batchHeader, error) {
+	files, err := filepath.Glob(filepath.Join(n.Dir, "data", fmt.Sprintf("%s-%d", topic, p), "*.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +57,7 @@ func compareReplicas(c *cluster, topic string, parts int32) (map[int32]int, erro
 	counts := map[int32]int{}
 	for p := int32(0); p < parts; p++ {
 		var first []batchHeader
-		for i, n := range c.nodes {
+		for i, n := range c.Nodes {
 			bs, err := replicaBatches(n, topic, p)
 			if err != nil {
 				return nil, err

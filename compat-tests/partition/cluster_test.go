@@ -3,11 +3,11 @@ package partition
 // Three bin/strait processes, one per namespace, each with its own embedded
 // etcd member (the three form one etcd cluster), as in compat-tests/cluster
 // but on the namespaces' addresses instead of loopback ports. The process
-// handling is compat-tests/internal/brokerproc, shared with it.
+// handling and the cluster type are compat-tests/internal/brokerproc,
+// shared with it.
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,10 +17,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/strait/strait/compat-tests/internal/brokerproc"
 )
@@ -45,20 +41,14 @@ func clockSupported(bin string) bool {
 	return bytes.Contains(out, []byte("test-clock-file"))
 }
 
-type node struct {
-	brokerproc.Proc
-	ip        string
-	dir       string
-	clockFile string // "" when the broker lacks --test-clock-file
-}
-
-func (n *node) addr() string { return fmt.Sprintf("%s:%d", n.ip, kafkaPort) }
-
+// cluster is the three brokers, one per namespace, and the namespaces.
 type cluster struct {
-	t     *testing.T
-	topo  *topo
-	nodes []*node
-	admin map[int32]*kgo.Client
+	*brokerproc.Cluster
+	t    *testing.T
+	topo *topo
+	// clockFiles holds each broker's --test-clock-file; empty when the
+	// broker lacks the flag.
+	clockFiles map[int32]string
 }
 
 func defaultSettings() map[string]string {
@@ -82,30 +72,36 @@ func startCluster(t *testing.T, settings map[string]string) *cluster {
 	tp := newTopo(t, 3)
 	base := filepath.Join(workDir(), t.Name())
 	os.RemoveAll(base)
-	c := &cluster{t: t, topo: tp, admin: map[int32]*kgo.Client{}}
+	c := &cluster{Cluster: &brokerproc.Cluster{TB: t}, t: t, topo: tp, clockFiles: map[int32]string{}}
 	clock := clockSupported(bin)
 	var initial []string
 	for i := 1; i <= 3; i++ {
-		n := &node{ip: tp.ip(i), dir: filepath.Join(base, fmt.Sprintf("b%d", i))}
-		n.ID, n.LogPath = int32(i), filepath.Join(n.dir, "broker.log")
+		ip := tp.ip(i)
+		n := &brokerproc.Node{
+			Addr:    fmt.Sprintf("%s:%d", ip, kafkaPort),
+			EtcdURL: fmt.Sprintf("http://%s:%d", ip, etcdPort),
+			Dir:     filepath.Join(base, fmt.Sprintf("b%d", i)),
+		}
+		n.ID, n.LogPath = int32(i), filepath.Join(n.Dir, "broker.log")
 		// A SIGKILLed broker normally goes at once; the bound keeps a
 		// wedged one from hanging the schedule.
 		n.KillWait = 10 * time.Second
-		if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		initial = append(initial, fmt.Sprintf("b%d=http://%s:%d", i, n.ip, peerPort))
-		c.nodes = append(c.nodes, n)
+		initial = append(initial, fmt.Sprintf("b%d=http://%s:%d", i, ip, peerPort))
+		c.Nodes = append(c.Nodes, n)
 	}
-	for _, n := range c.nodes {
+	for i, n := range c.Nodes {
+		ip := tp.ip(i + 1)
 		props := map[string]string{
 			"node.id":                 fmt.Sprint(n.ID),
-			"log.dirs":                filepath.Join(n.dir, "data"),
-			"listeners":               "PLAINTEXT://" + n.addr(),
+			"log.dirs":                filepath.Join(n.Dir, "data"),
+			"listeners":               "PLAINTEXT://" + n.Addr,
 			"etcd.name":               fmt.Sprintf("b%d", n.ID),
 			"etcd.initial.cluster":    strings.Join(initial, ","),
-			"etcd.listen.peer.urls":   fmt.Sprintf("http://%s:%d", n.ip, peerPort),
-			"etcd.listen.client.urls": fmt.Sprintf("http://%s:%d", n.ip, etcdPort),
+			"etcd.listen.peer.urls":   fmt.Sprintf("http://%s:%d", ip, peerPort),
+			"etcd.listen.client.urls": n.EtcdURL,
 		}
 		for k, v := range defaultSettings() {
 			props[k] = v
@@ -117,65 +113,17 @@ func startCluster(t *testing.T, settings map[string]string) *cluster {
 		// the broker's.
 		n.Args = []string{"ip", "netns", "exec", tp.ns(int(n.ID)), bin}
 		if clock {
-			n.clockFile = filepath.Join(n.dir, "clock")
-			os.WriteFile(n.clockFile, []byte("0s\n"), 0o644)
-			n.Args = append(n.Args, "--test-clock-file="+n.clockFile)
+			f := filepath.Join(n.Dir, "clock")
+			os.WriteFile(f, []byte("0s\n"), 0o644)
+			c.clockFiles[n.ID] = f
+			n.Args = append(n.Args, "--test-clock-file="+f)
 		}
 		n.Args = append(n.Args, brokerproc.OverrideArgs(props)...)
 	}
-	// Registered after newTopo's cleanup, so it runs first: brokers stop
-	// before their namespaces go.
-	t.Cleanup(c.close)
-	brokerproc.StartAll(t, c.procs(), 60*time.Second)
-	for _, n := range c.nodes {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr()), kgo.RetryTimeout(time.Second), kgo.DialTimeout(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.admin[n.ID] = cl
-	}
-	c.eventually(30*time.Second, "every broker lists three brokers", func() error {
-		for _, n := range c.nodes {
-			m, err := c.metadata(n.ID)
-			if err != nil {
-				return err
-			}
-			if len(m.Brokers) != 3 {
-				return fmt.Errorf("broker %d lists %d brokers", n.ID, len(m.Brokers))
-			}
-		}
-		return nil
-	})
+	// Start registers the cluster's cleanup after newTopo's, so it runs
+	// first: brokers stop before their namespaces go.
+	c.Start(60 * time.Second)
 	return c
-}
-
-func (c *cluster) node(id int32) *node { return c.nodes[id-1] }
-
-func (c *cluster) close() {
-	for _, cl := range c.admin {
-		cl.Close()
-	}
-	brokerproc.StopAll(c.t, c.procs(), 15*time.Second)
-}
-
-func (c *cluster) procs() []*brokerproc.Proc {
-	procs := make([]*brokerproc.Proc, len(c.nodes))
-	for i, n := range c.nodes {
-		procs[i] = &n.Proc
-	}
-	return procs
-}
-
-func (c *cluster) seeds() []string {
-	var s []string
-	for _, n := range c.nodes {
-		s = append(s, n.addr())
-	}
-	return s
-}
-
-func (c *cluster) metadata(id int32, topics ...string) (*kmsg.MetadataResponse, error) {
-	return brokerproc.Metadata(c.admin[id], topics...)
 }
 
 // leaders maps partition -> leader as broker `via` answers (0: any that
@@ -187,7 +135,7 @@ func (c *cluster) leaders(via int32, topic string) (map[int32]int32, error) {
 	}
 	var lastErr error
 	for _, id := range order {
-		m, err := c.metadata(id, topic)
+		m, err := c.Metadata(id, topic)
 		if err != nil {
 			lastErr = err
 			continue
@@ -206,81 +154,9 @@ func (c *cluster) leaders(via int32, topic string) (map[int32]int32, error) {
 	return nil, lastErr
 }
 
-// etcdLeader is the broker whose etcd member leads, -1 if none says so.
-func (c *cluster) etcdLeader() int32 {
-	for _, n := range c.nodes {
-		ep := fmt.Sprintf("http://%s:%d", n.ip, etcdPort)
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		st, err := cli.Status(ctx, ep)
-		cancel()
-		cli.Close()
-		if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberId {
-			return n.ID
-		}
-	}
-	return -1
-}
-
-func (c *cluster) eventually(timeout time.Duration, what string, f func() error) time.Duration {
-	c.t.Helper()
-	return brokerproc.Eventually(c.t, timeout, what, f)
-}
-
-// createTopic creates topic and waits for a leader and full ISR everywhere.
+// createTopic creates topic at RF 3 and waits for a leader and full ISR
+// everywhere.
 func (c *cluster) createTopic(topic string, partitions int32, configs map[string]string) {
 	c.t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 15000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 3
-	for k, v := range configs {
-		cf := kmsg.NewCreateTopicsRequestTopicConfig()
-		cf.Name, cf.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, cf)
-	}
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, c.admin[1])
-	if err != nil {
-		c.t.Fatalf("creating %s: %v", topic, err)
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		c.t.Fatalf("creating %s: %v", topic, err)
-	}
-	c.waitHealthy(30*time.Second, topic, partitions)
-}
-
-// waitHealthy waits until every broker lists every partition of topic with a
-// leader and a full ISR.
-func (c *cluster) waitHealthy(timeout time.Duration, topic string, partitions int32) time.Duration {
-	c.t.Helper()
-	return c.eventually(timeout, "topic "+topic+" fully replicated on every broker", func() error {
-		for _, n := range c.nodes {
-			m, err := c.metadata(n.ID, topic)
-			if err != nil {
-				return err
-			}
-			got := 0
-			for _, tp := range m.Topics {
-				if tp.ErrorCode != 0 {
-					return fmt.Errorf("broker %d: %v", n.ID, kerr.ErrorForCode(tp.ErrorCode))
-				}
-				for _, p := range tp.Partitions {
-					if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
-						return fmt.Errorf("broker %d: partition %d leader %d isr %v", n.ID, p.Partition, p.Leader, p.ISR)
-					}
-					got++
-				}
-			}
-			if got != int(partitions) {
-				return fmt.Errorf("broker %d lists %d of %d partitions", n.ID, got, partitions)
-			}
-		}
-		return nil
-	})
+	c.CreateTopic(topic, partitions, 3, nil, configs)
 }

@@ -94,7 +94,7 @@ func (n *nemesis) inject(kind string) (*faultRun, func() error) {
 	switch kind {
 	case fKill9:
 		f.Target = pick()
-		nd := c.node(f.Target)
+		nd := c.Node(f.Target)
 		nd.Kill9()
 		heal = func() error {
 			if err := nd.Start(); err != nil {
@@ -104,7 +104,7 @@ func (n *nemesis) inject(kind string) (*faultRun, func() error) {
 		}
 	case fPause:
 		f.Target = pick()
-		nd := c.node(f.Target)
+		nd := c.Node(f.Target)
 		nd.Signal(syscall.SIGSTOP)
 		heal = func() error { nd.Signal(syscall.SIGCONT); return nil }
 	case fIsolate:
@@ -114,7 +114,7 @@ func (n *nemesis) inject(kind string) (*faultRun, func() error) {
 		f.Target = leaderOf0
 		err = tp.isolate(int(f.Target))
 	case fSplitEtcd:
-		f.Target = c.etcdLeader()
+		f.Target = c.EtcdLeader()
 		if f.Target < 0 {
 			f.Target = pick()
 			f.Detail = "no etcd leader found; random minority"
@@ -140,9 +140,9 @@ func (n *nemesis) inject(kind string) (*faultRun, func() error) {
 		f.Target = pick()
 		off := []string{"+90s", "-30s", "+10m", "-5s"}[n.rng.IntN(4)]
 		f.Detail = off
-		nd := c.node(f.Target)
-		err = writeClock(nd.clockFile, off)
-		heal = func() error { return writeClock(nd.clockFile, "0s") }
+		file := c.clockFiles[f.Target]
+		err = writeClock(file, off)
+		heal = func() error { return writeClock(file, "0s") }
 	default:
 		err = fmt.Errorf("unknown fault %q", kind)
 	}

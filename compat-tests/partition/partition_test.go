@@ -56,7 +56,7 @@ func TestPartitionSchedule(t *testing.T) {
 	steps := envInt("STRAIT_PARTITION_STEPS", 9)
 	t.Logf("seed %d, %d faults (rerun: STRAIT_PARTITION_SEED=%d)", seed, steps, seed)
 	c := startCluster(t, nil)
-	clock := c.nodes[0].clockFile != ""
+	clock := len(c.clockFiles) > 0
 	if !clock {
 		t.Log("bin/strait has no --test-clock-file: the clock-jump fault is left out of the schedule")
 	}
@@ -76,7 +76,7 @@ func TestPartitionSchedule(t *testing.T) {
 	w.start()
 	// Baseline: the workload runs a few seconds with no fault, until every
 	// partition has acknowledgements.
-	c.eventually(30*time.Second, "acknowledgements on every partition before the first fault", func() error {
+	c.Eventually(30*time.Second, "acknowledgements on every partition before the first fault", func() error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		got := map[int32]bool{}
@@ -100,7 +100,7 @@ func TestPartitionSchedule(t *testing.T) {
 			t.Errorf("healing fault %d (%s): %v", i+1, kind, err)
 		}
 		f.Healed = time.Now()
-		f.Recover = toMs(c.waitHealthy(90*time.Second, topic, parts))
+		f.Recover = toMs(c.WaitHealthy(90*time.Second, topic, int(parts)))
 	}
 	w.halt()
 	ends := w.sentinels()
@@ -179,7 +179,7 @@ func isolatedLeader(t *testing.T, minISR int) {
 	}()
 	defer w.halt()
 	w.start()
-	c.eventually(30*time.Second, "200 acknowledgements before the cut", func() error {
+	c.Eventually(30*time.Second, "200 acknowledgements before the cut", func() error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if len(w.acked) < 200 {
@@ -214,7 +214,7 @@ func isolatedLeader(t *testing.T, minISR int) {
 		}
 		return false
 	}
-	c.eventually(40*time.Second, "the watch after the cut", func() error {
+	c.Eventually(40*time.Second, "the watch after the cut", func() error {
 		since := time.Since(cut)
 		if (newLeader() && since >= 9*time.Second) || since >= 30*time.Second {
 			return nil
@@ -228,7 +228,7 @@ func isolatedLeader(t *testing.T, minISR int) {
 	if err := c.topo.heal(); err != nil {
 		t.Fatal(err)
 	}
-	res.Recover = toMs(c.waitHealthy(90*time.Second, topic, 1))
+	res.Recover = toMs(c.WaitHealthy(90*time.Second, topic, 1))
 	w.halt()
 	ends := w.sentinels()
 	U := readAll(t, c, topic, ends, false)

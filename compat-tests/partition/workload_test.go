@@ -100,7 +100,7 @@ func (w *workload) clientOpts() []kgo.Opt {
 		extra = append(extra, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)))
 	}
 	return append(extra,
-		kgo.SeedBrokers(w.c.seeds()...),
+		kgo.SeedBrokers(w.c.Seeds()...),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 		kgo.MetadataMinAge(100*time.Millisecond),
 		kgo.DialTimeout(time.Second),
@@ -390,7 +390,7 @@ func readAll(t *testing.T, c *cluster, topic string, ends map[int32]int64, commi
 	if committed {
 		iso = kgo.ReadCommitted()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ConsumePartitions(parts), kgo.FetchIsolationLevel(iso),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.ConsumePartitions(parts), kgo.FetchIsolationLevel(iso),
 		kgo.DialTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
