@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-partition partition-long compat-kgo-straittest bench clean bench-compare bench-testbroker fuzz fuzz-short powerloss-long test-quota-long
+.PHONY: all build run test vet unit race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-prometheus compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-partition partition-long compat-kgo-straittest bench clean bench-compare bench-testbroker fuzz fuzz-short powerloss-long test-quota-long
 
 all: build
 
@@ -163,6 +163,13 @@ compat-secure-kafka:
 # results.tsv. About 30 seconds.
 compat-etcd: build
 	./compat-tests/etcd/run.sh
+
+# A real Prometheus (Debian's prometheus package, fetched with apt-get
+# download + dpkg -x into compat-tests/prometheus/.deb/) scrapes three
+# brokers' strait.http.listener; PromQL checks bytes in, consumer lag and
+# under-replicated partitions against the test's workload. About 30 seconds.
+compat-prometheus:
+	./compat-tests/prometheus/run.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./storage/

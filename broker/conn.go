@@ -119,6 +119,14 @@ type exchange struct {
 	held      int64 // queued.max.request.bytes the request holds until written
 	// throttleMs is the quota throttle the response carries (clientquotas.go).
 	throttleMs int32
+	// read, started and answered time the request for the metrics
+	// (observeRequest): its frame read, its handler started, its response
+	// ready. handledAfter is the handler's return, in nanoseconds after
+	// read: atomic, as a parked request may be answered and written on
+	// another goroutine before its handler returns. A zero read (the SASL
+	// exchanges) is not observed.
+	read, started, answered time.Time
+	handledAfter            atomic.Int64
 }
 
 // writers and frames pool the writer role's buffer and kmsg response
@@ -343,6 +351,7 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		c.logReadError(err)
 		return nil, false
 	}
+	read := time.Now()
 	c.touch()
 	// Tests only (testhooks.go): a paused broker handles no frame, not
 	// even SASL's; the request hook runs below, after authentication.
@@ -372,7 +381,7 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 			return nil, ok
 		}
 	}
-	x := &exchange{c: c, req: req, held: held}
+	x := &exchange{c: c, req: req, held: held, read: read}
 	if !c.enqueue(x) {
 		x.held = 0
 		return nil, false
@@ -387,9 +396,11 @@ func (c *conn) readRequest(buf []byte) ([]byte, bool) {
 		return nil, false
 	}
 	start := c.beforeRequest(x, len(frame))
+	x.started = time.Now()
 	if !c.runHandler(h.fn, x) {
 		return nil, false
 	}
+	x.handledAfter.Store(int64(time.Since(read)))
 	c.afterRequest(x, start)
 	if x.closeConn {
 		return nil, false
@@ -448,6 +459,9 @@ func (c *conn) growRingLocked() {
 // else is writing, writes them: on the calling goroutine when inline, else
 // on a new one.
 func (c *conn) complete(x *exchange, inline bool) {
+	if !x.read.IsZero() && !x.done.Load() {
+		x.answered = time.Now() // before done: a writer that sees done sees it
+	}
 	c.mu.Lock()
 	if x.done.Swap(true) {
 		c.mu.Unlock()
@@ -551,7 +565,11 @@ func (c *conn) writeLocked() {
 				dirty = false
 			}
 		}
+		written := time.Now()
 		for i, x := range batch[:k] {
+			if !failed {
+				c.srv.observeRequest(x, written)
+			}
 			x.release()
 			batch[i] = nil
 		}

@@ -186,6 +186,7 @@ func (c *conn) handshakeTLS(tc *tls.Conn) bool {
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.logRefused("TLS handshake failed", err)
+		c.srv.metrics.FailedAuthentication(c.listener)
 		return false
 	}
 	if c.sec.sasl == nil {
@@ -400,6 +401,7 @@ func (c *conn) saslAuthenticate(req *protocol.Request) bool {
 	if err != nil {
 		msg := err.Error()
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		c.srv.metrics.FailedAuthentication(c.listener)
 		resp.ErrorMessage = &msg
 		x.closeConn = true
 		x.respond(resp)
@@ -420,6 +422,7 @@ func (c *conn) saslAuthenticate(req *protocol.Request) bool {
 func (c *conn) saslRawToken(token []byte) bool {
 	reply, _, err := c.saslStep(token)
 	if err != nil {
+		c.srv.metrics.FailedAuthentication(c.listener)
 		return false
 	}
 	if reply == nil {

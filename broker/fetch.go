@@ -292,6 +292,8 @@ func (f *fetchOp) read() bool {
 // park waits for appends to any requested partition until min_bytes is met,
 // max_wait expires, the connection dies or the broker shuts down.
 func (f *fetchOp) park() {
+	f.srv.parkedFetches.Add(1)
+	defer f.srv.parkedFetches.Add(-1)
 	w := replication.NewFetchWaiter()
 	for _, ft := range f.targets {
 		if ft.part != nil && ft.code == 0 {
@@ -362,8 +364,23 @@ func (f *fetchOp) finish() {
 		}
 		empty.ThrottleMillis = f.x.throttleMs
 		chunks = protocol.AppendFetchResponse(nil, f.x.req, empty, func(int, int) []protocol.Chunk { return nil })
+	} else {
+		f.countBytesOut(recordBytes)
 	}
 	f.x.respondChunks(chunks)
+}
+
+// countBytesOut adds the records answered to their topics' BytesOut.
+func (f *fetchOp) countBytesOut(recordBytes func(t, p int) int64) {
+	for i := range f.targets {
+		ft := &f.targets[i]
+		if ft.part == nil {
+			continue
+		}
+		if n := recordBytes(ft.t, ft.p); n > 0 {
+			f.srv.metrics.Topic(ft.part.Topic()).BytesOut.Add(float64(n))
+		}
+	}
 }
 
 // pointToLeaders, from Fetch v16 (KIP-951), names the current leader and

@@ -75,6 +75,7 @@ func (s *Server) checkLogDirs() (allOffline bool) {
 		}
 		if err := s.logDirUsable(dir); err != nil {
 			s.offlineDirs[dir] = true
+			s.offlineDirN.Add(1)
 			s.logger.Error("log dir is offline", "dir", dir, "err", err)
 		}
 	}

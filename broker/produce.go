@@ -224,6 +224,8 @@ type pendingAck struct {
 }
 
 func (s *Server) awaitProduceAcks(x *exchange, resp *kmsg.ProduceResponse, pending []pendingAck, timeout time.Duration) {
+	s.parkedProduces.Add(1)
+	defer s.parkedProduces.Add(-1)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	expired := false
@@ -299,6 +301,9 @@ func (s *Server) produceTo(lt *replication.Topic, topic string, idx int32, recor
 		}
 		return code, msg, nil
 	}
+	tm := s.metrics.Topic(topic)
+	tm.MessagesIn.Add(float64(info.RecordCount))
+	tm.BytesIn.Add(float64(len(records)))
 	sp.BaseOffset = info.FirstOffset
 	sp.LogAppendTime = info.LogAppendTime
 	sp.LogStartOffset = info.LogStartOffset

@@ -31,6 +31,7 @@ import (
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/internal/background"
 	"github.com/strait/strait/internal/clock"
+	"github.com/strait/strait/metrics"
 	"github.com/strait/strait/protocol"
 	"github.com/strait/strait/replication"
 	"github.com/strait/strait/security/acl"
@@ -43,6 +44,12 @@ type Server struct {
 	reqBytes requestBudget // queued.max.request.bytes (limits.go)
 
 	listeners []*listener
+	// metrics is this broker's registry (metrics.go); http serves it with
+	// the health probes when strait.http.listener is set. parkedProduces
+	// and parkedFetches count the requests waiting (Kafka's purgatories).
+	metrics                       *metrics.Metrics
+	http                          *metrics.Server
+	parkedProduces, parkedFetches atomic.Int64
 	// acceptErrors counts the accepts that failed and were retried (out of
 	// descriptors or memory, a connection aborted early): AcceptErrors.
 	acceptErrors atomic.Int64
@@ -119,6 +126,7 @@ type Server struct {
 	// offlineDirs are the log dirs found gone or unwritable (watchLogDirs,
 	// which checkLogDirsSoon wakes).
 	offlineDirs  map[string]bool
+	offlineDirN  atomic.Int32 // len(offlineDirs), for /readyz
 	logDirsCheck chan struct{}
 
 	// hooks are the fault-injection hooks of tests (testhooks.go).
@@ -165,6 +173,8 @@ func New(cfg config.Config) (*Server, error) {
 		logDirsCheck: make(chan struct{}, 1),
 	}
 	s.coarseNow.Store(time.Now().UnixNano())
+	s.metrics = metrics.New()
+	s.metrics.Registry.MustRegister(stateCollector{s})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers = registered // read-only: shared by every Server
 	s.versions = s.handlers.versionTable()
@@ -199,6 +209,11 @@ func (s *Server) Start() error {
 func (s *Server) start() error {
 	started := time.Now()
 	if err := s.lockDataDirs(); err != nil { // before etcd, which would wait on its own lock
+		return err
+	}
+	// First, so that /healthz answers (and /readyz says why not) while the
+	// logs load and etcd starts.
+	if err := s.startHTTP(); err != nil {
 		return err
 	}
 	for _, l := range s.cfg.Network.Listeners {
@@ -252,6 +267,11 @@ func (s *Server) start() error {
 		return fmt.Errorf("broker: controller start: %w", err)
 	}
 	s.bg.Go(s.watchController)
+	ctrl.Listen(func(ch controller.TopicChange) {
+		if ch.Deleted {
+			s.metrics.ForgetTopic(ch.Topic.Name)
+		}
+	})
 
 	// Dynamic broker configs before the logs open, so they take their
 	// defaults; the partition manager exists first because a config change
@@ -480,6 +500,9 @@ func (s *Server) close(kill bool) error {
 		s.cancel()
 		for _, l := range s.listeners {
 			l.ln.Close()
+		}
+		if s.http != nil {
+			s.http.Close()
 		}
 		// The coordinators answer their parked requests (JoinGroup,
 		// SyncGroup) as they close, so that connections can drain.

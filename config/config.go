@@ -45,6 +45,7 @@ var straitDefaults = map[string]string{
 
 	"strait.max.decompressed.batch.bytes": "0", // no cap
 	"strait.fd.reserve":                   "256",
+	"strait.http.listener":                "", // off
 }
 
 // internalDefaults are Kafka's defaults of the internal keys Strait acts on,
@@ -165,6 +166,7 @@ type Config struct {
 	Quotas        Quotas        // reserved: client quotas
 	Limits        Limits        // queued.max.requests, queued.max.request.bytes
 	ClientQuotas  ClientQuotas  // quota.window.num, quota.window.size.seconds
+	HTTP          HTTP          // strait.http.*: metrics and health probes
 
 	// Props are the properties as given, for DescribeConfigs' layers (see
 	// NewLayers); nothing else reads them.

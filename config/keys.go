@@ -28,6 +28,8 @@ var straitKeys = map[string]configType{
 	// File descriptors client connections may never take (default 256);
 	// Limits.FDReserve.
 	"strait.fd.reserve": typeInt,
+	// Strait's HTTP listener (metrics, health probes); HTTP.Listener.
+	"strait.http.listener": typeString,
 	// The embedded etcd as one member of a cluster, in the style of etcd's
 	// own flags (--name, --initial-cluster, ...); see controller.Config.
 	"etcd.name":                        typeString,

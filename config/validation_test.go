@@ -57,6 +57,8 @@ var invalidCases = []struct {
 	{"producer.id.expiration.ms", "0", nil, "Invalid value 0 for configuration producer.id.expiration.ms: Value must be at least 1"},
 	{"strait.max.decompressed.batch.bytes", "-1", nil, "Invalid value -1 for configuration strait.max.decompressed.batch.bytes: Value must be at least 0"},
 	{"strait.fd.reserve", "-1", nil, "Invalid value -1 for configuration strait.fd.reserve: Value must be at least 0"},
+	{"strait.http.listener", "localhost:99999", nil, "Invalid value localhost:99999 for configuration strait.http.listener: Must be host:port (an empty host listens on every address)"},
+	{"strait.http.listener", "9644", nil, "Invalid value 9644 for configuration strait.http.listener: Must be host:port (an empty host listens on every address)"},
 	{"listener.name.plaintext.max.connections", "-1", nil, "Invalid value -1 for configuration listener.name.plaintext.max.connections: Value must be at least 0"},
 	{"producer.id.expiration.check.interval.ms", "0", nil, "Invalid value 0 for configuration producer.id.expiration.check.interval.ms: Value must be at least 1"},
 	{"log.message.timestamp.type", "createtime", nil, "Invalid value createtime for configuration log.message.timestamp.type: String must be one of: CreateTime, LogAppendTime"},

@@ -443,6 +443,11 @@ func (p *Partition) proposeISR(st *controller.PartitionInfo, newISR []int32, why
 				"proposed_isr", newISR, "err", err)
 			return
 		}
+		if len(got.ISR) < len(st.ISR) {
+			m.isrShrinks.Add(1)
+		} else {
+			m.isrExpands.Add(1)
+		}
 		m.logger.Info("ISR changed", "topic", p.topic, "partition", p.index, "reason", why, "replicas", changed,
 			"isr", got.ISR, "partition_epoch", got.PartitionEpoch)
 	})

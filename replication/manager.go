@@ -58,6 +58,10 @@ type Manager struct {
 	logger      *slog.Logger
 	now         func() time.Time
 
+	// isrShrinks and isrExpands count the ISR changes this broker proposed
+	// as a leader and the controller committed (ISRChanges).
+	isrShrinks, isrExpands atomic.Int64
+
 	mu     sync.Mutex // serializes metadata application and Close
 	byName atomic.Pointer[map[string]*Topic]
 	byID   atomic.Pointer[map[[16]byte]*Topic]
@@ -146,6 +150,13 @@ func (m *Manager) TopicByID(id [16]byte) *Topic { return (*m.byID.Load())[id] }
 // Partition is topic's partition p if hosted here, else nil.
 func (m *Manager) Partition(topic string, p int32) *Partition {
 	return m.TopicByName(topic).Partition(p)
+}
+
+// ISRChanges are the ISR shrinks and expands this broker proposed as a
+// leader and the controller committed since start (Kafka's IsrShrinksPerSec
+// and IsrExpandsPerSec counts).
+func (m *Manager) ISRChanges() (shrinks, expands int64) {
+	return m.isrShrinks.Load(), m.isrExpands.Load()
 }
 
 // ForEach calls fn for every hosted partition, from a snapshot.
