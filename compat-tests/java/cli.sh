@@ -54,6 +54,9 @@ check "kafka-configs --describe --all broker" "$out/configs-broker-all" \
 configs --alter --entity-type brokers --entity-name 1 --add-config num.partitions=3 >"$out/configs-readonly" 2>&1
 check "kafka-configs --alter refuses a read-only broker config" "$out/configs-readonly" \
   "Cannot update these configs dynamically: \[num.partitions\]"
+configs --alter --entity-type brokers --entity-name 1 --add-config leader.replication.throttled.rate=-1 >"$out/configs-throttle" 2>&1
+check "kafka-configs --alter refuses a negative replication throttle (Kafka 4.4's message)" "$out/configs-throttle" \
+  "InvalidRequestException: Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0"
 configs --alter --entity-type groups --entity-name cli-config-group \
   --add-config consumer.session.timeout.ms=50000 >"$out/configs-group" 2>&1
 configs --describe --entity-type groups --entity-name cli-config-group >>"$out/configs-group" 2>&1
