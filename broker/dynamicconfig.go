@@ -7,7 +7,8 @@ package broker
 // DescribeConfigs, and its effective configuration, the static one with the
 // dynamic log defaults applied (log.retention.ms, message.max.bytes,
 // log.cleanup.policy and the other broker synonyms of topic configs, plus
-// producer.id.expiration.ms): config.Config.WithDynamic parses them once
+// producer.id.expiration.ms, and the replication throttle rates):
+// config.Config.WithDynamic parses them once
 // into a new typed value, compared with the previous one. When those
 // change, every hosted partition's log gets its configuration resolved
 // anew. Other dynamic keys (listeners,
@@ -123,6 +124,12 @@ func (d *dynamicConfigs) apply(set controller.BrokerConfigSet, rev int64) {
 		s.quotas.update(l)
 		s.logger.Info("connection limits changed", "max.connections", l.MaxConnections,
 			"max.connections.per.ip", l.MaxConnectionsPerIP, "listener_max_connections", l.ListenerMaxConnections, "revision", rev)
+	}
+	if r, or := effective.Replication, old.effective.Replication; r.LeaderThrottledRate != or.LeaderThrottledRate ||
+		r.FollowerThrottledRate != or.FollowerThrottledRate {
+		s.setReplicationThrottles(r)
+		s.logger.Info("replication throttles changed", "leader.replication.throttled.rate", r.LeaderThrottledRate,
+			"follower.replication.throttled.rate", r.FollowerThrottledRate, "revision", rev)
 	}
 	if effective.Log.Defaults != old.effective.Log.Defaults {
 		s.logger.Info("dynamic broker configs changed the log defaults", "revision", rev)

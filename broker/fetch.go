@@ -258,6 +258,12 @@ func (f *fetchOp) read() bool {
 		if max > remaining {
 			max = remaining
 		}
+		if f.replica >= 0 && ft.part.ShouldLeaderThrottle(f.replica) {
+			// A replica outside the ISR over the leader's replication
+			// throttle: no records (the offsets still go out), and
+			// nothing towards min_bytes (Kafka's DelayedFetch).
+			upTo = min(upTo, ft.offset)
+		}
 		res, err := log.Read(ft.offset, max, upTo, minOne)
 		if err == nil && readCommitted {
 			err = f.setAbortedTransactions(sp, log, ft.offset, res)
@@ -347,6 +353,16 @@ func (f *fetchOp) finish() {
 		return n
 	}
 	f.pointToLeaders()
+	if f.replica >= 0 {
+		// The bytes of leader-throttled partitions served to a follower
+		// count against the leader's replication throttle (throttled or
+		// not this time, in sync or not, as KafkaApis records them).
+		for _, ft := range f.targets {
+			if ft.part != nil && ft.code == 0 && ft.part.LeaderThrottled() {
+				ft.part.RecordLeaderBytes(recordBytes(ft.t, ft.p))
+			}
+		}
+	}
 	resp, records := f.resp, f.records
 	if keep := f.srv.fetchSessions.finishSession(f.ctx, f.resp, recordBytes, f.replica >= 0, f.x.req.Version >= 13); keep != nil {
 		resp, records = keepPartitions(f.resp, f.records, keep)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/config"
+	"github.com/strait/strait/quota"
 	"github.com/strait/strait/replication"
 	"github.com/strait/strait/storage"
 )
@@ -24,7 +26,28 @@ func (s *Server) newReplicaManager() *replication.Manager {
 		TopicConfig: s.topicReplicationConfig,
 		Logger:      s.logger,
 		Now:         s.clock.Now,
+
+		LeaderQuota:   s.leaderQuota,
+		FollowerQuota: s.followerQuota,
 	})
+}
+
+// newReplicationQuotas creates the replication throttles over
+// replication.quota.window.num samples of
+// replication.quota.window.size.seconds; the dynamic configs set their
+// bounds (setReplicationThrottles).
+func (s *Server) newReplicationQuotas() {
+	r := s.cfg.Replication
+	qc := quota.Config{Samples: int(r.QuotaWindowNum), WindowSeconds: int(r.QuotaWindowSizeSeconds)}
+	s.leaderQuota, s.followerQuota = quota.NewReplication(qc), quota.NewReplication(qc)
+	s.setReplicationThrottles(s.cfg.Replication)
+}
+
+// setReplicationThrottles applies leader.replication.throttled.rate and
+// follower.replication.throttled.rate (BrokerConfigHandler's updateQuota).
+func (s *Server) setReplicationThrottles(r config.Replication) {
+	s.leaderQuota.SetBound(r.LeaderThrottledRate)
+	s.followerQuota.SetBound(r.FollowerThrottledRate)
 }
 
 // topicReplicationConfig resolves a topic's overrides over the broker's

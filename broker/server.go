@@ -33,6 +33,7 @@ import (
 	"github.com/strait/strait/internal/clock"
 	"github.com/strait/strait/metrics"
 	"github.com/strait/strait/protocol"
+	"github.com/strait/strait/quota"
 	"github.com/strait/strait/replication"
 	"github.com/strait/strait/security/acl"
 )
@@ -111,6 +112,9 @@ type Server struct {
 	fds *fdGuard
 	// clientQuotas enforces the client quotas (clientquotas.go).
 	clientQuotas *clientQuotas
+	// leaderQuota and followerQuota are the replication throttles, their
+	// bounds set from the dynamic configs (replication.go).
+	leaderQuota, followerQuota *quota.Replication
 	// coarseNow (UnixNano) is advanced by the idle sweeper, which closes
 	// connections idle past connections.max.idle.ms (idleconns.go);
 	// idleExpired counts them.
@@ -182,6 +186,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
 	s.clientQuotas = newClientQuotas(&cfg)
+	s.newReplicationQuotas()
 	s.fetchSessions.now = func() int64 { return s.clock.Now().UnixMilli() }
 	s.producerIDs = newProducerIDPool()
 	s.authz = newAuthorizer(s)

@@ -7,9 +7,48 @@ package config
 import (
 	"errors"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
+
+// Replication throttle keys (QuotaConfig.brokerQuotaConfigs, part of
+// DynamicConfig.Broker): LONG, at least 0, Long.MAX_VALUE by default. They
+// exist only as dynamic configs: the static properties do not know them.
+const (
+	LeaderReplicationThrottledRate   = "leader.replication.throttled.rate"
+	FollowerReplicationThrottledRate = "follower.replication.throttled.rate"
+	// ReplicaAlterLogDirsIOMaxBytesPerSecond is stored and described
+	// only: Strait moves no replica between log directories
+	// (AlterReplicaLogDirs), so nothing is throttled by it.
+	ReplicaAlterLogDirsIOMaxBytesPerSecond = "replica.alter.log.dirs.io.max.bytes.per.second"
+)
+
+var throttleRateKeys = map[string]bool{
+	LeaderReplicationThrottledRate:         true,
+	FollowerReplicationThrottledRate:       true,
+	ReplicaAlterLogDirsIOMaxBytesPerSecond: true,
+}
+
+// IsThrottleRateKey reports whether name is one of the replication
+// throttle rates, dynamic broker keys that the catalog (KafkaConfig's keys)
+// does not hold.
+func IsThrottleRateKey(name string) bool { return throttleRateKeys[name] }
+
+// throttledRate is the rate key's value for this broker: its own dynamic
+// config, else the cluster default's, else unlimited (Kafka's
+// BrokerConfigHandler.getOrDefault).
+func (b *Layers) throttledRate(key string) int64 {
+	for _, m := range []map[string]string{b.DynamicBroker, b.DynamicDefault} {
+		if v, ok := m[key]; ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n >= 0 {
+				return n
+			}
+		}
+	}
+	return math.MaxInt64
+}
 
 // dynamicLogKeys are the dynamic broker keys Strait applies at runtime
 // (DynamicLogConfig's, the broker synonyms of the topic configs, and
@@ -35,9 +74,12 @@ var dynamicConnectionKeys = map[string]bool{"max.connections": true, "max.connec
 // Log.Defaults (message timestamp bounds included), Topics.MinInsyncReplicas,
 // Topics.MessageMaxBytes and the connection limits (max.connections,
 // max.connections.per.ip, listener.name.<l>.max.connections), and the listeners' TLS settings when a listener's
-// key or trust store was changed; every other field stays c's. Without any
-// dynamic log or store key, c is returned as is.
+// key or trust store was changed; the replication throttle rates are this
+// broker's dynamic value, else the cluster default's; every other field
+// stays c's. Without any dynamic log or store key, nothing is parsed.
 func (c Config) WithDynamic(l *Layers) (Config, error) {
+	c.Replication.LeaderThrottledRate = l.throttledRate(LeaderReplicationThrottledRate)
+	c.Replication.FollowerThrottledRate = l.throttledRate(FollowerReplicationThrottledRate)
 	props := maps.Clone(c.Props)
 	if props == nil {
 		props = map[string]string{}
@@ -128,6 +170,14 @@ func (b *Layers) Validate(props map[string]string, perBrokerEntity bool) error {
 		if k := brokerCatalogByName[base]; k != nil {
 			if err := checkType(base, props[n], k.typ); err != nil {
 				return err
+			}
+		}
+		if throttleRateKeys[n] {
+			if err := checkType(n, props[n], typeLong); err != nil {
+				return err
+			}
+			if v, _ := strconv.ParseInt(strings.TrimSpace(props[n]), 10, 64); v < 0 {
+				return invalidValue(n, strings.TrimSpace(props[n]), "Value must be at least 0")
 			}
 		}
 	}

@@ -119,6 +119,10 @@ func brokerKeyType(name string) (configType, bool) {
 	if t, ok := straitKeys[name]; ok {
 		return t, true
 	}
+	if throttleRateKeys[name] {
+		// KafkaConfig.configTypeExact also looks in DynamicConfig.Broker.
+		return typeLong, true
+	}
 	if base, ok := listenerConfigName(name); ok {
 		if k := brokerCatalogByName[base]; k != nil {
 			return k.typ, true

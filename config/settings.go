@@ -9,6 +9,7 @@ package config
 // refuses it at start with the same "Value must be at least" message.
 
 import (
+	"math"
 	"strings"
 	"time"
 )
@@ -29,6 +30,18 @@ type Replication struct {
 	// SessionTimeout is broker.session.timeout.ms (9 s): how long the
 	// broker's registration lease outlives its last heartbeat.
 	SessionTimeout time.Duration
+	// QuotaWindowNum and QuotaWindowSizeSeconds are the replication
+	// throttles' rate windows: replication.quota.window.num (11) samples of
+	// replication.quota.window.size.seconds (1).
+	QuotaWindowNum         int32
+	QuotaWindowSizeSeconds int32
+	// The replication throttles in bytes a second, math.MaxInt64 when not
+	// set: leader.replication.throttled.rate and
+	// follower.replication.throttled.rate (ThrottledRates). They are
+	// dynamic only, as in Kafka: this broker's value, else the cluster
+	// default's (WithDynamic); the static properties never set them.
+	LeaderThrottledRate   int64
+	FollowerThrottledRate int64
 }
 
 // LeaseTTLSeconds is SessionTimeout in whole seconds, rounded up (etcd
@@ -49,6 +62,10 @@ func parseReplication(p *props) Replication {
 		HighWatermarkSync:         ms(p.longAtLeast("replica.high.watermark.checkpoint.interval.ms", 1)),
 		RecoveryThreadsPerDataDir: int(p.intAtLeast("num.recovery.threads.per.data.dir", 1)),
 		SessionTimeout:            ms(int64(p.intAtLeast("broker.session.timeout.ms", 1))),
+		QuotaWindowNum:            p.intAtLeast("replication.quota.window.num", 1),
+		QuotaWindowSizeSeconds:    p.intAtLeast("replication.quota.window.size.seconds", 1),
+		LeaderThrottledRate:       math.MaxInt64,
+		FollowerThrottledRate:     math.MaxInt64,
 	}
 }
 

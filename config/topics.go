@@ -130,6 +130,39 @@ func validThrottledReplicas(key, raw string) error {
 	return nil
 }
 
+// The topic configs naming the replicas whose replication is throttled.
+const (
+	LeaderReplicationThrottledReplicas   = "leader.replication.throttled.replicas"
+	FollowerReplicationThrottledReplicas = "follower.replication.throttled.replicas"
+)
+
+// ThrottledPartitions is Kafka's parseThrottledPartitions: of a
+// *.replication.throttled.replicas value, the partitions throttled on
+// broker node ("partition:node" entries), or all of them ("*"). A value
+// that does not validate throttles nothing.
+func ThrottledPartitions(raw string, node int32) (all bool, partitions []int32) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" || validThrottledReplicas("", raw) != nil {
+		return false, nil
+	}
+	list := parseList(raw)
+	if strings.Join(list, "") == "*" {
+		return true, nil
+	}
+	for _, e := range list {
+		p, b, ok := strings.Cut(e, ":")
+		if !ok {
+			continue
+		}
+		pi, err1 := strconv.ParseInt(p, 10, 32)
+		bi, err2 := strconv.ParseInt(b, 10, 32)
+		if err1 == nil && err2 == nil && int32(bi) == node {
+			partitions = append(partitions, int32(pi))
+		}
+	}
+	return false, partitions
+}
+
 // ValidateTopicConfigs checks CreateTopics (or AlterConfigs) topic configs as
 // Kafka's LogConfig.validate does: names first ("Unknown topic config name: x"),
 // then each value in definition order, then the cross-key rules. The error is a

@@ -30,6 +30,8 @@ var invalidCases = []struct {
 	{"min.insync.replicas", "0", nil, "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1"},
 	{"compression.type", "brotli", nil, "Invalid value brotli for configuration compression.type: String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"},
 	{"leader.imbalance.check.interval.seconds", "0", nil, "Invalid value 0 for configuration leader.imbalance.check.interval.seconds: Value must be at least 1"},
+	{"replication.quota.window.num", "0", nil, "Invalid value 0 for configuration replication.quota.window.num: Value must be at least 1"},
+	{"replication.quota.window.size.seconds", "0", nil, "Invalid value 0 for configuration replication.quota.window.size.seconds: Value must be at least 1"},
 
 	// Listeners.
 	{"listeners", "localhost:9092", nil, "Invalid value localhost:9092 for configuration listeners: Unable to parse localhost:9092 to a broker endpoint"},

@@ -2,8 +2,9 @@
 // entities a quota is set on (user, client-id, ip, and their defaults), the
 // validation of AlterClientQuotas and the filters of DescribeClientQuotas
 // (Kafka's ClientQuotaControlManager and ClientQuotasImage), and the rate
-// windows and throttle times of ClientQuotaManager (manager.go, rate.go).
-// It imports nothing of the broker: the controller stores the quotas in etcd
+// windows and throttle times of ClientQuotaManager (manager.go, rate.go);
+// and the replication throttles' rates (ReplicationQuotaManager,
+// replication.go), which package replication checks. It imports nothing of the broker: the controller stores the quotas in etcd
 // and hands each broker a Snapshot; the broker records what clients send and
 // receive and mutes a connection for the throttle time this package returns.
 package quota

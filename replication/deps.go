@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/quota"
 	"github.com/strait/strait/storage"
 )
 
@@ -131,6 +132,11 @@ type Deps struct {
 	ISR         ISRWriter
 	Brokers     BrokerClient
 	TopicConfig TopicConfigFunc
-	Logger      *slog.Logger     // nil: slog.Default()
-	Now         func() time.Time // nil: time.Now; tests move the clock
+	// LeaderQuota and FollowerQuota are the replication throttles
+	// (leader.replication.throttled.rate, follower.replication.throttled.rate),
+	// whose bounds the broker changes at runtime; nil: unlimited ones.
+	LeaderQuota   *quota.Replication
+	FollowerQuota *quota.Replication
+	Logger        *slog.Logger     // nil: slog.Default()
+	Now           func() time.Time // nil: time.Now; tests move the clock
 }

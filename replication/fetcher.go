@@ -109,6 +109,10 @@ type followState struct {
 	leaderEpoch int32
 	truncate    bool // must truncate by leader epoch before fetching
 	backoffTill time.Time
+	// lag is the leader's high watermark minus our log end offset at the
+	// last fetch that brought records (or the first), -1 before it: 0 is
+	// in sync (PartitionFetchState.isReplicaInSync), never throttled.
+	lag int64
 }
 
 // fetcher fetches the partitions this broker follows from one leader
@@ -139,7 +143,7 @@ func newFetcher(m *Manager, leader int32) *fetcher {
 
 func (f *fetcher) add(p *Partition, leaderEpoch int32) {
 	f.mu.Lock()
-	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true}
+	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true, lag: -1}
 	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -372,10 +376,21 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	byTopic := map[[16]byte]int{}
 	sentBy := map[[16]byte]map[int32]sent{}
 	now := time.Now()
+	// Checked once per fetch, and only when a throttled partition is
+	// behind (ReplicaFetcherThread.shouldFollowerThrottle).
+	throttled, exceeded := false, false
 	f.mu.Lock()
 	for p, st := range f.parts {
 		if st.truncate || now.Before(st.backoffTill) {
 			continue
+		}
+		if st.lag != 0 && p.followerThrottled.Load() {
+			if !throttled {
+				throttled, exceeded = true, m.followerQuota.Exceeded(p.now())
+			}
+			if exceeded {
+				continue
+			}
 		}
 		i, ok := byTopic[p.topicID]
 		if !ok {
@@ -456,8 +471,14 @@ func (f *fetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResp
 			st.backoffTill = time.Now().Add(f.backoff())
 			return
 		}
+		if p.followerThrottled.Load() {
+			m.followerQuota.Record(int64(len(records)), p.now())
+		}
 	}
 	if rp.HighWatermark >= 0 {
+		if len(records) > 0 || st.lag < 0 {
+			st.lag = max(0, rp.HighWatermark-p.log.LogEndOffset())
+		}
 		p.log.UpdateHighWatermark(min(rp.HighWatermark, p.log.LogEndOffset()))
 	}
 	// DeleteRecordsBefore refuses offsets above the high watermark: it

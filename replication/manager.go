@@ -14,6 +14,7 @@ import (
 
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/internal/background"
+	"github.com/strait/strait/quota"
 	"github.com/strait/strait/storage"
 )
 
@@ -57,6 +58,9 @@ type Manager struct {
 	topicConfig TopicConfigFunc
 	logger      *slog.Logger
 	now         func() time.Time
+	// leaderQuota and followerQuota are the replication throttles
+	// (throttle.go).
+	leaderQuota, followerQuota *quota.Replication
 
 	// isrShrinks and isrExpands count the ISR changes this broker proposed
 	// as a leader and the controller committed (ISRChanges).
@@ -91,7 +95,14 @@ func New(cfg Config, deps Deps) *Manager {
 	m := &Manager{
 		cfg: cfg, meta: deps.Metadata, isr: deps.ISR, client: deps.Brokers,
 		topicConfig: deps.TopicConfig, logger: deps.Logger, now: deps.Now,
+		leaderQuota: deps.LeaderQuota, followerQuota: deps.FollowerQuota,
 		stop: make(chan struct{}),
+	}
+	if m.leaderQuota == nil {
+		m.leaderQuota = quota.NewReplication(quota.DefaultConfig)
+	}
+	if m.followerQuota == nil {
+		m.followerQuota = quota.NewReplication(quota.DefaultConfig)
 	}
 	if m.logger == nil {
 		m.logger = slog.Default()
@@ -209,6 +220,7 @@ func (m *Manager) applyTopic(t controller.TopicInfo) error {
 	if err != nil {
 		m.logger.Warn("invalid topic config, using broker defaults", "topic", t.Name, "err", err)
 	}
+	throttles := throttledOn(t.Configs, node)
 	var errs []error
 	for i, pi := range t.Partitions {
 		if !slices.Contains(pi.Replicas, node) {
@@ -236,6 +248,7 @@ func (m *Manager) applyTopic(t controller.TopicInfo) error {
 		p.repl.mu.Lock()
 		p.repl.minISR = minISR
 		p.repl.mu.Unlock()
+		throttles.apply(p)
 		p.state.Store(&pi)
 		m.transition(p, &pi)
 		lt.parts[i] = p

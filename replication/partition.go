@@ -28,6 +28,11 @@ type Partition struct {
 	waitMu  sync.Mutex
 	waiters map[*FetchWaiter]struct{}
 
+	// leaderThrottled and followerThrottled: the topic's
+	// leader/follower.replication.throttled.replicas name this broker's
+	// replica of the partition (throttle.go).
+	leaderThrottled, followerThrottled atomic.Bool
+
 	repl replicaState
 }
 

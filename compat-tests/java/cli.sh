@@ -4,7 +4,8 @@
 # kafka-topics (incl. --alter --partitions and --delete), kafka-configs (topics,
 # brokers, groups),
 # kafka-console-producer/-consumer, kafka-consumer-groups, kafka-producer-perf-test,
-# kafka-consumer-perf-test, kafka-acls, and VerifiableProducer/VerifiableConsumer (the
+# kafka-consumer-perf-test, kafka-acls, kafka-reassign-partitions --throttle
+# (on a two-broker strait cluster), and VerifiableProducer/VerifiableConsumer (the
 # tools Kafka's own system tests drive).
 # Usage: cli.sh HOST:PORT WORKDIR; appends results to WORKDIR/results.tsv.
 set -uo pipefail
@@ -53,6 +54,9 @@ check "kafka-configs --describe --all broker" "$out/configs-broker-all" \
 configs --alter --entity-type brokers --entity-name 1 --add-config num.partitions=3 >"$out/configs-readonly" 2>&1
 check "kafka-configs --alter refuses a read-only broker config" "$out/configs-readonly" \
   "Cannot update these configs dynamically: \[num.partitions\]"
+configs --alter --entity-type brokers --entity-name 1 --add-config leader.replication.throttled.rate=-1 >"$out/configs-throttle" 2>&1
+check "kafka-configs --alter refuses a negative replication throttle (Kafka 4.4's message)" "$out/configs-throttle" \
+  "InvalidRequestException: Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0"
 configs --alter --entity-type groups --entity-name cli-config-group \
   --add-config consumer.session.timeout.ms=50000 >"$out/configs-group" 2>&1
 configs --describe --entity-type groups --entity-name cli-config-group >>"$out/configs-group" 2>&1
@@ -225,6 +229,47 @@ if grep -qE "User:carol|name=logs" "$out/acla-list-after"; then echo "carol or l
 else echo "removed: carol and logs gone" >>"$out/acla-list-after"; fi
 check "kafka-acls --remove (consumer options and a prefixed pattern)" "$out/acla-list-after" "^removed: carol and logs gone$"
 kill $acl_pid 2>/dev/null; wait $acl_pid 2>/dev/null
+
+# kafka-reassign-partitions --throttle on a two-broker `strait cluster`:
+# --execute sets the rates on the brokers involved and the topic's throttled
+# replicas (the current replica on the leader side, the new one on the
+# follower side), --verify removes them once the move has completed.
+"$root/bin/strait" cluster -n 2 >"$out/reassign-cluster.log" 2>&1 &
+rc_pid=$!
+for _ in $(seq 1 300); do grep -q "strait cluster ready" "$out/reassign-cluster.log" && break; sleep 0.1; done
+rc_broker=$(sed -n 's/.*strait cluster ready.*bootstrap.servers=\([^ ]*\).*/\1/p' "$out/reassign-cluster.log" | head -1)
+rc() { java -Dlog4j2.level=error -cp "$cp" "$@" --bootstrap-server "${rc_broker:-127.0.0.1:1}"; }
+rc org.apache.kafka.tools.TopicCommand --create --topic cli-reassign --replica-assignment 1 >"$out/reassign-create" 2>&1
+java -Dlog4j2.level=error -cp "$cp" org.apache.kafka.tools.ProducerPerformance --topic cli-reassign --num-records 2000 \
+  --record-size 1000 --throughput -1 --producer-props "bootstrap.servers=${rc_broker:-127.0.0.1:1}" acks=all \
+  >>"$out/reassign-create" 2>&1
+echo '{"version":1,"partitions":[{"topic":"cli-reassign","partition":0,"replicas":[1,2]}]}' >"$out/reassign.json"
+rc org.apache.kafka.tools.reassign.ReassignPartitionsCommand --execute --reassignment-json-file "$out/reassign.json" \
+  --throttle 1000000 >"$out/reassign-execute" 2>&1
+check "kafka-reassign-partitions --execute --throttle" "$out/reassign-execute" \
+  "^The inter-broker throttle limit was set to 1000000 B/s$"
+rc org.apache.kafka.tools.ConfigCommand --describe --entity-type brokers --entity-name 2 >"$out/reassign-throttles" 2>&1
+rc org.apache.kafka.tools.ConfigCommand --describe --entity-type topics --entity-name cli-reassign >>"$out/reassign-throttles" 2>&1
+check "kafka-reassign-partitions --throttle sets the broker rates" "$out/reassign-throttles" \
+  "leader.replication.throttled.rate=1000000 sensitive=false synonyms=\{DYNAMIC_BROKER_CONFIG:leader.replication.throttled.rate=1000000\}"
+check "kafka-reassign-partitions --throttle sets the topic's throttled replicas" "$out/reassign-throttles" \
+  "follower.replication.throttled.replicas=0:2 sensitive=false"
+for _ in $(seq 1 60); do
+  rc org.apache.kafka.tools.reassign.ReassignPartitionsCommand --verify --reassignment-json-file "$out/reassign.json" \
+    >"$out/reassign-verify" 2>&1
+  grep -q "is completed" "$out/reassign-verify" && break
+  sleep 1
+done
+check "kafka-reassign-partitions --verify completes and clears the throttles" "$out/reassign-verify" \
+  "^Clearing broker-level throttles on brokers 1,2$"
+rc org.apache.kafka.tools.ConfigCommand --describe --entity-type brokers --entity-name 2 >"$out/reassign-cleared" 2>&1
+rc org.apache.kafka.tools.ConfigCommand --describe --entity-type topics --entity-name cli-reassign >>"$out/reassign-cleared" 2>&1
+if grep -q "throttled" "$out/reassign-cleared"; then echo "throttles still set" >>"$out/reassign-cleared"
+else echo "no throttles left" >>"$out/reassign-cleared"; fi
+check "kafka-reassign-partitions --verify removed the throttle configs" "$out/reassign-cleared" "^no throttles left$"
+kill $rc_pid 2>/dev/null
+for _ in $(seq 1 300); do kill -0 $rc_pid 2>/dev/null || break; sleep 0.1; done
+kill -9 $rc_pid 2>/dev/null; wait $rc_pid 2>/dev/null
 
 echo "cli: $pass passed, $failed failed"
 [ "$failed" -eq 0 ]
