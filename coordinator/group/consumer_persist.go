@@ -368,9 +368,13 @@ func (g *group) restoreConsumer(rc *replayedConsumer) {
 // onLoaded does: every member's session, and the rebalance timeout of those
 // that still have partitions to revoke. The subscription is resolved
 // against today's topics without bumping the epoch, so the members keep it.
+// No principal is known here, so the next heartbeat resolves the regexes
+// again with its own authorization (metaValid false) before any new
+// target assignment is computed.
 func (g *group) onLoadedConsumerLocked() {
 	cg := g.consumer
-	g.refreshSubscriptionLocked(g.c.metaVersion.Load())
+	g.refreshSubscriptionLocked(g.c.metaVersion.Load(), nil)
+	cg.metaValid = false
 	cg.assignor = g.preferredAssignorLocked()
 	for _, m := range cg.members {
 		g.scheduleConsumerSessionLocked(m)
