@@ -181,7 +181,16 @@ func handleConsumerGroupHeartbeat(c *conn, x *exchange) {
 			return
 		}
 	}
-	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(groupClient(c, x), req))
+	cl := groupClient(c, x)
+	if a := c.srv.authz; a != nil {
+		// A regex subscription resolves only to the topics this principal
+		// may describe (KAFKA-18813); names were checked above.
+		rc := c.requestContext()
+		cl.MayDescribeTopic = func(topic string) bool {
+			return a.Authorize(rc, acl.OpDescribe, acl.ResourceTopic, topic)
+		}
+	}
+	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(cl, req))
 }
 
 // ConsumerGroupDescribe (key 69, KIP-848).

@@ -7,7 +7,9 @@ package reference
 // literal denies) and alice (allowed). The error codes, the topics/groups/partitions listed and the
 // authorized_operations of each response must be the same on both; what
 // legitimately differs (node ids, topic ids, cluster ids, member ids, ports,
-// timestamps, messages) is left out of the comparison.
+// timestamps, messages) is left out of the comparison. Last, carol's KIP-848
+// regex subscription must be assigned the same topics on both (those she may
+// describe).
 
 import (
 	"context"
@@ -525,6 +527,71 @@ func TestAuthorizationMatchesKafka(t *testing.T) {
 	for _, d := range diffs {
 		t.Errorf("a difference not in DIFFERENCES.md:\n%s", d)
 	}
+
+	// A KIP-848 regex subscription resolves to the matching topics the
+	// member's principal may DESCRIBE (KAFKA-18813). Kafka resolves a new
+	// regex in the background, so the assignment comes in a later
+	// heartbeat: each broker is asked until it assigns something.
+	var assigned [2][]string
+	for i, b := range brokers {
+		assigned[i] = regexAssignment(t, b, "carol", "acl-rx", "acl-t.*|secret")
+	}
+	t.Logf("regex acl-t.*|secret as carol: Kafka assigns %v, Strait %v", assigned[0], assigned[1])
+	if !slices.Equal(assigned[0], assigned[1]) || slices.Contains(assigned[1], aclSecret) {
+		t.Errorf("regex subscription as carol: Kafka assigns %v, Strait %v", assigned[0], assigned[1])
+	}
+}
+
+// regexAssignment joins group as user with a regex subscription and
+// heartbeats (at most 50 times, 200 ms apart) until the coordinator assigns
+// partitions; it returns the assigned topics' names, then leaves.
+func regexAssignment(t *testing.T, b *secured, user, group, regex string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := map[[16]byte]string{}
+	listed, err := kadm.NewClient(b.clients["admin"]).ListTopics(ctx)
+	if err != nil {
+		t.Fatalf("%s: list topics: %v", b.name, err)
+	}
+	for _, d := range listed {
+		names[d.ID] = d.Topic
+	}
+	const member = "acl-rx-member-0000000000"
+	epoch := int32(0)
+	var out []string
+	for i := 0; i < 50 && len(out) == 0; i++ {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		r.Group, r.MemberID, r.MemberEpoch = group, member, epoch
+		r.RebalanceTimeoutMillis = -1
+		if epoch == 0 {
+			r.RebalanceTimeoutMillis = 30000
+			r.SubscribedTopicRegex = kmsg.StringPtr(regex)
+			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		resp, err := b.send(user, r)
+		if err != nil {
+			t.Fatalf("%s: heartbeat: %v", b.name, err)
+		}
+		hr := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+		if hr.ErrorCode != 0 {
+			t.Fatalf("%s: heartbeat as %s: %v", b.name, user, kerr.ErrorForCode(hr.ErrorCode))
+		}
+		epoch = hr.MemberEpoch
+		if hr.Assignment != nil {
+			for _, tp := range hr.Assignment.Topics {
+				out = append(out, names[tp.TopicID])
+			}
+		}
+	}
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch = group, member, -1
+	b.send(user, leave)
+	slices.Sort(out)
+	return out
 }
 
 // deniedSomewhere: an authorization failure anywhere in the answer.

@@ -367,7 +367,7 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 	// and compute a new target assignment for the new epoch.
 	bump := subscriptionChanged
 	if v := c.metaVersion.Load(); bump || !cg.metaValid || cg.metaVersion != v {
-		if g.refreshSubscriptionLocked(v) {
+		if g.refreshSubscriptionLocked(v, cl.MayDescribeTopic) {
 			bump = true
 		}
 	}
@@ -540,8 +540,12 @@ func (g *group) fenceConsumerMemberLocked(m *consumerMember) {
 }
 
 // refreshSubscriptionLocked recomputes the subscribed topics (names and
-// regex matches that exist) and reports whether they changed.
-func (g *group) refreshSubscriptionLocked(version uint64) bool {
+// regex matches that exist) and reports whether they changed. As Kafka's
+// refreshRegularExpressions, every regex of the group is resolved with the
+// authorization of the heartbeat that asks for the refresh: a matched topic
+// that mayDescribe refuses is left out (nil: no authorizer, none is). The
+// member is not told: it is simply not assigned that topic.
+func (g *group) refreshSubscriptionLocked(version uint64, mayDescribe func(string) bool) bool {
 	c, cg := g.c, g.consumer
 	names := map[string]bool{}
 	regexes := map[string]bool{}
@@ -563,7 +567,7 @@ func (g *group) refreshSubscriptionLocked(version uint64) bool {
 			}
 			var matched []string
 			for _, t := range all {
-				if rx.MatchString(t.Name) {
+				if rx.MatchString(t.Name) && (mayDescribe == nil || mayDescribe(t.Name)) {
 					matched = append(matched, t.Name)
 					names[t.Name] = true
 				}

@@ -368,9 +368,24 @@ func (g *group) restoreConsumer(rc *replayedConsumer) {
 // onLoaded does: every member's session, and the rebalance timeout of those
 // that still have partitions to revoke. The subscription is resolved
 // against today's topics without bumping the epoch, so the members keep it.
+// Kafka stores each regex's resolution, Strait does not: a regex keeps the
+// matching topics the loaded target assignment holds (those its last
+// resolution allowed), and the next heartbeat resolves it again with its
+// principal's authorization (metaValid false) before any new target
+// assignment is computed.
 func (g *group) onLoadedConsumerLocked() {
 	cg := g.consumer
-	g.refreshSubscriptionLocked(g.c.metaVersion.Load())
+	inTarget := map[[16]byte]bool{}
+	for _, ps := range cg.target {
+		for id := range ps {
+			inTarget[id] = true
+		}
+	}
+	g.refreshSubscriptionLocked(g.c.metaVersion.Load(), func(topic string) bool {
+		t, ok := g.c.meta.Topic(topic)
+		return ok && inTarget[t.ID]
+	})
+	cg.metaValid = false
 	cg.assignor = g.preferredAssignorLocked()
 	for _, m := range cg.members {
 		g.scheduleConsumerSessionLocked(m)

@@ -13,6 +13,8 @@ type cgMember struct {
 	epoch    int32
 	instance *string
 	owned    partitionSet
+
+	mayDescribe func(string) bool // its principal's DESCRIBE on topics; nil: all
 }
 
 // heartbeat848 sends a full heartbeat reporting owned and adopts the
@@ -28,7 +30,7 @@ func (m *cgMember) heartbeat(t *testing.T, c *Coordinator, group string, sub []s
 	for _, tid := range m.owned.sortedTopics() {
 		req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: tid, Partitions: sortedPartitions(m.owned[tid])})
 	}
-	resp := c.ConsumerGroupHeartbeat(Client{Version: 1, ID: "c", Host: "/127.0.0.1"}, req)
+	resp := c.ConsumerGroupHeartbeat(Client{Version: 1, ID: "c", Host: "/127.0.0.1", MayDescribeTopic: m.mayDescribe}, req)
 	if resp.ErrorCode != 0 {
 		return resp
 	}
@@ -254,4 +256,53 @@ func TestConsumerGroupHeartbeatValidation(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(r.ErrorCode), kerr.ErrorForCode(tc.code))
 		}
 	}
+}
+
+// A regex resolves to the matching topics the heartbeating principal may
+// describe (Kafka's refreshRegularExpressions with the request's context);
+// a topic it may not describe is left out without an error. The group's
+// regexes are resolved with the authorization of whichever heartbeat asks
+// for the resolution, as Kafka does. A coordinator that loads the group
+// resolves again at the next heartbeat, with that member's authorization,
+// and bumps nothing when the result is the same.
+func TestConsumerGroupRegexFilteredByDescribe(t *testing.T) {
+	log := newMemLog(1)
+	open, secret := topicID(1), topicID(2)
+	meta := newMemMeta(TopicMeta{Name: "r-open", ID: open, Partitions: 2}, TopicMeta{Name: "r-secret", ID: secret, Partitions: 1})
+	c := testCoordinator(t, log, meta)
+	notSecret := func(topic string) bool { return topic != "r-secret" }
+	re := "r-.*"
+	m := &cgMember{id: "member-regex", mayDescribe: notSecret}
+	for range 2 { // join, then confirm the assignment
+		if r := m.heartbeat(t, c, "g", nil, &re); r.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	if m.owned.size() != 2 || m.owned[secret] != nil {
+		t.Fatalf("owned %v, want r-open's two partitions only", m.owned)
+	}
+	epoch := m.epoch
+	c.Close()
+
+	c2 := testCoordinator(t, log, meta)
+	if r := m.heartbeat(t, c2, "g", nil, &re); r.ErrorCode != 0 || m.epoch != epoch || m.owned.size() != 2 || m.owned[secret] != nil {
+		t.Fatalf("after the move: %v epoch %d (was %d) owned %v", kerr.ErrorForCode(r.ErrorCode), m.epoch, epoch, m.owned)
+	}
+	// A member whose principal may describe everything joins with the same
+	// regex: its heartbeat resolves the group's regex, and r-secret is
+	// assigned (to one of them) from then on.
+	n := &cgMember{id: "member-all"}
+	var total int
+	for range 4 {
+		for _, x := range []*cgMember{n, m} {
+			if r := x.heartbeat(t, c2, "g", nil, &re); r.ErrorCode != 0 {
+				t.Fatalf("heartbeat %s: %v", x.id, kerr.ErrorForCode(r.ErrorCode))
+			}
+		}
+	}
+	total = m.owned.size() + n.owned.size()
+	if total != 3 || m.owned[secret] == nil && n.owned[secret] == nil {
+		t.Fatalf("owned: %s %v, %s %v; want the three partitions of both topics", m.id, m.owned, n.id, n.owned)
+	}
+	checkExclusive(t, m, n)
 }

@@ -114,6 +114,12 @@ type Client struct {
 	Version int16  // the request's API version
 	ID      string // client.id
 	Host    string // as Kafka shows it: "/" + IP
+
+	// MayDescribeTopic reports whether the request's principal may
+	// DESCRIBE a topic; nil (no authorizer) allows every topic. A
+	// ConsumerGroupHeartbeat's regex resolution keeps only the topics it
+	// allows (Kafka's filterTopicDescribeAuthorizedTopics, KAFKA-18813).
+	MayDescribeTopic func(topic string) bool
 }
 
 // Coordinator is the group coordinator of one broker.
