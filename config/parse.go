@@ -68,6 +68,7 @@ func parse(in map[string]string, used map[string]bool) (Config, []string, error)
 	c.Topics.NumPartitions = p.intAtLeast("num.partitions", 1)
 	c.Limits = parseLimits(p)
 	c.HTTP = parseHTTP(p)
+	checkPluginClasses(p)
 	c.ClientQuotas = parseClientQuotas(p)
 	// Kafka's default.replication.factor has no validator, but CreateTopics
 	// then fails for every topic relying on it; refuse at start instead.
