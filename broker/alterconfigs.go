@@ -25,8 +25,9 @@ package broker
 //     once this broker has applied the change (see dynamicconfig.go).
 //
 // GROUP resources are groupconfigs.go's. validate_only checks everything and
-// writes nothing. BROKER_LOGGER (log levels) and CLIENT_METRICS resources are
-// not supported: INVALID_REQUEST.
+// writes nothing. BROKER_LOGGER (log levels) is brokerloggers.go's, for
+// IncrementalAlterConfigs only; CLIENT_METRICS resources are not supported:
+// INVALID_REQUEST.
 
 import (
 	"context"
@@ -200,6 +201,10 @@ func (s *Server) alterResource(ctx context.Context, r alterResource, validateOnl
 		return s.alterBrokerConfigs(ctx, r, validateOnly)
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return s.alterGroupConfigs(ctx, r, validateOnly) // groupconfigs.go
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		if !r.legacy {
+			return s.alterBrokerLoggers(r, validateOnly) // brokerloggers.go
+		}
 	}
 	return requestError("Unknown resource type " + strconv.Itoa(int(r.typ)))
 }

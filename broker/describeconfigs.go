@@ -156,7 +156,7 @@ func (s *Server) describeBrokerLoggers(name string) ([]kmsg.DescribeConfigsRespo
 			strconv.Itoa(int(s.cfg.NodeID)) + " but received " + name}
 	}
 	e := kmsg.NewDescribeConfigsResponseResourceConfig()
-	e.Name, e.Value, e.Source = "root", ptr(logLevelName(s.logger)), kmsg.ConfigSourceDynamicBrokerLoggerConfig
+	e.Name, e.Value, e.Source = "root", ptr(logLevelName(s)), kmsg.ConfigSourceDynamicBrokerLoggerConfig
 	e.Documentation = ptr("") // as Kafka leaves it for loggers
 	e.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}
 	return []kmsg.DescribeConfigsResponseResourceConfig{e}, nil

@@ -167,9 +167,9 @@ func (d *dynamicConfigs) waitForRevision(ctx context.Context, rev int64) error {
 	}
 }
 
-// logLevelName is the level Kafka's log4j would name for the broker's
+// loggerLevelName is the level Kafka's log4j would name for the broker's
 // logger: the lowest level it emits.
-func logLevelName(l *slog.Logger) string {
+func loggerLevelName(l *slog.Logger) string {
 	ctx := context.Background()
 	switch {
 	case l.Enabled(ctx, slog.LevelDebug):

@@ -174,6 +174,10 @@ type Config struct {
 
 	// Runtime dependencies, set by the embedder, never parsed.
 	Logger *slog.Logger // nil = slog.Default()
+	// LogLevel, when set, is the level Logger's handler reads: the broker
+	// changes it for IncrementalAlterConfigs on BROKER_LOGGER resources.
+	// nil: the level cannot be changed at run time.
+	LogLevel *slog.LevelVar
 	// StorageFS is the filesystem partition logs are written through; nil is
 	// the operating system's. Tests inject faults with storage.NewFaultFS.
 	StorageFS storage.FS

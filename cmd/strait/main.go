@@ -39,6 +39,8 @@ Options:
   --config FILE        a Kafka server.properties; also the first argument without a flag
   --override K=V       a property over the file and the KAFKA_* environment; repeatable
   --log-level LEVEL    debug, info, warn or error (default: $STRAIT_LOG_LEVEL, else info)
+  --log-format FORMAT  text or json (default: $STRAIT_LOG_FORMAT, else text): slog's
+                       text or JSON lines on stderr
   --ephemeral          keep log.dirs and etcd.data.dir in a new temporary directory
                        (under $TMPDIR), removed when strait exits; it replaces any
                        configured log.dirs and etcd.data.dir
@@ -103,6 +105,7 @@ type options struct {
 	configFile   string
 	overrides    []string
 	logLevel     string
+	logFormat    string
 	help         bool
 	ephemeral    bool
 	testDefaults bool
@@ -151,7 +154,7 @@ func parseArgs(args []string) (options, error) {
 				o.testDefaults = on
 			}
 			continue
-		case "--config", "-config", "--override", "-override", "--log-level", "-log-level", "--ready-file", "-ready-file",
+		case "--config", "-config", "--override", "-override", "--log-level", "-log-level", "--log-format", "-log-format", "--ready-file", "-ready-file",
 			"--test-clock-file", "-test-clock-file":
 		case "--brokers", "-brokers", "-n":
 			if o.cluster == 0 {
@@ -184,6 +187,8 @@ func parseArgs(args []string) (options, error) {
 			o.overrides = append(o.overrides, value)
 		case "log-level":
 			o.logLevel = value
+		case "log-format":
+			o.logFormat = value
 		case "ready-file":
 			o.readyFile = value
 		case "test-clock-file":
@@ -232,7 +237,26 @@ func run(args, environ []string, stderr io.Writer, signals <-chan os.Signal) int
 			return 1
 		}
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	formatName := opts.logFormat
+	if formatName == "" {
+		formatName = envValue(environ, "STRAIT_LOG_FORMAT")
+	}
+	// The level is a LevelVar the broker owns from here on: kafka-configs
+	// --entity-type broker-loggers changes it at run time.
+	levelVar := new(slog.LevelVar)
+	levelVar.Set(level)
+	hopts := &slog.HandlerOptions{Level: levelVar}
+	var handler slog.Handler
+	switch formatName {
+	case "", "text":
+		handler = slog.NewTextHandler(stderr, hopts)
+	case "json":
+		handler = slog.NewJSONHandler(stderr, hopts)
+	default:
+		fmt.Fprintf(stderr, "strait: invalid log format %q: want text or json\n", formatName)
+		return 1
+	}
+	logger := slog.New(handler)
 	slog.SetDefault(logger)
 	// Signals are taken from here on (main's Notify ran first): the line
 	// tells a test that a signal now stops strait cleanly.
@@ -300,6 +324,7 @@ func run(args, environ []string, stderr io.Writer, signals <-chan os.Signal) int
 			return 1
 		}
 		cfg.Logger = logger
+		cfg.LogLevel = levelVar
 		cfg.Clock = clk
 		if opts.cluster > 0 {
 			cfg.Logger = logger.With("node", cfg.NodeID) // whose line it is

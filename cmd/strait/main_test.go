@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -237,6 +239,46 @@ func TestRunLogLevel(t *testing.T) {
 	var bad syncBuffer
 	if c := run([]string{"--log-level", "loud"}, nil, &bad, nil); c != 1 || !strings.Contains(bad.String(), "invalid log level") {
 		t.Fatalf("bad level: code %d:\n%s", c, bad.String())
+	}
+}
+
+// TestRunLogFormatJSON: --log-format json writes one JSON object per line,
+// the broker is given the level it may change (BROKER_LOGGER), and an
+// unknown format stops strait before anything starts.
+func TestRunLogFormatJSON(t *testing.T) {
+	srv := newFake()
+	useFake(t, srv)
+	var stderr syncBuffer
+	signals := make(chan os.Signal, 1)
+	code := runAsync([]string{"--log-format", "json"}, nil, &stderr, signals)
+	waitFor(t, "ready", func() bool {
+		select {
+		case <-srv.ready:
+			return true
+		default:
+			return false
+		}
+	})
+	signals <- os.Interrupt
+	if c := <-code; c != 0 {
+		t.Fatalf("exit code %d", c)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m["msg"] == nil || m["level"] == nil {
+			t.Fatalf("not a JSON log line: %q (%v)", l, err)
+		}
+	}
+	if !strings.Contains(stderr.String(), `"msg":"strait ready"`) {
+		t.Fatalf("no ready line:\n%s", stderr.String())
+	}
+	if srv.cfg.LogLevel == nil || srv.cfg.LogLevel.Level() != slog.LevelInfo {
+		t.Fatalf("the broker was not given the log level to change: %v", srv.cfg.LogLevel)
+	}
+	var bad syncBuffer
+	if c := run([]string{"--log-format", "xml"}, nil, &bad, nil); c != 1 || !strings.Contains(bad.String(), `invalid log format "xml"`) {
+		t.Fatalf("bad format: code %d:\n%s", c, bad.String())
 	}
 }
 

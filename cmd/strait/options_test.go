@@ -46,7 +46,7 @@ func TestParseArgsTestBrokerOptions(t *testing.T) {
 	}
 	var stderr syncBuffer
 	run([]string{"-h"}, nil, &stderr, nil)
-	for _, opt := range []string{"--config", "--override", "--log-level", "--ephemeral", "--test-defaults", "--ready-file", "--test-clock-file", "strait cluster", "--brokers N"} {
+	for _, opt := range []string{"--config", "--override", "--log-level", "--log-format", "--ephemeral", "--test-defaults", "--ready-file", "--test-clock-file", "strait cluster", "--brokers N"} {
 		if !strings.Contains(stderr.String(), opt) {
 			t.Errorf("strait -h does not document %s", opt)
 		}

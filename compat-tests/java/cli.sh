@@ -74,6 +74,15 @@ configs --describe --entity-type groups --entity-name cli-config-group >"$out/co
 check "kafka-configs --alter --delete-config group" "$out/configs-group-deleted" \
   "The group 'cli-config-group' doesn't exist and doesn't have dynamic config."
 
+# Log levels at run time (BROKER_LOGGER, KIP-412): the broker's root logger.
+configs --alter --entity-type broker-loggers --entity-name 1 --add-config root=DEBUG >"$out/loggers-alter" 2>&1
+check "kafka-configs --alter broker-loggers root=DEBUG" "$out/loggers-alter" "Completed updating config for broker-logger 1"
+configs --describe --entity-type broker-loggers --entity-name 1 >"$out/loggers-describe" 2>&1
+check "kafka-configs --describe broker-loggers shows the new level" "$out/loggers-describe" "root=DEBUG"
+configs --alter --entity-type broker-loggers --entity-name 1 --add-config root=INFO >/dev/null 2>&1
+configs --alter --entity-type broker-loggers --entity-name 1 --add-config root=LOUD >"$out/loggers-invalid" 2>&1
+check "kafka-configs --alter broker-loggers refuses an unknown level" "$out/loggers-invalid" "not a supported log level"
+
 # Client quotas (AlterClientQuotas / DescribeClientQuotas), printed as Kafka 4.4 prints them.
 configs --alter --add-config producer_byte_rate=1048576 --entity-type users --entity-name alice >"$out/quota-user" 2>&1
 check "kafka-configs --alter user quota" "$out/quota-user" "^Completed updating config for user alice\.$"
