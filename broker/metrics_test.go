@@ -133,7 +133,16 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	produce(51) // 17 per partition beyond the committed offsets
 
-	fams := scrape(t, addr)
+	// A request is counted once its response is written, which the client
+	// may see first: poll until the last Produce is in.
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		fams = scrape(t, addr)
+		if v, _ := sample(fams, "kafka_network_requestmetrics_totaltimems", map[string]string{"request": "Produce"}); v >= 351 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	check := func(name string, labels map[string]string, want float64) {
 		t.Helper()
 		v, ok := sample(fams, name, labels)
