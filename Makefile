@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-prometheus compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-partition partition-long compat-kgo-straittest bench clean bench-compare bench-testbroker fuzz fuzz-short powerloss-long test-quota-long
+.PHONY: all build run test vet unit race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-prometheus compat-console compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-partition partition-long compat-kgo-straittest bench clean bench-compare bench-testbroker fuzz fuzz-short powerloss-long test-quota-long
 
 all: build
 
@@ -170,6 +170,12 @@ compat-etcd: build
 # under-replicated partitions against the test's workload. About 30 seconds.
 compat-prometheus:
 	./compat-tests/prometheus/run.sh
+
+# The web console in a headless Chromium (Debian's chromium package,
+# installed with apt-get when missing): every page checked for a topic and a
+# consumer group the test made; screenshots in compat-tests/console/work/.
+compat-console:
+	./compat-tests/console/run.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./storage/

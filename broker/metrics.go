@@ -62,6 +62,7 @@ func (s *Server) startHTTP() error {
 	if err != nil {
 		return fmt.Errorf("broker: strait.http.listener %s: %w", s.cfg.HTTP.Listener, err)
 	}
+	s.mountConsole(srv.Mux) // console.go
 	s.http = srv
 	s.bg.Go(func() {
 		if err := srv.Serve(); err != nil {
@@ -237,10 +238,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 // offlinePartitions counts the partitions whose leader is none or not a
 // live broker, from the metadata cache.
 func (s *Server) offlinePartitions() int {
-	live := map[int32]bool{}
-	for _, b := range s.ctrl.Brokers() {
-		live[b.NodeID] = true
-	}
+	live := s.liveBrokers()
 	n := 0
 	for _, t := range s.ctrl.Topics() {
 		for _, p := range t.Partitions {

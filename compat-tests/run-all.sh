@@ -10,7 +10,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # broker; after NAME, whose run.sh clears NAME/work) unless NAME-secure/run.sh
 # exists.
 suites=(kcat kcat-secure java java-secure streams connect js js-secure python python-secure franz-go franz-go-rf3
-        cluster cluster-secure etcd prometheus partition)
+        cluster cluster-secure etcd prometheus console partition)
 [ $# -gt 0 ] && suites=("$@")
 failed=()
 for s in "${suites[@]}"; do

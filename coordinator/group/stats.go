@@ -6,6 +6,7 @@ type GroupStat struct {
 	ID        string
 	State     string // as ListGroups answers it: Empty, Stable, ...
 	Type      string // "classic" or "consumer"
+	Members   int
 	Committed []CommittedOffset
 }
 
@@ -29,7 +30,7 @@ func (c *Coordinator) Stats(fn func(GroupStat)) {
 			g.mu.Unlock()
 			continue
 		}
-		st := GroupStat{ID: g.id, State: g.stateLocked(), Type: g.kind.String()}
+		st := GroupStat{ID: g.id, State: g.stateLocked(), Type: g.kind.String(), Members: g.memberCountLocked()}
 		for topic, parts := range g.offsets {
 			for p, e := range parts {
 				st.Committed = append(st.Committed, CommittedOffset{Topic: topic, Partition: p, Offset: e.offset})
@@ -38,4 +39,12 @@ func (c *Coordinator) Stats(fn func(GroupStat)) {
 		g.mu.Unlock()
 		fn(st)
 	}
+}
+
+// memberCountLocked is how many members the group has.
+func (g *group) memberCountLocked() int {
+	if g.kind == kindConsumer {
+		return len(g.consumer.members)
+	}
+	return len(g.classic.members)
 }
