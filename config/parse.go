@@ -276,6 +276,18 @@ func (c *Config) parseLogDefaults(p *props) error {
 		BackoffMs:              p.longAtLeast("log.cleaner.backoff.ms", 0),
 	}
 
+	// compression.type (validated with the topic defaults) and the
+	// levels of KIP-390, with Kafka's validators.
+	ld.CompressionType = c.Topics.CompressionType
+	ld.GzipLevel = p.int("compression.gzip.level")
+	if err := validGzipLevel("compression.gzip.level", p.raw("compression.gzip.level")); err != nil {
+		p.fail(err)
+	}
+	ld.LZ4Level = p.int("compression.lz4.level")
+	p.between("compression.lz4.level", int64(ld.LZ4Level), 1, 17)
+	ld.ZstdLevel = p.int("compression.zstd.level")
+	p.between("compression.zstd.level", int64(ld.ZstdLevel), -131072, 22)
+
 	ld.TimestampBeforeMaxMs = p.longAtLeast("log.message.timestamp.before.max.ms", 0)
 	ld.TimestampAfterMaxMs = p.longAtLeast("log.message.timestamp.after.max.ms", 0)
 	ld.FileDeleteDelayMs = p.longAtLeast("log.segment.delete.delay.ms", 0)

@@ -29,6 +29,9 @@ var invalidCases = []struct {
 	{"max.incremental.fetch.session.cache.slots", "-1", nil, "Invalid value -1 for configuration max.incremental.fetch.session.cache.slots: Value must be at least 0"},
 	{"min.insync.replicas", "0", nil, "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1"},
 	{"compression.type", "brotli", nil, "Invalid value brotli for configuration compression.type: String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"},
+	{"compression.gzip.level", "0", nil, "Invalid value 0 for configuration compression.gzip.level: Value must be between 1 and 9 or equal to -1"},
+	{"compression.lz4.level", "18", nil, "Invalid value 18 for configuration compression.lz4.level: Value must be no more than 17"},
+	{"compression.zstd.level", "23", nil, "Invalid value 23 for configuration compression.zstd.level: Value must be no more than 22"},
 	{"leader.imbalance.check.interval.seconds", "0", nil, "Invalid value 0 for configuration leader.imbalance.check.interval.seconds: Value must be at least 1"},
 
 	// Listeners.

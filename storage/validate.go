@@ -20,6 +20,13 @@ type validatedBatch struct {
 	maxTimestamp              int64
 	offsetDeltaOfMaxTimestamp int32
 	logAppendTime             int64 // -1 unless LogAppendTime
+	// deltasInOrder says the records' offset deltas run 0..n-1;
+	// firstTimestamp is the first record's timestamp as Kafka's
+	// Record.timestamp() reads it (a rebuilt batch's base timestamp).
+	deltasInOrder  bool
+	firstTimestamp int64
+	// rebuilt says bytes is a batch rebuildBatch wrote, not the request's.
+	rebuilt bool
 }
 
 // validateProduce checks a produce request's records for one partition as
@@ -30,6 +37,10 @@ type validatedBatch struct {
 // the timestamp-type bit), recomputing the CRC if either changed; the base
 // offset and leader epoch are set at append time. records is modified in
 // place.
+//
+// A batch is then written as it came (in place, Kafka's words) unless its
+// codec is not the topic's compression.type: LogValidator then rebuilds it
+// in that codec (rebuildBatch).
 //
 // Deviations from Kafka, both rejecting input no Kafka client produces:
 // record offset deltas must run 0..count-1 (Kafka rewrites compressed
@@ -80,6 +91,21 @@ func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition
 	vb, err := validateRecords(batch, &h, cfg, nowMs, topicPartition)
 	if err != nil {
 		return validatedBatch{}, err
+	}
+	source := h.codec()
+	target, level := cfg.targetCompression(source)
+	if (source != compress.None || target != compress.None) && (source != target || !vb.deltasInOrder) {
+		// h is the header as produced: validateRecords set the batch's
+		// max timestamp since, which the rebuild takes from vb.
+		if vb, err = rebuildBatch(batch, &h, vb, cfg, target, level); err != nil {
+			return validatedBatch{}, err
+		}
+		// UnifiedLog.append checks a rebuilt batch's size again.
+		if vb.header.Size() > int64(cfg.MaxMessageBytes) {
+			return validatedBatch{}, appendErrorf(kerr.MessageTooLarge,
+				"message batch size is %d bytes in append to partition %s which exceeds the maximum configured size of %d",
+				vb.header.Size(), topicPartition, cfg.MaxMessageBytes)
+		}
 	}
 	if vb.header.Size() > cfg.SegmentBytes {
 		return validatedBatch{}, appendErrorf(kerr.RecordListTooLarge,
@@ -148,7 +174,8 @@ func nextBatchBounds(b []byte) ([]byte, int, error) {
 // records are decompressed here whatever the codec, so the compacted-topic
 // key check costs no extra pass.
 func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
-	vb := validatedBatch{bytes: batch, header: *h, maxTimestamp: recordbatch.NoTimestamp, offsetDeltaOfMaxTimestamp: -1, logAppendTime: -1}
+	vb := validatedBatch{bytes: batch, header: *h, maxTimestamp: recordbatch.NoTimestamp, offsetDeltaOfMaxTimestamp: -1, logAppendTime: -1,
+		deltasInOrder: true, firstTimestamp: recordbatch.NoTimestamp}
 	var recordErrs []RecordError
 	anyTimestampErr := false
 	batchIsLogAppend := h.timestampType() == LogAppendTime
@@ -159,6 +186,9 @@ func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, 
 		ts := h.BaseTimestamp + r.TimestampDelta
 		if batchIsLogAppend {
 			ts = h.MaxTimestamp // what Kafka's record.timestamp() returns
+		}
+		if i == 0 {
+			vb.firstTimestamp = ts
 		}
 		if cfg.Compact && !r.HasKey {
 			recordErrs = append(recordErrs, RecordError{i, "Compacted topic cannot accept message without key in topic partition " + topicPartition})
