@@ -29,7 +29,7 @@ func TestCompressionTypeActs(t *testing.T) {
 		var recs []*kgo.Record
 		for i := 0; i < 200; i++ {
 			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i)),
-				Value: []byte(fmt.Sprintf("value %d of a topic stored as codec %d", i, want)),
+				Value:   []byte(fmt.Sprintf("value %d of a topic stored as codec %d", i, want)),
 				Headers: []kgo.RecordHeader{{Key: "i", Value: []byte(fmt.Sprint(i))}}})
 		}
 		for _, batch := range [][]*kgo.Record{recs[:50], recs[50:120], recs[120:]} {

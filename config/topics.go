@@ -86,8 +86,8 @@ var topicValidators = map[string]func(key, raw string) error{
 		}
 		return nil
 	},
-	"min.insync.replicas": atLeast(1),
-	"compression.type":    oneOf(compressionTypes...),
+	"min.insync.replicas":                     atLeast(1),
+	"compression.type":                        oneOf(compressionTypes...),
 	"compression.gzip.level":                  validGzipLevel,
 	"compression.lz4.level":                   between(1, 17),
 	"compression.zstd.level":                  between(-131072, 22),
