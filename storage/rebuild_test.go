@@ -176,3 +176,42 @@ func TestRecompressLogAppendTime(t *testing.T) {
 		t.Fatalf("stored attributes %#x, base %d max %d; append time %d", rb.Attributes, rb.FirstTimestamp, rb.MaxTimestamp, info.LogAppendTime)
 	}
 }
+
+// Offset deltas that do not run 0..n-1 (Kafka's "older clients that do
+// not implement the internal offsets correctly"): a compressed batch is
+// rewritten with deltas by position; an uncompressed one kept uncompressed
+// is stored as it came, as Kafka's assignOffsetsNonCompressed does.
+func TestOffsetDeltasRewrittenAsKafka(t *testing.T) {
+	now := testEpoch.UnixMilli()
+	for _, source := range allCodecs {
+		t.Run(source.String(), func(t *testing.T) {
+			l := openTestLog(t, t.TempDir(), testConfig(), &testClock{testEpoch})
+			defer l.Close()
+			rs := recs(4)
+			rs[0].offsetDelta, rs[1].offsetDelta, rs[2].offsetDelta, rs[3].offsetDelta = 0, 5, 5, -2
+			produced := buildBatch(t, batchSpec{codec: source, baseTimestamp: now, records: rs}, nil)
+			original := bytes.Clone(produced)
+			info := mustAppend(t, l, produced)
+			if info.FirstOffset != 0 || info.LastOffset != 3 || l.LogEndOffset() != 4 {
+				t.Fatalf("offsets %d-%d", info.FirstOffset, info.LastOffset)
+			}
+			rb := segmentBatches(t, l)[0]
+			if compress.Codec(rb.Attributes&7) != source {
+				t.Fatalf("codec changed to %d", rb.Attributes&7)
+			}
+			stored := rb.AppendTo(nil)
+			for i, r := range kmsgRecords(t, rb) {
+				want := int32(i)
+				if source == compress.None {
+					want = rs[i].offsetDelta
+				}
+				if r.OffsetDelta != want {
+					t.Fatalf("record %d has delta %d, want %d", i, r.OffsetDelta, want)
+				}
+			}
+			if kept := bytes.Equal(stored[recordbatch.PosMagic:], original[recordbatch.PosMagic:]); kept != (source == compress.None) {
+				t.Fatalf("stored byte for byte: %v", kept)
+			}
+		})
+	}
+}

@@ -38,14 +38,16 @@ type validatedBatch struct {
 // offset and leader epoch are set at append time. records is modified in
 // place.
 //
-// A batch is then written as it came (in place, Kafka's words) unless its
-// codec is not the topic's compression.type: LogValidator then rebuilds it
-// in that codec (rebuildBatch).
+// A batch is then written as it came (in place, Kafka's words) unless
+// LogValidator would rebuild it: its codec is not the topic's
+// compression.type (recompressed), or it is compressed and its records'
+// offset deltas do not run 0..count-1 (rewritten with deltas by position,
+// as Kafka does for the older clients that got them wrong). An
+// uncompressed batch kept uncompressed is written with its deltas as they
+// are, as Kafka's assignOffsetsNonCompressed does.
 //
-// Deviations from Kafka, both rejecting input no Kafka client produces:
-// record offset deltas must run 0..count-1 (Kafka rewrites compressed
-// batches with other deltas, and ignores them in uncompressed ones), and a
-// batch whose codec fails to decompress is CORRUPT_MESSAGE (Kafka answers
+// Deviation from Kafka, for input no Kafka client produces: a batch
+// whose codec fails to decompress is CORRUPT_MESSAGE (Kafka answers
 // UNKNOWN_SERVER_ERROR).
 func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
 	batch, err := singleBatch(records)
@@ -181,7 +183,7 @@ func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, 
 	batchIsLogAppend := h.timestampType() == LogAppendTime
 	err := walkBatchRecordsCapped(batch, h, cfg.MaxDecompressedBatchBytes, func(i int32, r recordInfo) error {
 		if r.OffsetDelta != i {
-			return invalidRecordf("inner record offset delta %d (expected %d)", r.OffsetDelta, i)
+			vb.deltasInOrder = false
 		}
 		ts := h.BaseTimestamp + r.TimestampDelta
 		if batchIsLogAppend {
