@@ -77,6 +77,7 @@ func parse(in map[string]string, used map[string]bool) (Config, []string, error)
 	}
 	c.Topics.DefaultReplicationFactor = int16(rf)
 	c.Topics.AutoCreateEnable = p.bool("auto.create.topics.enable")
+	c.Topics.DeleteTopicEnable = p.bool("delete.topic.enable")
 	c.Topics.MessageMaxBytes = p.int("message.max.bytes")
 	c.Log.RetentionCheckIntervalMs = p.longAtLeast("log.retention.check.interval.ms", 1)
 	p.atLeast("message.max.bytes", int64(c.Topics.MessageMaxBytes), 0)
