@@ -383,7 +383,7 @@ func TestTopicLogConfig(t *testing.T) {
 		"segment.bytes": "2097152", "segment.ms": "1000", "segment.index.bytes": "8192", "index.interval.bytes": "100",
 		"max.message.bytes": "300", "message.timestamp.type": "LogAppendTime", "retention.ms": "-1", "retention.bytes": "999",
 		"flush.messages": "7", "flush.ms": "8", "cleanup.policy": "delete",
-		"compression.type": "zstd", "compression.gzip.level": "2", "compression.lz4.level": "3", "compression.zstd.level": "-4",
+		"segment.jitter.ms": "500", "compression.type": "zstd", "compression.gzip.level": "2", "compression.lz4.level": "3", "compression.zstd.level": "-4",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -392,6 +392,7 @@ func TestTopicLogConfig(t *testing.T) {
 	want.SegmentBytes, want.SegmentMs, want.SegmentIndexBytes, want.IndexIntervalBytes = 2097152, 1000, 8192, 100
 	want.MaxMessageBytes, want.TimestampType, want.RetentionMs, want.RetentionBytes = 300, storage.LogAppendTime, -1, 999
 	want.FlushMessages, want.FlushMs, want.Compact, want.Delete = 7, 8, false, true
+	want.SegmentJitterMs = 500
 	want.CompressionType, want.GzipLevel, want.LZ4Level, want.ZstdLevel = "zstd", 2, 3, -4
 	if lc != want {
 		t.Fatalf("TopicLogConfig = %+v\nwant %+v", lc, want)
@@ -475,5 +476,22 @@ func TestLogConfigPendingFields(t *testing.T) {
 	if _, _, err := Parse(map[string]string{"log.segment.delete.delay.ms": "-1"}); err == nil ||
 		err.Error() != "Invalid value -1 for configuration log.segment.delete.delay.ms: Value must be at least 0" {
 		t.Fatalf("negative delete delay: %v", err)
+	}
+}
+
+// log.roll.jitter.ms wins over log.roll.jitter.hours, as
+// KafkaConfig.logRollTimeJitterMillis; the topic's segment.jitter.ms over both.
+func TestRollJitterSynonyms(t *testing.T) {
+	c, _ := mustParse(t, map[string]string{"log.roll.jitter.hours": "2"})
+	if c.Log.Defaults.SegmentJitterMs != 7200000 {
+		t.Fatalf("hours: %d", c.Log.Defaults.SegmentJitterMs)
+	}
+	c, _ = mustParse(t, map[string]string{"log.roll.jitter.hours": "2", "log.roll.jitter.ms": "1234"})
+	if c.Log.Defaults.SegmentJitterMs != 1234 {
+		t.Fatalf("ms: %d", c.Log.Defaults.SegmentJitterMs)
+	}
+	lc, err := c.TopicLogConfig(map[string]string{"segment.jitter.ms": "99"})
+	if err != nil || lc.SegmentJitterMs != 99 {
+		t.Fatalf("topic: %d, %v", lc.SegmentJitterMs, err)
 	}
 }

@@ -204,6 +204,17 @@ func (c *Config) parseLogDefaults(p *props) error {
 		}
 	}
 
+	// log.roll.jitter.ms, else log.roll.jitter.hours
+	// (KafkaConfig.logRollTimeJitterMillis); Kafka has no validator on the
+	// first, and a negative value draws as its absolute value would.
+	ld.SegmentJitterMs = int64(p.intAtLeast("log.roll.jitter.hours", 0)) * 3600 * 1000
+	if p.has("log.roll.jitter.ms") {
+		ld.SegmentJitterMs = p.long("log.roll.jitter.ms")
+		if ld.SegmentJitterMs < 0 {
+			ld.SegmentJitterMs = -ld.SegmentJitterMs
+		}
+	}
+
 	ld.SegmentIndexBytes = p.intAtLeast("log.index.size.max.bytes", 4)
 	ld.IndexIntervalBytes = p.intAtLeast("log.index.interval.bytes", 0)
 	ld.MaxMessageBytes = c.Topics.MessageMaxBytes

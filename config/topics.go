@@ -198,6 +198,9 @@ func (c Config) TopicLogConfig(topicConfigs map[string]string) (storage.LogConfi
 	if n, ok := num("segment.ms"); ok {
 		lc.SegmentMs = n
 	}
+	if n, ok := num("segment.jitter.ms"); ok {
+		lc.SegmentJitterMs = n
+	}
 	if n, ok := num("segment.index.bytes"); ok {
 		lc.SegmentIndexBytes = int32(n)
 	}

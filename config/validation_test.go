@@ -55,6 +55,7 @@ var invalidCases = []struct {
 	{"log.segment.bytes", "1000", nil, "Invalid value 1000 for configuration log.segment.bytes: Value must be at least 1048576"},
 	{"log.roll.hours", "0", nil, "Invalid value 0 for configuration log.roll.hours: Value must be at least 1"},
 	{"log.roll.ms", "0", nil, "log.roll.ms must be greater than or equal to 1"},
+	{"log.roll.jitter.hours", "-1", nil, "Invalid value -1 for configuration log.roll.jitter.hours: Value must be at least 0"},
 	{"log.index.size.max.bytes", "3", nil, "Invalid value 3 for configuration log.index.size.max.bytes: Value must be at least 4"},
 	{"log.index.interval.bytes", "-1", nil, "Invalid value -1 for configuration log.index.interval.bytes: Value must be at least 0"},
 	{"producer.id.expiration.ms", "0", nil, "Invalid value 0 for configuration producer.id.expiration.ms: Value must be at least 1"},
@@ -128,6 +129,7 @@ var anyValueOfItsType = []string{
 	"auto.create.topics.enable", "delete.topic.enable", "unclean.leader.election.enable", "auto.leader.rebalance.enable",
 	"log.cleaner.enable", "controlled.shutdown.enable", "transaction.partition.verification.enable",
 	"log.retention.bytes",                                      // negative: unlimited
+	"log.roll.jitter.ms",                                       // Kafka: no validator
 	"log.flush.scheduler.interval.ms", "log.flush.interval.ms", // Kafka: no validator
 	"log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor", // Kafka: no validator
 	"broker.rack", "group.consumer.assignors", // unsupported assignors are dropped with a warning

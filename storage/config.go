@@ -19,8 +19,11 @@ const (
 
 // LogConfig holds one partition's effective settings (topic configs over broker defaults).
 type LogConfig struct {
-	SegmentBytes       int64 // segment.bytes (default 1 GiB)
-	SegmentMs          int64 // segment.ms (default 7 days)
+	SegmentBytes int64 // segment.bytes (default 1 GiB)
+	SegmentMs    int64 // segment.ms (default 7 days)
+	// SegmentJitterMs is segment.jitter.ms (default 0): each segment rolls
+	// a random amount below it (and below SegmentMs) before segment.ms.
+	SegmentJitterMs    int64
 	SegmentIndexBytes  int32 // segment.index.bytes (default 10 MiB)
 	IndexIntervalBytes int32 // index.interval.bytes (default 4096)
 	MaxMessageBytes    int32 // max.message.bytes (default 1048588)

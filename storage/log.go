@@ -242,7 +242,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 
 // maybeRollLocked returns the segment the batch goes to, rolling a new one
 // when Kafka's LogSegment.shouldRoll would: the batch does not fit in
-// segment.bytes, segment.ms has passed (measured on record timestamps when
+// segment.bytes, segment.ms less the segment's jitter has passed (measured on record timestamps when
 // the segment's first batch has one, else on the wall clock since the
 // segment was created), an index is full, or the offsets would not fit
 // the index's 32-bit relative offsets.
@@ -255,7 +255,7 @@ func (l *Log) maybeRollLocked(h *batchHeader, now time.Time) (*segment, error) {
 	} else {
 		waited = now.Sub(seg.created).Milliseconds()
 	}
-	roll := (seg.size > 0 && (seg.size > cfg.SegmentBytes-h.Size() || waited > cfg.maxSegmentMs())) ||
+	roll := (seg.size > 0 && (seg.size > cfg.SegmentBytes-h.Size() || waited > cfg.maxSegmentMs()-seg.rollJitterMs)) ||
 		seg.offsetIndex.full() || seg.timeIndex.full() ||
 		h.LastOffset()-seg.baseOffset > math.MaxInt32
 	if !roll {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -55,6 +56,26 @@ type segment struct {
 	offsetOfMaxTimestamp     int64 // last offset of the batch carrying it
 	firstBatchTimestamp      int64 // max timestamp of the first batch: the segment.ms clock, -1 if none
 	created                  time.Time
+	// rollJitterMs is taken from the segment's age limit (segment.ms) when
+	// it is the active segment: drawn once per segment when it is opened,
+	// below segment.jitter.ms, as Kafka's LogSegment.rollJitterMs, so that
+	// partitions created together do not all roll at once.
+	rollJitterMs int64
+}
+
+// segmentJitter draws a segment's roll jitter in [0, bound); tests
+// replace it.
+var segmentJitter = func(bound int64) int64 { return rand.Int64N(bound) }
+
+// randomSegmentJitter is Kafka's LogConfig.randomSegmentJitter: 0 without
+// segment.jitter.ms, else a random value below min(segment.jitter.ms,
+// segment.ms).
+func (c *LogConfig) randomSegmentJitter() int64 {
+	bound := min(c.SegmentJitterMs, c.SegmentMs)
+	if bound <= 0 {
+		return 0
+	}
+	return segmentJitter(bound)
 }
 
 // segmentOpenMode says which of a segment's files start empty.
@@ -91,6 +112,7 @@ func openSegmentFilesNamed(fsys FS, dir string, baseOffset int64, extra string, 
 	s := &segment{
 		dir: dir, baseOffset: baseOffset, log: lf, size: fi.Size(), nextOffset: baseOffset,
 		maxTimestamp: recordbatch.NoTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: recordbatch.NoTimestamp, created: now,
+		rollJitterMs: cfg.randomSegmentJitter(),
 	}
 	if err := s.openIndexes(fsys, extra, cfg, mode != segmentLoad, active); err != nil {
 		lf.Close()
