@@ -383,7 +383,7 @@ func TestTopicLogConfig(t *testing.T) {
 		"segment.bytes": "2097152", "segment.ms": "1000", "segment.index.bytes": "8192", "index.interval.bytes": "100",
 		"max.message.bytes": "300", "message.timestamp.type": "LogAppendTime", "retention.ms": "-1", "retention.bytes": "999",
 		"flush.messages": "7", "flush.ms": "8", "cleanup.policy": "delete",
-		"segment.jitter.ms": "500", "compression.type": "zstd", "compression.gzip.level": "2", "compression.lz4.level": "3", "compression.zstd.level": "-4",
+		"segment.jitter.ms": "500", "preallocate": "true", "compression.type": "zstd", "compression.gzip.level": "2", "compression.lz4.level": "3", "compression.zstd.level": "-4",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -392,7 +392,7 @@ func TestTopicLogConfig(t *testing.T) {
 	want.SegmentBytes, want.SegmentMs, want.SegmentIndexBytes, want.IndexIntervalBytes = 2097152, 1000, 8192, 100
 	want.MaxMessageBytes, want.TimestampType, want.RetentionMs, want.RetentionBytes = 300, storage.LogAppendTime, -1, 999
 	want.FlushMessages, want.FlushMs, want.Compact, want.Delete = 7, 8, false, true
-	want.SegmentJitterMs = 500
+	want.SegmentJitterMs, want.Preallocate = 500, true
 	want.CompressionType, want.GzipLevel, want.LZ4Level, want.ZstdLevel = "zstd", 2, 3, -4
 	if lc != want {
 		t.Fatalf("TopicLogConfig = %+v\nwant %+v", lc, want)

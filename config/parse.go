@@ -215,6 +215,7 @@ func (c *Config) parseLogDefaults(p *props) error {
 		}
 	}
 
+	ld.Preallocate = p.bool("log.preallocate")
 	ld.SegmentIndexBytes = p.intAtLeast("log.index.size.max.bytes", 4)
 	ld.IndexIntervalBytes = p.intAtLeast("log.index.interval.bytes", 0)
 	ld.MaxMessageBytes = c.Topics.MessageMaxBytes

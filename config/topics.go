@@ -198,6 +198,9 @@ func (c Config) TopicLogConfig(topicConfigs map[string]string) (storage.LogConfi
 	if n, ok := num("segment.ms"); ok {
 		lc.SegmentMs = n
 	}
+	if v, ok := topicConfigs["preallocate"]; ok {
+		lc.Preallocate = strings.EqualFold(strings.TrimSpace(v), "true")
+	}
 	if n, ok := num("segment.jitter.ms"); ok {
 		lc.SegmentJitterMs = n
 	}

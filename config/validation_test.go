@@ -126,7 +126,7 @@ var invalidCases = []struct {
 // key's type is valid, in Kafka as in Strait: for them only a value that does
 // not parse as the type is refused (checked below for every key).
 var anyValueOfItsType = []string{
-	"auto.create.topics.enable", "delete.topic.enable", "unclean.leader.election.enable", "auto.leader.rebalance.enable",
+	"auto.create.topics.enable", "delete.topic.enable", "log.preallocate", "unclean.leader.election.enable", "auto.leader.rebalance.enable",
 	"log.cleaner.enable", "controlled.shutdown.enable", "transaction.partition.verification.enable",
 	"log.retention.bytes",                                      // negative: unlimited
 	"log.roll.jitter.ms",                                       // Kafka: no validator

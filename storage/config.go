@@ -23,7 +23,11 @@ type LogConfig struct {
 	SegmentMs    int64 // segment.ms (default 7 days)
 	// SegmentJitterMs is segment.jitter.ms (default 0): each segment rolls
 	// a random amount below it (and below SegmentMs) before segment.ms.
-	SegmentJitterMs    int64
+	SegmentJitterMs int64
+	// Preallocate is preallocate (default false): a new active segment's
+	// log file is made SegmentBytes long at once and trimmed to its
+	// content when it rolls or the log closes.
+	Preallocate        bool
 	SegmentIndexBytes  int32 // segment.index.bytes (default 10 MiB)
 	IndexIntervalBytes int32 // index.interval.bytes (default 4096)
 	MaxMessageBytes    int32 // max.message.bytes (default 1048588)

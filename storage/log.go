@@ -602,6 +602,11 @@ func (l *Log) shutdownLocked() error {
 	if err := act.timeIndex.maybeAppend(act.maxTimestamp, act.offsetOfMaxTimestamp); err != nil {
 		return storageErr("close", err)
 	}
+	// A preallocated file is trimmed first, so that what a clean
+	// shutdown leaves is whole batches only.
+	if err := act.trimPreallocated(); err != nil {
+		return storageErr("close", err)
+	}
 	if err := act.log.Sync(); err != nil {
 		return storageErr("close", err)
 	}

@@ -61,6 +61,9 @@ type segment struct {
 	// below segment.jitter.ms, as Kafka's LogSegment.rollJitterMs, so that
 	// partitions created together do not all roll at once.
 	rollJitterMs int64
+	// preallocated: the log file was made segment.bytes long when the
+	// segment was created (preallocate) and is not trimmed yet.
+	preallocated bool
 }
 
 // segmentJitter draws a segment's roll jitter in [0, bound); tests
@@ -114,11 +117,36 @@ func openSegmentFilesNamed(fsys FS, dir string, baseOffset int64, extra string, 
 		maxTimestamp: recordbatch.NoTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: recordbatch.NoTimestamp, created: now,
 		rollJitterMs: cfg.randomSegmentJitter(),
 	}
+	if mode == segmentCreate && active && extra == "" && cfg.Preallocate && cfg.SegmentBytes > 0 {
+		// Kafka's FileRecords.open with preallocate: the file is made
+		// segment.bytes long at once (RandomAccessFile.setLength), the
+		// segment's size stays 0, and the file is trimmed to its size on
+		// roll and close (trimPreallocated); recovery cuts the zero tail
+		// a crash leaves.
+		if err := lf.Truncate(cfg.SegmentBytes); err != nil {
+			lf.Close()
+			return nil, err
+		}
+		s.size, s.preallocated = 0, true
+	}
 	if err := s.openIndexes(fsys, extra, cfg, mode != segmentLoad, active); err != nil {
 		lf.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// trimPreallocated cuts a preallocated log file to the segment's size
+// (Kafka's FileRecords.trim, on roll and close).
+func (s *segment) trimPreallocated() error {
+	if !s.preallocated {
+		return nil
+	}
+	if err := s.log.Truncate(s.size); err != nil {
+		return err
+	}
+	s.preallocated = false
+	return nil
 }
 
 func (s *segment) openIndexes(fsys FS, extra string, cfg *LogConfig, fresh, active bool) error {
@@ -292,6 +320,9 @@ func (s *segment) flush() error {
 // and unmapped (index.go). Nothing is fsynced: a roll leaves that to the
 // Log's asynchronous flush (syncSealed, or sealedSync without the lock).
 func (s *segment) deactivate() error {
+	if err := s.trimPreallocated(); err != nil {
+		return err
+	}
 	if s.timeIndex.active {
 		if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
 			return err
