@@ -287,6 +287,9 @@ func (c *Config) parseLogDefaults(p *props) error {
 		DedupeBufferLoadFactor: p.double("log.cleaner.io.buffer.load.factor"),
 		IOBufferSize:           int(p.intAtLeast("log.cleaner.io.buffer.size", 0)),
 		BackoffMs:              p.longAtLeast("log.cleaner.backoff.ms", 0),
+		// Kafka has no validator; 0 or below is no limit here (Kafka's
+		// throttler divides by it: 0 stops its cleaner for good).
+		IOMaxBytesPerSecond: p.double("log.cleaner.io.max.bytes.per.second"),
 	}
 
 	// compression.type (validated with the topic defaults) and the

@@ -132,6 +132,7 @@ var anyValueOfItsType = []string{
 	"log.roll.jitter.ms",                                       // Kafka: no validator
 	"log.flush.scheduler.interval.ms", "log.flush.interval.ms", // Kafka: no validator
 	"log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor", // Kafka: no validator
+	"log.cleaner.io.max.bytes.per.second",     // Kafka: no validator
 	"broker.rack", "group.consumer.assignors", // unsupported assignors are dropped with a warning
 	"etcd.endpoints", "etcd.name", "etcd.initial.cluster", "etcd.initial.cluster.token",
 	"etcd.listen.peer.urls", "etcd.initial.advertise.peer.urls", "etcd.listen.client.urls", "etcd.advertise.client.urls",
