@@ -183,6 +183,11 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	if vb.rebuilt {
+		// Written to the segment (copied) under the lock below, and not
+		// kept: the buffer goes back to its pool when this returns.
+		defer releaseRebuilt(vb.bytes)
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()

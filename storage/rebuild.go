@@ -37,9 +37,10 @@ func rebuildBatch(batch []byte, h *batchHeader, vb validatedBatch, cfg *LogConfi
 	nh.BaseTimestamp = vb.firstTimestamp
 	nh.MaxTimestamp = vb.maxTimestamp
 
-	// A batch rarely shrinks by more than half when recompressed, nor grows
-	// much when decompressed: start near its size.
-	out := make([]byte, recordbatch.HeaderSize, recordbatch.HeaderSize+len(batch)*2)
+	// The new batch is built in a pooled buffer (grown by append as
+	// needed), which the append path returns once it wrote the batch
+	// (releaseRebuilt).
+	out := rebuildBuffer(recordbatch.HeaderSize + len(batch))[:recordbatch.HeaderSize]
 	sw := sliceWriter{b: out}
 	cw, err := compress.NewLevelWriter(target, level, &sw)
 	if err != nil {
@@ -59,6 +60,7 @@ func rebuildBatch(batch []byte, h *batchHeader, vb validatedBatch, cfg *LogConfi
 		err = cerr
 	}
 	if err != nil {
+		releaseRebuilt(sw.b)
 		// The records were walked once by validation, so only the codec or
 		// the cap can fail here.
 		var dec *errDecompress
@@ -69,6 +71,7 @@ func rebuildBatch(batch []byte, h *batchHeader, vb validatedBatch, cfg *LogConfi
 	}
 	out = sw.b
 	if int64(len(out))-recordbatch.LogOverhead > 1<<31-1 {
+		releaseRebuilt(out)
 		return validatedBatch{}, corruptMessagef("rebuilt batch of %d bytes is over the batch size limit", len(out))
 	}
 	nh.BatchLength = int32(len(out) - recordbatch.LogOverhead)
@@ -87,6 +90,33 @@ type rebuilder struct {
 }
 
 var rebuilders = sync.Pool{New: func() any { return &rebuilder{bw: bufio.NewWriterSize(nil, 32<<10)} }}
+
+// rebuildBuffers pools the buffers rebuilt batches are written into; one
+// over maxPooledRebuild is left to the collector.
+var rebuildBuffers sync.Pool // *[]byte
+
+const maxPooledRebuild = 4 << 20
+
+// rebuildBuffer returns an empty buffer of at least size bytes' capacity.
+func rebuildBuffer(size int) []byte {
+	if p, ok := rebuildBuffers.Get().(*[]byte); ok {
+		if cap(*p) >= size {
+			return (*p)[:0]
+		}
+		rebuildBuffers.Put(p)
+	}
+	return make([]byte, 0, size)
+}
+
+// releaseRebuilt returns a rebuilt batch's buffer once nothing refers to
+// it (the append path, after writing it to the segment).
+func releaseRebuilt(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledRebuild {
+		return
+	}
+	b = b[:0]
+	rebuildBuffers.Put(&b)
+}
 
 // sliceWriter appends what it is given to b.
 type sliceWriter struct{ b []byte }

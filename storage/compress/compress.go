@@ -420,9 +420,10 @@ const (
 // NewLevelWriter is NewWriter at a compression level as Kafka's
 // compression.<codec>.level gives it (KIP-390), for the broker's
 // recompression of produced batches: gzip -1 (the default, 6) or 1-9; lz4
-// 1 (LZ4's fast compressor, as Kafka's level 1) or 2-17 (its
-// high-compression levels; this LZ4 implementation has them up to 9, so
-// 10-17 compress as 9); zstd any zstd level, compressed at the nearest of
+// 9 (the default: LZ4's fast compressor, as Kafka keeps for its default
+// level) or 1-8 and 10-17 (its high-compression levels; this LZ4
+// implementation has them up to 9, so 10-17 compress as 9); zstd any zstd
+// level, compressed at the nearest of
 // the four levels the Go encoder has (below 3 fastest, 3-5 default, 6-9
 // better, 10 and up best). Snappy and none have no level. Encoders are
 // pooled per codec and level.
@@ -437,7 +438,7 @@ func NewLevelWriter(c Codec, level int, dst io.Writer) (io.WriteCloser, error) {
 		if level < 1 || level > 17 {
 			return nil, fmt.Errorf("lz4: invalid level %d", level)
 		}
-		o.level = min(level, 9)
+		o.level = level
 	case Zstd:
 		o.level = int(zstd.EncoderLevelFromZstd(level))
 	default:
@@ -541,14 +542,14 @@ func newWriter(c Codec, dst io.Writer, o writerOpts) (io.WriteCloser, error) {
 	return nil, fmt.Errorf("%w: %d", ErrUnknownCodec, c)
 }
 
-// lz4Level maps Kafka's lz4 levels 1-9 onto the Go encoder's: 1 is the
-// fast compressor, as in Kafka (which uses LZ4's fast compressor at level
-// 1 and its high-compression one above).
+// lz4Level maps Kafka's lz4 levels onto the Go encoder's: the default
+// level is LZ4's fast compressor, as in Kafka's Lz4BlockOutputStream; the
+// others its high-compression levels, 9 the highest this one has.
 func lz4Level(level int) lz4.CompressionLevel {
-	if level <= 1 {
+	if level == DefaultLZ4Level {
 		return lz4.Fast
 	}
-	return lz4.Level1 << (level - 1)
+	return lz4.Level1 << (min(level, 9) - 1)
 }
 
 // zstdStreamWindow is the window of the frames NewWriter writes: what a
