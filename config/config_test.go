@@ -495,3 +495,20 @@ func TestRollJitterSynonyms(t *testing.T) {
 		t.Fatalf("topic: %d, %v", lc.SegmentJitterMs, err)
 	}
 }
+
+// The keys that act on the log take a dynamic broker change too, as Kafka's
+// DynamicLogConfig: compression.type and its levels, the roll jitter,
+// preallocate.
+func TestDynamicLogKeysThatAct(t *testing.T) {
+	static, _ := mustParse(t, nil)
+	layers := NewLayers(static, map[string]string{"compression.type": "gzip", "compression.gzip.level": "4"},
+		map[string]string{"log.roll.jitter.ms": "250", "log.preallocate": "true"})
+	got, err := static.WithDynamic(layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld := got.Log.Defaults
+	if ld.CompressionType != "gzip" || ld.GzipLevel != 4 || ld.SegmentJitterMs != 250 || !ld.Preallocate {
+		t.Fatalf("dynamic: compression %s level %d, jitter %d, preallocate %v", ld.CompressionType, ld.GzipLevel, ld.SegmentJitterMs, ld.Preallocate)
+	}
+}
