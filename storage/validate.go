@@ -105,7 +105,7 @@ func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition
 		// UnifiedLog.append checks a rebuilt batch's size again.
 		if vb.header.Size() > int64(cfg.MaxMessageBytes) {
 			return validatedBatch{}, appendErrorf(kerr.MessageTooLarge,
-				"message batch size is %d bytes in append to partition %s which exceeds the maximum configured size of %d",
+				"Message batch size is %d bytes in append to partition %s which exceeds the maximum configured size of %d.",
 				vb.header.Size(), topicPartition, cfg.MaxMessageBytes)
 		}
 	}
