@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -213,5 +214,70 @@ func TestOffsetDeltasRewrittenAsKafka(t *testing.T) {
 				t.Fatalf("stored byte for byte: %v", kept)
 			}
 		})
+	}
+}
+
+// Rebuilds on several partitions at once share the pooled encoders and
+// buffers; each log still reads back its own records (run under -race).
+func TestRecompressConcurrent(t *testing.T) {
+	const logs, appends = 4, 20
+	errs := make(chan error, logs)
+	for g := 0; g < logs; g++ {
+		go func(g int) {
+			cfg := testConfig()
+			cfg.CompressionType = []string{"zstd", "lz4", "gzip", "snappy"}[g]
+			l, err := Open(t.TempDir(), cfg, Options{Now: (&testClock{testEpoch}).now})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer l.Close()
+			for i := 0; i < appends; i++ {
+				spec := batchSpec{codec: compress.None, baseTimestamp: testEpoch.UnixMilli()}
+				for j := 0; j < 10; j++ {
+					spec.records = append(spec.records, testRecord{key: []byte(fmt.Sprint(g)), value: []byte(fmt.Sprintf("%d-%d-%d", g, i, j)), offsetDelta: int32(j)})
+				}
+				if _, err := l.AppendAsLeader(buildBatch(t, spec, nil), 0); err != nil {
+					errs <- err
+					return
+				}
+			}
+			res, err := l.Read(0, math.MaxInt64, l.LogEndOffset(), true)
+			if err != nil {
+				errs <- err
+				return
+			}
+			n := 0
+			for rest := readSlices(t, res); len(rest) > 0 && err == nil; {
+				var batch []byte
+				var ok bool
+				if batch, rest, ok = recordbatch.Split(rest); !ok {
+					err = fmt.Errorf("log %d: a partial batch", g)
+					break
+				}
+				err = recordbatch.ForEach(batch, compress.Limited(1<<20), func(_ *recordbatch.Header, r *recordbatch.Record) error {
+					if want := fmt.Sprintf("%d-%d-%d", g, n/10, n%10); string(r.Value) != want {
+						return fmt.Errorf("log %d record %d: %q, want %q", g, n, r.Value, want)
+					}
+					n++
+					return nil
+				})
+			}
+			if err == nil && n != appends*10 {
+				err = fmt.Errorf("log %d: %d records", g, n)
+			}
+			errs <- err
+		}(g)
+	}
+	deadline := time.After(60 * time.Second)
+	for g := 0; g < logs; g++ {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-deadline:
+			t.Fatal("the appending goroutines did not finish in 60 s")
+		}
 	}
 }
