@@ -281,3 +281,24 @@ func TestRecompressConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// A record larger than the stream's window (its head read a byte at a
+// time) is rebuilt whole.
+func TestRecompressLargeRecord(t *testing.T) {
+	cfg := testConfig()
+	cfg.CompressionType = "zstd"
+	l := openTestLog(t, t.TempDir(), cfg, &testClock{testEpoch})
+	defer l.Close()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 20000) // 320 KB
+	spec := batchSpec{codec: compress.Gzip, baseTimestamp: testEpoch.UnixMilli(), records: []testRecord{
+		{key: bytes.Repeat([]byte("k"), 100_000), value: big},
+		{key: []byte("small"), value: []byte("v"), offsetDelta: 1},
+	}}
+	mustAppend(t, l, buildBatch(t, spec, nil))
+	rb := segmentBatches(t, l)[0]
+	recs := kmsgRecords(t, rb)
+	if compress.Codec(rb.Attributes&7) != compress.Zstd || len(recs) != 2 || !bytes.Equal(recs[0].Value, big) ||
+		len(recs[0].Key) != 100_000 || string(recs[1].Key) != "small" || recs[1].OffsetDelta != 1 {
+		t.Fatalf("codec %d, %d records", rb.Attributes&7, len(recs))
+	}
+}
