@@ -8,7 +8,8 @@ package broker
 // __consumer_offsets and __transaction_state are never deleted
 // (INVALID_TOPIC_EXCEPTION; see internal_topics.go), unlike Kafka. With an
 // authorizer a topic needs DELETE (on it or the cluster), and DESCRIBE for
-// its existence or name to show (TOPIC_AUTHORIZATION_FAILED).
+// its existence or name to show (TOPIC_AUTHORIZATION_FAILED). With
+// delete.topic.enable=false every topic is TOPIC_DELETION_DISABLED.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,6 +41,23 @@ func handleDeleteTopics(c *conn, x *exchange) {
 			n := n
 			targets = append(targets, target{name: &n})
 		}
+	}
+	// delete.topic.enable=false: every topic named is refused before
+	// anything else is looked at, as ControllerApis.deleteTopics does
+	// (TOPIC_DELETION_DISABLED, INVALID_REQUEST before v3; no message, as
+	// Kafka's error response carries none).
+	if !s.cfg.Topics.DeleteTopicEnable {
+		code := kerr.TopicDeletionDisabled.Code
+		if v < 3 {
+			code = kerr.InvalidRequest.Code
+		}
+		for _, tg := range targets {
+			st := kmsg.NewDeleteTopicsResponseTopic()
+			st.Topic, st.TopicID, st.ErrorCode = tg.name, tg.id, code
+			resp.Topics = append(resp.Topics, st)
+		}
+		x.respond(resp)
+		return
 	}
 	// As Kafka 4's ControllerApis.deleteTopics: an entry with both a name
 	// and an id, or neither, is INVALID_REQUEST; a name or id given more

@@ -133,6 +133,7 @@ type TopicDefaults struct {
 	MessageMaxBytes          int32  // message.max.bytes (1048588), also Log.Defaults.MaxMessageBytes
 	MinInsyncReplicas        int32  // min.insync.replicas (1)
 	CompressionType          string // compression.type (producer)
+	DeleteTopicEnable        bool   // delete.topic.enable (true): false refuses DeleteTopics
 }
 
 // Controller holds the keys of Kafka's names that the active controller

@@ -58,6 +58,7 @@ func TestParseConfigEmptyIsDefault(t *testing.T) {
 		MinCleanableDirtyRatio: 0.5, MaxCompactionLagMs: math.MaxInt64, DeleteRetentionMs: 86400000,
 		TimestampBeforeMaxMs: math.MaxInt64, TimestampAfterMaxMs: 3600000, FileDeleteDelayMs: 60000,
 		ProducerIDExpirationMs: 86400000,
+		CompressionType:        "producer", GzipLevel: -1, LZ4Level: 9, ZstdLevel: 3,
 	}
 	if ld != wantLD {
 		t.Fatalf("LogDefaults = %+v, want %+v", ld, wantLD)
@@ -382,6 +383,7 @@ func TestTopicLogConfig(t *testing.T) {
 		"segment.bytes": "2097152", "segment.ms": "1000", "segment.index.bytes": "8192", "index.interval.bytes": "100",
 		"max.message.bytes": "300", "message.timestamp.type": "LogAppendTime", "retention.ms": "-1", "retention.bytes": "999",
 		"flush.messages": "7", "flush.ms": "8", "cleanup.policy": "delete",
+		"segment.jitter.ms": "500", "preallocate": "true", "compression.type": "zstd", "compression.gzip.level": "2", "compression.lz4.level": "3", "compression.zstd.level": "-4",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -390,6 +392,8 @@ func TestTopicLogConfig(t *testing.T) {
 	want.SegmentBytes, want.SegmentMs, want.SegmentIndexBytes, want.IndexIntervalBytes = 2097152, 1000, 8192, 100
 	want.MaxMessageBytes, want.TimestampType, want.RetentionMs, want.RetentionBytes = 300, storage.LogAppendTime, -1, 999
 	want.FlushMessages, want.FlushMs, want.Compact, want.Delete = 7, 8, false, true
+	want.SegmentJitterMs, want.Preallocate = 500, true
+	want.CompressionType, want.GzipLevel, want.LZ4Level, want.ZstdLevel = "zstd", 2, 3, -4
 	if lc != want {
 		t.Fatalf("TopicLogConfig = %+v\nwant %+v", lc, want)
 	}
@@ -472,5 +476,39 @@ func TestLogConfigPendingFields(t *testing.T) {
 	if _, _, err := Parse(map[string]string{"log.segment.delete.delay.ms": "-1"}); err == nil ||
 		err.Error() != "Invalid value -1 for configuration log.segment.delete.delay.ms: Value must be at least 0" {
 		t.Fatalf("negative delete delay: %v", err)
+	}
+}
+
+// log.roll.jitter.ms wins over log.roll.jitter.hours, as
+// KafkaConfig.logRollTimeJitterMillis; the topic's segment.jitter.ms over both.
+func TestRollJitterSynonyms(t *testing.T) {
+	c, _ := mustParse(t, map[string]string{"log.roll.jitter.hours": "2"})
+	if c.Log.Defaults.SegmentJitterMs != 7200000 {
+		t.Fatalf("hours: %d", c.Log.Defaults.SegmentJitterMs)
+	}
+	c, _ = mustParse(t, map[string]string{"log.roll.jitter.hours": "2", "log.roll.jitter.ms": "1234"})
+	if c.Log.Defaults.SegmentJitterMs != 1234 {
+		t.Fatalf("ms: %d", c.Log.Defaults.SegmentJitterMs)
+	}
+	lc, err := c.TopicLogConfig(map[string]string{"segment.jitter.ms": "99"})
+	if err != nil || lc.SegmentJitterMs != 99 {
+		t.Fatalf("topic: %d, %v", lc.SegmentJitterMs, err)
+	}
+}
+
+// The keys that act on the log take a dynamic broker change too, as Kafka's
+// DynamicLogConfig: compression.type and its levels, the roll jitter,
+// preallocate.
+func TestDynamicLogKeysThatAct(t *testing.T) {
+	static, _ := mustParse(t, nil)
+	layers := NewLayers(static, map[string]string{"compression.type": "gzip", "compression.gzip.level": "4"},
+		map[string]string{"log.roll.jitter.ms": "250", "log.preallocate": "true"})
+	got, err := static.WithDynamic(layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld := got.Log.Defaults
+	if ld.CompressionType != "gzip" || ld.GzipLevel != 4 || ld.SegmentJitterMs != 250 || !ld.Preallocate {
+		t.Fatalf("dynamic: compression %s level %d, jitter %d, preallocate %v", ld.CompressionType, ld.GzipLevel, ld.SegmentJitterMs, ld.Preallocate)
 	}
 }

@@ -79,6 +79,7 @@ func parse(in map[string]string, used map[string]bool) (Config, []string, error)
 	}
 	c.Topics.DefaultReplicationFactor = int16(rf)
 	c.Topics.AutoCreateEnable = p.bool("auto.create.topics.enable")
+	c.Topics.DeleteTopicEnable = p.bool("delete.topic.enable")
 	c.Topics.MessageMaxBytes = p.int("message.max.bytes")
 	c.Log.RetentionCheckIntervalMs = p.longAtLeast("log.retention.check.interval.ms", 1)
 	p.atLeast("message.max.bytes", int64(c.Topics.MessageMaxBytes), 0)
@@ -205,6 +206,18 @@ func (c *Config) parseLogDefaults(p *props) error {
 		}
 	}
 
+	// log.roll.jitter.ms, else log.roll.jitter.hours
+	// (KafkaConfig.logRollTimeJitterMillis); Kafka has no validator on the
+	// first, and a negative value draws as its absolute value would.
+	ld.SegmentJitterMs = int64(p.intAtLeast("log.roll.jitter.hours", 0)) * 3600 * 1000
+	if p.has("log.roll.jitter.ms") {
+		ld.SegmentJitterMs = p.long("log.roll.jitter.ms")
+		if ld.SegmentJitterMs < 0 {
+			ld.SegmentJitterMs = -ld.SegmentJitterMs
+		}
+	}
+
+	ld.Preallocate = p.bool("log.preallocate")
 	ld.SegmentIndexBytes = p.intAtLeast("log.index.size.max.bytes", 4)
 	ld.IndexIntervalBytes = p.intAtLeast("log.index.interval.bytes", 0)
 	ld.MaxMessageBytes = c.Topics.MessageMaxBytes
@@ -276,7 +289,22 @@ func (c *Config) parseLogDefaults(p *props) error {
 		DedupeBufferLoadFactor: p.double("log.cleaner.io.buffer.load.factor"),
 		IOBufferSize:           int(p.intAtLeast("log.cleaner.io.buffer.size", 0)),
 		BackoffMs:              p.longAtLeast("log.cleaner.backoff.ms", 0),
+		// Kafka has no validator; 0 or below is no limit here (Kafka's
+		// throttler divides by it: 0 stops its cleaner for good).
+		IOMaxBytesPerSecond: p.double("log.cleaner.io.max.bytes.per.second"),
 	}
+
+	// compression.type (validated with the topic defaults) and the
+	// levels of KIP-390, with Kafka's validators.
+	ld.CompressionType = c.Topics.CompressionType
+	ld.GzipLevel = p.int("compression.gzip.level")
+	if err := validGzipLevel("compression.gzip.level", p.raw("compression.gzip.level")); err != nil {
+		p.fail(err)
+	}
+	ld.LZ4Level = p.int("compression.lz4.level")
+	p.between("compression.lz4.level", int64(ld.LZ4Level), 1, 17)
+	ld.ZstdLevel = p.int("compression.zstd.level")
+	p.between("compression.zstd.level", int64(ld.ZstdLevel), -131072, 22)
 
 	ld.TimestampBeforeMaxMs = p.longAtLeast("log.message.timestamp.before.max.ms", 0)
 	ld.TimestampAfterMaxMs = p.longAtLeast("log.message.timestamp.after.max.ms", 0)

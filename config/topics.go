@@ -86,15 +86,9 @@ var topicValidators = map[string]func(key, raw string) error{
 		}
 		return nil
 	},
-	"min.insync.replicas": atLeast(1),
-	"compression.type":    oneOf(compressionTypes...),
-	"compression.gzip.level": func(key, raw string) error {
-		n, _ := strconv.Atoi(strings.TrimSpace(raw))
-		if n > 9 || (n < 1 && n != -1) {
-			return invalidValue(key, raw, "Value must be between 1 and 9 or equal to -1")
-		}
-		return nil
-	},
+	"min.insync.replicas":                     atLeast(1),
+	"compression.type":                        oneOf(compressionTypes...),
+	"compression.gzip.level":                  validGzipLevel,
 	"compression.lz4.level":                   between(1, 17),
 	"compression.zstd.level":                  between(-131072, 22),
 	"message.timestamp.type":                  oneOf("CreateTime", "LogAppendTime"),
@@ -106,6 +100,16 @@ var topicValidators = map[string]func(key, raw string) error{
 	"local.retention.bytes":                   atLeast(-2),
 	"remote.copy.lag.ms":                      atLeast(-1),
 	"remote.copy.lag.bytes":                   atLeast(-1),
+}
+
+// validGzipLevel is GzipCompression's level validator: -1 (the codec's
+// default) or 1-9.
+func validGzipLevel(key, raw string) error {
+	n, _ := strconv.Atoi(strings.TrimSpace(raw))
+	if n > 9 || (n < 1 && n != -1) {
+		return invalidValue(key, raw, "Value must be between 1 and 9 or equal to -1")
+	}
+	return nil
 }
 
 var throttledReplicaPattern = regexp.MustCompile(`^([0-9]+:[0-9]+)?$`)
@@ -227,6 +231,12 @@ func (c Config) TopicLogConfig(topicConfigs map[string]string) (storage.LogConfi
 	if n, ok := num("segment.ms"); ok {
 		lc.SegmentMs = n
 	}
+	if v, ok := topicConfigs["preallocate"]; ok {
+		lc.Preallocate = strings.EqualFold(strings.TrimSpace(v), "true")
+	}
+	if n, ok := num("segment.jitter.ms"); ok {
+		lc.SegmentJitterMs = n
+	}
 	if n, ok := num("segment.index.bytes"); ok {
 		lc.SegmentIndexBytes = int32(n)
 	}
@@ -257,6 +267,18 @@ func (c Config) TopicLogConfig(topicConfigs map[string]string) (storage.LogConfi
 	if v, ok := topicConfigs["cleanup.policy"]; ok {
 		lc.Compact = slices.Contains(parseList(v), "compact")
 		lc.Delete = slices.Contains(parseList(v), "delete")
+	}
+	if v, ok := topicConfigs["compression.type"]; ok {
+		lc.CompressionType = strings.TrimSpace(v)
+	}
+	for key, field := range map[string]*int32{
+		"compression.gzip.level": &lc.GzipLevel,
+		"compression.lz4.level":  &lc.LZ4Level,
+		"compression.zstd.level": &lc.ZstdLevel,
+	} {
+		if n, ok := num(key); ok {
+			*field = int32(n)
+		}
 	}
 	if v, ok := topicConfigs["min.cleanable.dirty.ratio"]; ok {
 		if r, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {

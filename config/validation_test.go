@@ -29,6 +29,9 @@ var invalidCases = []struct {
 	{"max.incremental.fetch.session.cache.slots", "-1", nil, "Invalid value -1 for configuration max.incremental.fetch.session.cache.slots: Value must be at least 0"},
 	{"min.insync.replicas", "0", nil, "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1"},
 	{"compression.type", "brotli", nil, "Invalid value brotli for configuration compression.type: String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"},
+	{"compression.gzip.level", "0", nil, "Invalid value 0 for configuration compression.gzip.level: Value must be between 1 and 9 or equal to -1"},
+	{"compression.lz4.level", "18", nil, "Invalid value 18 for configuration compression.lz4.level: Value must be no more than 17"},
+	{"compression.zstd.level", "23", nil, "Invalid value 23 for configuration compression.zstd.level: Value must be no more than 22"},
 	{"leader.imbalance.check.interval.seconds", "0", nil, "Invalid value 0 for configuration leader.imbalance.check.interval.seconds: Value must be at least 1"},
 	{"replication.quota.window.num", "0", nil, "Invalid value 0 for configuration replication.quota.window.num: Value must be at least 1"},
 	{"replication.quota.window.size.seconds", "0", nil, "Invalid value 0 for configuration replication.quota.window.size.seconds: Value must be at least 1"},
@@ -54,6 +57,7 @@ var invalidCases = []struct {
 	{"log.segment.bytes", "1000", nil, "Invalid value 1000 for configuration log.segment.bytes: Value must be at least 1048576"},
 	{"log.roll.hours", "0", nil, "Invalid value 0 for configuration log.roll.hours: Value must be at least 1"},
 	{"log.roll.ms", "0", nil, "log.roll.ms must be greater than or equal to 1"},
+	{"log.roll.jitter.hours", "-1", nil, "Invalid value -1 for configuration log.roll.jitter.hours: Value must be at least 0"},
 	{"log.index.size.max.bytes", "3", nil, "Invalid value 3 for configuration log.index.size.max.bytes: Value must be at least 4"},
 	{"log.index.interval.bytes", "-1", nil, "Invalid value -1 for configuration log.index.interval.bytes: Value must be at least 0"},
 	{"producer.id.expiration.ms", "0", nil, "Invalid value 0 for configuration producer.id.expiration.ms: Value must be at least 1"},
@@ -136,11 +140,13 @@ var invalidCases = []struct {
 // key's type is valid, in Kafka as in Strait: for them only a value that does
 // not parse as the type is refused (checked below for every key).
 var anyValueOfItsType = []string{
-	"auto.create.topics.enable", "unclean.leader.election.enable", "auto.leader.rebalance.enable",
+	"auto.create.topics.enable", "delete.topic.enable", "log.preallocate", "unclean.leader.election.enable", "auto.leader.rebalance.enable",
 	"log.cleaner.enable", "controlled.shutdown.enable", "transaction.partition.verification.enable",
 	"log.retention.bytes",                                      // negative: unlimited
+	"log.roll.jitter.ms",                                       // Kafka: no validator
 	"log.flush.scheduler.interval.ms", "log.flush.interval.ms", // Kafka: no validator
 	"log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor", // Kafka: no validator
+	"log.cleaner.io.max.bytes.per.second",     // Kafka: no validator
 	"broker.rack", "group.consumer.assignors", // unsupported assignors are dropped with a warning
 	"etcd.endpoints", "etcd.name", "etcd.initial.cluster", "etcd.initial.cluster.token",
 	"etcd.listen.peer.urls", "etcd.initial.advertise.peer.urls", "etcd.listen.client.urls", "etcd.advertise.client.urls",

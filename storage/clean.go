@@ -350,7 +350,8 @@ func (w *cleanerWorker) cleanSegments(c *cleanCandidate, group []*segment, nowMs
 	if err != nil {
 		return err
 	}
-	out := segmentWriter{seg: cleaned, buf: w.writeBuf[:0], flushAt: max(cap(w.writeBuf), 64<<10), interval: cfg.IndexIntervalBytes}
+	out := segmentWriter{seg: cleaned, buf: w.writeBuf[:0], flushAt: max(cap(w.writeBuf), 64<<10), interval: cfg.IndexIntervalBytes,
+		throttle: w.throttle, stop: w.stop}
 	m := w.offsetMap()
 	upperBound := c.firstUncleanableOffset
 	for _, seg := range group {
@@ -574,6 +575,8 @@ type segmentWriter struct {
 	buf      []byte // bytes not yet written, which start at seg.size
 	flushAt  int
 	interval int32
+	throttle *throttler // the cleaner's I/O limit (nil: none)
+	stop     <-chan struct{}
 }
 
 func (sw *segmentWriter) write(batch []byte, h *batchHeader) error {
@@ -619,6 +622,7 @@ func (sw *segmentWriter) flush() error {
 		return err
 	}
 	sw.seg.size += int64(len(sw.buf))
+	sw.throttle.maybeThrottle(int64(len(sw.buf)), sw.stop)
 	sw.buf = sw.buf[:0]
 	return nil
 }
@@ -640,6 +644,7 @@ func (w *cleanerWorker) forEachBatch(c *cleanCandidate, seg *segment, from, to i
 		if _, err := seg.log.ReadAt(chunk, pos); err != nil {
 			return w.readErr(c, seg, err)
 		}
+		w.throttle.maybeThrottle(n, w.stop)
 		off := int64(0)
 		for off+recordbatch.HeaderSize <= n {
 			h := parseBatchHeader(chunk[off:])
@@ -706,6 +711,10 @@ type cleanerWorker struct {
 	bw       *bufio.Writer // buffers retained records before their compressor
 	rebuilt  []byte
 	stats    cleanStats
+	// throttle holds reads and writes to log.cleaner.io.max.bytes.per.second
+	// (nil: no limit); a sleep in it ends when stop closes.
+	throttle *throttler
+	stop     <-chan struct{}
 }
 
 func newCleanerWorker(cfg *CleanerConfig, stopped func() bool) *cleanerWorker {

@@ -16,6 +16,10 @@ type CleanerConfig struct {
 	DedupeBufferLoadFactor float64 // log.cleaner.io.buffer.load.factor (0.9): how full an offset map may get
 	IOBufferSize           int     // log.cleaner.io.buffer.size (524288), split between threads, half read, half write
 	BackoffMs              int64   // log.cleaner.backoff.ms (15000): sleep when no log needs cleaning
+	// IOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second (Kafka's
+	// default, math.MaxFloat64, or 0: no limit): the cleaner workers'
+	// reads and writes together are held to this average (throttle.go).
+	IOMaxBytesPerSecond float64
 }
 
 // DefaultCleanerConfig returns Kafka's defaults.
@@ -60,7 +64,10 @@ type Cleaner struct {
 	syncW   *cleanerWorker // runOnce's worker
 	stop    chan struct{}
 	stopped sync.Once
-	wg      sync.WaitGroup
+	// throttle is log.cleaner.io.max.bytes.per.second's, shared by the
+	// workers.
+	throttle *throttler
+	wg       sync.WaitGroup
 }
 
 // CleanResult describes one cleaning of one log.
@@ -87,6 +94,7 @@ func NewCleaner(cfg CleanerConfig, logs func() []*Log, opts Options) (*Cleaner, 
 		return nil, errors.New("log.cleaner.dedupe.buffer.size is too small for the offset map to hold even one key per cleaner thread")
 	}
 	c := &Cleaner{cfg: cfg, logs: logs, logger: opts.Logger, now: opts.Now, stop: make(chan struct{})}
+	c.throttle = newThrottler(cfg.IOMaxBytesPerSecond, nil)
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -100,6 +108,7 @@ func NewCleaner(cfg CleanerConfig, logs func() []*Log, opts Options) (*Cleaner, 
 func (c *Cleaner) Start() {
 	for i := 0; i < c.cfg.Threads; i++ {
 		w := newCleanerWorker(&c.cfg, c.isStopping)
+		w.throttle, w.stop = c.throttle, c.stop
 		c.wg.Add(1)
 		go c.run(i, w)
 	}
@@ -151,6 +160,7 @@ func (c *Cleaner) runOnce(now time.Time) (res CleanResult, cleaned bool, err err
 	defer c.syncMu.Unlock()
 	if c.syncW == nil {
 		c.syncW = newCleanerWorker(&c.cfg, c.isStopping)
+		c.syncW.throttle, c.syncW.stop = c.throttle, c.stop
 	}
 	return c.cleanFilthiest(c.syncW, now)
 }

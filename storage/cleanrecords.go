@@ -61,6 +61,9 @@ type recordStream struct {
 	digest hash.Hash
 	pfx    []byte      // a rewritten record's new head
 	rec    cleanRecord // the record decide is given (kept here: no allocation per record)
+	// renumber makes each record's offset delta its position in the batch
+	// (the produce path's rebuild, rebuild.go); the cleaner keeps them.
+	renumber bool
 }
 
 // walk parses the records of batch (header h) one at a time, decompressing
@@ -141,6 +144,9 @@ func (s *recordStream) walk(batch []byte, h *batchHeader, limit int64, out *bufi
 				return fmt.Errorf("record %d: %w", i, eofAsShape(err))
 			}
 			pfxLen = int(int64(length) - body.left)
+		}
+		if s.renumber {
+			r.offDelta = i
 		}
 		if r.offDelta < 0 {
 			return fmt.Errorf("record %d: %w", i, errNegativeOffsetDelta)

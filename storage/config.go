@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/strait/strait/storage/compress"
 )
 
 // TimestampType is message.timestamp.type.
@@ -17,8 +19,15 @@ const (
 
 // LogConfig holds one partition's effective settings (topic configs over broker defaults).
 type LogConfig struct {
-	SegmentBytes       int64 // segment.bytes (default 1 GiB)
-	SegmentMs          int64 // segment.ms (default 7 days)
+	SegmentBytes int64 // segment.bytes (default 1 GiB)
+	SegmentMs    int64 // segment.ms (default 7 days)
+	// SegmentJitterMs is segment.jitter.ms (default 0): each segment rolls
+	// a random amount below it (and below SegmentMs) before segment.ms.
+	SegmentJitterMs int64
+	// Preallocate is preallocate (default false): a new active segment's
+	// log file is made SegmentBytes long at once and trimmed to its
+	// content when it rolls or the log closes.
+	Preallocate        bool
 	SegmentIndexBytes  int32 // segment.index.bytes (default 10 MiB)
 	IndexIntervalBytes int32 // index.interval.bytes (default 4096)
 	MaxMessageBytes    int32 // max.message.bytes (default 1048588)
@@ -73,6 +82,18 @@ type LogConfig struct {
 	// may declare a window of at most max(cap, 8 MiB). 0 (the default)
 	// means no cap.
 	MaxDecompressedBatchBytes int64
+
+	// CompressionType is compression.type: "producer" (or "", the
+	// default) stores a produced batch in the codec it came in;
+	// "uncompressed", "gzip", "snappy", "lz4" or "zstd" recompress a batch
+	// in another codec to this one, as Kafka's LogValidator does (see
+	// rebuildBatch). GzipLevel, LZ4Level and ZstdLevel are the levels the
+	// recompression uses (compression.<codec>.level, KIP-390; 0 means the
+	// codec's default).
+	CompressionType string
+	GzipLevel       int32 // compression.gzip.level (default -1)
+	LZ4Level        int32 // compression.lz4.level (default 9)
+	ZstdLevel       int32 // compression.zstd.level (default 3)
 }
 
 // DefaultLogConfig returns Kafka's defaults.
@@ -99,6 +120,11 @@ func DefaultLogConfig() LogConfig {
 		DeleteRetentionMs:      24 * 60 * 60 * 1000,
 
 		ProducerIDExpirationMs: 86400000,
+
+		CompressionType: "producer",
+		GzipLevel:       compress.DefaultGzipLevel,
+		LZ4Level:        compress.DefaultLZ4Level,
+		ZstdLevel:       compress.DefaultZstdLevel,
 	}
 }
 
@@ -111,6 +137,42 @@ func (c *LogConfig) maxSegmentMs() int64 {
 		return min(c.MaxCompactionLagMs, c.SegmentMs)
 	}
 	return c.SegmentMs
+}
+
+// targetCompression is the codec and level a produced batch in codec
+// source is stored in (Kafka's BrokerCompressionType.targetCompression):
+// the topic's codec, or source itself with its default level for
+// "producer".
+func (c *LogConfig) targetCompression(source compress.Codec) (compress.Codec, int) {
+	switch c.CompressionType {
+	case "uncompressed":
+		return compress.None, 0
+	case "gzip":
+		return compress.Gzip, levelOr(c.GzipLevel, compress.DefaultGzipLevel)
+	case "snappy":
+		return compress.Snappy, 0
+	case "lz4":
+		return compress.LZ4, levelOr(c.LZ4Level, compress.DefaultLZ4Level)
+	case "zstd":
+		return compress.Zstd, levelOr(c.ZstdLevel, compress.DefaultZstdLevel)
+	}
+	switch source {
+	case compress.Gzip:
+		return source, compress.DefaultGzipLevel
+	case compress.LZ4:
+		return source, compress.DefaultLZ4Level
+	case compress.Zstd:
+		return source, compress.DefaultZstdLevel
+	}
+	return source, 0
+}
+
+// levelOr is level, or def for 0 (unset; zstd's 0 is its default too).
+func levelOr(level int32, def int) int {
+	if level == 0 {
+		return def
+	}
+	return int(level)
 }
 
 // Options are process-wide dependencies of a Log.

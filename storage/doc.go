@@ -8,6 +8,10 @@
 //
 //	<topic>-<partition>/
 //	  00000000000000000000.log        segment: whole v2 record batches, back to back
+//	                                  (with preallocate, the active one's file is
+//	                                  segment.bytes long, zeros past its batches,
+//	                                  trimmed on roll and clean close; recovery
+//	                                  cuts the zeros after a crash)
 //	  00000000000000000000.index      offset index (see index.go)
 //	  00000000000000000000.timeindex  time index
 //	  00000000000000000000.txnindex   aborted transactions with their marker here (txn_index.go)

@@ -183,6 +183,11 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	if vb.rebuilt {
+		// Written to the segment (copied) under the lock below, and not
+		// kept: the buffer goes back to its pool when this returns.
+		defer releaseRebuilt(vb.bytes)
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -242,7 +247,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 
 // maybeRollLocked returns the segment the batch goes to, rolling a new one
 // when Kafka's LogSegment.shouldRoll would: the batch does not fit in
-// segment.bytes, segment.ms has passed (measured on record timestamps when
+// segment.bytes, segment.ms less the segment's jitter has passed (measured on record timestamps when
 // the segment's first batch has one, else on the wall clock since the
 // segment was created), an index is full, or the offsets would not fit
 // the index's 32-bit relative offsets.
@@ -255,7 +260,7 @@ func (l *Log) maybeRollLocked(h *batchHeader, now time.Time) (*segment, error) {
 	} else {
 		waited = now.Sub(seg.created).Milliseconds()
 	}
-	roll := (seg.size > 0 && (seg.size > cfg.SegmentBytes-h.Size() || waited > cfg.maxSegmentMs())) ||
+	roll := (seg.size > 0 && (seg.size > cfg.SegmentBytes-h.Size() || waited > cfg.maxSegmentMs()-seg.rollJitterMs)) ||
 		seg.offsetIndex.full() || seg.timeIndex.full() ||
 		h.LastOffset()-seg.baseOffset > math.MaxInt32
 	if !roll {
@@ -600,6 +605,11 @@ func (l *Log) shutdownLocked() error {
 	// Kafka's LogSegment.close: the final time-index entry, so that the
 	// last entry always holds the segment's largest timestamp.
 	if err := act.timeIndex.maybeAppend(act.maxTimestamp, act.offsetOfMaxTimestamp); err != nil {
+		return storageErr("close", err)
+	}
+	// A preallocated file is trimmed first, so that what a clean
+	// shutdown leaves is whole batches only.
+	if err := act.trimPreallocated(); err != nil {
 		return storageErr("close", err)
 	}
 	if err := act.log.Sync(); err != nil {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -55,6 +56,29 @@ type segment struct {
 	offsetOfMaxTimestamp     int64 // last offset of the batch carrying it
 	firstBatchTimestamp      int64 // max timestamp of the first batch: the segment.ms clock, -1 if none
 	created                  time.Time
+	// rollJitterMs is taken from the segment's age limit (segment.ms) when
+	// it is the active segment: drawn once per segment when it is opened,
+	// below segment.jitter.ms, as Kafka's LogSegment.rollJitterMs, so that
+	// partitions created together do not all roll at once.
+	rollJitterMs int64
+	// preallocated: the log file was made segment.bytes long when the
+	// segment was created (preallocate) and is not trimmed yet.
+	preallocated bool
+}
+
+// segmentJitter draws a segment's roll jitter in [0, bound); tests
+// replace it.
+var segmentJitter = func(bound int64) int64 { return rand.Int64N(bound) }
+
+// randomSegmentJitter is Kafka's LogConfig.randomSegmentJitter: 0 without
+// segment.jitter.ms, else a random value below min(segment.jitter.ms,
+// segment.ms).
+func (c *LogConfig) randomSegmentJitter() int64 {
+	bound := min(c.SegmentJitterMs, c.SegmentMs)
+	if bound <= 0 {
+		return 0
+	}
+	return segmentJitter(bound)
 }
 
 // segmentOpenMode says which of a segment's files start empty.
@@ -91,12 +115,38 @@ func openSegmentFilesNamed(fsys FS, dir string, baseOffset int64, extra string, 
 	s := &segment{
 		dir: dir, baseOffset: baseOffset, log: lf, size: fi.Size(), nextOffset: baseOffset,
 		maxTimestamp: recordbatch.NoTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: recordbatch.NoTimestamp, created: now,
+		rollJitterMs: cfg.randomSegmentJitter(),
+	}
+	if mode == segmentCreate && active && extra == "" && cfg.Preallocate && cfg.SegmentBytes > 0 {
+		// Kafka's FileRecords.open with preallocate: the file is made
+		// segment.bytes long at once (RandomAccessFile.setLength), the
+		// segment's size stays 0, and the file is trimmed to its size on
+		// roll and close (trimPreallocated); recovery cuts the zero tail
+		// a crash leaves.
+		if err := lf.Truncate(cfg.SegmentBytes); err != nil {
+			lf.Close()
+			return nil, err
+		}
+		s.size, s.preallocated = 0, true
 	}
 	if err := s.openIndexes(fsys, extra, cfg, mode != segmentLoad, active); err != nil {
 		lf.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// trimPreallocated cuts a preallocated log file to the segment's size
+// (Kafka's FileRecords.trim, on roll and close).
+func (s *segment) trimPreallocated() error {
+	if !s.preallocated {
+		return nil
+	}
+	if err := s.log.Truncate(s.size); err != nil {
+		return err
+	}
+	s.preallocated = false
+	return nil
 }
 
 func (s *segment) openIndexes(fsys FS, extra string, cfg *LogConfig, fresh, active bool) error {
@@ -270,6 +320,9 @@ func (s *segment) flush() error {
 // and unmapped (index.go). Nothing is fsynced: a roll leaves that to the
 // Log's asynchronous flush (syncSealed, or sealedSync without the lock).
 func (s *segment) deactivate() error {
+	if err := s.trimPreallocated(); err != nil {
+		return err
+	}
 	if s.timeIndex.active {
 		if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
 			return err

@@ -20,6 +20,13 @@ type validatedBatch struct {
 	maxTimestamp              int64
 	offsetDeltaOfMaxTimestamp int32
 	logAppendTime             int64 // -1 unless LogAppendTime
+	// deltasInOrder says the records' offset deltas run 0..n-1;
+	// firstTimestamp is the first record's timestamp as Kafka's
+	// Record.timestamp() reads it (a rebuilt batch's base timestamp).
+	deltasInOrder  bool
+	firstTimestamp int64
+	// rebuilt says bytes is a batch rebuildBatch wrote, not the request's.
+	rebuilt bool
 }
 
 // validateProduce checks a produce request's records for one partition as
@@ -31,10 +38,16 @@ type validatedBatch struct {
 // offset and leader epoch are set at append time. records is modified in
 // place.
 //
-// Deviations from Kafka, both rejecting input no Kafka client produces:
-// record offset deltas must run 0..count-1 (Kafka rewrites compressed
-// batches with other deltas, and ignores them in uncompressed ones), and a
-// batch whose codec fails to decompress is CORRUPT_MESSAGE (Kafka answers
+// A batch is then written as it came (in place, Kafka's words) unless
+// LogValidator would rebuild it: its codec is not the topic's
+// compression.type (recompressed), or it is compressed and its records'
+// offset deltas do not run 0..count-1 (rewritten with deltas by position,
+// as Kafka does for the older clients that got them wrong). An
+// uncompressed batch kept uncompressed is written with its deltas as they
+// are, as Kafka's assignOffsetsNonCompressed does.
+//
+// Deviation from Kafka, for input no Kafka client produces: a batch
+// whose codec fails to decompress is CORRUPT_MESSAGE (Kafka answers
 // UNKNOWN_SERVER_ERROR).
 func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
 	batch, err := singleBatch(records)
@@ -80,6 +93,21 @@ func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition
 	vb, err := validateRecords(batch, &h, cfg, nowMs, topicPartition)
 	if err != nil {
 		return validatedBatch{}, err
+	}
+	source := h.codec()
+	target, level := cfg.targetCompression(source)
+	if (source != compress.None || target != compress.None) && (source != target || !vb.deltasInOrder) {
+		// h is the header as produced: validateRecords set the batch's
+		// max timestamp since, which the rebuild takes from vb.
+		if vb, err = rebuildBatch(batch, &h, vb, cfg, target, level); err != nil {
+			return validatedBatch{}, err
+		}
+		// UnifiedLog.append checks a rebuilt batch's size again.
+		if vb.header.Size() > int64(cfg.MaxMessageBytes) {
+			return validatedBatch{}, appendErrorf(kerr.MessageTooLarge,
+				"Message batch size is %d bytes in append to partition %s which exceeds the maximum configured size of %d.",
+				vb.header.Size(), topicPartition, cfg.MaxMessageBytes)
+		}
 	}
 	if vb.header.Size() > cfg.SegmentBytes {
 		return validatedBatch{}, appendErrorf(kerr.RecordListTooLarge,
@@ -148,17 +176,21 @@ func nextBatchBounds(b []byte) ([]byte, int, error) {
 // records are decompressed here whatever the codec, so the compacted-topic
 // key check costs no extra pass.
 func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
-	vb := validatedBatch{bytes: batch, header: *h, maxTimestamp: recordbatch.NoTimestamp, offsetDeltaOfMaxTimestamp: -1, logAppendTime: -1}
+	vb := validatedBatch{bytes: batch, header: *h, maxTimestamp: recordbatch.NoTimestamp, offsetDeltaOfMaxTimestamp: -1, logAppendTime: -1,
+		deltasInOrder: true, firstTimestamp: recordbatch.NoTimestamp}
 	var recordErrs []RecordError
 	anyTimestampErr := false
 	batchIsLogAppend := h.timestampType() == LogAppendTime
 	err := walkBatchRecordsCapped(batch, h, cfg.MaxDecompressedBatchBytes, func(i int32, r recordInfo) error {
 		if r.OffsetDelta != i {
-			return invalidRecordf("inner record offset delta %d (expected %d)", r.OffsetDelta, i)
+			vb.deltasInOrder = false
 		}
 		ts := h.BaseTimestamp + r.TimestampDelta
 		if batchIsLogAppend {
 			ts = h.MaxTimestamp // what Kafka's record.timestamp() returns
+		}
+		if i == 0 {
+			vb.firstTimestamp = ts
 		}
 		if cfg.Compact && !r.HasKey {
 			recordErrs = append(recordErrs, RecordError{i, "Compacted topic cannot accept message without key in topic partition " + topicPartition})

@@ -77,11 +77,15 @@ func TestValidationErrors(t *testing.T) {
 			raw := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0x01}
 			return buildBatch(t, batchSpec{baseTimestamp: now, records: recs(1)}, raw)
 		}, kerr.InvalidRecord.Code, -1},
-		{"offset deltas not consecutive", nil, func() []byte {
-			rs := recs(3)
-			rs[2].offsetDelta = 5
-			return buildBatch(t, batchSpec{baseTimestamp: now, records: rs}, nil)
-		}, kerr.InvalidRecord.Code, -1},
+		{"too large once recompressed", func(c *LogConfig) { c.MaxMessageBytes = 200; c.CompressionType = "uncompressed" }, func() []byte {
+			// 40 records of one repeated value: under 200 bytes as zstd,
+			// over it uncompressed.
+			spec := batchSpec{codec: compress.Zstd, baseTimestamp: now}
+			for i := 0; i < 40; i++ {
+				spec.records = append(spec.records, testRecord{value: []byte("same value"), offsetDelta: int32(i)})
+			}
+			return buildBatch(t, spec, nil)
+		}, kerr.MessageTooLarge.Code, -1},
 		{"control batch", nil, func() []byte {
 			return buildBatch(t, batchSpec{attrs: recordbatch.AttrControl, baseTimestamp: now, records: recs(1)}, nil)
 		}, kerr.InvalidRecord.Code, -1},

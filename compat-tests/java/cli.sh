@@ -4,8 +4,9 @@
 # kafka-topics (incl. --alter --partitions and --delete), kafka-configs (topics,
 # brokers, groups),
 # kafka-console-producer/-consumer, kafka-consumer-groups, kafka-producer-perf-test,
-# kafka-consumer-perf-test, kafka-acls, kafka-reassign-partitions --throttle
-# (on a two-broker strait cluster), and VerifiableProducer/VerifiableConsumer (the
+# kafka-consumer-perf-test, kafka-acls, kafka-dump-log (a compression.type=zstd topic),
+# kafka-reassign-partitions --throttle (on a two-broker strait cluster), and
+# VerifiableProducer/VerifiableConsumer (the
 # tools Kafka's own system tests drive).
 # Usage: cli.sh HOST:PORT WORKDIR; appends results to WORKDIR/results.tsv.
 set -uo pipefail
@@ -105,6 +106,22 @@ seq 1 100 | run org.apache.kafka.tools.ConsoleProducer --topic cli-topic >"$out/
 run org.apache.kafka.tools.consumer.ConsoleConsumer --topic cli-topic --from-beginning --max-messages 100 \
   --group cli-group --timeout-ms 30000 >"$out/consume" 2>"$out/consume.err"
 check "kafka-console-producer and -consumer (group) round trip" "$out/consume.err" "Processed a total of 100 messages"
+
+# compression.type acts: the console producer's uncompressed batches are
+# stored as zstd (kafka-dump-log reads the segment file, in the broker's log
+# dir WORKDIR/logs) and the console consumer reads them back.
+run org.apache.kafka.tools.TopicCommand --create --topic cli-zstd --partitions 1 --replication-factor 1 \
+  --config compression.type=zstd >"$out/zstd-create" 2>&1
+seq 1 100 | run org.apache.kafka.tools.ConsoleProducer --topic cli-zstd >"$out/zstd-produce" 2>&1
+run org.apache.kafka.tools.consumer.ConsoleConsumer --topic cli-zstd --from-beginning --max-messages 100 \
+  --timeout-ms 30000 >"$out/zstd-consume" 2>"$out/zstd-consume.err"
+check "kafka-console-consumer reads a compression.type=zstd topic produced uncompressed" "$out/zstd-consume.err" \
+  "Processed a total of 100 messages"
+java -Dlog4j2.level=error -cp "$cp" org.apache.kafka.tools.DumpLogSegments \
+  --files "$work/logs/cli-zstd-0/00000000000000000000.log" >"$out/zstd-dump" 2>&1
+if grep -q "compresscodec: zstd" "$out/zstd-dump" && ! grep -q "compresscodec: none" "$out/zstd-dump"; then
+  echo all-zstd; else echo not-all-zstd; fi >"$out/zstd-verdict"
+check "kafka-dump-log: compression.type=zstd stores uncompressed batches as zstd" "$out/zstd-verdict" "^all-zstd$"
 
 seq 101 150 | run org.apache.kafka.tools.ConsoleProducer --topic cli-topic >>"$out/produce" 2>&1
 run org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --describe --group cli-group >"$out/groups" 2>&1

@@ -407,13 +407,90 @@ var (
 // ends the stream (it does not close dst) and returns pooled encoders; the
 // writer must not be used after.
 func NewWriter(c Codec, dst io.Writer) (io.WriteCloser, error) {
+	return newWriter(c, dst, writerOpts{})
+}
+
+// The default levels of Kafka's compression.<codec>.level (KIP-390).
+const (
+	DefaultGzipLevel = -1
+	DefaultLZ4Level  = 9
+	DefaultZstdLevel = 3
+)
+
+// NewLevelWriter is NewWriter at a compression level as Kafka's
+// compression.<codec>.level gives it (KIP-390), for the broker's
+// recompression of produced batches: gzip -1 (the default, 6) or 1-9; lz4
+// 9 (the default: LZ4's fast compressor, as Kafka keeps for its default
+// level) or 1-8 and 10-17 (its high-compression levels; this LZ4
+// implementation has them up to 9, so 10-17 compress as 9); zstd any zstd
+// level, compressed at the nearest of
+// the four levels the Go encoder has (below 3 fastest, 3-5 default, 6-9
+// better, 10 and up best). Snappy and none have no level. Encoders are
+// pooled per codec and level.
+func NewLevelWriter(c Codec, level int, dst io.Writer) (io.WriteCloser, error) {
+	o := writerOpts{leveled: true, level: level}
+	switch c {
+	case Gzip:
+		if level != DefaultGzipLevel && (level < 1 || level > 9) {
+			return nil, fmt.Errorf("gzip: invalid level %d", level)
+		}
+	case LZ4:
+		if level < 1 || level > 17 {
+			return nil, fmt.Errorf("lz4: invalid level %d", level)
+		}
+		o.level = level
+	case Zstd:
+		o.level = int(zstd.EncoderLevelFromZstd(level))
+	default:
+		return newWriter(c, dst, writerOpts{})
+	}
+	return newWriter(c, dst, o)
+}
+
+// writerOpts select an encoder: leveled ones (NewLevelWriter) are kept in
+// pools of their own per codec and level; level is the encoder's own
+// (gzip's, lz4's 1-9, or a zstd.EncoderLevel).
+type writerOpts struct {
+	leveled bool
+	level   int
+}
+
+type poolKey struct {
+	c     Codec
+	level int
+}
+
+// leveledEncoders holds a *sync.Pool per poolKey.
+var leveledEncoders sync.Map
+
+func (o writerOpts) pool(c Codec, def *sync.Pool) *sync.Pool {
+	if !o.leveled {
+		return def
+	}
+	p, ok := leveledEncoders.Load(poolKey{c, o.level})
+	if !ok {
+		p, _ = leveledEncoders.LoadOrStore(poolKey{c, o.level}, new(sync.Pool))
+	}
+	return p.(*sync.Pool)
+}
+
+func newWriter(c Codec, dst io.Writer, o writerOpts) (io.WriteCloser, error) {
 	switch c {
 	case None:
 		return nopWriteCloser{dst}, nil
 	case Gzip:
-		e, _ := gzipEncoders.Get().(*gzipEncoder)
+		pool := o.pool(c, &gzipEncoders)
+		e, _ := pool.Get().(*gzipEncoder)
 		if e == nil {
-			e = &gzipEncoder{zw: gzip.NewWriter(dst)}
+			level := gzip.DefaultCompression
+			if o.leveled {
+				level = o.level
+			}
+			zw, err := gzip.NewWriterLevel(dst, level)
+			if err != nil {
+				return nil, fmt.Errorf("gzip: %w", err)
+			}
+			e = &gzipEncoder{zw: zw, pool: pool}
 		} else {
 			e.zw.Reset(dst)
 		}
@@ -426,12 +503,17 @@ func NewWriter(c Codec, dst io.Writer) (io.WriteCloser, error) {
 		}
 		return w, nil
 	case LZ4:
-		e, _ := lz4Encoders.Get().(*lz4Encoder)
+		pool := o.pool(c, &lz4Encoders)
+		e, _ := pool.Get().(*lz4Encoder)
 		if e == nil {
-			e = &lz4Encoder{zw: lz4.NewWriter(dst)}
+			e = &lz4Encoder{zw: lz4.NewWriter(dst), pool: pool}
 			// 64 KiB blocks, as Kafka's Java producer writes them, keep the
 			// encoder's buffers small.
-			if err := e.zw.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
+			opts := []lz4.Option{lz4.BlockSizeOption(lz4.Block64Kb)}
+			if o.leveled {
+				opts = append(opts, lz4.CompressionLevelOption(lz4Level(o.level)))
+			}
+			if err := e.zw.Apply(opts...); err != nil {
 				return nil, fmt.Errorf("lz4: %w", err)
 			}
 		} else {
@@ -439,20 +521,35 @@ func NewWriter(c Codec, dst io.Writer) (io.WriteCloser, error) {
 		}
 		return e, nil
 	case Zstd:
-		e, _ := zstdEncoders.Get().(*zstdStreamEncoder)
+		pool := o.pool(c, &zstdEncoders)
+		e, _ := pool.Get().(*zstdStreamEncoder)
 		if e == nil {
-			zw, err := zstd.NewWriter(dst, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(zstdStreamWindow),
-				zstd.WithLowerEncoderMem(true))
+			opts := []zstd.EOption{zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(zstdStreamWindow),
+				zstd.WithLowerEncoderMem(true)}
+			if o.leveled {
+				opts = append(opts, zstd.WithEncoderLevel(zstd.EncoderLevel(o.level)))
+			}
+			zw, err := zstd.NewWriter(dst, opts...)
 			if err != nil {
 				return nil, fmt.Errorf("zstd: %w", err)
 			}
-			e = &zstdStreamEncoder{zw: zw}
+			e = &zstdStreamEncoder{zw: zw, pool: pool}
 		} else {
 			e.zw.Reset(dst)
 		}
 		return e, nil
 	}
 	return nil, fmt.Errorf("%w: %d", ErrUnknownCodec, c)
+}
+
+// lz4Level maps Kafka's lz4 levels onto the Go encoder's: the default
+// level is LZ4's fast compressor, as in Kafka's Lz4BlockOutputStream; the
+// others its high-compression levels, 9 the highest this one has.
+func lz4Level(level int) lz4.CompressionLevel {
+	if level == DefaultLZ4Level {
+		return lz4.Fast
+	}
+	return lz4.Level1 << (min(level, 9) - 1)
 }
 
 // zstdStreamWindow is the window of the frames NewWriter writes: what a
@@ -469,36 +566,45 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-type gzipEncoder struct{ zw *gzip.Writer }
+type gzipEncoder struct {
+	zw   *gzip.Writer
+	pool *sync.Pool
+}
 
 func (e *gzipEncoder) Write(p []byte) (int, error) { return e.zw.Write(p) }
 
 func (e *gzipEncoder) Close() error {
 	err := e.zw.Close()
 	e.zw.Reset(io.Discard)
-	gzipEncoders.Put(e)
+	e.pool.Put(e)
 	return err
 }
 
-type lz4Encoder struct{ zw *lz4.Writer }
+type lz4Encoder struct {
+	zw   *lz4.Writer
+	pool *sync.Pool
+}
 
 func (e *lz4Encoder) Write(p []byte) (int, error) { return e.zw.Write(p) }
 
 func (e *lz4Encoder) Close() error {
 	err := e.zw.Close()
 	e.zw.Reset(io.Discard)
-	lz4Encoders.Put(e)
+	e.pool.Put(e)
 	return err
 }
 
-type zstdStreamEncoder struct{ zw *zstd.Encoder }
+type zstdStreamEncoder struct {
+	zw   *zstd.Encoder
+	pool *sync.Pool
+}
 
 func (e *zstdStreamEncoder) Write(p []byte) (int, error) { return e.zw.Write(p) }
 
 func (e *zstdStreamEncoder) Close() error {
 	err := e.zw.Close()
 	e.zw.Reset(io.Discard)
-	zstdEncoders.Put(e)
+	e.pool.Put(e)
 	return err
 }
 

@@ -135,3 +135,50 @@ func TestNewWriterRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// NewLevelWriter at each codec's lowest, default and highest Kafka level
+// decodes to its input, twice per level (the second time from the
+// level's pool), and a higher level compresses repetitive input at least
+// as well as the lowest; out-of-range levels are refused.
+func TestNewLevelWriterLevels(t *testing.T) {
+	src := bytes.Repeat([]byte("recompressed record bytes, level by level "), 5000)
+	levels := map[Codec][]int{
+		Gzip: {1, DefaultGzipLevel, 9},
+		LZ4:  {1, DefaultLZ4Level, 17},
+		Zstd: {-5, 1, DefaultZstdLevel, 22},
+	}
+	for c, ls := range levels {
+		sizes := map[int]int{}
+		for _, level := range ls {
+			for round := 0; round < 2; round++ {
+				var out bytes.Buffer
+				w, err := NewLevelWriter(c, level, &out)
+				if err != nil {
+					t.Fatalf("%s level %d: %v", c, level, err)
+				}
+				if _, err := w.Write(src); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				got, err := Decompress(c, out.Bytes(), int64(len(src)))
+				if err != nil || !bytes.Equal(got, src) {
+					t.Fatalf("%s level %d round %d: %d bytes, %v", c, level, round, len(got), err)
+				}
+				sizes[level] = out.Len()
+			}
+		}
+		if hi, lo := sizes[ls[len(ls)-1]], sizes[ls[0]]; hi > lo {
+			t.Errorf("%s: highest level wrote %d bytes, lowest %d", c, hi, lo)
+		}
+	}
+	for _, bad := range []struct {
+		c     Codec
+		level int
+	}{{Gzip, 0}, {Gzip, 10}, {LZ4, 0}, {LZ4, 18}} {
+		if _, err := NewLevelWriter(bad.c, bad.level, io.Discard); err == nil {
+			t.Errorf("%s level %d accepted", bad.c, bad.level)
+		}
+	}
+}
