@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -103,5 +104,51 @@ func TestDescribeQuorumEtcdCluster(t *testing.T) {
 	}
 	if len(p.CurrentVoters) != 3 {
 		t.Errorf("voters after broker 1 stopped: %+v", p.CurrentVoters)
+	}
+	// Its registration went with its lease: nothing to unregister.
+	if code := unregisterBroker(t, srvs[2], 1); code != kerr.BrokerIDNotRegistered.Code {
+		t.Errorf("unregister the stopped broker 1: code %d", code)
+	}
+}
+
+// unregisterBroker sends UnregisterBroker for id to srv and returns the
+// error code.
+func unregisterBroker(t *testing.T, srv *Server, id int32) int16 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = id
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kresp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kresp.(*kmsg.UnregisterBrokerResponse).ErrorCode
+}
+
+// TestUnregisterBroker: a running broker's registration is removed and the
+// broker registers again (a new broker epoch), as a Kafka broker does on
+// its next heartbeat; an id nobody holds is BROKER_ID_NOT_REGISTERED.
+func TestUnregisterBroker(t *testing.T) {
+	srv := startTestBroker(t)
+	defer srv.Close()
+	epoch := srv.ctrl.BrokerEpoch()
+	if code := unregisterBroker(t, srv, 99); code != kerr.BrokerIDNotRegistered.Code {
+		t.Fatalf("unregister 99: code %d", code)
+	}
+	if code := unregisterBroker(t, srv, srv.NodeID()); code != 0 {
+		t.Fatalf("unregister self: code %d", code)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for srv.ctrl.BrokerEpoch() == epoch || len(srv.ctrl.Brokers()) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("broker not registered again: epoch %d (was %d), brokers %+v", srv.ctrl.BrokerEpoch(), epoch, srv.ctrl.Brokers())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
