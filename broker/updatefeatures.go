@@ -29,7 +29,9 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,6 +41,28 @@ import (
 )
 
 func init() { register(kmsg.UpdateFeatures, 0, 2, handleUpdateFeatures) }
+
+// features are the feature levels the broker advertises: Kafka 4.4's
+// (protocol.Kafka44Features), with kraft.version finalized at 1 (a dynamic
+// quorum: AddRaftVoter and RemoveRaftVoter change the embedded etcd's
+// membership, raftvoters.go) unless etcd is external, whose membership is
+// not Strait's to change (a static quorum: level 0, not listed).
+func (s *Server) features() protocol.Features {
+	f := protocol.Kafka44Features(0)
+	if s.kraftVersion() > 0 {
+		f.Finalized = append(f.Finalized, protocol.FinalizedFeature{Name: "kraft.version", Level: 1})
+		slices.SortFunc(f.Finalized, func(a, b protocol.FinalizedFeature) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return f
+}
+
+// kraftVersion is the finalized kraft.version: 1 with the embedded etcd.
+func (s *Server) kraftVersion() int16 {
+	if len(s.cfg.Etcd.Endpoints) == 0 {
+		return 1
+	}
+	return 0
+}
 
 // Kafka's FeatureUpdate.UpgradeType codes.
 const (
@@ -60,7 +84,7 @@ func handleUpdateFeatures(c *conn, x *exchange) {
 		x.respond(resp)
 		return
 	}
-	features := protocol.Kafka44Features(0)
+	features := c.srv.features()
 	for _, u := range req.FeatureUpdates {
 		// v0's AllowDowngrade is not read: the controller takes the
 		// upgrade type, UPGRADE by default, at every version.

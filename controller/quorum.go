@@ -14,9 +14,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -125,11 +127,7 @@ func (c *Controller) recordEmbeddedMember(ctx context.Context) error {
 	if c.etcd == nil {
 		return nil
 	}
-	id := uint64(c.etcd.Server.MemberID())
-	if _, err := c.client.Put(ctx, c.ks.etcdMember(id), strconv.Itoa(int(c.cfg.NodeID))); err != nil {
-		return fmt.Errorf("controller: recording the embedded etcd member: %w", err)
-	}
-	return nil
+	return c.recordMember(ctx, uint64(c.etcd.Server.MemberID()), c.cfg.NodeID)
 }
 
 // UnregisterBroker removes broker id's registration as Kafka's controller
@@ -160,5 +158,102 @@ func (c *Controller) UnregisterBroker(ctx context.Context, id int32) error {
 		return fmt.Errorf("controller: unregistering broker %d: %w", id, err)
 	}
 	c.log.Info("unregistered a broker", "node.id", id)
+	return nil
+}
+
+// ErrExternalEtcd refuses a membership change of an etcd Strait does not
+// embed: its members are not Strait's to change.
+var ErrExternalEtcd = errors.New("controller: the etcd cluster is external (etcd.endpoints)")
+
+// Membership change outcomes the broker maps onto Kafka's errors.
+var (
+	ErrMemberNotFound     = errors.New("controller: no such etcd member")
+	ErrMemberExists       = errors.New("controller: an etcd member with that peer URL exists")
+	ErrLearnerNotReady    = errors.New("controller: the learner is not in sync with the leader yet")
+	ErrMemberAddedLearner = errors.New("controller: the member was added as a learner; start it, then promote it")
+	// ErrUnhealthy: etcd refuses a change while a voter is not connected
+	// or was connected too briefly (its strict reconfiguration check).
+	ErrUnhealthy = errors.New("controller: the etcd cluster is not healthy enough for a membership change")
+)
+
+// AddVoter grows the embedded etcd cluster by the member at peerURL for
+// broker nodeID, in etcd's two steps: a member not yet in the cluster is
+// added as a learner (ErrMemberAddedLearner: the broker is then started
+// with etcd.initial.cluster.state=existing and catches up), and a learner
+// at that URL is promoted to voter once in sync (ErrLearnerNotReady
+// before). The member is recorded as nodeID's.
+func (c *Controller) AddVoter(ctx context.Context, nodeID int32, peerURL string) error {
+	if !c.running() {
+		return ErrNotStarted
+	}
+	if c.etcd == nil {
+		return ErrExternalEtcd
+	}
+	list, err := c.client.MemberList(ctx)
+	if err != nil {
+		return fmt.Errorf("controller: listing the etcd members: %w", err)
+	}
+	for _, m := range list.Members {
+		if !slices.Contains(m.PeerURLs, peerURL) {
+			continue
+		}
+		if !m.IsLearner {
+			return ErrMemberExists
+		}
+		if _, err := c.client.MemberPromote(ctx, m.ID); err != nil {
+			if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) {
+				return ErrLearnerNotReady
+			}
+			return fmt.Errorf("controller: promoting etcd member %x: %w", m.ID, err)
+		}
+		c.log.Info("promoted an etcd learner to voter", "member", fmt.Sprintf("%x", m.ID), "node.id", nodeID)
+		return c.recordMember(ctx, m.ID, nodeID)
+	}
+	resp, err := c.client.MemberAddAsLearner(ctx, []string{peerURL})
+	if err != nil {
+		if errors.Is(err, rpctypes.ErrPeerURLExist) {
+			return ErrMemberExists
+		}
+		if errors.Is(err, rpctypes.ErrUnhealthy) {
+			return ErrUnhealthy
+		}
+		return fmt.Errorf("controller: adding etcd member %s: %w", peerURL, err)
+	}
+	c.log.Info("added an etcd learner", "member", fmt.Sprintf("%x", resp.Member.ID), "peer.url", peerURL, "node.id", nodeID)
+	if err := c.recordMember(ctx, resp.Member.ID, nodeID); err != nil {
+		return err
+	}
+	return ErrMemberAddedLearner
+}
+
+// RemoveMember removes the etcd member id (voter or learner) from the
+// embedded etcd cluster.
+func (c *Controller) RemoveMember(ctx context.Context, id uint64) error {
+	if !c.running() {
+		return ErrNotStarted
+	}
+	if c.etcd == nil {
+		return ErrExternalEtcd
+	}
+	if _, err := c.client.MemberRemove(ctx, id); err != nil {
+		if errors.Is(err, rpctypes.ErrMemberNotFound) {
+			return ErrMemberNotFound
+		}
+		if errors.Is(err, rpctypes.ErrUnhealthy) {
+			return ErrUnhealthy
+		}
+		return fmt.Errorf("controller: removing etcd member %x: %w", id, err)
+	}
+	c.log.Info("removed an etcd member", "member", fmt.Sprintf("%x", id))
+	if _, err := c.client.Delete(ctx, c.ks.etcdMember(id)); err != nil {
+		c.log.Warn("could not forget the removed member's broker", "member", fmt.Sprintf("%x", id), "err", err)
+	}
+	return nil
+}
+
+func (c *Controller) recordMember(ctx context.Context, id uint64, nodeID int32) error {
+	if _, err := c.client.Put(ctx, c.ks.etcdMember(id), strconv.Itoa(int(nodeID))); err != nil {
+		return fmt.Errorf("controller: recording etcd member %x: %w", id, err)
+	}
 	return nil
 }

@@ -194,7 +194,12 @@ const apiVersionsCachedVersions = 8
 
 // NewApiVersionsFrames returns frames for table with Kafka44Features(0).
 func NewApiVersionsFrames(table VersionTable) *ApiVersionsFrames {
-	return &ApiVersionsFrames{table: table, features: Kafka44Features(0)}
+	return NewApiVersionsFramesWith(table, Kafka44Features(0))
+}
+
+// NewApiVersionsFramesWith returns frames for table with features f.
+func NewApiVersionsFramesWith(table VersionTable, f Features) *ApiVersionsFrames {
+	return &ApiVersionsFrames{table: table, features: f}
 }
 
 // AppendResponse appends the whole response frame for req (size,

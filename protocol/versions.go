@@ -100,7 +100,7 @@ var KafkaVersions = VersionTable{
 	72: {Min: 0, Max: 0},                  // PushTelemetry (only when telemetry is configured)
 	74: {Min: 0, Max: 1},                  // ListConfigResources (v0: ListClientMetricsResources; v1: KIP-1142, 4.1)
 	75: {Min: 0, Max: 0},                  // DescribeTopicPartitions
-	80: {Min: 0, Max: 0},                  // AddRaftVoter
+	80: {Min: 0, Max: 1},                  // AddRaftVoter (v1: KIP-1186, 4.2)
 	81: {Min: 0, Max: 0},                  // RemoveRaftVoter
 }
 
