@@ -63,3 +63,41 @@ func TestDescribeQuorumSingleBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestQuorumAPIsAuthorized: without ALTER (DESCRIBE for DescribeQuorum) on
+// the CLUSTER each API is refused as the controller refuses it.
+func TestQuorumAPIsAuthorized(t *testing.T) {
+	srv := startBroker(t, t.TempDir(),
+		"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"allow.everyone.if.no.acl.found", "false")
+	defer srv.Close()
+	cl := newClient(t, srv)
+	denied := kerr.ClusterAuthorizationFailed.Code
+	dq, err := quorumRequest("__cluster_metadata", 0).RequestWith(ctxFor(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dq.ErrorCode != denied || len(dq.Topics) != 0 {
+		t.Errorf("DescribeQuorum: %+v", dq)
+	}
+	uf := kmsg.NewPtrUpdateFeaturesRequest()
+	uf.FeatureUpdates = []kmsg.UpdateFeaturesRequestFeatureUpdate{{Feature: "metadata.version", MaxVersionLevel: 33, UpgradeType: 1}}
+	if r, err := uf.RequestWith(ctxFor(t), cl); err != nil || r.ErrorCode != denied || len(r.Results) != 0 {
+		t.Errorf("UpdateFeatures: %+v %v", r, err)
+	}
+	ub := kmsg.NewPtrUnregisterBrokerRequest()
+	ub.BrokerID = srv.NodeID()
+	if r, err := ub.RequestWith(ctxFor(t), cl); err != nil || r.ErrorCode != denied {
+		t.Errorf("UnregisterBroker: %+v %v", r, err)
+	}
+	av := kmsg.NewPtrAddRaftVoterRequest()
+	av.VoterID, av.VoterDirectoryID = 2, [16]byte{2}
+	if r, err := av.RequestWith(ctxFor(t), cl); err != nil || r.ErrorCode != denied {
+		t.Errorf("AddRaftVoter: %+v %v", r, err)
+	}
+	rv := kmsg.NewPtrRemoveRaftVoterRequest()
+	rv.VoterID, rv.VoterDirectoryID = srv.NodeID(), [16]byte{1}
+	if r, err := rv.RequestWith(ctxFor(t), cl); err != nil || r.ErrorCode != denied {
+		t.Errorf("RemoveRaftVoter: %+v %v", r, err)
+	}
+}
