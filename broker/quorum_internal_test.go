@@ -253,6 +253,22 @@ func TestRaftVotersEtcdMembership(t *testing.T) {
 	if v := voters(); len(v) != 2 || v[1] != [16]byte{} {
 		t.Fatalf("voters after removing 1: %v", v)
 	}
+	// Controller 1's registration outlived its removal until now; that of
+	// 3, still a voter, stays.
+	for _, c := range []struct {
+		id   int32
+		code int16
+	}{{1, 0}, {1, kerr.ControllerIDNotRegistered.Code}, {99, kerr.ControllerIDNotRegistered.Code}, {3, 0}} {
+		req := kmsg.NewPtrUnregisterControllerRequest()
+		req.ControllerID = c.id
+		r := requestTo(t, srvs[2], req).(*kmsg.UnregisterControllerResponse)
+		if r.ErrorCode != c.code || c.code != 0 && (r.ErrorMessage == nil || *r.ErrorMessage != "Controller ID "+strconv.Itoa(int(c.id))+" is not currently registered.") {
+			t.Errorf("unregister controller %d: %+v", c.id, r)
+		}
+	}
+	if v := voters(); len(v) != 2 || v[3] == [16]byte{} {
+		t.Fatalf("voters after unregistering controllers 1 and 3: %v", v)
+	}
 
 	// A new member for broker 4 at a fresh peer URL: a learner first.
 	peer := freeURL(t)

@@ -90,6 +90,11 @@ func TestQuorumAPIsAuthorized(t *testing.T) {
 	if r, err := ub.RequestWith(ctxFor(t), cl); err != nil || r.ErrorCode != denied {
 		t.Errorf("UnregisterBroker: %+v %v", r, err)
 	}
+	uc := kmsg.NewPtrUnregisterControllerRequest()
+	uc.ControllerID = srv.NodeID()
+	if r, err := uc.RequestWith(ctxFor(t), cl); err != nil || r.ErrorCode != denied {
+		t.Errorf("UnregisterController: %+v %v", r, err)
+	}
 	av := kmsg.NewPtrAddRaftVoterRequest()
 	av.VoterID, av.VoterDirectoryID = 2, [16]byte{2}
 	if r, err := av.RequestWith(ctxFor(t), cl); err != nil || r.ErrorCode != denied {

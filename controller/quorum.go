@@ -245,8 +245,52 @@ func (c *Controller) RemoveMember(ctx context.Context, id uint64) error {
 		return fmt.Errorf("controller: removing etcd member %x: %w", id, err)
 	}
 	c.log.Info("removed an etcd member", "member", fmt.Sprintf("%x", id))
-	if _, err := c.client.Delete(ctx, c.ks.etcdMember(id)); err != nil {
-		c.log.Warn("could not forget the removed member's broker", "member", fmt.Sprintf("%x", id), "err", err)
+	// Its record stays, as a Kafka controller's registration outlives its
+	// removal from the voters, until UnregisterController.
+	return nil
+}
+
+// ErrControllerNotRegistered is UnregisterController's answer for a node
+// id no etcd member record names.
+var ErrControllerNotRegistered = errors.New("controller: controller not registered")
+
+// UnregisterController removes the records naming broker id as an etcd
+// member's (Kafka's controller registrations) whose member has left the
+// etcd cluster. The record of a member still in the cluster stays, as a
+// running Kafka controller registers again at once.
+// ErrControllerNotRegistered when no record names id.
+func (c *Controller) UnregisterController(ctx context.Context, id int32) error {
+	if !c.running() {
+		return ErrNotStarted
+	}
+	recs, err := c.client.Get(ctx, c.ks.etcdMembers(), clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("controller: reading the etcd members' brokers: %w", err)
+	}
+	list, err := c.client.MemberList(ctx)
+	if err != nil {
+		return fmt.Errorf("controller: listing the etcd members: %w", err)
+	}
+	current := map[string]bool{}
+	for _, m := range list.Members {
+		current[c.ks.etcdMember(m.ID)] = true
+	}
+	found := false
+	for _, kv := range recs.Kvs {
+		if string(kv.Value) != strconv.Itoa(int(id)) {
+			continue
+		}
+		found = true
+		if current[string(kv.Key)] {
+			continue
+		}
+		if _, err := c.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
+			Then(clientv3.OpDelete(string(kv.Key))).Commit(); err != nil {
+			return fmt.Errorf("controller: unregistering controller %d: %w", id, err)
+		}
+	}
+	if !found {
+		return ErrControllerNotRegistered
 	}
 	return nil
 }
