@@ -3,7 +3,7 @@ package broker
 // ApiVersions: every registered API (handlers.go) with its served versions;
 // the protocol package encodes the answer, including the v0 fallback for an
 // ApiVersions version the broker does not serve (KIP-511) and the features
-// (protocol.Kafka40Features). Versions: see the registration below.
+// (protocol.Kafka44Features). Versions: see the registration below.
 //
 // Every connection opens with one, so the frames are encoded once per
 // version (protocol.ApiVersionsFrames).

@@ -182,7 +182,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers = registered // read-only: shared by every Server
 	s.versions = s.handlers.versionTable()
-	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
+	s.apiVersions = protocol.NewApiVersionsFramesWith(s.versions, s.features()) // updatefeatures.go
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
 	s.clientQuotas = newClientQuotas(&cfg)

@@ -186,10 +186,10 @@ func (o *txnStateTopic) LeaderEpoch(p int32) (int32, bool) {
 }
 
 // finalizedTransactionVersion is the transaction.version level ApiVersions
-// advertises as finalized (protocol.Kafka40Features): clients follow it, so
+// advertises as finalized (protocol.Kafka44Features): clients follow it, so
 // the coordinator serves that version.
 func finalizedTransactionVersion() int16 {
-	for _, f := range protocol.Kafka40Features(0).Finalized {
+	for _, f := range protocol.Kafka44Features(0).Finalized {
 		if f.Name == "transaction.version" {
 			return f.Level
 		}

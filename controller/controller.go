@@ -148,6 +148,9 @@ func (c *Controller) start(ctx context.Context) error {
 		return err
 	}
 	c.clusterID.Store(&id)
+	if err := c.recordEmbeddedMember(ctx); err != nil {
+		return err
+	}
 
 	resp, err := c.client.Get(ctx, c.ks.root(), clientv3.WithPrefix())
 	if err != nil {

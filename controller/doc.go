@@ -37,6 +37,8 @@
 //	<prefix>/partitions/<name>/<p>       {"replicas","leader","leaderEpoch","isr","partitionEpoch",
 //	                                      "addingReplicas","removingReplicas"} (the last two while reassigning)
 //	<prefix>/producer_ids                the last producer id block handed out (producer_ids.go)
+//	<prefix>/etcd_members/<member id>    the node id of the broker whose embedded etcd member that is
+//	                                     (hex member id; no lease; quorum.go)
 //	<prefix>/configs/brokers/<node id>   {"key":"value",...} one broker's dynamic configs (topic_configs.go)
 //	<prefix>/configs/brokers/<default>   {"key":"value",...} the cluster-wide dynamic defaults
 //	<prefix>/configs/groups/<group id>   {"key":"value",...} one group's configs (group_configs.go)

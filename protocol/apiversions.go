@@ -37,24 +37,27 @@ type Features struct {
 	Epoch int64
 }
 
-// Kafka40Features is what a Kafka 4.0 broker running metadata.version 4.0-IV3
-// (level 25) advertises, as formatted by the 4.0 storage tool with a static
-// controller quorum (so kraft.version is finalized at 0 and not listed), with
-// the given epoch. From MetadataVersion.java and the feature enums at 4.0
-// (see franz-go kversion f40).
-func Kafka40Features(epoch int64) Features {
+// Kafka44Features is what Strait advertises: the feature levels of a Kafka
+// 4.4 broker running metadata.version 4.4-IV2 (level 33, 4.4's latest
+// production level), as formatted by the 4.4 storage tool with a static
+// controller quorum (so kraft.version is finalized at 0 and not listed),
+// with the given epoch. Only the features whose levels Strait implements are
+// listed: share.version and streams.version (share and streams groups) are
+// not, and eligible.leader.replicas.version stays finalized at 0. From
+// MetadataVersion.java and the feature enums at 4.4 (franz-go kversion f44).
+func Kafka44Features(epoch int64) Features {
 	return Features{
 		Supported: []SupportedFeature{
 			{"eligible.leader.replicas.version", 0, 1},
 			{"group.version", 0, 1},
 			{"kraft.version", 0, 1},
-			{"metadata.version", 7, 25},
+			{"metadata.version", 7, 33},
 			{"transaction.version", 0, 2},
 		},
 		Finalized: []FinalizedFeature{
 			{"eligible.leader.replicas.version", 0},
 			{"group.version", 1},
-			{"metadata.version", 25},
+			{"metadata.version", 33},
 			{"transaction.version", 2},
 		},
 		Epoch: epoch,
@@ -189,9 +192,14 @@ type ApiVersionsFrames struct {
 // one kmsg learns is encoded afresh until this grows).
 const apiVersionsCachedVersions = 8
 
-// NewApiVersionsFrames returns frames for table with Kafka40Features(0).
+// NewApiVersionsFrames returns frames for table with Kafka44Features(0).
 func NewApiVersionsFrames(table VersionTable) *ApiVersionsFrames {
-	return &ApiVersionsFrames{table: table, features: Kafka40Features(0)}
+	return NewApiVersionsFramesWith(table, Kafka44Features(0))
+}
+
+// NewApiVersionsFramesWith returns frames for table with features f.
+func NewApiVersionsFramesWith(table VersionTable, f Features) *ApiVersionsFrames {
+	return &ApiVersionsFrames{table: table, features: f}
 }
 
 // AppendResponse appends the whole response frame for req (size,

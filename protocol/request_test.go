@@ -210,7 +210,7 @@ func TestParseRequestUnsupportedApiVersions(t *testing.T) {
 		if !req.UnsupportedVersion || req.Version != v || req.Body.GetVersion() != 0 || req.HeaderVersion != hv {
 			t.Fatalf("v%d: %+v", v, req)
 		}
-		out := AppendResponse(nil, req, ApiVersionsResponse(req, KafkaVersions, Kafka40Features(0)))
+		out := AppendResponse(nil, req, ApiVersionsResponse(req, KafkaVersions, Kafka44Features(0)))
 		// size, correlation id, no header tags (v0 header), v0 body.
 		if int(int32(be32(out))) != len(out)-4 || int32(be32(out[4:])) != 42 {
 			t.Fatalf("v%d: frame %x", v, out)

@@ -78,7 +78,7 @@ func TestApiVersionsResponse(t *testing.T) {
 	for v := int16(0); v <= 4; v++ {
 		body := &kmsg.ApiVersionsRequest{ClientSoftwareName: "franz-go", ClientSoftwareVersion: "1.2.3"}
 		req := parsed(t, 18, v, body)
-		resp := decodeApiVersions(t, AppendResponse(nil, req, ApiVersionsResponse(req, table, Kafka40Features(0))), v)
+		resp := decodeApiVersions(t, AppendResponse(nil, req, ApiVersionsResponse(req, table, Kafka44Features(0))), v)
 		if resp.ErrorCode != 0 || resp.ThrottleMillis != 0 {
 			t.Fatalf("v%d: %+v", v, resp)
 		}
@@ -105,17 +105,17 @@ func TestApiVersionsResponse(t *testing.T) {
 				t.Fatalf("v%d: features in a pre-v3 response", v)
 			}
 		case v == 3: // features with min 0 are hidden from v3 clients (KAFKA-17492)
-			if len(features) != 1 || features["metadata.version"] != [2]int16{7, 25} {
+			if len(features) != 1 || features["metadata.version"] != [2]int16{7, 33} {
 				t.Fatalf("v3 supported features %v", features)
 			}
 		default:
-			if len(features) != 5 || features["metadata.version"] != [2]int16{7, 25} ||
+			if len(features) != 5 || features["metadata.version"] != [2]int16{7, 33} ||
 				features["transaction.version"] != [2]int16{0, 2} || features["kraft.version"] != [2]int16{0, 1} {
 				t.Fatalf("v4 supported features %v", features)
 			}
 		}
 		if v >= 3 {
-			if len(finalized) != 3 || finalized["metadata.version"] != [2]int16{25, 25} ||
+			if len(finalized) != 3 || finalized["metadata.version"] != [2]int16{33, 33} ||
 				finalized["group.version"] != [2]int16{1, 1} || finalized["transaction.version"] != [2]int16{2, 2} {
 				t.Fatalf("v%d finalized features %v (level 0 must be left out)", v, finalized)
 			}
@@ -128,7 +128,7 @@ func TestApiVersionsResponse(t *testing.T) {
 
 func TestApiVersionsResponseFeaturesEpoch(t *testing.T) {
 	req := parsed(t, 18, 4, &kmsg.ApiVersionsRequest{ClientSoftwareName: "a", ClientSoftwareVersion: "b"})
-	resp := ApiVersionsResponse(req, KafkaVersions, Kafka40Features(4242)).(*kmsg.ApiVersionsResponse)
+	resp := ApiVersionsResponse(req, KafkaVersions, Kafka44Features(4242)).(*kmsg.ApiVersionsResponse)
 	if resp.FinalizedFeaturesEpoch != 4242 || len(resp.ApiKeys) != len(KafkaVersions) {
 		t.Fatalf("epoch %d, %d keys", resp.FinalizedFeaturesEpoch, len(resp.ApiKeys))
 	}
@@ -149,14 +149,14 @@ func TestApiVersionsInvalidSoftwareName(t *testing.T) {
 		{"ok", "1_0", false},
 	} {
 		req := parsed(t, 18, 3, &kmsg.ApiVersionsRequest{ClientSoftwareName: c.name, ClientSoftwareVersion: c.version})
-		resp := ApiVersionsResponse(req, KafkaVersions, Kafka40Features(0)).(*kmsg.ApiVersionsResponse)
+		resp := ApiVersionsResponse(req, KafkaVersions, Kafka44Features(0)).(*kmsg.ApiVersionsResponse)
 		if c.valid != (resp.ErrorCode == 0) || !c.valid && (resp.ErrorCode != 42 || len(resp.ApiKeys) != 0) {
 			t.Fatalf("%q/%q: error %d with %d keys", c.name, c.version, resp.ErrorCode, len(resp.ApiKeys))
 		}
 	}
 	// Below v3 there is no software name to check.
 	req := parsed(t, 18, 2, kmsg.NewPtrApiVersionsRequest())
-	if resp := ApiVersionsResponse(req, KafkaVersions, Kafka40Features(0)).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+	if resp := ApiVersionsResponse(req, KafkaVersions, Kafka44Features(0)).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
 		t.Fatalf("v2: error %d", resp.ErrorCode)
 	}
 }
@@ -184,7 +184,7 @@ func TestApiVersionsFramesMatchFreshEncoding(t *testing.T) {
 	frames := NewApiVersionsFrames(KafkaVersions)
 	check := func(name string, req *Request) {
 		t.Helper()
-		want := AppendResponse([]byte("keep"), req, ApiVersionsResponse(req, KafkaVersions, Kafka40Features(0)))
+		want := AppendResponse([]byte("keep"), req, ApiVersionsResponse(req, KafkaVersions, Kafka44Features(0)))
 		for i := range 2 {
 			if got := frames.AppendResponse([]byte("keep"), req); !bytes.Equal(got, want) {
 				t.Fatalf("%s, call %d: cached frame differs from a fresh encoding\n got %x\nwant %x", name, i, got, want)

@@ -37,7 +37,8 @@ type VersionTable map[int16]VersionRange
 // listed. Kafka 4.1 adds Produce 13, Fetch 18, JoinGroup from 0 and the share
 // group APIs; those are deliberately not here. The one exception is
 // AlterPartitionReassignments v1 (KIP-860, 4.1), served for
-// kafka-reassign-partitions --disallow-replication-factor-change.
+// kafka-reassign-partitions --disallow-replication-factor-change; and the
+// quorum APIs at 4.4's versions (AddRaftVoter v1, UnregisterController).
 var KafkaVersions = VersionTable{
 	0:  {Min: 0, Max: 12, MinAccepted: 3}, // Produce: v0-2 advertised for librdkafka (KAFKA-18659), refused
 	1:  {Min: 4, Max: 17},                 // Fetch
@@ -100,8 +101,9 @@ var KafkaVersions = VersionTable{
 	72: {Min: 0, Max: 0},                  // PushTelemetry (only when telemetry is configured)
 	74: {Min: 0, Max: 1},                  // ListConfigResources (v0: ListClientMetricsResources; v1: KIP-1142, 4.1)
 	75: {Min: 0, Max: 0},                  // DescribeTopicPartitions
-	80: {Min: 0, Max: 0},                  // AddRaftVoter
+	80: {Min: 0, Max: 1},                  // AddRaftVoter (v1: KIP-1186, 4.2)
 	81: {Min: 0, Max: 0},                  // RemoveRaftVoter
+	94: {Min: 0, Max: 0},                  // UnregisterController (KIP-1312, 4.4)
 }
 
 // decodableRange returns the range of key in table, with Max capped at the

@@ -5,8 +5,9 @@
 # brokers, groups),
 # kafka-console-producer/-consumer, kafka-consumer-groups, kafka-producer-perf-test,
 # kafka-consumer-perf-test, kafka-acls, kafka-dump-log (a compression.type=zstd topic),
-# kafka-reassign-partitions --throttle (on a two-broker strait cluster), and
-# VerifiableProducer/VerifiableConsumer (the
+# kafka-reassign-partitions --throttle (on a two-broker strait cluster),
+# kafka-metadata-quorum, kafka-features, kafka-cluster unregister and
+# unregister-controller, and VerifiableProducer/VerifiableConsumer (the
 # tools Kafka's own system tests drive).
 # Usage: cli.sh HOST:PORT WORKDIR; appends results to WORKDIR/results.tsv.
 set -uo pipefail
@@ -214,6 +215,35 @@ for protocol in classic consumer; do
     "$out/verifiable-consumer-$protocol" "^consumed 3000 committed 3000 commit_failures 0$"
 done
 
+# The metadata quorum (Strait's: the etcd members, DescribeQuorum), the
+# finalized features (ApiVersions; UpdateFeatures) and broker unregistration.
+# These tools parse their arguments with argparse: the bootstrap server
+# comes before the subcommand (kafka-cluster: after it).
+sub() { java -Dlog4j2.level=error -cp "$cp" "$1" --bootstrap-server "$broker" "${@:2}"; }
+quorum() { sub org.apache.kafka.tools.MetadataQuorumCommand "$@"; }
+quorum describe --status >"$out/quorum-status" 2>&1
+check "kafka-metadata-quorum describe --status (leader)" "$out/quorum-status" "^LeaderId: +[0-9]+$"
+check "kafka-metadata-quorum describe --status (voters)" "$out/quorum-status" '^CurrentVoters: +\[\{"id": [0-9]+, "directoryId": "[A-Za-z0-9_-]+"'
+quorum describe --replication >"$out/quorum-replication" 2>&1
+check "kafka-metadata-quorum describe --replication" "$out/quorum-replication" \
+  "^[0-9]+[[:space:]]+[A-Za-z0-9_-]+[[:space:]]+[0-9]+[[:space:]]+0[[:space:]]+[0-9]+[[:space:]]+[0-9]+[[:space:]]+Leader"
+features() { sub org.apache.kafka.tools.FeatureCommand "$@"; }
+features describe >"$out/features-describe" 2>&1
+check "kafka-features describe (metadata.version of Kafka 4.4)" "$out/features-describe" \
+  "^Feature: metadata.version +SupportedMinVersion: 3.3-IV3 +SupportedMaxVersion: 4.4-IV2 +FinalizedVersionLevel: 4.4-IV2"
+features upgrade --metadata 4.4-IV2 >"$out/features-upgrade" 2>&1
+check "kafka-features upgrade to the level in effect" "$out/features-upgrade" "metadata.version was upgraded to 33"
+features downgrade --metadata 4.0-IV3 >"$out/features-downgrade" 2>&1
+check "kafka-features downgrade refused as Kafka refuses it" "$out/features-downgrade" \
+  "Refusing to perform the requested downgrade because it might delete metadata information"
+java -Dlog4j2.level=error -cp "$cp" org.apache.kafka.tools.ClusterTool unregister --bootstrap-server "$broker" --id 99 \
+  >"$out/cluster-unregister-unknown" 2>&1
+check "kafka-cluster unregister of an id nobody holds" "$out/cluster-unregister-unknown" "BrokerIdNotRegisteredException"
+java -Dlog4j2.level=error -cp "$cp" org.apache.kafka.tools.ClusterTool unregister-controller --bootstrap-server "$broker" --id 99 \
+  >"$out/cluster-unregister-controller" 2>&1
+check "kafka-cluster unregister-controller of an id nobody holds" "$out/cluster-unregister-controller" \
+  "ControllerIdNotRegisteredException: Controller ID 99 is not currently registered\."
+
 # Without authorizer.class.name (this broker's configuration) Kafka answers
 # the ACL APIs with SECURITY_DISABLED; kafka-acls reports it.
 acls() { run org.apache.kafka.tools.AclCommand "$@"; }
@@ -254,6 +284,11 @@ aclsa --list >"$out/acla-list-after" 2>&1
 if grep -qE "User:carol|name=logs" "$out/acla-list-after"; then echo "carol or logs still listed" >>"$out/acla-list-after"
 else echo "removed: carol and logs gone" >>"$out/acla-list-after"; fi
 check "kafka-acls --remove (consumer options and a prefixed pattern)" "$out/acla-list-after" "^removed: carol and logs gone$"
+# kafka-cluster unregister of a running broker (the ACL broker, done with):
+# its registration goes and it registers again, as a Kafka broker does.
+java -Dlog4j2.level=error -cp "$cp" org.apache.kafka.tools.ClusterTool unregister --bootstrap-server 127.0.0.1:$acl_port --id 1 \
+  >"$out/cluster-unregister" 2>&1
+check "kafka-cluster unregister --id of a running broker" "$out/cluster-unregister" "^Broker 1 is no longer registered\.$"
 kill $acl_pid 2>/dev/null; wait $acl_pid 2>/dev/null
 
 # kafka-reassign-partitions --throttle on a two-broker `strait cluster`:

@@ -560,6 +560,22 @@ func aclCases() []aclCase {
 			r.Topics = append(r.Topics, t)
 			return r
 		}},
+		{64, "UnregisterBroker of an unknown id", func(topicIDs) kmsg.Request {
+			r := kmsg.NewPtrUnregisterBrokerRequest()
+			r.BrokerID = 99
+			return r
+		}},
+		{94, "UnregisterController of an unknown id", func(topicIDs) kmsg.Request {
+			r := kmsg.NewPtrUnregisterControllerRequest()
+			r.ControllerID = 99
+			return r
+		}},
+		{81, "RemoveRaftVoter of an unknown voter", func(topicIDs) kmsg.Request {
+			r := kmsg.NewPtrRemoveRaftVoterRequest()
+			r.VoterID = 99
+			r.VoterDirectoryID = [16]byte{9}
+			return r
+		}},
 		{57, "UpdateFeatures", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrUpdateFeaturesRequest()
 			f := kmsg.NewUpdateFeaturesRequestFeatureUpdate()

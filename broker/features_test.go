@@ -1,0 +1,70 @@
+package broker_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// TestUpdateFeatures: the levels advertised (4.4-IV2) are kept, an update to
+// them succeeds, and Kafka's refusals come with Kafka's messages.
+func TestUpdateFeatures(t *testing.T) {
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	v1 := kversion.Stable()
+	v1.SetMaxKeyVersion(int16(kmsg.UpdateFeatures), 1)
+	clients := map[int16]*kgo.Client{1: newClient(t, srv, kgo.MaxVersions(v1)), 2: newClient(t, srv)}
+	update := func(version int16, feature string, level int16, typ int8) *kmsg.UpdateFeaturesResponse {
+		t.Helper()
+		req := kmsg.NewPtrUpdateFeaturesRequest()
+		req.Version = version
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature, u.MaxVersionLevel, u.UpgradeType = feature, level, typ
+		req.FeatureUpdates = append(req.FeatureUpdates, u)
+		resp, err := req.RequestWith(ctxFor(t), clients[version])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Version != version {
+			t.Fatalf("answered at v%d, want v%d", resp.Version, version)
+		}
+		return resp
+	}
+	if r := update(1, "metadata.version", 33, 1); r.ErrorCode != 0 || len(r.Results) != 1 || r.Results[0].ErrorCode != 0 {
+		t.Fatalf("no-op upgrade at v1: %+v", r)
+	}
+	if r := update(2, "group.version", 1, 1); r.ErrorCode != 0 || len(r.Results) != 0 {
+		t.Fatalf("no-op upgrade at v2: %+v", r)
+	}
+	const prefix = "The update failed for all features since the following feature had an error: "
+	for _, c := range []struct {
+		feature string
+		level   int16
+		typ     int8
+		msg     string
+	}{
+		{"metadata.version", 34, 1, "Invalid update version 34 for feature metadata.version. Local controller 1 only supports versions 7-33"},
+		{"metadata.version", 25, 1, "Invalid update version 25 for feature metadata.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."},
+		{"metadata.version", 25, 2, "Invalid metadata.version 25. Refusing to perform the requested downgrade because it might delete metadata information."},
+		{"metadata.version", 25, 3, "Invalid metadata.version 25. Unsafe metadata downgrade is not supported in this version."},
+		{"transaction.version", 3, 1, "Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2"},
+		{"eligible.leader.replicas.version", 1, 2, "Invalid update version 1 for feature eligible.leader.replicas.version. Can't downgrade to a newer version."},
+		{"no.such.feature", 1, 1, "Invalid update version 1 for feature no.such.feature. Local controller 1 does not support this feature."},
+		{"group.version", -1, 1, "Invalid update version -1 for feature group.version. A feature version cannot be less than 0."},
+		{"group.version", 1, 9, "Invalid update version 1 for feature group.version. The controller does not support the given upgrade type."},
+		{"group.version", 0, 2, "Invalid update version 0 for feature group.version. Strait implements only level 1 of this feature."},
+	} {
+		r := update(1, c.feature, c.level, c.typ)
+		if r.ErrorCode != kerr.InvalidUpdateVersion.Code || r.ErrorMessage == nil || *r.ErrorMessage != prefix+c.msg || len(r.Results) != 0 {
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = strings.TrimPrefix(*r.ErrorMessage, prefix)
+			}
+			t.Errorf("%s=%d type %d: code %d %q, want %q", c.feature, c.level, c.typ, r.ErrorCode, msg, c.msg)
+		}
+	}
+}

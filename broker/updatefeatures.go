@@ -1,0 +1,169 @@
+package broker
+
+// UpdateFeatures (key 57); versions: see the registration below.
+//
+// `kafka-features upgrade/downgrade` and Admin.updateFeatures. Kafka's
+// broker forwards the request to the controller, whose
+// FeatureControlManager checks every update in request order and stops at
+// the first refusal; this handler runs the same checks on the levels Strait
+// advertises (protocol.Kafka44Features, the levels of Kafka 4.4's latest
+// production metadata.version):
+//
+//   - ALTER on the CLUSTER, else CLUSTER_AUTHORIZATION_FAILED for the whole
+//     request (the forwarding broker's getErrorResponse: no results);
+//   - an unknown upgrade type, a negative level, a level outside the
+//     supported range ("Local controller N only supports versions a-b", or
+//     "does not support this feature" for a feature it does not know), a
+//     downgrade with the UPGRADE type, an upgrade with a downgrade type, a
+//     metadata.version below 3.3-IV3 or below the current one: Kafka's
+//     INVALID_UPDATE_VERSION and message;
+//   - a level Kafka would accept but Strait does not implement (a downgrade
+//     Kafka allows: Strait's behaviour is that of its one set of levels):
+//     INVALID_UPDATE_VERSION with a message saying which level Strait
+//     implements (DIFFERENCES.md).
+//
+// An update to the level in effect succeeds and changes nothing. As the
+// controller answers, a refusal is reported at the top level prefixed with
+// "The update failed for all features since the following feature had an
+// error: ", and only v0-1 successes list per-feature results.
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/protocol"
+	"github.com/strait/strait/security/acl"
+)
+
+func init() { register(kmsg.UpdateFeatures, 0, 2, handleUpdateFeatures) }
+
+// features are the feature levels the broker advertises: Kafka 4.4's
+// (protocol.Kafka44Features), with kraft.version finalized at 1 (a dynamic
+// quorum: AddRaftVoter and RemoveRaftVoter change the embedded etcd's
+// membership, raftvoters.go) unless etcd is external, whose membership is
+// not Strait's to change (a static quorum: level 0, not listed).
+func (s *Server) features() protocol.Features {
+	f := protocol.Kafka44Features(0)
+	if s.kraftVersion() > 0 {
+		f.Finalized = append(f.Finalized, protocol.FinalizedFeature{Name: "kraft.version", Level: 1})
+		slices.SortFunc(f.Finalized, func(a, b protocol.FinalizedFeature) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return f
+}
+
+// kraftVersion is the finalized kraft.version: 1 with the embedded etcd.
+func (s *Server) kraftVersion() int16 {
+	if len(s.cfg.Etcd.Endpoints) == 0 {
+		return 1
+	}
+	return 0
+}
+
+// Kafka's FeatureUpdate.UpgradeType codes.
+const (
+	upgradeTypeUpgrade         int8 = 1
+	upgradeTypeSafeDowngrade   int8 = 2
+	upgradeTypeUnsafeDowngrade int8 = 3
+)
+
+// minimumBootstrapMetadataVersion is 3.3-IV3 (level 7), the lowest
+// metadata.version Kafka 4 accepts.
+const minimumBootstrapMetadataVersion = 7
+
+func handleUpdateFeatures(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.UpdateFeaturesRequest)
+	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+	if !c.authorizeCluster(acl.OpAlter) { // authorize.go
+		msg := kerr.ClusterAuthorizationFailed.Description
+		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, &msg
+		x.respond(resp)
+		return
+	}
+	features := c.srv.features()
+	for _, u := range req.FeatureUpdates {
+		// v0's AllowDowngrade is not read: the controller takes the
+		// upgrade type, UPGRADE by default, at every version.
+		if msg, refused := featureUpdateRefused(features, c.srv.cfg.NodeID, u.Feature, u.MaxVersionLevel, u.UpgradeType); refused {
+			full := "The update failed for all features since the following feature had an error: " + msg
+			resp.ErrorCode, resp.ErrorMessage = kerr.InvalidUpdateVersion.Code, &full
+			x.respond(resp)
+			return
+		}
+	}
+	if x.req.Version <= 1 {
+		for _, u := range req.FeatureUpdates {
+			r := kmsg.NewUpdateFeaturesResponseResult()
+			r.Feature = u.Feature
+			resp.Results = append(resp.Results, r)
+		}
+	}
+	x.respond(resp)
+}
+
+// featureUpdateRefused is FeatureControlManager.updateFeature's verdict on
+// setting feature to level, with Strait's own refusal last: the message of
+// the INVALID_UPDATE_VERSION, or false when the update is accepted.
+func featureUpdateRefused(f protocol.Features, nodeID int32, feature string, level int16, upgradeType int8) (string, bool) {
+	invalid := func(why string) (string, bool) {
+		return fmt.Sprintf("Invalid update version %d for feature %s. %s", level, feature, why), true
+	}
+	if upgradeType < upgradeTypeUpgrade || upgradeType > upgradeTypeUnsafeDowngrade {
+		return invalid("The controller does not support the given upgrade type.")
+	}
+	var current int16 // a feature not finalized is at level 0
+	for _, ff := range f.Finalized {
+		if ff.Name == feature {
+			current = ff.Level
+		}
+	}
+	if level < 0 {
+		return invalid("A feature version cannot be less than 0.")
+	}
+	var supMin, supMax int16 // unknown: Kafka's DISABLED range, 0-0
+	for _, sf := range f.Supported {
+		if sf.Name == feature {
+			supMin, supMax = sf.MinVersion, sf.MaxVersion
+		}
+	}
+	if level < supMin || level > supMax {
+		who := "Local controller " + strconv.Itoa(int(nodeID))
+		if supMax == 0 {
+			return invalid(who + " does not support this feature.")
+		}
+		rng := strconv.Itoa(int(supMin))
+		if supMin != supMax {
+			rng += "-" + strconv.Itoa(int(supMax))
+		}
+		return invalid(who + " only supports versions " + rng)
+	}
+	switch {
+	case level < current && upgradeType == upgradeTypeUpgrade:
+		return invalid("Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.")
+	case level > current && upgradeType != upgradeTypeUpgrade:
+		return invalid("Can't downgrade to a newer version.")
+	}
+	if feature == "metadata.version" {
+		bad := func(why string) (string, bool) {
+			return fmt.Sprintf("Invalid metadata.version %d. %s", level, why), true
+		}
+		switch {
+		case level < minimumBootstrapMetadataVersion:
+			return bad("Unable to set a metadata.version less than 3.3-IV3")
+		case level < current && upgradeType == upgradeTypeUnsafeDowngrade:
+			return bad("Unsafe metadata downgrade is not supported in this version.")
+		case level < current:
+			// 4.4-IV2 adds controller unregistration records, so each
+			// downgrade from it might delete metadata.
+			return bad("Refusing to perform the requested downgrade because it might delete metadata information.")
+		}
+	}
+	if level != current {
+		return invalid("Strait implements only level " + strconv.Itoa(int(current)) + " of this feature.")
+	}
+	return "", false
+}
