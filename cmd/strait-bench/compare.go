@@ -80,8 +80,11 @@ type CompareReport struct {
 	Keystore string `json:"keystore,omitempty"`
 	// ACLs is how many ACLs the StandardAuthorizer held (-acls; 0: no
 	// authorizer).
-	ACLs   int      `json:"acls,omitempty"`
-	Errors []string `json:"errors,omitempty"`
+	ACLs int `json:"acls,omitempty"`
+	// ScrapedMetrics is whether Strait served /metrics, read every second
+	// (-scrape-metrics).
+	ScrapedMetrics bool     `json:"scraped_metrics,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
 }
 
 // StartupSample is one fresh start: exec to the first Metadata answer, and
@@ -114,6 +117,7 @@ func runCompare(ctx context.Context, o compareOptions) *CompareReport {
 		_, rep.Keystore = o.pki.keystore()
 		rep.ACLs = o.acls
 	}
+	rep.ScrapedMetrics = o.scrapeMetrics
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}

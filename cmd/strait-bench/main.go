@@ -196,6 +196,7 @@ func cmdCompare(ctx context.Context, args []string) {
 	fs.IntVar(&o.connSetupN, "conn-setup", 30, "new clients per listener timed to their first Metadata answer, when scenarios are secured")
 	cipherSuites := fs.String("ssl-cipher-suites", "", "ssl.cipher.suites of every TLS listener (default: each broker's own choice, reported)")
 	fs.IntVar(&o.acls, "acls", 0, "turn Kafka's StandardAuthorizer on with this many ACLs (at least 2; the SASL scenarios' user is authorized by two of them, User:ANONYMOUS on PLAINTEXT is the super user)")
+	fs.BoolVar(&o.scrapeMetrics, "scrape-metrics", false, "give Strait its HTTP listener and read its /metrics every second during the run (compare with a run without: the cost of the metrics)")
 	keystoreType := fs.String("keystore-type", "PKCS12", "keystore the brokers of secured scenarios read: PKCS12, JKS or PEM (the same file for every broker)")
 	_ = fs.Parse(args)
 

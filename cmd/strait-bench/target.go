@@ -5,13 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -31,6 +34,10 @@ type launcher struct {
 	// acls, when above 0, turns the StandardAuthorizer on in secured
 	// starts and creates that many ACLs (acls.go).
 	acls int
+	// scrapeMetrics gives Strait its HTTP listener (strait.http.listener)
+	// and reads its /metrics every second while it runs, as a Prometheus
+	// would: the cost of the metrics, compared with a run without.
+	scrapeMetrics bool
 }
 
 // broker kinds, as named on the command line and in the report.
@@ -53,6 +60,8 @@ type process struct {
 	readyIn   time.Duration // exec to the first Metadata response listing a broker
 	exited    chan struct{}
 	waitErr   error
+	// scrapes counts the /metrics reads of a -scrape-metrics run.
+	scrapes atomic.Int64
 }
 
 var startSeq int
@@ -95,6 +104,7 @@ func (l launcher) start(ctx context.Context, kind string, secured bool) (*proces
 		}
 	}
 	var cmd *exec.Cmd
+	httpAddr := ""
 	switch kind {
 	case kindStrait:
 		var args []string
@@ -105,6 +115,14 @@ func (l launcher) start(ctx context.Context, kind string, secured bool) (*proces
 		args = append(args,
 			"--override", "listeners="+strings.Join(append([]string{"PLAINTEXT://" + addr}, extra...), ","),
 			"--override", "log.dirs="+filepath.Join(dir, "data"))
+		if l.scrapeMetrics {
+			hp, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			httpAddr = fmt.Sprintf("127.0.0.1:%d", hp)
+			args = append(args, "--override", "strait.http.listener="+httpAddr)
+		}
 		cmd = exec.Command(l.straitBin, args...)
 	case kindKfake:
 		cmd = exec.Command(l.kfakeBin, "-addr", addr)
@@ -154,6 +172,9 @@ func (l launcher) start(ctx context.Context, kind string, secured bool) (*proces
 					return nil, fmt.Errorf("%s: %d ACLs: %w; see %s", kind, l.acls, err, logf.Name())
 				}
 			}
+			if httpAddr != "" {
+				go p.scrapeEverySecond("http://" + httpAddr + "/metrics")
+			}
 			return p, nil
 		}
 		select {
@@ -167,6 +188,30 @@ func (l launcher) start(ctx context.Context, kind string, secured bool) (*proces
 		if time.Since(start) > 2*time.Minute {
 			p.stop()
 			return nil, fmt.Errorf("%s did not answer Metadata within 2 minutes; see %s", kind, logf.Name())
+		}
+	}
+}
+
+// scrapeEverySecond reads url once a second, as a Prometheus with a 1 s
+// scrape interval would, until the process exits.
+func (p *process) scrapeEverySecond(url string) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		select {
+		case <-p.exited:
+			return
+		case <-tick.C:
+		}
+		resp, err := client.Get(url)
+		if err != nil {
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			p.scrapes.Add(1)
 		}
 	}
 }
