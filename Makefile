@@ -23,7 +23,7 @@ unit:
 
 # The race detector over the packages that run goroutines of their own
 # (about 5 minutes on 2 cores; the plain run above still runs them too).
-RACE_PKGS := ./storage/... ./broker/... ./replication/... ./controller/... ./coordinator/... ./protocol/... ./config/... ./recordbatch/... ./internal/...
+RACE_PKGS := ./storage/... ./broker/... ./replication/... ./controller/... ./coordinator/... ./protocol/... ./config/... ./recordbatch/... ./internal/... ./metrics/...
 
 race:
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
