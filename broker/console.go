@@ -227,6 +227,12 @@ type consoleMember struct {
 	Assigned           []string // topic-partition
 }
 
+func (m *consoleMember) assign(topic string, partitions []int32) {
+	for _, p := range partitions {
+		m.Assigned = append(m.Assigned, topic+"-"+strconv.Itoa(int(p)))
+	}
+}
+
 type consoleOffset struct {
 	Topic         string
 	Partition     int32
@@ -291,9 +297,7 @@ func (s *Server) consoleMembers(g *group.GroupStat) []consoleMember {
 			for _, m := range rg.Members {
 				cm := consoleMember{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
 				for _, t := range m.Assignment.TopicPartitions {
-					for _, p := range t.Partitions {
-						cm.Assigned = append(cm.Assigned, t.Topic+"-"+strconv.Itoa(int(p)))
-					}
+					cm.assign(t.Topic, t.Partitions)
 				}
 				out = append(out, cm)
 			}
@@ -309,9 +313,7 @@ func (s *Server) consoleMembers(g *group.GroupStat) []consoleMember {
 			var a kmsg.ConsumerMemberAssignment
 			if rg.ProtocolType == "consumer" && a.ReadFrom(m.MemberAssignment) == nil {
 				for _, t := range a.Topics {
-					for _, p := range t.Partitions {
-						cm.Assigned = append(cm.Assigned, t.Topic+"-"+strconv.Itoa(int(p)))
-					}
+					cm.assign(t.Topic, t.Partitions)
 				}
 			}
 			out = append(out, cm)
