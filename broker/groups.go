@@ -141,6 +141,9 @@ func handleOffsetDelete(c *conn, x *exchange) {
 func handleListGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListGroupsRequest)
 	resp := c.srv.groups().coord.ListGroups(groupClient(c, x), req)
+	if resp.ErrorCode == 0 {
+		addShareGroups(c.srv.shares(), req, resp) // sharegroupdescribe.go
+	}
 	c.filterListGroups(resp)
 	x.respond(resp)
 }
@@ -157,7 +160,9 @@ func handleDescribeGroups(c *conn, x *exchange) {
 func handleDeleteGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DeleteGroupsRequest)
 	denied := c.deniedDeleteGroups(req)
+	shared := deleteShareGroups(c.srv.shares(), req) // sharegroupdescribe.go
 	resp := c.srv.groups().coord.DeleteGroups(groupClient(c, x), req)
+	resp.Groups = append(resp.Groups, shared...)
 	resp.Groups = append(resp.Groups, denied...)
 	x.respond(resp)
 }
