@@ -536,3 +536,16 @@ func (c *Coordinator) TopicDeleted(id [16]byte) {
 		}
 	}
 }
+
+// EnsureGroup creates an empty share group of that id if there is none
+// (AlterShareGroupOffsets on a new group, as Kafka's).
+func (c *Coordinator) EnsureGroup(groupID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.groups[groupID] == nil {
+		c.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+	}
+}
+
+// Owns answers 0 when this broker coordinates groupID, else the error code.
+func (c *Coordinator) Owns(groupID string) int16 { return c.cfg.Owns(groupID) }

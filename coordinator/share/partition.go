@@ -336,3 +336,21 @@ func (p *Partition) ReleaseMember(member string, lim Limits) {
 // Reset moves the start offset (AlterShareGroupOffsets), dropping the
 // in-flight window. The lock held.
 func (p *Partition) Reset(start int64) { p.Init(start) }
+
+// Lag is the number of records below hw not yet acknowledged or archived
+// (DescribeShareGroupOffsets v1), the lock held.
+func (p *Partition) Lag(hw int64) int64 {
+	if hw <= p.start {
+		return 0
+	}
+	lag := hw - p.start
+	for i := range p.recs {
+		if p.start+int64(i) >= hw {
+			break
+		}
+		if s := p.recs[i].state; s == Acknowledged || s == Archived {
+			lag--
+		}
+	}
+	return lag
+}
