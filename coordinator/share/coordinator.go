@@ -78,13 +78,16 @@ type member struct {
 	rack               *string
 	epoch              int32
 	topics             []string
-	assigned           map[string][]int32 // topic -> partitions
+	assigned           map[string][]int32 // topic -> partitions, at epoch
+	target             map[string][]int32 // at the group's assignment epoch
 	lastSeen           time.Time
 }
 
 type group struct {
 	id      string
 	epoch   int32
+	// assignEpoch is the group epoch the members' targets were computed at.
+	assignEpoch int32
 	members map[string]*member
 	// metaHash is the subscribed topics' partition counts when the group
 	// epoch last moved; a change bumps the epoch (new assignment).
@@ -140,8 +143,9 @@ func errMsg(e *kerr.Error, msg string) (int16, *string) {
 // expireLocked removes members whose session timed out, bumping the
 // group epoch and releasing their records. c.mu held.
 func (c *Coordinator) expireLocked(g *group, now time.Time) {
+	timeout := c.groupDuration(g.id, "share.session.timeout.ms", c.cfg.SessionTimeout)
 	for id, m := range g.members {
-		if now.Sub(m.lastSeen) > c.cfg.SessionTimeout {
+		if now.Sub(m.lastSeen) > timeout {
 			delete(g.members, id)
 			g.epoch++
 			c.releaseMemberLocked(g.id, id)
@@ -212,6 +216,7 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 	}
 	c.expireLocked(g, now)
 	m := g.members[req.MemberID]
+	changed := false // the group epoch moves once per heartbeat that changes it
 	switch {
 	case m == nil && req.MemberEpoch != 0:
 		return fail(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+req.GroupID+".")
@@ -221,7 +226,7 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 		}
 		m = &member{id: req.MemberID}
 		g.members[req.MemberID] = m
-		g.epoch++
+		changed = true
 	case req.MemberEpoch != 0 && req.MemberEpoch != m.epoch:
 		return fail(kerr.FencedMemberEpoch, "The share group member has a smaller member epoch ("+itoa(int(req.MemberEpoch))+") than the one known by the group coordinator ("+itoa(int(m.epoch))+"). The member must abandon all its partitions and rejoin.")
 	}
@@ -235,20 +240,27 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 		subs = slices.Compact(subs)
 		if !slices.Equal(subs, m.topics) {
 			m.topics = subs
-			g.epoch++
+			changed = true
 		}
 	}
 	if h := c.metaHashLocked(g); h != g.metaHash {
 		g.metaHash = h
+		changed = true
+	}
+	if changed {
 		g.epoch++
 	}
-	sendAssignment := req.MemberEpoch == 0
-	if m.epoch != g.epoch {
+	if g.assignEpoch != g.epoch {
 		c.assignLocked(g)
+	}
+	sendAssignment := req.MemberEpoch == 0
+	if m.epoch != g.assignEpoch {
+		// Share groups revoke nothing: the member moves at once.
+		m.assigned, m.epoch = m.target, g.assignEpoch
 		sendAssignment = true
 	}
 	resp.MemberID, resp.MemberEpoch = &req.MemberID, m.epoch
-	resp.HeartbeatIntervalMillis = int32(c.cfg.HeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(c.groupDuration(g.id, "share.heartbeat.interval.ms", c.cfg.HeartbeatInterval) / time.Millisecond)
 	if sendAssignment {
 		a := kmsg.NewShareGroupHeartbeatResponseAssignment()
 		for _, t := range slices.Sorted(maps.Keys(m.assigned)) {
@@ -287,8 +299,8 @@ func (c *Coordinator) metaHashLocked(g *group) uint64 {
 	return h.Sum64()
 }
 
-// assignLocked computes every member's assignment with the simple
-// assignor and moves them all to the group epoch. As Kafka's
+// assignLocked computes every member's target assignment with the simple
+// assignor at the group epoch; each member takes it at its next heartbeat. As Kafka's
 // SimpleAssignor, per topic: with at least as many subscribers as
 // partitions, every subscriber gets one partition (a partition shared by
 // several members); with fewer, the partitions are spread round-robin, so
@@ -296,7 +308,7 @@ func (c *Coordinator) metaHashLocked(g *group) uint64 {
 func (c *Coordinator) assignLocked(g *group) {
 	subscribers := map[string][]string{}
 	for _, m := range g.members {
-		m.assigned = map[string][]int32{}
+		m.target = map[string][]int32{}
 		for _, t := range m.topics {
 			subscribers[t] = append(subscribers[t], m.id)
 		}
@@ -310,18 +322,16 @@ func (c *Coordinator) assignLocked(g *group) {
 		if len(ms) >= int(n) {
 			for i, id := range ms {
 				m := g.members[id]
-				m.assigned[t] = append(m.assigned[t], int32(i%int(n)))
+				m.target[t] = append(m.target[t], int32(i%int(n)))
 			}
 			continue
 		}
 		for p := int32(0); p < n; p++ {
 			m := g.members[ms[int(p)%len(ms)]]
-			m.assigned[t] = append(m.assigned[t], p)
+			m.target[t] = append(m.target[t], p)
 		}
 	}
-	for _, m := range g.members {
-		m.epoch = g.epoch
-	}
+	g.assignEpoch = g.epoch
 }
 
 func (g *group) state() string {
@@ -352,7 +362,7 @@ func (c *Coordinator) Describe(req *kmsg.ShareGroupDescribeRequest, authorizedOp
 			continue
 		}
 		c.expireLocked(g, now)
-		dg.GroupState, dg.GroupEpoch, dg.AssignmentEpoch, dg.Assignor = g.state(), g.epoch, g.epoch, "simple"
+		dg.GroupState, dg.GroupEpoch, dg.AssignmentEpoch, dg.Assignor = g.state(), g.epoch, g.assignEpoch, "simple"
 		for _, mid := range slices.Sorted(maps.Keys(g.members)) {
 			m := g.members[mid]
 			dm := kmsg.NewShareGroupDescribeResponseGroupMember()
@@ -452,6 +462,14 @@ func (c *Coordinator) Limits(groupID string) Limits {
 		lim.MaxLocks = int(v)
 	}
 	return lim
+}
+
+// groupDuration is a group config in milliseconds, or def.
+func (c *Coordinator) groupDuration(groupID, key string, def time.Duration) time.Duration {
+	if v, ok := parseInt(c.cfg.GroupConfigs(groupID)[key]); ok && v > 0 {
+		return time.Duration(v) * time.Millisecond
+	}
+	return def
 }
 
 // GroupConfig returns one of a group's configs, or def.
