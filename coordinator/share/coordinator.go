@@ -84,11 +84,11 @@ type member struct {
 }
 
 type group struct {
-	id      string
-	epoch   int32
+	id    string
+	epoch int32
 	// assignEpoch is the group epoch the members' targets were computed at.
 	assignEpoch int32
-	members map[string]*member
+	members     map[string]*member
 	// metaHash is the subscribed topics' partition counts when the group
 	// epoch last moved; a change bumps the epoch (new assignment).
 	metaHash uint64
