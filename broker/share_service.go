@@ -19,14 +19,22 @@ func (s *Server) shares() *share.Coordinator { return s.shareCoord }
 
 func (s *Server) startShareCoordinator() *share.Coordinator {
 	cfg := share.DefaultConfig()
+	g := s.cfg.Groups
+	cfg.SessionTimeout = g.ShareSessionTimeout
+	cfg.HeartbeatInterval = g.ShareHeartbeatInterval
+	cfg.MaxSize = int(g.ShareMaxSize)
+	cfg.LockDuration = g.ShareRecordLockDuration
+	cfg.DeliveryLimit = int16(min(g.ShareDeliveryCountLimit, 32767))
+	cfg.MaxRecordLocks = int(g.SharePartitionMaxLocks)
+	cfg.MaxShareSessions = int(g.ShareMaxSessions)
 	cfg.Logger = s.logger
 	cfg.Now = s.clock.Now
 	cfg.Owns = func(id string) int16 {
-		g := s.groups()
-		if g == nil {
+		gs := s.groups()
+		if gs == nil {
 			return kerr.CoordinatorNotAvailable.Code
 		}
-		n := g.coord.NumPartitions()
+		n := gs.coord.NumPartitions()
 		if n <= 0 {
 			return kerr.NotCoordinator.Code
 		}
