@@ -7,9 +7,12 @@ package broker
 // (TOPIC_AUTHORIZATION_FAILED).
 
 import (
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/coordinator/group"
 	"github.com/strait/strait/coordinator/share"
 	"github.com/strait/strait/security/acl"
 )
@@ -33,5 +36,22 @@ func handleShareGroupHeartbeat(c *conn, x *exchange) {
 		}
 	}
 	gc := groupClient(c, x)
-	x.respond(c.srv.shares().Heartbeat(share.Client{ID: gc.ID, Host: gc.Host}, req, false))
+	sc := c.srv.shares()
+	// A join naming a classic or consumer group's id is refused, as Kafka's
+	// one group namespace does ("Group g is not a share group.").
+	other := req.MemberEpoch == 0 && !sc.IsShareGroup(req.GroupID) && c.srv.otherGroupExists(req.GroupID)
+	x.respond(sc.Heartbeat(share.Client{ID: gc.ID, Host: gc.Host}, req, other))
+}
+
+// otherGroupExists reports whether the group coordinator has a classic or
+// consumer group of that id.
+func (s *Server) otherGroupExists(id string) bool {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Version, req.Groups = 6, []string{id}
+	resp := s.groups().coord.DescribeGroups(group.Client{Version: 6}, req)
+	if len(resp.Groups) != 1 {
+		return false
+	}
+	g := resp.Groups[0]
+	return g.ErrorCode == 0 || g.ErrorCode == kerr.GroupIDNotFound.Code && g.ErrorMessage != nil && strings.HasSuffix(*g.ErrorMessage, "is not a classic group.")
 }

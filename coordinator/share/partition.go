@@ -227,8 +227,11 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, now 
 		}
 		first := max(b.First, p.start)
 		// A hole before this batch (compaction, aborted data removed):
-		// nothing to deliver there.
-		if end := p.End(); first > end {
+		// nothing to deliver there. With nothing in flight the start jumps
+		// over it; otherwise it is archived if the window has room.
+		if end := p.End(); first > end && len(p.recs) == 0 {
+			p.start = first
+		} else if first > end {
 			if len(p.recs)+int(first-end) > lim.MaxLocks {
 				break
 			}

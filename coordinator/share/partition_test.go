@@ -230,3 +230,20 @@ func TestAcknowledgeValidation(t *testing.T) {
 		t.Fatalf("offset 0 is %v (%d) after the member's release", s, dc)
 	}
 }
+
+func TestHoleWiderThanTheWindowIsSkipped(t *testing.T) {
+	lim := testLimits()
+	lim.MaxLocks = 100
+	p := NewPartition()
+	p.Init(0)
+	log := []Batch{{First: 0, Last: 9}, {First: 5000, Last: 5009}}
+	got := p.Acquire("a", log, 1000, t0, lim)
+	if len(got) != 1 || got[0] != (AcquiredRange{0, 9, 1}) {
+		t.Fatalf("acquired %+v, want 0-9 (the hole does not fit the window yet)", got)
+	}
+	p.Acknowledge("a", []AckBatch{{0, 9, []int8{AckAccept}}}, t0, lim)
+	got = p.Acquire("a", log[1:], 1000, t0, lim)
+	if len(got) != 1 || got[0] != (AcquiredRange{5000, 5009, 1}) {
+		t.Fatalf("acquired %+v, want 5000-5009 once nothing is in flight", got)
+	}
+}

@@ -28,6 +28,7 @@ type TopicPartition struct {
 type Session struct {
 	epoch    int32 // the next epoch expected
 	parts    []TopicPartition
+	set      map[TopicPartition]struct{} // parts as a set: requests may name many
 	lastUsed time.Time
 }
 
@@ -63,8 +64,8 @@ func (c *Coordinator) SessionUpdate(groupID, memberID string, epoch int32, add, 
 				return nil, kerr.ShareSessionLimitReached.Code
 			}
 		}
-		s = &Session{epoch: 1, lastUsed: now}
-		s.parts = addParts(nil, add)
+		s = &Session{epoch: 1, lastUsed: now, set: map[TopicPartition]struct{}{}}
+		s.add(add)
 		c.sessions[k] = s
 		return slices.Clone(s.parts), 0
 	case s == nil:
@@ -74,8 +75,15 @@ func (c *Coordinator) SessionUpdate(groupID, memberID string, epoch int32, add, 
 	case epoch != s.epoch:
 		return nil, kerr.InvalidShareSessionEpoch.Code
 	}
-	s.parts = addParts(s.parts, add)
-	s.parts = slices.DeleteFunc(s.parts, func(tp TopicPartition) bool { return slices.Contains(forget, tp) })
+	s.add(add)
+	if len(forget) > 0 {
+		drop := make(map[TopicPartition]struct{}, len(forget))
+		for _, tp := range forget {
+			drop[tp] = struct{}{}
+			delete(s.set, tp)
+		}
+		s.parts = slices.DeleteFunc(s.parts, func(tp TopicPartition) bool { _, ok := drop[tp]; return ok })
+	}
 	s.epoch++
 	if s.epoch < 1 { // wraps as Kafka's ShareRequestMetadata.nextEpoch
 		s.epoch = 1
@@ -84,13 +92,13 @@ func (c *Coordinator) SessionUpdate(groupID, memberID string, epoch int32, add, 
 	return slices.Clone(s.parts), 0
 }
 
-func addParts(parts, add []TopicPartition) []TopicPartition {
+func (s *Session) add(add []TopicPartition) {
 	for _, tp := range add {
-		if !slices.Contains(parts, tp) {
-			parts = append(parts, tp)
+		if _, ok := s.set[tp]; !ok {
+			s.set[tp] = struct{}{}
+			s.parts = append(s.parts, tp)
 		}
 	}
-	return parts
 }
 
 // CloseSession ends member's session and releases the records it holds on
