@@ -186,6 +186,14 @@ func handleConsumerGroupHeartbeat(c *conn, x *exchange) {
 			return
 		}
 	}
+	if c.srv.shares().IsShareGroup(req.Group) {
+		// Kafka's one group namespace: a share group is not a consumer group.
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		msg := "Group " + req.Group + " is not a consumer group."
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+		x.respond(resp)
+		return
+	}
 	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(groupClient(c, x), req))
 }
 
