@@ -10,6 +10,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strait/strait/controller"
 	"github.com/strait/strait/coordinator/group"
 	"github.com/strait/strait/coordinator/share"
 )
@@ -52,5 +53,11 @@ func (s *Server) startShareCoordinator() *share.Coordinator {
 		}
 		return t.ID, int32(len(t.Partitions)), true
 	}
-	return share.New(cfg)
+	sc := share.New(cfg)
+	s.ctrl.Listen(func(ch controller.TopicChange) {
+		if ch.Deleted {
+			sc.TopicDeleted(ch.Topic.ID) // its share-partitions go with it
+		}
+	})
+	return sc
 }

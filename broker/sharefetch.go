@@ -35,6 +35,7 @@ import (
 	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/replication"
 	"github.com/strait/strait/security/acl"
+	"github.com/strait/strait/storage"
 )
 
 func init() { register(kmsg.ShareFetch, 1, 2, handleShareFetch) }
@@ -257,6 +258,16 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 	return next, done
 }
 
+// shareFetchMaxBytes caps a ShareFetch response's records, as Kafka caps
+// the request's MaxBytes with fetch.max.bytes (55 MiB by default). Unlike
+// Fetch's file regions, a ShareFetch's records are copied into memory.
+const shareFetchMaxBytes = 57671680
+
+// shareReadChunk is how much of the log one read takes: the log is read in
+// such steps until MaxRecords are acquired, so a small MaxRecords does not
+// read MaxBytes.
+const shareReadChunk = 1 << 20
+
 // shareAcquire reads t's log from the share-partition's next fetch offset
 // and acquires what it can for member. It returns the records acquired,
 // the bytes returned, the next lock expiry and an error code.
@@ -278,87 +289,109 @@ func (s *Server) shareAcquire(sp *share.Partition, member string, t *shareTarget
 	}
 	sp.TrimTo(log.LogStartOffset())
 	next := sp.Expire(now, lim)
-	if sp.WindowFull(lim) {
-		return 0, 0, next, 0
-	}
-	from := sp.NextFetchOffset()
-	if from >= upTo {
-		return 0, 0, next, 0
-	}
-	res, err := log.Read(from, maxBytes, upTo, true)
-	if err != nil {
-		code, _ := errorCode(err)
-		return 0, 0, next, code
-	}
-	if res.Size == 0 {
-		return 0, 0, next, 0
-	}
-	buf := make([]byte, 0, res.Size)
-	for _, sl := range res.Slices {
-		b := make([]byte, sl.Len)
-		if _, err := sl.File.ReadAt(b, sl.Pos); err != nil {
-			return 0, 0, next, kerr.KafkaStorageError.Code
-		}
-		buf = append(buf, b...)
-	}
-	var aborted map[int64][]int64 // producer id -> [first, abort marker] pairs
-	if readCommitted {
-		txns, err := log.AbortedTransactions(from, res.EndOffset)
+	maxBytes = min(maxBytes, shareFetchMaxBytes)
+	n, size := 0, int64(0)
+	for from := sp.NextFetchOffset(); from < upTo && n < maxRecords && size < maxBytes && !sp.WindowFull(lim); {
+		// Only the first read may return a batch larger than asked (KIP-74).
+		res, err := log.Read(from, min(maxBytes-size, shareReadChunk), upTo, size == 0)
 		if err != nil {
-			return 0, 0, next, kerr.KafkaStorageError.Code
-		}
-		for _, a := range txns {
-			if aborted == nil {
-				aborted = map[int64][]int64{}
+			if n > 0 {
+				break
 			}
-			aborted[a.ProducerID] = append(aborted[a.ProducerID], a.FirstOffset, a.LastOffset)
+			code, _ := errorCode(err)
+			return 0, 0, next, code
 		}
-	}
-	var batches []share.Batch
-	var raw [][]byte
-	for rest := buf; len(rest) > 0; {
-		b, r, ok := recordbatch.Split(rest)
-		if !ok || len(b) < recordbatch.HeaderSize {
+		if res.Size == 0 {
 			break
 		}
-		rest = r
-		rb := recordbatch.Batch(b)
-		skip := rb.IsControl()
-		if !skip && rb.IsTransactional() && aborted != nil {
-			for i, ab := 0, aborted[rb.ProducerID()]; i+1 < len(ab); i += 2 {
-				if rb.BaseOffset() >= ab[i] && rb.BaseOffset() < ab[i+1] {
-					skip = true
+		buf := make([]byte, res.Size)
+		pos := int64(0)
+		for _, sl := range res.Slices {
+			if _, err := sl.File.ReadAt(buf[pos:pos+sl.Len], sl.Pos); err != nil {
+				return 0, 0, next, kerr.KafkaStorageError.Code
+			}
+			pos += sl.Len
+		}
+		aborted, code := abortedRanges(log, readCommitted, from, res.EndOffset)
+		if code != 0 {
+			return 0, 0, next, code
+		}
+		var batches []share.Batch
+		var raw [][]byte
+		for rest := buf; len(rest) > 0; {
+			b, r, ok := recordbatch.Split(rest)
+			if !ok || len(b) < recordbatch.HeaderSize {
+				break
+			}
+			rest = r
+			rb := recordbatch.Batch(b)
+			skip := rb.IsControl() || rb.IsTransactional() && aborted.covers(rb.ProducerID(), rb.BaseOffset())
+			batches = append(batches, share.Batch{First: rb.BaseOffset(), Last: rb.LastOffset(), Control: skip})
+			raw = append(raw, b)
+		}
+		if len(batches) == 0 {
+			break
+		}
+		from = batches[len(batches)-1].Last + 1
+		acq := sp.Acquire(member, batches, maxRecords-n, now, lim)
+		if len(acq) == 0 {
+			continue
+		}
+		for _, a := range acq {
+			n += int(a.Last - a.First + 1)
+		}
+		// The batches holding acquired records, whole.
+		for i, b := range batches {
+			for _, a := range acq {
+				if a.First <= b.Last && a.Last >= b.First {
+					t.records = append(t.records, raw[i]...)
+					size += int64(len(raw[i]))
+					break
 				}
 			}
 		}
-		batches = append(batches, share.Batch{First: rb.BaseOffset(), Last: rb.LastOffset(), Control: skip})
-		raw = append(raw, b)
+		t.acquired = append(t.acquired, acq...)
 	}
-	acq := sp.Acquire(member, batches, maxRecords, now, lim)
-	if len(acq) == 0 {
+	if n == 0 {
 		return 0, 0, sp.Expire(now, lim), 0
 	}
-	n := 0
-	for _, a := range acq {
-		n += int(a.Last - a.First + 1)
-	}
-	// The batches holding acquired records, whole.
-	var out []byte
-	for i, b := range batches {
-		for _, a := range acq {
-			if a.First <= b.Last && a.Last >= b.First {
-				out = append(out, raw[i]...)
-				break
-			}
-		}
-	}
-	t.records = out
-	t.acquired = append(t.acquired, acq...)
 	exp := now.Add(lim.LockDuration)
 	if !next.IsZero() && next.Before(exp) {
 		exp = next
 	}
-	return n, int64(len(out)), exp, 0
+	return n, size, exp, 0
+}
+
+// abortedTxns maps a producer id to its aborted transactions' [first,
+// abort marker) offset pairs.
+type abortedTxns map[int64][]int64
+
+func (a abortedTxns) covers(producerID, offset int64) bool {
+	ab := a[producerID]
+	for i := 0; i+1 < len(ab); i += 2 {
+		if offset >= ab[i] && offset < ab[i+1] {
+			return true
+		}
+	}
+	return false
+}
+
+// abortedRanges lists the aborted transactions overlapping [from, upTo)
+// for read_committed (nil otherwise): their records are archived, never
+// delivered.
+func abortedRanges(log *storage.Log, readCommitted bool, from, upTo int64) (abortedTxns, int16) {
+	if !readCommitted {
+		return nil, 0
+	}
+	txns, err := log.AbortedTransactions(from, upTo)
+	if err != nil {
+		return nil, kerr.KafkaStorageError.Code
+	}
+	out := abortedTxns{}
+	for _, a := range txns {
+		out[a.ProducerID] = append(out[a.ProducerID], a.FirstOffset, a.LastOffset)
+	}
+	return out, 0
 }
 
 // park waits for an append to a fetched partition, a lock expiry (records
