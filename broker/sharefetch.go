@@ -17,8 +17,9 @@ package broker
 // epoch INVALID_SHARE_SESSION_EPOCH; acknowledging a record the member has
 // not acquired INVALID_RECORD_STATE (per partition, AcknowledgeErrorCode).
 //
-// Group configs: share.auto.offset.reset (latest, earliest, by_duration
-// read as latest) sets a new share-partition's start; share.isolation.level
+// Group configs: share.auto.offset.reset (latest, earliest, or
+// by_duration: the first record at or after now minus the duration) sets a
+// new share-partition's start; share.isolation.level
 // read_committed stops at the last stable offset and archives aborted
 // transactions' records; share.record.lock.duration.ms,
 // share.delivery.count.limit and share.partition.max.record.locks are
@@ -31,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/config"
 	"github.com/strait/strait/coordinator/share"
 	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/replication"
@@ -281,9 +283,14 @@ func (s *Server) shareAcquire(sp *share.Partition, member string, t *shareTarget
 		upTo = min(log.LastStableOffset(), hw)
 	}
 	if !sp.Initialized() {
-		start := upTo // latest (by_duration is read as latest)
+		start := upTo // latest
 		if reset == "earliest" {
 			start = log.LogStartOffset()
+		} else if d, ok := config.ShareResetDuration(reset); ok {
+			// The first record at or after now - d; none: latest.
+			if off, _, found, err := log.OffsetForTimestamp(now.Add(-d).UnixMilli()); err == nil && found {
+				start = min(off, upTo)
+			}
 		}
 		sp.Init(start)
 	}

@@ -347,3 +347,41 @@ func TestShareGroupHeartbeatDescribeListDelete(t *testing.T) {
 		t.Fatalf("heartbeat after the delete: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+func topicIDOf(t *testing.T, cl *kgo.Client, topic string) [16]byte {
+	t.Helper()
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctxFor(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mt := range md.Topics {
+		if mt.Topic != nil && *mt.Topic == topic {
+			return mt.TopicID
+		}
+	}
+	t.Fatalf("no topic %s", topic)
+	return [16]byte{}
+}
+
+func TestShareAutoOffsetReset(t *testing.T) {
+	srv := startShareBroker(t)
+	cl := newClient(t, srv)
+	createTopic(t, cl, "share-reset", 1, nil)
+	produceStrings(t, cl, "share-reset", 5)
+	if code, msg := alterGroup(t, cl, "sg-dur", false, set("share.auto.offset.reset", "by_duration:PT1H")); code != 0 {
+		t.Fatalf("group config: %d %s", code, msg)
+	}
+	id := topicIDOf(t, cl, "share-reset")
+	latest := &shareSession{t: t, cl: cl, group: "sg-latest", member: "m", topic: id}
+	dur := &shareSession{t: t, cl: cl, group: "sg-dur", member: "m", topic: id}
+	if got := acquired(latest.fetch()); len(got) != 0 {
+		t.Fatalf("latest (the default) delivered %+v from before the group", got)
+	}
+	if got := acquired(dur.fetch()); len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 4 {
+		t.Fatalf("by_duration:PT1H delivered %+v, want 0-4", got)
+	}
+	produceStrings(t, cl, "share-reset", 1)
+	if got := acquired(latest.fetch()); len(got) != 1 || got[0].FirstOffset != 5 || got[0].LastOffset != 5 {
+		t.Fatalf("latest then delivered %+v, want 5", got)
+	}
+}
