@@ -197,13 +197,16 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 	defer c.mu.Unlock()
 	g := c.groups[req.GroupID]
 	if req.MemberEpoch == -1 {
-		if g != nil {
-			if _, ok := g.members[req.MemberID]; ok {
-				delete(g.members, req.MemberID)
-				g.epoch++
-				c.releaseMemberLocked(g.id, req.MemberID)
-			}
+		// Kafka's shareGroupLeave: the group and the member must exist.
+		if g == nil {
+			return fail(kerr.GroupIDNotFound, "Group "+req.GroupID+" not found.")
 		}
+		if _, ok := g.members[req.MemberID]; !ok {
+			return fail(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+req.GroupID+".")
+		}
+		delete(g.members, req.MemberID)
+		g.epoch++
+		c.releaseMemberLocked(g.id, req.MemberID)
 		resp.MemberID, resp.MemberEpoch = &req.MemberID, -1
 		return resp
 	}

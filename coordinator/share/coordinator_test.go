@@ -73,6 +73,12 @@ func TestHeartbeatJoinAssignLeave(t *testing.T) {
 	if r := heartbeat(c, "g", "nobody", 3); r.ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("unknown member: code %d", r.ErrorCode)
 	}
+	if r := heartbeat(c, "g", "nobody", -1); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("unknown member leaving: code %d", r.ErrorCode)
+	}
+	if r := heartbeat(c, "nogroup", "m1", -1); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("leaving a missing group: code %d", r.ErrorCode)
+	}
 	// Leaving, then the other member's session timing out, empties the group.
 	if r := heartbeat(c, "g", "m2", -1); r.ErrorCode != 0 || r.MemberEpoch != -1 {
 		t.Fatalf("leave: %+v", r)
