@@ -152,6 +152,12 @@ func handleListGroups(c *conn, x *exchange) {
 func handleDescribeGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeGroupsRequest)
 	resp := c.srv.groups().coord.DescribeGroups(groupClient(c, x), req)
+	for i := range resp.Groups {
+		if g := &resp.Groups[i]; g.ErrorCode == kerr.GroupIDNotFound.Code && c.srv.shares().IsShareGroup(g.Group) {
+			msg := "Group " + g.Group + " is not a classic group."
+			g.ErrorMessage = &msg
+		}
+	}
 	c.fixDescribeGroups(resp)
 	x.respond(resp)
 }

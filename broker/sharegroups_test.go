@@ -315,6 +315,17 @@ func TestShareGroupHeartbeatDescribeListDelete(t *testing.T) {
 		t.Fatalf("describe of a missing group: %v", kerr.ErrorForCode(g.ErrorCode))
 	}
 
+	// DescribeGroups (classic groups) answers a share group as Kafka does.
+	dgreq := kmsg.NewPtrDescribeGroupsRequest()
+	dgreq.Groups = []string{"sg-hb"}
+	dgresp, err := dgreq.RequestWith(ctxFor(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := dgresp.Groups[0]; g.ErrorCode != kerr.GroupIDNotFound.Code || g.State != "Dead" || g.ErrorMessage == nil || *g.ErrorMessage != "Group sg-hb is not a classic group." {
+		t.Fatalf("DescribeGroups of a share group: %+v", g)
+	}
+
 	lreq := kmsg.NewPtrListGroupsRequest()
 	lreq.TypesFilter = []string{"share"}
 	lresp, err := lreq.RequestWith(ctxFor(t), cl)
@@ -383,5 +394,47 @@ func TestShareAutoOffsetReset(t *testing.T) {
 	produceStrings(t, cl, "share-reset", 1)
 	if got := acquired(latest.fetch()); len(got) != 1 || got[0].FirstOffset != 5 || got[0].LastOffset != 5 {
 		t.Fatalf("latest then delivered %+v, want 5", got)
+	}
+}
+
+func TestShareReadCommittedArchivesAbortedRecords(t *testing.T) {
+	srv := startShareBroker(t)
+	cl := newClient(t, srv)
+	createTopic(t, cl, "share-txn", 1, nil)
+	for _, g := range []string{"sg-rc", "sg-ru"} {
+		ops := []groupOp{set("share.auto.offset.reset", "earliest")}
+		if g == "sg-rc" {
+			ops = append(ops, set("share.isolation.level", "read_committed"))
+		}
+		if code, msg := alterGroup(t, cl, g, false, ops...); code != 0 {
+			t.Fatalf("group config: %d %s", code, msg)
+		}
+	}
+	txn := newClient(t, srv, kgo.TransactionalID("share-txn-producer"), kgo.DefaultProduceTopic("share-txn"))
+	for i, commit := range []bool{false, true} {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 3 {
+			if err := txn.ProduceSync(ctxFor(t), kgo.StringRecord(strconv.Itoa(i*3+j))).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.EndTransaction(ctxFor(t), kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The log: 0-2 aborted, 3 the abort marker, 4-6 committed, 7 the commit marker.
+	id := topicIDOf(t, cl, "share-txn")
+	rc := &shareSession{t: t, cl: cl, group: "sg-rc", member: "m", topic: id}
+	if got := acquired(rc.fetch()); len(got) != 1 || got[0].FirstOffset != 4 || got[0].LastOffset != 6 {
+		t.Fatalf("read_committed acquired %+v, want only the committed 4-6", got)
+	}
+	ru := &shareSession{t: t, cl: cl, group: "sg-ru", member: "m", topic: id}
+	want := []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{{FirstOffset: 0, LastOffset: 2, DeliveryCount: 1}, {FirstOffset: 4, LastOffset: 6, DeliveryCount: 1}}
+	got := acquired(ru.fetch())
+	if len(got) != 2 || got[0].FirstOffset != want[0].FirstOffset || got[0].LastOffset != want[0].LastOffset ||
+		got[1].FirstOffset != want[1].FirstOffset || got[1].LastOffset != want[1].LastOffset {
+		t.Fatalf("read_uncommitted acquired %+v, want 0-2 and 4-6 (markers never)", got)
 	}
 }
