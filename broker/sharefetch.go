@@ -401,13 +401,20 @@ func abortedRanges(log *storage.Log, readCommitted bool, from, upTo int64) (abor
 	return out, 0
 }
 
-// park waits for an append to a fetched partition, a lock expiry (records
-// available again) or the wait's end, then answers.
+// park waits for an append to a fetched partition, records made available
+// again (a release, a closed session, a lock expiry) or the wait's end,
+// then answers.
 func (op *shareFetchOp) park(next time.Time) {
+	s := op.c.srv
 	w := replication.NewFetchWaiter()
+	released := make(chan struct{}, 1) // a record made available again
+	var sps []*share.Partition
 	for _, t := range op.targets {
 		if t.fetch && t.part != nil && t.code == 0 {
 			t.part.AddFetchWaiter(w)
+			sp := s.shares().Partition(op.group, t.tp.Topic, t.tp.Partition)
+			sp.AddWaiter(released)
+			sps = append(sps, sp)
 		}
 	}
 	defer func() {
@@ -416,8 +423,10 @@ func (op *shareFetchOp) park(next time.Time) {
 				t.part.RemoveFetchWaiter(w)
 			}
 		}
+		for _, sp := range sps {
+			sp.RemoveWaiter(released)
+		}
 	}()
-	s := op.c.srv
 	deadline := s.clock.Now().Add(time.Duration(op.req.MaxWaitMillis) * time.Millisecond)
 	for {
 		wait := deadline.Sub(s.clock.Now())
@@ -432,6 +441,7 @@ func (op *shareFetchOp) park(next time.Time) {
 		timer := time.NewTimer(wait)
 		select {
 		case <-w.Wake():
+		case <-released:
 		case <-timer.C:
 		case <-s.closing:
 			timer.Stop()

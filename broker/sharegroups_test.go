@@ -105,6 +105,7 @@ type shareSession struct {
 	member string
 	topic  [16]byte
 	epoch  int32
+	wait   int32 // MaxWaitMillis; 0: 100
 }
 
 func (s *shareSession) fetch(acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
@@ -112,6 +113,9 @@ func (s *shareSession) fetch(acks ...kmsg.ShareFetchRequestTopicPartitionAcknowl
 	req := kmsg.NewPtrShareFetchRequest()
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = &s.group, &s.member, s.epoch
 	req.MaxWaitMillis, req.MaxBytes, req.MaxRecords, req.BatchSize = 100, 1<<20, 500, 500
+	if s.wait > 0 {
+		req.MaxWaitMillis = s.wait
+	}
 	rt := kmsg.NewShareFetchRequestTopic()
 	rt.TopicID = s.topic
 	rp := kmsg.NewShareFetchRequestTopicPartition()
@@ -436,5 +440,49 @@ func TestShareReadCommittedArchivesAbortedRecords(t *testing.T) {
 	if len(got) != 2 || got[0].FirstOffset != want[0].FirstOffset || got[0].LastOffset != want[0].LastOffset ||
 		got[1].FirstOffset != want[1].FirstOffset || got[1].LastOffset != want[1].LastOffset {
 		t.Fatalf("read_uncommitted acquired %+v, want 0-2 and 4-6 (markers never)", got)
+	}
+}
+
+func TestShareFetchParkedWakesOnRelease(t *testing.T) {
+	srv := startShareBroker(t)
+	cl := newClient(t, srv)
+	createTopic(t, cl, "share-wake", 1, nil)
+	if code, msg := alterGroup(t, cl, "sg-wake", false, set("share.auto.offset.reset", "earliest")); code != 0 {
+		t.Fatalf("group config: %d %s", code, msg)
+	}
+	produceStrings(t, cl, "share-wake", 3)
+	id := topicIDOf(t, cl, "share-wake")
+	a := &shareSession{t: t, cl: cl, group: "sg-wake", member: "a", topic: id}
+	b := &shareSession{t: t, cl: cl, group: "sg-wake", member: "b", topic: id}
+	if got := acquired(a.fetch()); len(got) != 1 || got[0].LastOffset != 2 {
+		t.Fatalf("a acquired %+v", got)
+	}
+	if got := acquired(b.fetch()); len(got) != 0 {
+		t.Fatalf("b acquired %+v while a holds everything", got)
+	}
+	// b parks for up to a minute; a's release must end that wait well
+	// before (the request's context allows 20 s, the lock 30 s).
+	b.wait = 60000
+	done := make(chan []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, 1)
+	go func() {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = &b.group, &b.member, b.epoch
+		req.MaxWaitMillis, req.MaxBytes, req.MaxRecords = b.wait, 1<<20, 500
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Errorf("parked fetch: %v", err)
+			done <- nil
+			return
+		}
+		done <- acquired(resp)
+	}()
+	if r := a.ack(0, 2, 2); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("release: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	got := <-done
+	if len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 2 || got[0].DeliveryCount != 2 {
+		t.Fatalf("parked b got %+v, want 0-2 delivered twice", got)
 	}
 }

@@ -84,6 +84,37 @@ type Partition struct {
 	initialized bool
 	start       int64
 	recs        []record
+	// waiters are parked ShareFetches, signalled (never blocking) when a
+	// record becomes available again, as Kafka's DelayedShareFetch.
+	waiters  map[chan struct{}]struct{}
+	released bool // a record became available since the last flushWake
+}
+
+// AddWaiter parks ch (buffered, one slot) until RemoveWaiter.
+func (p *Partition) AddWaiter(ch chan struct{}) {
+	p.mu.Lock()
+	if p.waiters == nil {
+		p.waiters = map[chan struct{}]struct{}{}
+	}
+	p.waiters[ch] = struct{}{}
+	p.mu.Unlock()
+}
+
+// RemoveWaiter unparks ch.
+func (p *Partition) RemoveWaiter(ch chan struct{}) {
+	p.mu.Lock()
+	delete(p.waiters, ch)
+	p.mu.Unlock()
+}
+
+// wake signals the parked fetches (the lock held).
+func (p *Partition) wake() {
+	for ch := range p.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // NewPartition returns an uninitialized share-partition: Init sets its start.
@@ -141,6 +172,7 @@ func (p *Partition) Expire(now time.Time, lim Limits) time.Time {
 		}
 	}
 	p.advance()
+	p.flushWake()
 	return next
 }
 
@@ -150,6 +182,15 @@ func (p *Partition) release(r *record, lim Limits) {
 		r.state = Archived
 	} else {
 		r.state = Available
+		p.released = true
+	}
+}
+
+// flushWake wakes the parked fetches if a record became available.
+func (p *Partition) flushWake() {
+	if p.released {
+		p.released = false
+		p.wake()
 	}
 }
 
@@ -320,6 +361,7 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, now time.Time
 		}
 	}
 	p.advance()
+	p.flushWake()
 	return 0
 }
 
@@ -334,6 +376,7 @@ func (p *Partition) ReleaseMember(member string, lim Limits) {
 		}
 	}
 	p.advance()
+	p.flushWake()
 }
 
 // Reset moves the start offset (AlterShareGroupOffsets), dropping the
