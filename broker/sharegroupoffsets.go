@@ -7,7 +7,9 @@ package broker
 // (NON_EMPTY_GROUP); altering a group that does not exist creates it
 // empty. Authorization: DESCRIBE on the group and topics to describe, READ
 // on the group and topics to alter, DELETE on the group and READ on the
-// topics to delete. A partition never fetched has StartOffset -1.
+// topics to delete (a topic not described answers TOPIC_AUTHORIZATION_FAILED
+// per partition). A partition never fetched, or of a group with no share
+// state, has StartOffset -1.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,13 +36,11 @@ func handleDescribeShareGroupOffsets(c *conn, x *exchange) {
 		switch {
 		case !c.authorizeGroup(acl.OpDescribe, rg.GroupID):
 			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		case !sc.IsShareGroup(rg.GroupID):
-			if code := sc.Owns(rg.GroupID); code != 0 {
-				g.ErrorCode = code
-			} else {
-				g.ErrorCode, g.ErrorMessage = kerr.GroupIDNotFound.Code, strp("Group "+rg.GroupID+" not found.")
-			}
+		case sc.Owns(rg.GroupID) != 0:
+			g.ErrorCode = sc.Owns(rg.GroupID)
 		default:
+			// A group with no share state (none at all, as Kafka 4.4) lists
+			// the partitions asked for with start offset -1.
 			type tps struct {
 				name  string
 				id    [16]byte
@@ -60,15 +60,18 @@ func handleDescribeShareGroupOffsets(c *conn, x *exchange) {
 				}
 			}
 			for _, w := range want {
-				if !c.authorizeTopic(acl.OpDescribe, w.name) {
-					continue // Kafka leaves out the topics not described
-				}
 				rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 				rt.Topic, rt.TopicID = w.name, w.id
 				ti, known := c.srv.ctrl.Topic(w.name)
+				described := c.authorizeTopic(acl.OpDescribe, w.name)
 				for _, p := range w.parts {
 					rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 					rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, -1, -1, -1
+					if !described {
+						rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+						rt.Partitions = append(rt.Partitions, rp)
+						continue
+					}
 					if !known || p < 0 || int(p) >= len(ti.Partitions) {
 						rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 						rt.Partitions = append(rt.Partitions, rp)
