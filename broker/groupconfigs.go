@@ -20,8 +20,9 @@ package broker
 //     coordinator reads consumer.session.timeout.ms and
 //     consumer.heartbeat.interval.ms on every heartbeat (groupConsumerTimeouts),
 //     so a change reaches the running group at its members' next heartbeat.
-//     The share.* and streams.* keys are stored and described, and have no
-//     effect yet: Strait has no share or streams groups.
+//     The share coordinator (share_service.go) reads the share.* keys at
+//     each share group request. The streams.* keys are stored and
+//     described, and have no effect yet: Strait has no streams groups.
 
 import (
 	"context"

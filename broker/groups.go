@@ -141,6 +141,9 @@ func handleOffsetDelete(c *conn, x *exchange) {
 func handleListGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListGroupsRequest)
 	resp := c.srv.groups().coord.ListGroups(groupClient(c, x), req)
+	if resp.ErrorCode == 0 {
+		addShareGroups(c.srv.shares(), req, resp) // sharegroupdescribe.go
+	}
 	c.filterListGroups(resp)
 	x.respond(resp)
 }
@@ -149,6 +152,12 @@ func handleListGroups(c *conn, x *exchange) {
 func handleDescribeGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeGroupsRequest)
 	resp := c.srv.groups().coord.DescribeGroups(groupClient(c, x), req)
+	for i := range resp.Groups {
+		if g := &resp.Groups[i]; g.ErrorCode == kerr.GroupIDNotFound.Code && c.srv.shares().IsShareGroup(g.Group) {
+			msg := "Group " + g.Group + " is not a classic group."
+			g.ErrorMessage = &msg
+		}
+	}
 	c.fixDescribeGroups(resp)
 	x.respond(resp)
 }
@@ -157,7 +166,9 @@ func handleDescribeGroups(c *conn, x *exchange) {
 func handleDeleteGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DeleteGroupsRequest)
 	denied := c.deniedDeleteGroups(req)
+	shared := deleteShareGroups(c.srv.shares(), req) // sharegroupdescribe.go
 	resp := c.srv.groups().coord.DeleteGroups(groupClient(c, x), req)
+	resp.Groups = append(resp.Groups, shared...)
 	resp.Groups = append(resp.Groups, denied...)
 	x.respond(resp)
 }
@@ -180,6 +191,14 @@ func handleConsumerGroupHeartbeat(c *conn, x *exchange) {
 			x.respond(resp)
 			return
 		}
+	}
+	if c.srv.shares().IsShareGroup(req.Group) {
+		// Kafka's one group namespace: a share group is not a consumer group.
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		msg := "Group " + req.Group + " is not a consumer group."
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+		x.respond(resp)
+		return
 	}
 	cl := groupClient(c, x)
 	if a := c.srv.authz; a != nil {

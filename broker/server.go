@@ -29,6 +29,7 @@ import (
 
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/coordinator/share"
 	"github.com/strait/strait/internal/background"
 	"github.com/strait/strait/internal/clock"
 	"github.com/strait/strait/metrics"
@@ -84,7 +85,9 @@ type Server struct {
 	// stopped when closing begins).
 	dynCfg   *dynamicConfigs
 	groupSvc *groupService
-	txnSvc   *txnService
+	// shareCoord is the share groups and share-partitions (share_service.go).
+	shareCoord *share.Coordinator
+	txnSvc     *txnService
 	// interBroker holds the clients for requests to other brokers.
 	interBroker interBrokerClients
 	// fetchSessions holds the incremental fetch sessions (KIP-227).
@@ -288,6 +291,7 @@ func (s *Server) start() error {
 	}
 	// The group coordinator loads __consumer_offsets before clients come.
 	s.groupSvc = s.startGroupService()
+	s.shareCoord = s.startShareCoordinator()
 	s.startTxnService()
 
 	for _, l := range s.listeners {

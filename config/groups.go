@@ -162,7 +162,10 @@ func validShareAutoOffsetReset(key, value string) error {
 }
 
 // durationNegative reports whether a parsed Java duration is below zero.
-func durationNegative(m []string) bool {
+func durationNegative(m []string) bool { return javaDurationSeconds(m) < 0 }
+
+// javaDurationSeconds is a parsed Java duration in seconds.
+func javaDurationSeconds(m []string) float64 {
 	num := func(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
 	secs := num(m[2])*86400 + num(m[4])*3600 + num(m[5])*60
 	s := num(m[7])
@@ -176,7 +179,7 @@ func durationNegative(m []string) bool {
 	if m[1] == "-" {
 		secs = -secs
 	}
-	return secs < 0
+	return secs
 }
 
 // groupConfigError is an INVALID_CONFIG with Kafka's message.
@@ -370,4 +373,19 @@ func (b *Layers) GroupConsumerTimeouts(overrides map[string]string, session, hea
 	}
 	return pick("consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", session),
 		pick("consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", heartbeat)
+}
+
+// ShareResetDuration returns the duration of a share.auto.offset.reset of
+// the form by_duration:<ISO-8601 duration>, and whether value has that form
+// (validShareAutoOffsetReset has accepted it).
+func ShareResetDuration(value string) (time.Duration, bool) {
+	d, ok := strings.CutPrefix(value, "by_duration:")
+	if !ok {
+		return 0, false
+	}
+	m := javaDuration.FindStringSubmatch(d)
+	if m == nil || m[2] == "" && (m[3] == "" || m[3] == "T") || durationNegative(m) {
+		return 0, false
+	}
+	return time.Duration(javaDurationSeconds(m) * float64(time.Second)), true
 }

@@ -37,3 +37,27 @@ func TestGroupConsumerTimeouts(t *testing.T) {
 		t.Errorf("no overrides: %v %v, want the broker's 45s 500ms", s, h)
 	}
 }
+
+func TestShareResetDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"by_duration:PT1H":     time.Hour,
+		"by_duration:P1DT30M":  24*time.Hour + 30*time.Minute,
+		"by_duration:PT0.5S":   500 * time.Millisecond,
+		"by_duration:PT-1H2H":  -1,
+		"by_duration:-PT1H":    -1,
+		"by_duration:P":        -1,
+		"latest":               -1,
+		"by_duration:PT10M30S": 10*time.Minute + 30*time.Second,
+	} {
+		got, ok := ShareResetDuration(in)
+		if want < 0 {
+			if ok {
+				t.Errorf("%s: %v accepted", in, got)
+			}
+			continue
+		}
+		if !ok || got != want {
+			t.Errorf("%s: %v %v, want %v", in, got, ok, want)
+		}
+	}
+}

@@ -93,6 +93,15 @@ type Groups struct {
 	// ConsumerProtocol is whether group.coordinator.rebalance.protocols
 	// enables the consumer protocol (KIP-848).
 	ConsumerProtocol bool
+
+	// Share groups (KIP-932).
+	ShareSessionTimeout     time.Duration // group.share.session.timeout.ms (45 s)
+	ShareHeartbeatInterval  time.Duration // group.share.heartbeat.interval.ms (5 s)
+	ShareMaxSize            int32         // group.share.max.size (200)
+	ShareRecordLockDuration time.Duration // group.share.record.lock.duration.ms (30 s)
+	ShareDeliveryCountLimit int32         // group.share.delivery.count.limit (5)
+	SharePartitionMaxLocks  int32         // group.share.partition.max.record.locks (2000)
+	ShareMaxSessions        int32         // group.share.max.share.sessions (2000)
 }
 
 func parseGroups(p *props) (Groups, []string) {
@@ -114,6 +123,13 @@ func parseGroups(p *props) (Groups, []string) {
 		OffsetsTopicReplication:   int16(p.intAtLeast("offsets.topic.replication.factor", 1)),
 		OffsetsTopicSegmentBytes:  int64(p.intAtLeast("offsets.topic.segment.bytes", 1)),
 		OffsetsLoadBufferSize:     int64(p.intAtLeast("offsets.load.buffer.size", 1)),
+		ShareSessionTimeout:       ms("group.share.session.timeout.ms", 1),
+		ShareHeartbeatInterval:    ms("group.share.heartbeat.interval.ms", 1),
+		ShareMaxSize:              p.intAtLeast("group.share.max.size", 1),
+		ShareRecordLockDuration:   ms("group.share.record.lock.duration.ms", 1000),
+		ShareDeliveryCountLimit:   p.intAtLeast("group.share.delivery.count.limit", 2),
+		SharePartitionMaxLocks:    p.intAtLeast("group.share.partition.max.record.locks", 100),
+		ShareMaxSessions:          p.intAtLeast("group.share.max.share.sessions", 1),
 	}
 	var warnings []string
 	for _, a := range parseCsvList(p.str("group.consumer.assignors")) {

@@ -42,8 +42,9 @@ type Features struct {
 // production level), as formatted by the 4.4 storage tool with a static
 // controller quorum (so kraft.version is finalized at 0 and not listed),
 // with the given epoch. Only the features whose levels Strait implements are
-// listed: share.version and streams.version (share and streams groups) are
-// not, and eligible.leader.replicas.version stays finalized at 0. From
+// listed: share.version at level 1 (KIP-932 share groups; level 2, the dead
+// letter queue of KIP-1191, is not served), and eligible.leader.replicas.version
+// stays finalized at 0. From
 // MetadataVersion.java and the feature enums at 4.4 (franz-go kversion f44).
 func Kafka44Features(epoch int64) Features {
 	return Features{
@@ -52,12 +53,14 @@ func Kafka44Features(epoch int64) Features {
 			{"group.version", 0, 1},
 			{"kraft.version", 0, 1},
 			{"metadata.version", 7, 33},
+			{"share.version", 0, 1},
 			{"transaction.version", 0, 2},
 		},
 		Finalized: []FinalizedFeature{
 			{"eligible.leader.replicas.version", 0},
 			{"group.version", 1},
 			{"metadata.version", 33},
+			{"share.version", 1},
 			{"transaction.version", 2},
 		},
 		Epoch: epoch,

@@ -34,11 +34,12 @@ type VersionTable map[int16]VersionRange
 // at the 4.0 tag, as recorded in franz-go's kversion.V4_0_0 (b40). Keys only
 // a controller listener serves (AlterPartition, Envelope, BrokerRegistration,
 // BrokerHeartbeat, AllocateProducerIds, Vote, BeginQuorumEpoch, ...) are not
-// listed. Kafka 4.1 adds Produce 13, Fetch 18, JoinGroup from 0 and the share
-// group APIs; those are deliberately not here. The one exception is
-// AlterPartitionReassignments v1 (KIP-860, 4.1), served for
-// kafka-reassign-partitions --disallow-replication-factor-change; and the
-// quorum APIs at 4.4's versions (AddRaftVoter v1, UnregisterController).
+// listed. Kafka 4.1 adds Produce 13, Fetch 18 and JoinGroup from 0; those are
+// deliberately not here. The exceptions: AlterPartitionReassignments v1
+// (KIP-860, 4.1), served for kafka-reassign-partitions
+// --disallow-replication-factor-change; the share group APIs (KIP-932) at
+// Kafka 4.4's versions (franz-go kversion.V4_4_0); and the quorum APIs at
+// 4.4's versions (AddRaftVoter v1, UnregisterController).
 var KafkaVersions = VersionTable{
 	0:  {Min: 0, Max: 12, MinAccepted: 3}, // Produce: v0-2 advertised for librdkafka (KAFKA-18659), refused
 	1:  {Min: 4, Max: 17},                 // Fetch
@@ -101,8 +102,15 @@ var KafkaVersions = VersionTable{
 	72: {Min: 0, Max: 0},                  // PushTelemetry (only when telemetry is configured)
 	74: {Min: 0, Max: 1},                  // ListConfigResources (v0: ListClientMetricsResources; v1: KIP-1142, 4.1)
 	75: {Min: 0, Max: 0},                  // DescribeTopicPartitions
+	76: {Min: 1, Max: 1},                  // ShareGroupHeartbeat (KIP-932: 4.1 released v1 only)
+	77: {Min: 1, Max: 1},                  // ShareGroupDescribe
+	78: {Min: 1, Max: 2},                  // ShareFetch (v2: KIP-1206, KIP-1222, 4.2)
+	79: {Min: 1, Max: 2},                  // ShareAcknowledge (v2: KIP-1222, 4.2)
 	80: {Min: 0, Max: 1},                  // AddRaftVoter (v1: KIP-1186, 4.2)
 	81: {Min: 0, Max: 0},                  // RemoveRaftVoter
+	90: {Min: 0, Max: 1},                  // DescribeShareGroupOffsets (v1: KIP-1226, 4.2)
+	91: {Min: 0, Max: 0},                  // AlterShareGroupOffsets
+	92: {Min: 0, Max: 0},                  // DeleteShareGroupOffsets
 	94: {Min: 0, Max: 0},                  // UnregisterController (KIP-1312, 4.4)
 }
 

@@ -3,7 +3,8 @@
 # Central, fetched by bench/kafka/kafka.sh) against a running broker:
 # kafka-topics (incl. --alter --partitions and --delete), kafka-configs (topics,
 # brokers, groups),
-# kafka-console-producer/-consumer, kafka-consumer-groups, kafka-producer-perf-test,
+# kafka-console-producer/-consumer, kafka-consumer-groups, kafka-console-share-consumer,
+# kafka-share-groups, kafka-producer-perf-test,
 # kafka-consumer-perf-test, kafka-acls, kafka-dump-log (a compression.type=zstd topic),
 # kafka-reassign-partitions --throttle (on a two-broker strait cluster),
 # kafka-metadata-quorum, kafka-features, kafka-cluster unregister and
@@ -135,6 +136,28 @@ check "kafka-consumer-groups --list group" "$out/glist" "^cli-group$"
 run org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --reset-offsets --group cli-group --topic cli-topic \
   --to-earliest --execute >"$out/reset" 2>&1
 check "kafka-consumer-groups --reset-offsets commit group" "$out/reset" "cli-topic +[0-2] +0"
+
+# Share groups (KIP-932): kafka-console-share-consumer reads every record
+# once, then kafka-share-groups lists, describes, resets and deletes the group.
+shares() { run org.apache.kafka.tools.consumer.group.ShareGroupCommand "$@"; }
+run org.apache.kafka.tools.TopicCommand --create --topic cli-share --partitions 2 --replication-factor 1 >/dev/null 2>&1
+configs --alter --entity-type groups --entity-name cli-share-group --add-config share.auto.offset.reset=earliest >/dev/null 2>&1
+seq 1 100 | run org.apache.kafka.tools.ConsoleProducer --topic cli-share >/dev/null 2>&1
+run org.apache.kafka.tools.consumer.ConsoleShareConsumer --topic cli-share --group cli-share-group --max-messages 100 \
+  --timeout-ms 30000 >"$out/share-consume" 2>"$out/share-consume.err"
+sort -n "$out/share-consume" | uniq | wc -l | tr -d ' ' >"$out/share-distinct"
+check "kafka-console-share-consumer (share group) reads the 100 records" "$out/share-distinct" "^100$"
+shares --list >"$out/share-list" 2>&1
+check "kafka-share-groups --list" "$out/share-list" "^cli-share-group$"
+shares --describe --group cli-share-group >"$out/share-describe" 2>&1
+awk '$1=="cli-share-group" && $2=="cli-share" {s+=$4; l+=$5} END {print s+0, l+0}' "$out/share-describe" >"$out/share-spso"
+check "kafka-share-groups --describe: every record acknowledged (start offsets sum to 100, lag 0)" "$out/share-spso" "^100 0$"
+shares --reset-offsets --group cli-share-group --topic cli-share --to-earliest --execute >"$out/share-reset" 2>&1
+shares --describe --group cli-share-group >>"$out/share-reset" 2>&1
+awk '$1=="cli-share-group" && $2=="cli-share" && NF==5 {s+=$4; l+=$5} END {print s+0, l+0}' "$out/share-reset" >"$out/share-reset-sum"
+check "kafka-share-groups --reset-offsets --to-earliest (lag back to 100)" "$out/share-reset-sum" "^0 100$"
+shares --delete --group cli-share-group >"$out/share-delete" 2>&1
+check "kafka-share-groups --delete" "$out/share-delete" "Deletion of requested share groups \('cli-share-group'\) was successful"
 
 # kafka-topics --alter --partitions (CreatePartitions) and --delete.
 run org.apache.kafka.tools.TopicCommand --create --topic cli-alter --partitions 1 --replication-factor 1 >"$out/alter" 2>&1

@@ -622,6 +622,82 @@ func aclCases() []aclCase {
 			r.IncludeTopicAuthorizedOperations = true
 			return r
 		}},
+		// Share groups (KIP-932): carol may join acl- groups; alice only
+		// acl-g, where she fetches; bob nothing.
+		{76, "ShareGroupHeartbeat join with an undescribable topic", func(topicIDs) kmsg.Request {
+			return sgJoin("acl-sg2", aclTopic, aclSecret)
+		}},
+		{76, "ShareGroupHeartbeat join", func(topicIDs) kmsg.Request { return sgJoin("acl-sg", aclTopic) }},
+		{77, "ShareGroupDescribe", func(topicIDs) kmsg.Request {
+			r := kmsg.NewPtrShareGroupDescribeRequest()
+			r.GroupIDs = []string{"acl-sg", aclGroup, "secret-g"}
+			r.IncludeAuthorizedOperations = true
+			return r
+		}},
+		{78, "ShareFetch", func(ids topicIDs) kmsg.Request {
+			r := kmsg.NewPtrShareFetchRequest()
+			g, m := aclGroup, "acl-share-fetcher-0001"
+			r.GroupID, r.MemberID, r.ShareSessionEpoch = &g, &m, 0
+			r.MaxBytes, r.MaxRecords, r.BatchSize = 1<<20, 100, 100
+			for _, n := range []string{aclTopic, aclSecret} {
+				t := kmsg.NewShareFetchRequestTopic()
+				t.TopicID = ids[n]
+				t.Partitions = append(t.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+				r.Topics = append(r.Topics, t)
+			}
+			return r
+		}},
+		{79, "ShareAcknowledge without a session", func(ids topicIDs) kmsg.Request {
+			r := kmsg.NewPtrShareAcknowledgeRequest()
+			g, m := aclGroup, "acl-share-acker-000001"
+			r.GroupID, r.MemberID, r.ShareSessionEpoch = &g, &m, 1
+			t := kmsg.NewShareAcknowledgeRequestTopic()
+			t.TopicID = ids[aclTopic]
+			p := kmsg.NewShareAcknowledgeRequestTopicPartition()
+			b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+			b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = 0, 0, []int8{1}
+			p.AcknowledgementBatches = append(p.AcknowledgementBatches, b)
+			t.Partitions = append(t.Partitions, p)
+			r.Topics = append(r.Topics, t)
+			return r
+		}},
+		{90, "DescribeShareGroupOffsets", func(topicIDs) kmsg.Request {
+			r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			for _, id := range []string{"acl-sg", aclGroup} {
+				g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+				g.GroupID = id
+				for _, n := range []string{aclTopic, aclSecret} {
+					t := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+					t.Topic, t.Partitions = n, []int32{0}
+					g.Topics = append(g.Topics, t)
+				}
+				r.Groups = append(r.Groups, g)
+			}
+			return r
+		}},
+		{91, "AlterShareGroupOffsets", func(topicIDs) kmsg.Request {
+			r := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+			r.GroupID = "acl-sg3"
+			for _, n := range []string{aclTopic, aclSecret} {
+				t := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+				t.Topic = n
+				p := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+				p.StartOffset = 0
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+			}
+			return r
+		}},
+		{92, "DeleteShareGroupOffsets", func(topicIDs) kmsg.Request {
+			r := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+			r.GroupID = "acl-sg3"
+			for _, n := range []string{aclTopic, aclSecret} {
+				t := kmsg.NewDeleteShareGroupOffsetsRequestTopic()
+				t.Topic = n
+				r.Topics = append(r.Topics, t)
+			}
+			return r
+		}},
 		{42, "DeleteGroups", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDeleteGroupsRequest()
 			r.Groups = []string{aclGroup, "secret-g"}
@@ -649,5 +725,14 @@ func cgJoin(topics ...string) *kmsg.ConsumerGroupHeartbeatRequest {
 	r.RebalanceTimeoutMillis = 30000
 	r.SubscribedTopicNames = topics
 	r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{} // joining: empty, not null
+	return r
+}
+
+func sgJoin(group string, topics ...string) *kmsg.ShareGroupHeartbeatRequest {
+	r := kmsg.NewPtrShareGroupHeartbeatRequest()
+	r.GroupID = group
+	r.MemberID = "acl-sg-member-000000001"
+	r.MemberEpoch = 0
+	r.SubscribedTopicNames = topics
 	return r
 }

@@ -205,7 +205,7 @@ var skipLists = map[string]bool{
 	"Nodes": true, "Endpoints": true, "Synonyms": true, "Features": true,
 }
 
-var elementKeys = []string{"Topic", "Name", "Group", "TransactionalID", "ResourceName", "Principal", "Key", "Partition"}
+var elementKeys = []string{"Topic", "Name", "Group", "GroupID", "TransactionalID", "ResourceName", "Principal", "Key", "Partition"}
 
 func walk(v reflect.Value, path string, out *[]string) {
 	switch v.Kind() {
@@ -644,6 +644,13 @@ var knownDifferences = map[string]func(kafka, strait []string) bool{
 		return reflect.DeepEqual(kafka, []string{fmt.Sprintf(".ErrorCode=%d", kerr.GroupIDNotFound.Code)}) &&
 			reflect.DeepEqual(strait, []string{fmt.Sprintf(".ErrorCode=%d", kerr.UnknownMemberID.Code)})
 	},
+	// Not about authorization: Kafka 4.4 assigns a share group in the
+	// background (group.share.assignment.interval.ms), so the joining
+	// member's first heartbeat, and a describe right after, show no
+	// partitions yet; Strait assigns at once (DIFFERENCES.md, share
+	// groups). Everything else is the same.
+	"ShareGroupHeartbeat join as carol": onlyStraitAssigns,
+	"ShareGroupDescribe as carol":       onlyStraitAssigns,
 	// Kafka 4.4 throws a NullPointerException building its
 	// CLUSTER_AUTHORIZATION_FAILED answer when users is null, and never
 	// answers (the connection hangs until the client gives up); Strait
@@ -652,4 +659,11 @@ var knownDifferences = map[string]func(kafka, strait []string) bool{
 		return len(kafka) == 1 && strings.HasPrefix(kafka[0], "error: ") &&
 			reflect.DeepEqual(strait, []string{fmt.Sprintf(".ErrorCode=%d", kerr.ClusterAuthorizationFailed.Code)})
 	},
+}
+
+// onlyStraitAssigns: the two answers differ only by the assignment Strait
+// already made.
+func onlyStraitAssigns(kafka, strait []string) bool {
+	rest := slices.DeleteFunc(slices.Clone(strait), func(l string) bool { return strings.Contains(l, ".Assignment.TopicPartitions[") })
+	return len(rest) < len(strait) && reflect.DeepEqual(kafka, rest)
 }

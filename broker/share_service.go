@@ -1,0 +1,63 @@
+package broker
+
+// The share coordinator's side of the broker (coordinator/share): its
+// configuration from the broker's group.share.* settings, whether this
+// broker coordinates a group (the leader of its __consumer_offsets
+// partition, as for every group), the group configs (share.* keys) from
+// the controller's cache, and topic lookups. The share-partitions live on
+// the broker leading each topic partition; their state is in memory only.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strait/strait/controller"
+	"github.com/strait/strait/coordinator/group"
+	"github.com/strait/strait/coordinator/share"
+)
+
+// shares returns the server's share coordinator (built in Start).
+func (s *Server) shares() *share.Coordinator { return s.shareCoord }
+
+func (s *Server) startShareCoordinator() *share.Coordinator {
+	cfg := share.DefaultConfig()
+	g := s.cfg.Groups
+	cfg.SessionTimeout = g.ShareSessionTimeout
+	cfg.HeartbeatInterval = g.ShareHeartbeatInterval
+	cfg.MaxSize = int(g.ShareMaxSize)
+	cfg.LockDuration = g.ShareRecordLockDuration
+	cfg.DeliveryLimit = int16(min(g.ShareDeliveryCountLimit, 32767))
+	cfg.MaxRecordLocks = int(g.SharePartitionMaxLocks)
+	cfg.MaxShareSessions = int(g.ShareMaxSessions)
+	cfg.Logger = s.logger
+	cfg.Now = s.clock.Now
+	cfg.Owns = func(id string) int16 {
+		gs := s.groups()
+		if gs == nil {
+			return kerr.CoordinatorNotAvailable.Code
+		}
+		n := gs.coord.NumPartitions()
+		if n <= 0 {
+			return kerr.NotCoordinator.Code
+		}
+		o := offsetsTopic{internalTopicLog{srv: s, topic: group.TopicName}}
+		if !o.Leads(group.PartitionFor(id, n)) {
+			return kerr.NotCoordinator.Code
+		}
+		return 0
+	}
+	cfg.GroupConfigs = s.ctrl.GroupConfigs
+	cfg.Topic = func(name string) ([16]byte, int32, bool) {
+		t, ok := s.ctrl.Topic(name)
+		if !ok {
+			return [16]byte{}, 0, false
+		}
+		return t.ID, int32(len(t.Partitions)), true
+	}
+	sc := share.New(cfg)
+	s.ctrl.Listen(func(ch controller.TopicChange) {
+		if ch.Deleted {
+			sc.TopicDeleted(ch.Topic.ID) // its share-partitions go with it
+		}
+	})
+	return sc
+}

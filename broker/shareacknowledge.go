@@ -1,0 +1,76 @@
+package broker
+
+// ShareAcknowledge (key 79, KIP-932): a member acknowledges records it
+// acquired (accept, release, reject, and from v2 renew) outside a
+// ShareFetch, as KafkaApis.handleShareAcknowledgeRequest: the share session
+// must exist at the request's epoch (0 is INVALID_SHARE_SESSION_EPOCH,
+// an unknown session SHARE_SESSION_NOT_FOUND); -1 applies the
+// acknowledgements and closes the session, releasing the member's other
+// acquired records here. Each partition answers its own error, e.g.
+// INVALID_RECORD_STATE for a record the member does not hold.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/coordinator/share"
+	"github.com/strait/strait/security/acl"
+)
+
+func init() { register(kmsg.ShareAcknowledge, 1, 2, handleShareAcknowledge) }
+
+func handleShareAcknowledge(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.ShareAcknowledgeRequest)
+	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	fail := func(e *kerr.Error, msg string) {
+		resp.ErrorCode = e.Code
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
+		x.respond(resp)
+	}
+	if req.GroupID == nil || *req.GroupID == "" {
+		fail(kerr.InvalidRequest, "Group id must be set.")
+		return
+	}
+	if req.MemberID == nil || *req.MemberID == "" {
+		fail(kerr.InvalidRequest, "Member id must be set.")
+		return
+	}
+	if !c.authorizeGroup(acl.OpRead, *req.GroupID) {
+		fail(kerr.GroupAuthorizationFailed, "")
+		return
+	}
+	sc := c.srv.shares()
+	group, member := *req.GroupID, *req.MemberID
+	resp.AcquisitionLockTimeoutMillis = int32(sc.Limits(group).LockDuration / time.Millisecond)
+	if _, code := sc.SessionUpdate(group, member, req.ShareSessionEpoch, nil, nil, true); code != 0 {
+		fail(kerr.ErrorForCode(code).(*kerr.Error), "")
+		return
+	}
+	now := c.srv.clock.Now()
+	for _, rt := range req.Topics {
+		st := kmsg.NewShareAcknowledgeResponseTopic()
+		st.TopicID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			t := &shareTarget{tp: share.TopicPartition{Topic: rt.TopicID, Partition: rp.Partition}}
+			c.resolveShareTarget(t)
+			batches := make([]share.AckBatch, 0, len(rp.AcknowledgementBatches))
+			for _, b := range rp.AcknowledgementBatches {
+				batches = append(batches, share.AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes})
+			}
+			sp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = c.srv.shareAcknowledge(group, member, t, batches, now)
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = c.srv.currentLeader(t.part, t.topic, rp.Partition)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.ShareSessionEpoch == share.FinalEpoch {
+		sc.CloseSession(group, member)
+	}
+	x.respond(resp)
+}

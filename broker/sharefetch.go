@@ -1,0 +1,528 @@
+package broker
+
+// ShareFetch (key 78, KIP-932) as Kafka 4.4's KafkaApis.handleShareFetchRequest
+// and SharePartitionManager: the share session is checked and updated
+// (coordinator/share sessions.go), the acknowledgements riding on the
+// request are applied, then records are acquired for the member from each
+// partition of its session that this broker leads: whole log batches are
+// returned with the acquired offset ranges and their delivery counts, and
+// the client keeps only the acquired records. With nothing acquired the
+// request waits up to MaxWaitMillis for an append or a lock expiry.
+//
+// Errors: an empty group or member id INVALID_REQUEST; READ on the group
+// (GROUP_AUTHORIZATION_FAILED, top level) and on each topic
+// (TOPIC_AUTHORIZATION_FAILED per partition); acknowledgements on an
+// initial fetch (epoch 0) and fetch data on a final one (-1)
+// INVALID_REQUEST; an unknown session SHARE_SESSION_NOT_FOUND; a wrong
+// epoch INVALID_SHARE_SESSION_EPOCH; acknowledging a record the member has
+// not acquired INVALID_RECORD_STATE (per partition, AcknowledgeErrorCode).
+//
+// Group configs: share.auto.offset.reset (latest, earliest, or
+// by_duration: the first record at or after now minus the duration) sets a
+// new share-partition's start; share.isolation.level
+// read_committed stops at the last stable offset and archives aborted
+// transactions' records; share.record.lock.duration.ms,
+// share.delivery.count.limit and share.partition.max.record.locks are
+// read at each request.
+
+import (
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/config"
+	"github.com/strait/strait/coordinator/share"
+	"github.com/strait/strait/recordbatch"
+	"github.com/strait/strait/replication"
+	"github.com/strait/strait/security/acl"
+	"github.com/strait/strait/storage"
+)
+
+func init() { register(kmsg.ShareFetch, 1, 2, handleShareFetch) }
+
+// shareTarget is one partition of a ShareFetch or ShareAcknowledge.
+type shareTarget struct {
+	tp       share.TopicPartition
+	topic    string
+	part     *replication.Partition
+	code     int16 // fetch error
+	ackCode  int16
+	acked    bool
+	fetch    bool
+	records  []byte
+	acquired []share.AcquiredRange
+}
+
+type shareFetchOp struct {
+	c       *conn
+	x       *exchange
+	req     *kmsg.ShareFetchRequest
+	group   string
+	member  string
+	targets []*shareTarget
+	byTP    map[share.TopicPartition]*shareTarget
+}
+
+func (op *shareFetchOp) target(tp share.TopicPartition) *shareTarget {
+	if t := op.byTP[tp]; t != nil {
+		return t
+	}
+	t := &shareTarget{tp: tp}
+	op.c.resolveShareTarget(t)
+	op.byTP[tp] = t
+	op.targets = append(op.targets, t)
+	return t
+}
+
+// resolveShareTarget finds the partition this broker leads, or the error.
+func (c *conn) resolveShareTarget(t *shareTarget) {
+	lt := c.srv.replicas.TopicByID(t.tp.Topic)
+	if lt == nil {
+		if ti, ok := c.srv.ctrl.TopicByID(t.tp.Topic); ok {
+			t.topic = ti.Name
+			t.code = kerr.NotLeaderForPartition.Code
+		} else {
+			t.code = kerr.UnknownTopicID.Code
+			return
+		}
+	} else {
+		t.topic = lt.Name()
+	}
+	if !c.authorizeTopic(acl.OpRead, t.topic) {
+		t.code = kerr.TopicAuthorizationFailed.Code
+		return
+	}
+	if t.code != 0 {
+		return
+	}
+	t.part = lt.Partition(t.tp.Partition)
+	if t.part == nil {
+		t.code = c.srv.missingPartitionCode(t.topic, t.tp.Partition)
+		return
+	}
+	t.code = checkLeader(t.part, -1)
+}
+
+func handleShareFetch(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.ShareFetchRequest)
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	fail := func(e *kerr.Error, msg string) {
+		resp.ErrorCode = e.Code
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
+		x.respond(resp)
+	}
+	if req.GroupID == nil || *req.GroupID == "" {
+		fail(kerr.InvalidRequest, "Group id must be set.")
+		return
+	}
+	if req.MemberID == nil || *req.MemberID == "" {
+		fail(kerr.InvalidRequest, "Member id must be set.")
+		return
+	}
+	if !c.authorizeGroup(acl.OpRead, *req.GroupID) {
+		fail(kerr.GroupAuthorizationFailed, "")
+		return
+	}
+	sc := c.srv.shares()
+	op := &shareFetchOp{c: c, x: x, req: req, group: *req.GroupID, member: *req.MemberID, byTP: map[share.TopicPartition]*shareTarget{}}
+	lim := sc.Limits(op.group)
+	resp.AcquisitionLockTimeoutMillis = int32(lim.LockDuration / time.Millisecond)
+
+	var add, forget []share.TopicPartition
+	acks := map[share.TopicPartition][]share.AckBatch{}
+	var ackOrder []share.TopicPartition
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			tp := share.TopicPartition{Topic: rt.TopicID, Partition: rp.Partition}
+			add = append(add, tp)
+			for _, b := range rp.AcknowledgementBatches {
+				if _, ok := acks[tp]; !ok {
+					ackOrder = append(ackOrder, tp)
+				}
+				acks[tp] = append(acks[tp], share.AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes})
+			}
+		}
+	}
+	for _, ft := range req.ForgottenTopicsData {
+		for _, p := range ft.Partitions {
+			forget = append(forget, share.TopicPartition{Topic: ft.TopicID, Partition: p})
+		}
+	}
+	final := req.ShareSessionEpoch == share.FinalEpoch
+	switch {
+	case req.ShareSessionEpoch == share.InitialEpoch && len(acks) > 0:
+		fail(kerr.InvalidRequest, "Acknowledge data present on initial fetch request")
+		return
+	case final && len(acks) < len(add):
+		fail(kerr.InvalidRequest, "Final fetch request contains fetch data")
+		return
+	}
+	parts, code := sc.SessionUpdate(op.group, op.member, req.ShareSessionEpoch, add, forget, false)
+	if code != 0 {
+		fail(kerr.ErrorForCode(code).(*kerr.Error), "")
+		return
+	}
+	now := c.srv.clock.Now()
+	for _, tp := range ackOrder {
+		t := op.target(tp)
+		t.acked = true
+		t.ackCode = c.srv.shareAcknowledge(op.group, op.member, t, acks[tp], now)
+	}
+	if final {
+		sc.CloseSession(op.group, op.member)
+		op.respond(false)
+		return
+	}
+	for _, tp := range parts {
+		op.target(tp).fetch = true
+	}
+	// Forgotten partitions that only carried acknowledgements are answered,
+	// not fetched.
+	for _, tp := range forget {
+		if t := op.byTP[tp]; t != nil {
+			t.fetch = false
+		}
+	}
+	next, done := op.acquire()
+	if done || req.MaxWaitMillis <= 0 {
+		op.respond(false)
+		return
+	}
+	if !c.srv.bg.Go(func() { op.park(next) }) {
+		op.park(next)
+	}
+}
+
+// shareAcknowledge applies one partition's acknowledgement batches.
+func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches []share.AckBatch, now time.Time) int16 {
+	if t.code != 0 {
+		return t.code
+	}
+	sp := s.shares().LookupPartition(group, t.tp.Topic, t.tp.Partition)
+	if sp == nil {
+		return kerr.InvalidRecordState.Code
+	}
+	lim := s.shares().Limits(group)
+	sp.Lock()
+	defer sp.Unlock()
+	sp.Expire(now, lim)
+	return sp.Acknowledge(member, batches, now, lim)
+}
+
+// acquire acquires records on every fetched partition, within MaxRecords
+// and MaxBytes. It returns the next lock expiry on them and whether the
+// fetch can be answered now (records, or an error).
+func (op *shareFetchOp) acquire() (next time.Time, done bool) {
+	s := op.c.srv
+	sc := s.shares()
+	lim := sc.Limits(op.group)
+	maxRecords := int(op.req.MaxRecords)
+	if maxRecords <= 0 {
+		maxRecords = 500
+	}
+	remaining := int64(op.req.MaxBytes)
+	if remaining <= 0 {
+		remaining = 1<<31 - 1
+	}
+	reset := sc.GroupConfig(op.group, "share.auto.offset.reset", "latest")
+	readCommitted := sc.GroupConfig(op.group, "share.isolation.level", "read_uncommitted") == "read_committed"
+	now := s.clock.Now()
+	for _, t := range op.targets {
+		if !t.fetch || t.code != 0 {
+			if t.fetch && t.code != 0 {
+				done = true
+			}
+			continue
+		}
+		if maxRecords <= 0 || remaining <= 0 {
+			continue
+		}
+		sp := sc.Partition(op.group, t.tp.Topic, t.tp.Partition)
+		n, size, exp, code := s.shareAcquire(sp, op.member, t, maxRecords, remaining, lim, reset, readCommitted, now)
+		if code != 0 {
+			t.code = code
+			done = true
+			continue
+		}
+		if !exp.IsZero() && (next.IsZero() || exp.Before(next)) {
+			next = exp
+		}
+		if n > 0 {
+			done = true
+			maxRecords -= n
+			remaining -= size
+		}
+	}
+	return next, done
+}
+
+// shareFetchMaxBytes caps a ShareFetch response's records, as Kafka caps
+// the request's MaxBytes with fetch.max.bytes (55 MiB by default). Unlike
+// Fetch's file regions, a ShareFetch's records are copied into memory.
+const shareFetchMaxBytes = 57671680
+
+// shareReadChunk is how much of the log one read takes: the log is read in
+// such steps until MaxRecords are acquired, so a small MaxRecords does not
+// read MaxBytes.
+const shareReadChunk = 1 << 20
+
+// shareAcquire reads t's log from the share-partition's next fetch offset
+// and acquires what it can for member. It returns the records acquired,
+// the bytes returned, the next lock expiry and an error code.
+func (s *Server) shareAcquire(sp *share.Partition, member string, t *shareTarget, maxRecords int, maxBytes int64, lim share.Limits, reset string, readCommitted bool, now time.Time) (int, int64, time.Time, int16) {
+	log := t.part.Log()
+	sp.Lock()
+	defer sp.Unlock()
+	hw := log.HighWatermark()
+	upTo := hw
+	if readCommitted {
+		upTo = min(log.LastStableOffset(), hw)
+	}
+	if !sp.Initialized() {
+		start := upTo // latest
+		if reset == "earliest" {
+			start = log.LogStartOffset()
+		} else if d, ok := config.ShareResetDuration(reset); ok {
+			// The first record at or after now - d; none: latest.
+			if off, _, found, err := log.OffsetForTimestamp(now.Add(-d).UnixMilli()); err == nil && found {
+				start = min(off, upTo)
+			}
+		}
+		sp.Init(start)
+	}
+	sp.TrimTo(log.LogStartOffset())
+	next := sp.Expire(now, lim)
+	maxBytes = min(maxBytes, shareFetchMaxBytes)
+	n, size := 0, int64(0)
+	for from := sp.NextFetchOffset(); from < upTo && n < maxRecords && size < maxBytes && !sp.WindowFull(lim); {
+		// Only the first read may return a batch larger than asked (KIP-74).
+		res, err := log.Read(from, min(maxBytes-size, shareReadChunk), upTo, size == 0)
+		if err != nil {
+			if n > 0 {
+				break
+			}
+			code, _ := errorCode(err)
+			return 0, 0, next, code
+		}
+		if res.Size == 0 {
+			break
+		}
+		buf := make([]byte, res.Size)
+		pos := int64(0)
+		for _, sl := range res.Slices {
+			if _, err := sl.File.ReadAt(buf[pos:pos+sl.Len], sl.Pos); err != nil {
+				return 0, 0, next, kerr.KafkaStorageError.Code
+			}
+			pos += sl.Len
+		}
+		aborted, code := abortedRanges(log, readCommitted, from, res.EndOffset)
+		if code != 0 {
+			return 0, 0, next, code
+		}
+		var batches []share.Batch
+		var raw [][]byte
+		for rest := buf; len(rest) > 0; {
+			b, r, ok := recordbatch.Split(rest)
+			if !ok || len(b) < recordbatch.HeaderSize {
+				break
+			}
+			rest = r
+			rb := recordbatch.Batch(b)
+			skip := rb.IsControl() || rb.IsTransactional() && aborted.covers(rb.ProducerID(), rb.BaseOffset())
+			batches = append(batches, share.Batch{First: rb.BaseOffset(), Last: rb.LastOffset(), Control: skip})
+			raw = append(raw, b)
+		}
+		if len(batches) == 0 {
+			break
+		}
+		from = batches[len(batches)-1].Last + 1
+		acq := sp.Acquire(member, batches, maxRecords-n, now, lim)
+		if len(acq) == 0 {
+			continue
+		}
+		for _, a := range acq {
+			n += int(a.Last - a.First + 1)
+		}
+		// The batches holding acquired records, whole.
+		for i, b := range batches {
+			for _, a := range acq {
+				if a.First <= b.Last && a.Last >= b.First {
+					t.records = append(t.records, raw[i]...)
+					size += int64(len(raw[i]))
+					break
+				}
+			}
+		}
+		t.acquired = append(t.acquired, acq...)
+	}
+	if n == 0 {
+		return 0, 0, sp.Expire(now, lim), 0
+	}
+	exp := now.Add(lim.LockDuration)
+	if !next.IsZero() && next.Before(exp) {
+		exp = next
+	}
+	return n, size, exp, 0
+}
+
+// abortedTxns maps a producer id to its aborted transactions' [first,
+// abort marker) offset pairs.
+type abortedTxns map[int64][]int64
+
+func (a abortedTxns) covers(producerID, offset int64) bool {
+	ab := a[producerID]
+	for i := 0; i+1 < len(ab); i += 2 {
+		if offset >= ab[i] && offset < ab[i+1] {
+			return true
+		}
+	}
+	return false
+}
+
+// abortedRanges lists the aborted transactions overlapping [from, upTo)
+// for read_committed (nil otherwise): their records are archived, never
+// delivered.
+func abortedRanges(log *storage.Log, readCommitted bool, from, upTo int64) (abortedTxns, int16) {
+	if !readCommitted {
+		return nil, 0
+	}
+	txns, err := log.AbortedTransactions(from, upTo)
+	if err != nil {
+		return nil, kerr.KafkaStorageError.Code
+	}
+	out := abortedTxns{}
+	for _, a := range txns {
+		out[a.ProducerID] = append(out[a.ProducerID], a.FirstOffset, a.LastOffset)
+	}
+	return out, 0
+}
+
+// park waits for an append to a fetched partition, records made available
+// again (a release, a closed session, a lock expiry) or the wait's end,
+// then answers.
+func (op *shareFetchOp) park(next time.Time) {
+	s := op.c.srv
+	w := replication.NewFetchWaiter()
+	released := make(chan struct{}, 1) // a record made available again
+	var sps []*share.Partition
+	for _, t := range op.targets {
+		if t.fetch && t.part != nil && t.code == 0 {
+			t.part.AddFetchWaiter(w)
+			sp := s.shares().Partition(op.group, t.tp.Topic, t.tp.Partition)
+			sp.AddWaiter(released)
+			sps = append(sps, sp)
+		}
+	}
+	defer func() {
+		for _, t := range op.targets {
+			if t.fetch && t.part != nil && t.code == 0 {
+				t.part.RemoveFetchWaiter(w)
+			}
+		}
+		for _, sp := range sps {
+			sp.RemoveWaiter(released)
+		}
+	}()
+	deadline := s.clock.Now().Add(time.Duration(op.req.MaxWaitMillis) * time.Millisecond)
+	for {
+		wait := deadline.Sub(s.clock.Now())
+		if !next.IsZero() {
+			wait = min(wait, next.Sub(s.clock.Now())+time.Millisecond)
+		}
+		if wait <= 0 {
+			op.acquire()
+			op.respond(true)
+			return
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-w.Wake():
+		case <-released:
+		case <-timer.C:
+		case <-s.closing:
+			timer.Stop()
+			op.respond(true)
+			return
+		case <-op.c.dead:
+			timer.Stop()
+			// Nobody will see these records: give them back.
+			op.releaseAcquired()
+			op.x.noResponse()
+			return
+		}
+		timer.Stop()
+		n, done := op.acquire()
+		if done {
+			op.respond(true)
+			return
+		}
+		next = n
+	}
+}
+
+// releaseAcquired releases what this fetch acquired (its connection died).
+func (op *shareFetchOp) releaseAcquired() {
+	sc := op.c.srv.shares()
+	lim := sc.Limits(op.group)
+	for _, t := range op.targets {
+		if len(t.acquired) == 0 {
+			continue
+		}
+		sp := sc.LookupPartition(op.group, t.tp.Topic, t.tp.Partition)
+		if sp == nil {
+			continue
+		}
+		sp.Lock()
+		for _, a := range t.acquired {
+			sp.Acknowledge(op.member, []share.AckBatch{{First: a.First, Last: a.Last, Types: []int8{share.AckRelease}}}, op.c.srv.clock.Now(), lim)
+		}
+		sp.Unlock()
+	}
+}
+
+// respond answers with every partition that has records, an error or an
+// acknowledgement result, grouped by topic in request order.
+func (op *shareFetchOp) respond(async bool) {
+	resp := op.req.ResponseKind().(*kmsg.ShareFetchResponse)
+	resp.AcquisitionLockTimeoutMillis = int32(op.c.srv.shares().Limits(op.group).LockDuration / time.Millisecond)
+	topicIdx := map[[16]byte]int{}
+	for _, t := range op.targets {
+		if len(t.acquired) == 0 && !t.acked && (t.code == 0 || !t.fetch) {
+			continue
+		}
+		i, ok := topicIdx[t.tp.Topic]
+		if !ok {
+			i = len(resp.Topics)
+			topicIdx[t.tp.Topic] = i
+			rt := kmsg.NewShareFetchResponseTopic()
+			rt.TopicID = t.tp.Topic
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rp := kmsg.NewShareFetchResponseTopicPartition()
+		rp.Partition = t.tp.Partition
+		if t.fetch {
+			rp.ErrorCode = t.code
+		}
+		rp.AcknowledgeErrorCode = t.ackCode
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = op.c.srv.currentLeader(t.part, t.topic, t.tp.Partition)
+		rp.Records = t.records
+		for _, a := range t.acquired {
+			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount
+			rp.AcquiredRecords = append(rp.AcquiredRecords, ar)
+		}
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
+	for i := range resp.Topics {
+		slices.SortFunc(resp.Topics[i].Partitions, func(a, b kmsg.ShareFetchResponseTopicPartition) int { return int(a.Partition - b.Partition) })
+	}
+	if async {
+		op.x.respondAsync(resp)
+	} else {
+		op.x.respond(resp)
+	}
+}

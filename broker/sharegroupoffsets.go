@@ -1,0 +1,195 @@
+package broker
+
+// DescribeShareGroupOffsets (key 90), AlterShareGroupOffsets (91) and
+// DeleteShareGroupOffsets (92), KIP-932's admin calls on a share group's
+// start offsets (SPSO), as kafka-share-groups --describe, --reset-offsets
+// and --delete-offsets use them. Altering and deleting need an empty group
+// (NON_EMPTY_GROUP); altering a group that does not exist creates it
+// empty. Authorization: DESCRIBE on the group and topics to describe, READ
+// on the group and topics to alter, DELETE on the group and READ on the
+// topics to delete (a topic not described answers TOPIC_AUTHORIZATION_FAILED
+// per partition). A partition never fetched, or of a group with no share
+// state, has StartOffset -1.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/security/acl"
+)
+
+func init() {
+	register(kmsg.DescribeShareGroupOffsets, 0, 1, handleDescribeShareGroupOffsets)
+	register(kmsg.AlterShareGroupOffsets, 0, 0, handleAlterShareGroupOffsets)
+	register(kmsg.DeleteShareGroupOffsets, 0, 0, handleDeleteShareGroupOffsets)
+}
+
+func strp(s string) *string { return &s }
+
+func handleDescribeShareGroupOffsets(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
+	sc := c.srv.shares()
+	for _, rg := range req.Groups {
+		g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+		g.GroupID = rg.GroupID
+		switch {
+		case !c.authorizeGroup(acl.OpDescribe, rg.GroupID):
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		case sc.Owns(rg.GroupID) != 0:
+			g.ErrorCode = sc.Owns(rg.GroupID)
+		default:
+			// A group with no share state (none at all, as Kafka 4.4) lists
+			// the partitions asked for with start offset -1.
+			type tps struct {
+				name  string
+				id    [16]byte
+				parts []int32
+			}
+			var want []tps
+			if rg.Topics == nil {
+				for id, parts := range sc.GroupPartitions(rg.GroupID) {
+					if t, ok := c.srv.ctrl.TopicByID(id); ok {
+						want = append(want, tps{t.Name, id, parts})
+					}
+				}
+			} else {
+				for _, rt := range rg.Topics {
+					t, _ := c.srv.ctrl.Topic(rt.Topic)
+					want = append(want, tps{rt.Topic, t.ID, rt.Partitions})
+				}
+			}
+			for _, w := range want {
+				rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+				rt.Topic, rt.TopicID = w.name, w.id
+				ti, known := c.srv.ctrl.Topic(w.name)
+				described := c.authorizeTopic(acl.OpDescribe, w.name)
+				for _, p := range w.parts {
+					rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+					rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, -1, -1, -1
+					if !described {
+						rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+						rt.Partitions = append(rt.Partitions, rp)
+						continue
+					}
+					if !known || p < 0 || int(p) >= len(ti.Partitions) {
+						rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+						rt.Partitions = append(rt.Partitions, rp)
+						continue
+					}
+					if sp := sc.LookupPartition(rg.GroupID, w.id, p); sp != nil {
+						sp.Lock()
+						if sp.Initialized() {
+							rp.StartOffset, rp.LeaderEpoch = sp.Start(), 0
+							rp.Lag = -1
+							if lt := c.srv.replicas.TopicByID(w.id); lt != nil {
+								if part := lt.Partition(p); part != nil {
+									rp.Lag = sp.Lag(part.Log().HighWatermark())
+								}
+							}
+						}
+						sp.Unlock()
+					}
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				g.Topics = append(g.Topics, rt)
+			}
+		}
+		resp.Groups = append(resp.Groups, g)
+	}
+	x.respond(resp)
+}
+
+func handleAlterShareGroupOffsets(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	sc := c.srv.shares()
+	switch {
+	case !c.authorizeGroup(acl.OpRead, req.GroupID):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	case sc.Owns(req.GroupID) != 0:
+		resp.ErrorCode = sc.Owns(req.GroupID)
+	case !sc.GroupEmpty(req.GroupID):
+		resp.ErrorCode, resp.ErrorMessage = kerr.NonEmptyGroup.Code, strp("The group is not empty.")
+	}
+	if resp.ErrorCode != 0 {
+		x.respond(resp)
+		return
+	}
+	sc.EnsureGroup(req.GroupID)
+	for _, rt := range req.Topics {
+		t := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		t.Topic = rt.Topic
+		ti, known := c.srv.ctrl.Topic(rt.Topic)
+		t.TopicID = ti.ID
+		allowed := c.authorizeTopic(acl.OpRead, rt.Topic)
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			p.Partition = rp.Partition
+			switch {
+			case !allowed:
+				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case !known || rp.Partition < 0 || int(rp.Partition) >= len(ti.Partitions):
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.StartOffset < -1:
+				p.ErrorCode, p.ErrorMessage = kerr.InvalidRequest.Code, strp("The start offset is invalid.")
+			default:
+				sp := sc.Partition(req.GroupID, ti.ID, rp.Partition)
+				sp.Lock()
+				start := rp.StartOffset
+				if start == -1 { // latest, as kafka-share-groups --to-latest sends it
+					start = 0
+					if lt := c.srv.replicas.TopicByID(ti.ID); lt != nil {
+						if part := lt.Partition(rp.Partition); part != nil {
+							start = part.Log().HighWatermark()
+						}
+					}
+				}
+				sp.Reset(start)
+				sp.Unlock()
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	x.respond(resp)
+}
+
+func handleDeleteShareGroupOffsets(c *conn, x *exchange) {
+	req := x.req.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	sc := c.srv.shares()
+	switch {
+	case !c.authorizeGroup(acl.OpDelete, req.GroupID):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	case sc.Owns(req.GroupID) != 0:
+		resp.ErrorCode = sc.Owns(req.GroupID)
+	case !sc.IsShareGroup(req.GroupID):
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupIDNotFound.Code, strp("Group "+req.GroupID+" not found.")
+	case !sc.GroupEmpty(req.GroupID):
+		resp.ErrorCode, resp.ErrorMessage = kerr.NonEmptyGroup.Code, strp("The group is not empty.")
+	}
+	if resp.ErrorCode != 0 {
+		x.respond(resp)
+		return
+	}
+	parts := sc.GroupPartitions(req.GroupID)
+	for _, rt := range req.Topics {
+		t := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		t.Topic = rt.Topic
+		ti, known := c.srv.ctrl.Topic(rt.Topic)
+		t.TopicID = ti.ID
+		switch {
+		case !c.authorizeTopic(acl.OpRead, rt.Topic):
+			t.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		case !known:
+			t.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		default:
+			for _, p := range parts[ti.ID] {
+				sc.DeletePartition(req.GroupID, ti.ID, p)
+			}
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	x.respond(resp)
+}

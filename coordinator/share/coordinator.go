@@ -1,0 +1,572 @@
+// Package share owns share groups (KIP-932, Queues for Kafka) as Apache
+// Kafka 4.4 serves them: the groups' membership and assignment
+// (ShareGroupHeartbeat, ShareGroupDescribe, with Kafka's simple assignor),
+// the share sessions of ShareFetch and ShareAcknowledge, and the
+// share-partition state machine (available, acquired, acknowledged,
+// archived) with its acquisition locks, delivery count limit and in-flight
+// window. The broker reads the log and calls in; this package does no I/O.
+//
+// State is in memory only: Strait does not write __share_group_state, so a
+// broker restart or a coordinator move forgets the groups (members rejoin)
+// and the share-partitions' progress (they start again from
+// share.auto.offset.reset).
+package share
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"hash/fnv"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Config holds the broker settings share groups use, under Kafka's names.
+type Config struct {
+	SessionTimeout    time.Duration // group.share.session.timeout.ms (45 s)
+	HeartbeatInterval time.Duration // group.share.heartbeat.interval.ms (5 s)
+	MaxSize           int           // group.share.max.size (200)
+	LockDuration      time.Duration // group.share.record.lock.duration.ms (30 s)
+	DeliveryLimit     int16         // group.share.delivery.count.limit (5)
+	MaxRecordLocks    int           // group.share.partition.max.record.locks (2000)
+	MaxShareSessions  int           // group.share.max.share.sessions (2000)
+	MinLockDuration   time.Duration // group.share.min.record.lock.duration.ms
+	MaxLockDuration   time.Duration // group.share.max.record.lock.duration.ms
+
+	// Owns answers 0 when this broker coordinates the group, else the error
+	// code (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...).
+	Owns func(groupID string) int16
+	// GroupConfigs returns the group's configs (share.* keys), or nil.
+	GroupConfigs func(groupID string) map[string]string
+	// Topic returns a topic's ID and partition count by name.
+	Topic func(name string) (id [16]byte, partitions int32, ok bool)
+
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// DefaultConfig returns Kafka 4.4's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SessionTimeout:    45 * time.Second,
+		HeartbeatInterval: 5 * time.Second,
+		MaxSize:           200,
+		LockDuration:      30 * time.Second,
+		DeliveryLimit:     5,
+		MaxRecordLocks:    2000,
+		MaxShareSessions:  2000,
+		MinLockDuration:   15 * time.Second,
+		MaxLockDuration:   60 * time.Second,
+	}
+}
+
+// Client is what a request says of its sender.
+type Client struct {
+	ID, Host string
+}
+
+type member struct {
+	id, clientID, host string
+	rack               *string
+	epoch              int32
+	topics             []string
+	assigned           map[string][]int32 // topic -> partitions, at epoch
+	target             map[string][]int32 // at the group's assignment epoch
+	lastSeen           time.Time
+}
+
+type group struct {
+	id    string
+	epoch int32
+	// assignEpoch is the group epoch the members' targets were computed at.
+	assignEpoch int32
+	members     map[string]*member
+	// metaHash is the subscribed topics' partition counts when the group
+	// epoch last moved; a change bumps the epoch (new assignment).
+	metaHash uint64
+}
+
+type partKey struct {
+	group string
+	topic [16]byte
+	part  int32
+}
+
+// Coordinator is the broker's share groups, sessions and share-partitions.
+type Coordinator struct {
+	cfg Config
+
+	mu       sync.Mutex
+	groups   map[string]*group
+	sessions map[sessionKey]*Session
+	parts    map[partKey]*Partition
+}
+
+// New returns a coordinator with cfg.
+func New(cfg Config) *Coordinator {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Owns == nil {
+		cfg.Owns = func(string) int16 { return 0 }
+	}
+	if cfg.GroupConfigs == nil {
+		cfg.GroupConfigs = func(string) map[string]string { return nil }
+	}
+	return &Coordinator{cfg: cfg, groups: map[string]*group{}, sessions: map[sessionKey]*Session{}, parts: map[partKey]*Partition{}}
+}
+
+func newMemberID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func errMsg(e *kerr.Error, msg string) (int16, *string) {
+	if msg == "" {
+		return e.Code, nil
+	}
+	return e.Code, &msg
+}
+
+// expireLocked removes members whose session timed out, bumping the
+// group epoch and releasing their records. c.mu held.
+func (c *Coordinator) expireLocked(g *group, now time.Time) {
+	timeout := c.groupDuration(g.id, "share.session.timeout.ms", c.cfg.SessionTimeout)
+	for id, m := range g.members {
+		if now.Sub(m.lastSeen) > timeout {
+			delete(g.members, id)
+			g.epoch++
+			c.releaseMemberLocked(g.id, id)
+		}
+	}
+}
+
+// IsShareGroup reports whether groupID is a share group here.
+func (c *Coordinator) IsShareGroup(groupID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.groups[groupID]
+	return ok
+}
+
+// Heartbeat answers ShareGroupHeartbeat (key 76) as Kafka's
+// GroupMetadataManager.shareGroupHeartbeat: epoch 0 joins (the client
+// names its member id), -1 leaves, anything else must be the member's
+// current epoch. A member whose epoch is behind the group's gets the new
+// assignment and epoch at once (share groups revoke nothing).
+// otherGroup reports a consumer or classic group of that id.
+func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest, otherGroup bool) *kmsg.ShareGroupHeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+	fail := func(e *kerr.Error, msg string) *kmsg.ShareGroupHeartbeatResponse {
+		resp.ErrorCode, resp.ErrorMessage = errMsg(e, msg)
+		return resp
+	}
+	switch {
+	case req.GroupID == "":
+		return fail(kerr.InvalidRequest, "GroupId can't be empty.")
+	case req.MemberID == "":
+		return fail(kerr.InvalidRequest, "MemberId can't be empty.")
+	case req.MemberEpoch < -1:
+		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
+	case req.MemberEpoch == 0 && len(req.SubscribedTopicNames) == 0:
+		return fail(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request.")
+	case req.RackID != nil && strings.TrimSpace(*req.RackID) == "":
+		return fail(kerr.InvalidRequest, "RackId can't be empty.")
+	}
+	if code := c.cfg.Owns(req.GroupID); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
+	if otherGroup {
+		return fail(kerr.GroupIDNotFound, "Group "+req.GroupID+" is not a share group.")
+	}
+	now := c.cfg.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[req.GroupID]
+	if req.MemberEpoch == -1 {
+		// Kafka's shareGroupLeave: the group and the member must exist.
+		if g == nil {
+			return fail(kerr.GroupIDNotFound, "Group "+req.GroupID+" not found.")
+		}
+		if _, ok := g.members[req.MemberID]; !ok {
+			return fail(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+req.GroupID+".")
+		}
+		delete(g.members, req.MemberID)
+		g.epoch++
+		c.releaseMemberLocked(g.id, req.MemberID)
+		resp.MemberID, resp.MemberEpoch = &req.MemberID, -1
+		return resp
+	}
+	if g == nil {
+		if req.MemberEpoch != 0 {
+			return fail(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+req.GroupID+".")
+		}
+		g = &group{id: req.GroupID, members: map[string]*member{}}
+		c.groups[req.GroupID] = g
+	}
+	c.expireLocked(g, now)
+	m := g.members[req.MemberID]
+	changed := false // the group epoch moves once per heartbeat that changes it
+	switch {
+	case m == nil && req.MemberEpoch != 0:
+		return fail(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+req.GroupID+".")
+	case m == nil:
+		if len(g.members) >= c.cfg.MaxSize {
+			return fail(kerr.GroupMaxSizeReached, "The share group has reached its maximum capacity of "+itoa(c.cfg.MaxSize)+" members.")
+		}
+		m = &member{id: req.MemberID}
+		g.members[req.MemberID] = m
+		changed = true
+	case req.MemberEpoch != 0 && req.MemberEpoch != m.epoch:
+		return fail(kerr.FencedMemberEpoch, "The share group member has a smaller member epoch ("+itoa(int(req.MemberEpoch))+") than the one known by the group coordinator ("+itoa(int(m.epoch))+"). The member must abandon all its partitions and rejoin.")
+	}
+	m.lastSeen, m.clientID, m.host = now, cl.ID, cl.Host
+	if req.RackID != nil {
+		m.rack = req.RackID
+	}
+	if req.SubscribedTopicNames != nil {
+		subs := slices.Clone(req.SubscribedTopicNames)
+		slices.Sort(subs)
+		subs = slices.Compact(subs)
+		if !slices.Equal(subs, m.topics) {
+			m.topics = subs
+			changed = true
+		}
+	}
+	if h := c.metaHashLocked(g); h != g.metaHash {
+		g.metaHash = h
+		changed = true
+	}
+	if changed {
+		g.epoch++
+	}
+	if g.assignEpoch != g.epoch {
+		c.assignLocked(g)
+	}
+	sendAssignment := req.MemberEpoch == 0
+	if m.epoch != g.assignEpoch {
+		// Share groups revoke nothing: the member moves at once.
+		m.assigned, m.epoch = m.target, g.assignEpoch
+		sendAssignment = true
+	}
+	resp.MemberID, resp.MemberEpoch = &req.MemberID, m.epoch
+	resp.HeartbeatIntervalMillis = int32(c.groupDuration(g.id, "share.heartbeat.interval.ms", c.cfg.HeartbeatInterval) / time.Millisecond)
+	if sendAssignment {
+		a := kmsg.NewShareGroupHeartbeatResponseAssignment()
+		for _, t := range slices.Sorted(maps.Keys(m.assigned)) {
+			id, _, ok := c.cfg.Topic(t)
+			if !ok {
+				continue
+			}
+			tp := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
+			tp.TopicID, tp.Partitions = id, slices.Clone(m.assigned[t])
+			a.TopicPartitions = append(a.TopicPartitions, tp)
+		}
+		resp.Assignment = &a
+	}
+	return resp
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// metaHashLocked hashes the partition counts of every subscribed topic.
+func (c *Coordinator) metaHashLocked(g *group) uint64 {
+	topics := map[string]bool{}
+	for _, m := range g.members {
+		for _, t := range m.topics {
+			topics[t] = true
+		}
+	}
+	h := fnv.New64a()
+	for _, t := range slices.Sorted(maps.Keys(topics)) {
+		_, n, ok := c.cfg.Topic(t)
+		if !ok {
+			n = -1
+		}
+		h.Write([]byte(t))
+		h.Write([]byte{0, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+	}
+	return h.Sum64()
+}
+
+// assignLocked computes every member's target assignment with the simple
+// assignor at the group epoch; each member takes it at its next heartbeat. As Kafka's
+// SimpleAssignor, per topic: with at least as many subscribers as
+// partitions, every subscriber gets one partition (a partition shared by
+// several members); with fewer, the partitions are spread round-robin, so
+// every partition has exactly one member.
+func (c *Coordinator) assignLocked(g *group) {
+	subscribers := map[string][]string{}
+	for _, m := range g.members {
+		m.target = map[string][]int32{}
+		for _, t := range m.topics {
+			subscribers[t] = append(subscribers[t], m.id)
+		}
+	}
+	for t, ms := range subscribers {
+		_, n, ok := c.cfg.Topic(t)
+		if !ok || n <= 0 {
+			continue
+		}
+		sort.Strings(ms)
+		if len(ms) >= int(n) {
+			for i, id := range ms {
+				m := g.members[id]
+				m.target[t] = append(m.target[t], int32(i%int(n)))
+			}
+			continue
+		}
+		for p := int32(0); p < n; p++ {
+			m := g.members[ms[int(p)%len(ms)]]
+			m.target[t] = append(m.target[t], p)
+		}
+	}
+	g.assignEpoch = g.epoch
+}
+
+func (g *group) state() string {
+	if len(g.members) == 0 {
+		return "Empty"
+	}
+	return "Stable"
+}
+
+// Describe answers ShareGroupDescribe (key 77).
+func (c *Coordinator) Describe(req *kmsg.ShareGroupDescribeRequest, authorizedOps func(groupID string) int32) *kmsg.ShareGroupDescribeResponse {
+	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
+	now := c.cfg.Now()
+	for _, id := range req.GroupIDs {
+		dg := kmsg.NewShareGroupDescribeResponseGroup()
+		dg.GroupID = id
+		if code := c.cfg.Owns(id); code != 0 {
+			dg.ErrorCode = code
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
+		c.mu.Lock()
+		g := c.groups[id]
+		if g == nil {
+			c.mu.Unlock()
+			dg.ErrorCode, dg.ErrorMessage = errMsg(kerr.GroupIDNotFound, "Group "+id+" not found.")
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
+		c.expireLocked(g, now)
+		dg.GroupState, dg.GroupEpoch, dg.AssignmentEpoch, dg.Assignor = g.state(), g.epoch, g.assignEpoch, "simple"
+		for _, mid := range slices.Sorted(maps.Keys(g.members)) {
+			m := g.members[mid]
+			dm := kmsg.NewShareGroupDescribeResponseGroupMember()
+			dm.MemberID, dm.RackID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.id, m.rack, m.epoch, m.clientID, m.host
+			dm.SubscribedTopicNames = slices.Clone(m.topics)
+			for _, t := range slices.Sorted(maps.Keys(m.assigned)) {
+				tid, _, ok := c.cfg.Topic(t)
+				if !ok {
+					continue
+				}
+				tp := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
+				tp.TopicID, tp.Topic, tp.Partitions = tid, t, slices.Clone(m.assigned[t])
+				dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, tp)
+			}
+			dg.Members = append(dg.Members, dm)
+		}
+		c.mu.Unlock()
+		dg.AuthorizedOperations = -2147483648
+		if req.IncludeAuthorizedOperations && authorizedOps != nil {
+			dg.AuthorizedOperations = authorizedOps(id)
+		}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+// Listed is a share group as ListGroups shows it.
+type Listed struct{ ID, State string }
+
+// List returns the share groups this broker coordinates.
+func (c *Coordinator) List() []Listed {
+	now := c.cfg.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Listed
+	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
+		if c.cfg.Owns(id) != 0 {
+			continue
+		}
+		g := c.groups[id]
+		c.expireLocked(g, now)
+		out = append(out, Listed{ID: id, State: g.state()})
+	}
+	return out
+}
+
+// Delete deletes a share group and its share-partitions' state, as
+// DeleteGroups does: NON_EMPTY_GROUP while it has members. ok is false when
+// groupID is no share group here (the caller answers for other groups).
+func (c *Coordinator) Delete(groupID string) (code int16, ok bool) {
+	now := c.cfg.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[groupID]
+	if g == nil {
+		return 0, false
+	}
+	c.expireLocked(g, now)
+	if len(g.members) > 0 {
+		return kerr.NonEmptyGroup.Code, true
+	}
+	delete(c.groups, groupID)
+	for k := range c.parts {
+		if k.group == groupID {
+			delete(c.parts, k)
+		}
+	}
+	return 0, true
+}
+
+// GroupEmpty reports whether groupID has no live member (a missing group is
+// empty); admin offset changes need it.
+func (c *Coordinator) GroupEmpty(groupID string) bool {
+	now := c.cfg.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[groupID]
+	if g == nil {
+		return true
+	}
+	c.expireLocked(g, now)
+	return len(g.members) == 0
+}
+
+// Limits returns a group's share-partition limits: its group configs over
+// the broker's settings.
+func (c *Coordinator) Limits(groupID string) Limits {
+	lim := Limits{LockDuration: c.cfg.LockDuration, DeliveryLimit: c.cfg.DeliveryLimit, MaxLocks: c.cfg.MaxRecordLocks}
+	cfgs := c.cfg.GroupConfigs(groupID)
+	if v, ok := parseInt(cfgs["share.record.lock.duration.ms"]); ok && v > 0 {
+		lim.LockDuration = time.Duration(v) * time.Millisecond
+	}
+	if v, ok := parseInt(cfgs["share.delivery.count.limit"]); ok && v > 0 {
+		lim.DeliveryLimit = int16(min(v, 32767))
+	}
+	if v, ok := parseInt(cfgs["share.partition.max.record.locks"]); ok && v > 0 {
+		lim.MaxLocks = int(v)
+	}
+	return lim
+}
+
+// groupDuration is a group config in milliseconds, or def.
+func (c *Coordinator) groupDuration(groupID, key string, def time.Duration) time.Duration {
+	if v, ok := parseInt(c.cfg.GroupConfigs(groupID)[key]); ok && v > 0 {
+		return time.Duration(v) * time.Millisecond
+	}
+	return def
+}
+
+// GroupConfig returns one of a group's configs, or def.
+func (c *Coordinator) GroupConfig(groupID, key, def string) string {
+	if v, ok := c.cfg.GroupConfigs(groupID)[key]; ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func parseInt(s string) (int64, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	return n, err == nil
+}
+
+// Partition returns the share-partition of group on (topic, partition),
+// creating it uninitialized.
+func (c *Coordinator) Partition(groupID string, topic [16]byte, part int32) *Partition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := partKey{groupID, topic, part}
+	p := c.parts[k]
+	if p == nil {
+		p = NewPartition()
+		c.parts[k] = p
+	}
+	return p
+}
+
+// LookupPartition returns an existing share-partition, or nil.
+func (c *Coordinator) LookupPartition(groupID string, topic [16]byte, part int32) *Partition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parts[partKey{groupID, topic, part}]
+}
+
+// DeletePartition forgets a share-partition (DeleteShareGroupOffsets).
+func (c *Coordinator) DeletePartition(groupID string, topic [16]byte, part int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.parts, partKey{groupID, topic, part})
+}
+
+// GroupPartitions lists a group's initialized share-partitions.
+func (c *Coordinator) GroupPartitions(groupID string) map[[16]byte][]int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[[16]byte][]int32{}
+	for k := range c.parts {
+		if k.group == groupID {
+			out[k.topic] = append(out[k.topic], k.part)
+		}
+	}
+	for _, ps := range out {
+		slices.Sort(ps)
+	}
+	return out
+}
+
+// releaseMemberLocked releases the records member holds in every
+// share-partition of group. c.mu held; partition locks are taken after it
+// (never the other way round).
+func (c *Coordinator) releaseMemberLocked(groupID, memberID string) {
+	lim := c.Limits(groupID)
+	for k, p := range c.parts {
+		if k.group != groupID {
+			continue
+		}
+		p.Lock()
+		p.ReleaseMember(memberID, lim)
+		p.Unlock()
+	}
+}
+
+// TopicDeleted forgets the share-partitions of a deleted topic.
+func (c *Coordinator) TopicDeleted(id [16]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.parts {
+		if k.topic == id {
+			delete(c.parts, k)
+		}
+	}
+}
+
+// EnsureGroup creates an empty share group of that id if there is none
+// (AlterShareGroupOffsets on a new group, as Kafka's).
+func (c *Coordinator) EnsureGroup(groupID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.groups[groupID] == nil {
+		c.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+	}
+}
+
+// Owns answers 0 when this broker coordinates groupID, else the error code.
+func (c *Coordinator) Owns(groupID string) int16 { return c.cfg.Owns(groupID) }

@@ -1,0 +1,402 @@
+package share
+
+import (
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// RecordState is a record's state in a share-partition (Kafka's
+// RecordState): Available to be acquired, Acquired by one member under a
+// lock, Acknowledged (accepted) or Archived (rejected, a gap, past the
+// delivery limit, or a control record). The last two are terminal.
+type RecordState uint8
+
+const (
+	Available RecordState = iota
+	Acquired
+	Acknowledged
+	Archived
+)
+
+func (s RecordState) String() string {
+	switch s {
+	case Available:
+		return "Available"
+	case Acquired:
+		return "Acquired"
+	case Acknowledged:
+		return "Acknowledged"
+	case Archived:
+		return "Archived"
+	}
+	return "Unknown"
+}
+
+// Acknowledgement types of ShareFetch and ShareAcknowledge.
+const (
+	AckGap     int8 = 0
+	AckAccept  int8 = 1
+	AckRelease int8 = 2
+	AckReject  int8 = 3
+	AckRenew   int8 = 4
+)
+
+type record struct {
+	state      RecordState
+	deliveries int16
+	member     string
+	deadline   time.Time // lock expiry while Acquired
+}
+
+// Batch is what the state machine needs of a log batch: its offset range
+// and whether it is a control batch (a transaction marker, never
+// delivered).
+type Batch struct {
+	First, Last int64
+	Control     bool
+}
+
+// AcquiredRange is a run of acquired offsets with one delivery count, as
+// ShareFetch's AcquiredRecords lists them.
+type AcquiredRange struct {
+	First, Last   int64
+	DeliveryCount int16
+}
+
+// Limits are the settings of one share-partition's group, read at each
+// operation so that a group config change acts on the next one.
+type Limits struct {
+	LockDuration  time.Duration // share.record.lock.duration.ms (30 s)
+	DeliveryLimit int16         // share.delivery.count.limit (5)
+	MaxLocks      int           // share.partition.max.record.locks (2000): the in-flight window
+}
+
+// Partition is one share-partition: the in-flight records of one topic
+// partition for one share group, from the share-partition start offset
+// (SPSO: every offset below is acknowledged or archived) to the end offset
+// (ESPO: the first offset never acquired). recs[i] is offset start+i.
+// The broker leading the topic partition owns it (as Kafka's
+// SharePartitionManager); all methods lock it.
+type Partition struct {
+	mu          sync.Mutex
+	initialized bool
+	start       int64
+	recs        []record
+	// waiters are parked ShareFetches, signalled (never blocking) when a
+	// record becomes available again, as Kafka's DelayedShareFetch.
+	waiters  map[chan struct{}]struct{}
+	released bool // a record became available since the last flushWake
+}
+
+// AddWaiter parks ch (buffered, one slot) until RemoveWaiter.
+func (p *Partition) AddWaiter(ch chan struct{}) {
+	p.mu.Lock()
+	if p.waiters == nil {
+		p.waiters = map[chan struct{}]struct{}{}
+	}
+	p.waiters[ch] = struct{}{}
+	p.mu.Unlock()
+}
+
+// RemoveWaiter unparks ch.
+func (p *Partition) RemoveWaiter(ch chan struct{}) {
+	p.mu.Lock()
+	delete(p.waiters, ch)
+	p.mu.Unlock()
+}
+
+// wake signals the parked fetches (the lock held).
+func (p *Partition) wake() {
+	for ch := range p.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// NewPartition returns an uninitialized share-partition: Init sets its start.
+func NewPartition() *Partition { return &Partition{} }
+
+// Lock and Unlock let the broker read the log and acquire under one lock,
+// so two fetches never acquire the same offsets.
+func (p *Partition) Lock()   { p.mu.Lock() }
+func (p *Partition) Unlock() { p.mu.Unlock() }
+
+// Initialized reports whether the start offset is set (the lock held).
+func (p *Partition) Initialized() bool { return p.initialized }
+
+// Init sets the start offset of a new share-partition (from
+// share.auto.offset.reset), the lock held.
+func (p *Partition) Init(start int64) {
+	p.initialized, p.start, p.recs = true, start, nil
+}
+
+// Start is the share-partition start offset; End the first offset never
+// acquired (the lock held).
+func (p *Partition) Start() int64 { return p.start }
+func (p *Partition) End() int64   { return p.start + int64(len(p.recs)) }
+
+// State returns the state and delivery count of offset (the lock held):
+// below the start it is Acknowledged-or-Archived (reported Archived), at or
+// past the end Available with no delivery.
+func (p *Partition) State(offset int64) (RecordState, int16) {
+	if offset < p.start {
+		return Archived, 0
+	}
+	i := offset - p.start
+	if i >= int64(len(p.recs)) {
+		return Available, 0
+	}
+	return p.recs[i].state, p.recs[i].deliveries
+}
+
+// Expire releases every acquisition whose lock has run out at now (the lock
+// held): back to Available, or Archived once the delivery limit is reached.
+// It returns the time of the next expiry (zero if nothing is acquired).
+func (p *Partition) Expire(now time.Time, lim Limits) time.Time {
+	var next time.Time
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state != Acquired {
+			continue
+		}
+		if !now.Before(r.deadline) {
+			p.release(r, lim)
+			continue
+		}
+		if next.IsZero() || r.deadline.Before(next) {
+			next = r.deadline
+		}
+	}
+	p.advance()
+	p.flushWake()
+	return next
+}
+
+func (p *Partition) release(r *record, lim Limits) {
+	r.member, r.deadline = "", time.Time{}
+	if r.deliveries >= lim.DeliveryLimit {
+		r.state = Archived
+	} else {
+		r.state = Available
+		p.released = true
+	}
+}
+
+// flushWake wakes the parked fetches if a record became available.
+func (p *Partition) flushWake() {
+	if p.released {
+		p.released = false
+		p.wake()
+	}
+}
+
+// advance moves the start past the terminal records at its head.
+func (p *Partition) advance() {
+	n := 0
+	for n < len(p.recs) && (p.recs[n].state == Acknowledged || p.recs[n].state == Archived) {
+		n++
+	}
+	if n > 0 {
+		p.recs = p.recs[n:]
+		p.start += int64(n)
+		if len(p.recs) == 0 {
+			p.recs = nil
+		}
+	}
+}
+
+// TrimTo moves the start to logStart when the log no longer holds the
+// offsets below it (retention, DeleteRecords): those records are gone.
+func (p *Partition) TrimTo(logStart int64) {
+	if logStart <= p.start {
+		return
+	}
+	n := logStart - p.start
+	if n >= int64(len(p.recs)) {
+		p.recs = nil
+	} else {
+		p.recs = p.recs[n:]
+	}
+	p.start = logStart
+}
+
+// NextFetchOffset is where the next acquisition reads the log from: the
+// first Available record in the window, else the end (the lock held).
+func (p *Partition) NextFetchOffset() int64 {
+	for i := range p.recs {
+		if p.recs[i].state == Available {
+			return p.start + int64(i)
+		}
+	}
+	return p.End()
+}
+
+// WindowFull reports whether the in-flight window leaves no room for new
+// offsets and holds nothing available: a fetch then has nothing to acquire.
+func (p *Partition) WindowFull(lim Limits) bool {
+	return len(p.recs) >= lim.MaxLocks && p.NextFetchOffset() >= p.End()
+}
+
+// Acquire acquires for member up to maxRecords offsets of batches (log
+// batches in offset order, read from NextFetchOffset), as Kafka's
+// SharePartition.acquire: Available records in the window are acquired
+// again with their delivery count raised; offsets past the end join the
+// window (at most lim.MaxLocks in flight) with delivery count 1; control
+// batches and holes between batches are archived. The lock held.
+func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, now time.Time, lim Limits) []AcquiredRange {
+	var out []AcquiredRange
+	deadline := now.Add(lim.LockDuration)
+	n := 0
+	add := func(off int64, dc int16) {
+		if k := len(out) - 1; k >= 0 && out[k].Last == off-1 && out[k].DeliveryCount == dc {
+			out[k].Last = off
+		} else {
+			out = append(out, AcquiredRange{First: off, Last: off, DeliveryCount: dc})
+		}
+		n++
+	}
+	for _, b := range batches {
+		if n >= maxRecords {
+			break
+		}
+		if b.Last < p.start {
+			continue
+		}
+		first := max(b.First, p.start)
+		// A hole before this batch (compaction, aborted data removed):
+		// nothing to deliver there. With nothing in flight the start jumps
+		// over it; otherwise it is archived if the window has room.
+		if end := p.End(); first > end && len(p.recs) == 0 {
+			p.start = first
+		} else if first > end {
+			if len(p.recs)+int(first-end) > lim.MaxLocks {
+				break
+			}
+			for o := end; o < first; o++ {
+				p.recs = append(p.recs, record{state: Archived})
+			}
+		}
+		for off := first; off <= b.Last && n < maxRecords; off++ {
+			i := off - p.start
+			if i >= int64(len(p.recs)) {
+				if len(p.recs) >= lim.MaxLocks {
+					break
+				}
+				p.recs = append(p.recs, record{state: Available})
+			}
+			r := &p.recs[i]
+			if r.state != Available {
+				continue
+			}
+			if b.Control {
+				r.state = Archived
+				continue
+			}
+			r.state, r.member, r.deadline = Acquired, member, deadline
+			r.deliveries++
+			add(off, r.deliveries)
+		}
+	}
+	p.advance()
+	return out
+}
+
+// AckBatch is one acknowledgement batch of a request: Types has one type
+// for the whole range or one per offset.
+type AckBatch struct {
+	First, Last int64
+	Types       []int8
+}
+
+// Acknowledge applies member's acknowledgement batches, as Kafka's
+// SharePartition.acknowledge: every offset must be Acquired by member, or
+// nothing is applied and the answer is INVALID_RECORD_STATE; a malformed
+// batch is INVALID_REQUEST. Accept acknowledges, Release makes the record
+// available again (archived at the delivery limit), Reject and Gap
+// archive, Renew restarts the lock. The lock held; returns an error code.
+func (p *Partition) Acknowledge(member string, batches []AckBatch, now time.Time, lim Limits) int16 {
+	for _, b := range batches {
+		if b.Last < b.First || len(b.Types) == 0 {
+			return kerr.InvalidRequest.Code
+		}
+		if len(b.Types) != 1 && int64(len(b.Types)) != b.Last-b.First+1 {
+			return kerr.InvalidRequest.Code
+		}
+		for _, t := range b.Types {
+			if t < AckGap || t > AckRenew {
+				return kerr.InvalidRequest.Code
+			}
+		}
+		if b.First < p.start || b.Last >= p.End() {
+			return kerr.InvalidRecordState.Code
+		}
+		for off := b.First; off <= b.Last; off++ {
+			r := &p.recs[off-p.start]
+			if r.state != Acquired || r.member != member {
+				return kerr.InvalidRecordState.Code
+			}
+		}
+	}
+	for _, b := range batches {
+		for off := b.First; off <= b.Last; off++ {
+			t := b.Types[0]
+			if len(b.Types) > 1 {
+				t = b.Types[off-b.First]
+			}
+			r := &p.recs[off-p.start]
+			switch t {
+			case AckAccept:
+				r.state, r.member, r.deadline = Acknowledged, "", time.Time{}
+			case AckRelease:
+				p.release(r, lim)
+			case AckReject, AckGap:
+				r.state, r.member, r.deadline = Archived, "", time.Time{}
+			case AckRenew:
+				r.deadline = now.Add(lim.LockDuration)
+			}
+		}
+	}
+	p.advance()
+	p.flushWake()
+	return 0
+}
+
+// ReleaseMember releases every record member holds (its share session
+// closed or it left the group), as Kafka's releaseAcquiredRecords. The
+// lock held.
+func (p *Partition) ReleaseMember(member string, lim Limits) {
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state == Acquired && r.member == member {
+			p.release(r, lim)
+		}
+	}
+	p.advance()
+	p.flushWake()
+}
+
+// Reset moves the start offset (AlterShareGroupOffsets), dropping the
+// in-flight window. The lock held.
+func (p *Partition) Reset(start int64) { p.Init(start) }
+
+// Lag is the number of records below hw not yet acknowledged or archived
+// (DescribeShareGroupOffsets v1), the lock held.
+func (p *Partition) Lag(hw int64) int64 {
+	if hw <= p.start {
+		return 0
+	}
+	lag := hw - p.start
+	for i := range p.recs {
+		if p.start+int64(i) >= hw {
+			break
+		}
+		if s := p.recs[i].state; s == Acknowledged || s == Archived {
+			lag--
+		}
+	}
+	return lag
+}

@@ -1,0 +1,249 @@
+package share
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+func testLimits() Limits {
+	return Limits{LockDuration: 30 * time.Second, DeliveryLimit: 5, MaxLocks: 2000}
+}
+
+// oneBatch is a log of n records in one batch from offset 0.
+func oneBatch(n int64) []Batch { return []Batch{{First: 0, Last: n - 1}} }
+
+func count(rs []AcquiredRange) int {
+	n := 0
+	for _, r := range rs {
+		n += int(r.Last - r.First + 1)
+	}
+	return n
+}
+
+func TestLockExpiryRedeliversWithDeliveryCountRaised(t *testing.T) {
+	lim := testLimits()
+	p := NewPartition()
+	p.Init(0)
+	got := p.Acquire("a", oneBatch(10), 100, t0, lim)
+	if len(got) != 1 || got[0] != (AcquiredRange{0, 9, 1}) {
+		t.Fatalf("first acquisition %+v, want offsets 0-9 delivered once", got)
+	}
+	// Still locked: nothing to acquire for another member.
+	if got := p.Acquire("b", oneBatch(10), 100, t0.Add(time.Second), lim); len(got) != 0 {
+		t.Fatalf("acquired %+v while locked", got)
+	}
+	// Just before the lock ends the records stay acquired; at its end they
+	// are available again.
+	p.Expire(t0.Add(lim.LockDuration-time.Millisecond), lim)
+	if s, _ := p.State(3); s != Acquired {
+		t.Fatalf("offset 3 is %v before the lock expired", s)
+	}
+	p.Expire(t0.Add(lim.LockDuration), lim)
+	if s, dc := p.State(3); s != Available || dc != 1 {
+		t.Fatalf("offset 3 is %v (delivery %d) after expiry, want Available (1)", s, dc)
+	}
+	if off := p.NextFetchOffset(); off != 0 {
+		t.Fatalf("next fetch offset %d, want 0", off)
+	}
+	got = p.Acquire("b", oneBatch(10), 100, t0.Add(lim.LockDuration), lim)
+	if len(got) != 1 || got[0] != (AcquiredRange{0, 9, 2}) {
+		t.Fatalf("redelivery %+v, want offsets 0-9 with delivery count 2", got)
+	}
+	// The first member's late acknowledgement is refused, nothing applied.
+	if code := p.Acknowledge("a", []AckBatch{{0, 9, []int8{AckAccept}}}, t0.Add(lim.LockDuration), lim); code != kerr.InvalidRecordState.Code {
+		t.Fatalf("late ack by the old holder: code %d, want INVALID_RECORD_STATE", code)
+	}
+	if s, _ := p.State(0); s != Acquired {
+		t.Fatalf("offset 0 is %v after a refused ack", s)
+	}
+}
+
+func TestRejectArchivesAndStartAdvances(t *testing.T) {
+	lim := testLimits()
+	p := NewPartition()
+	p.Init(0)
+	p.Acquire("a", oneBatch(6), 100, t0, lim)
+	// Reject 0-1, accept 2, release 3, gap 4, accept 5 (one type per offset).
+	code := p.Acknowledge("a", []AckBatch{{0, 5, []int8{AckReject, AckReject, AckAccept, AckRelease, AckGap, AckAccept}}}, t0, lim)
+	if code != 0 {
+		t.Fatalf("ack code %d", code)
+	}
+	if p.Start() != 3 {
+		t.Fatalf("start %d, want 3 (0-2 terminal)", p.Start())
+	}
+	for off, want := range map[int64]RecordState{3: Available, 4: Archived, 5: Acknowledged} {
+		if s, _ := p.State(off); s != want {
+			t.Errorf("offset %d is %v, want %v", off, s, want)
+		}
+	}
+	// Only the released record comes again; rejected ones never do.
+	got := p.Acquire("b", oneBatch(6), 100, t0, lim)
+	if len(got) != 1 || got[0] != (AcquiredRange{3, 3, 2}) {
+		t.Fatalf("reacquired %+v, want only offset 3 with delivery 2", got)
+	}
+	p.Acknowledge("b", []AckBatch{{3, 3, []int8{AckAccept}}}, t0, lim)
+	if p.Start() != 6 || p.End() != 6 {
+		t.Fatalf("start %d end %d, want 6 and 6", p.Start(), p.End())
+	}
+}
+
+func TestDeliveryLimitArchives(t *testing.T) {
+	lim := testLimits()
+	lim.DeliveryLimit = 3
+	p := NewPartition()
+	p.Init(0)
+	now := t0
+	for round := int16(1); round <= 3; round++ {
+		got := p.Acquire("a", oneBatch(2), 100, now, lim)
+		if len(got) != 1 || got[0] != (AcquiredRange{0, 1, round}) {
+			t.Fatalf("round %d acquired %+v", round, got)
+		}
+		if round%2 == 1 {
+			p.Acknowledge("a", []AckBatch{{0, 1, []int8{AckRelease}}}, now, lim)
+		} else {
+			now = now.Add(lim.LockDuration) // let the lock expire instead
+			p.Expire(now, lim)
+		}
+	}
+	// Three deliveries: archived at the third release, never delivered again.
+	if got := p.Acquire("a", oneBatch(2), 100, now, lim); len(got) != 0 {
+		t.Fatalf("acquired %+v past the delivery limit", got)
+	}
+	if p.Start() != 2 {
+		t.Fatalf("start %d, want 2 (both archived)", p.Start())
+	}
+}
+
+func TestThreeConsumersGetDisjointRecordsCoveringAll(t *testing.T) {
+	lim := testLimits()
+	const n = 1000
+	// Five batches of 200 records each.
+	var log []Batch
+	for b := int64(0); b < n; b += 200 {
+		log = append(log, Batch{First: b, Last: b + 199})
+	}
+	p := NewPartition()
+	p.Init(0)
+	seen := map[int64]string{}
+	members := []string{"a", "b", "c"}
+	for round := 0; round < 1000 && p.Start() < n; round++ {
+		m := members[round%3]
+		got := p.Acquire(m, log, 37, t0, lim)
+		for _, r := range got {
+			for off := r.First; off <= r.Last; off++ {
+				if prev, ok := seen[off]; ok {
+					t.Fatalf("offset %d delivered to %s and %s", off, prev, m)
+				}
+				seen[off] = m
+			}
+			if code := p.Acknowledge(m, []AckBatch{{r.First, r.Last, []int8{AckAccept}}}, t0, lim); code != 0 {
+				t.Fatalf("ack code %d", code)
+			}
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct records delivered, want %d", len(seen), n)
+	}
+	per := map[string]int{}
+	for _, m := range seen {
+		per[m]++
+	}
+	for _, m := range members {
+		if per[m] == 0 {
+			t.Errorf("member %s got nothing: %v", m, per)
+		}
+	}
+}
+
+func TestInFlightWindowBoundsAcquisition(t *testing.T) {
+	lim := testLimits()
+	lim.MaxLocks = 100
+	p := NewPartition()
+	p.Init(0)
+	got := p.Acquire("a", oneBatch(500), 1000, t0, lim)
+	if count(got) != 100 {
+		t.Fatalf("acquired %d records, want the window's 100", count(got))
+	}
+	if !p.WindowFull(lim) {
+		t.Fatal("window not full at 100 in flight")
+	}
+	// Accepting the first 10 makes room for 10 more.
+	p.Acknowledge("a", []AckBatch{{0, 9, []int8{AckAccept}}}, t0, lim)
+	got = p.Acquire("b", []Batch{{First: 100, Last: 499}}, 1000, t0, lim)
+	if len(got) != 1 || got[0] != (AcquiredRange{100, 109, 1}) {
+		t.Fatalf("acquired %+v after 10 accepted, want 100-109", got)
+	}
+}
+
+func TestControlBatchesAndHolesAreArchived(t *testing.T) {
+	lim := testLimits()
+	p := NewPartition()
+	p.Init(0)
+	log := []Batch{{First: 0, Last: 2}, {First: 3, Last: 3, Control: true}, {First: 6, Last: 7}}
+	got := p.Acquire("a", log, 100, t0, lim)
+	want := []AcquiredRange{{0, 2, 1}, {6, 7, 1}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("acquired %+v, want %+v", got, want)
+	}
+	for _, off := range []int64{3, 4, 5} {
+		if s, _ := p.State(off); s != Archived {
+			t.Errorf("offset %d is %v, want Archived", off, s)
+		}
+	}
+}
+
+func TestAcknowledgeValidation(t *testing.T) {
+	lim := testLimits()
+	p := NewPartition()
+	p.Init(0)
+	p.Acquire("a", oneBatch(5), 100, t0, lim)
+	cases := []struct {
+		name  string
+		batch AckBatch
+		want  int16
+	}{
+		{"last before first", AckBatch{3, 2, []int8{AckAccept}}, kerr.InvalidRequest.Code},
+		{"no types", AckBatch{0, 1, nil}, kerr.InvalidRequest.Code},
+		{"types count mismatch", AckBatch{0, 2, []int8{1, 1}}, kerr.InvalidRequest.Code},
+		{"unknown type", AckBatch{0, 0, []int8{9}}, kerr.InvalidRequest.Code},
+		{"past the end", AckBatch{4, 5, []int8{AckAccept}}, kerr.InvalidRecordState.Code},
+	}
+	for _, c := range cases {
+		if got := p.Acknowledge("a", []AckBatch{c.batch}, t0, lim); got != c.want {
+			t.Errorf("%s: code %d, want %d", c.name, got, c.want)
+		}
+	}
+	// Renew restarts the lock.
+	if code := p.Acknowledge("a", []AckBatch{{0, 4, []int8{AckRenew}}}, t0.Add(20*time.Second), lim); code != 0 {
+		t.Fatalf("renew code %d", code)
+	}
+	p.Expire(t0.Add(40*time.Second), lim)
+	if s, _ := p.State(0); s != Acquired {
+		t.Fatalf("offset 0 is %v after a renewed lock's first deadline", s)
+	}
+	p.ReleaseMember("a", lim)
+	if s, dc := p.State(0); s != Available || dc != 1 {
+		t.Fatalf("offset 0 is %v (%d) after the member's release", s, dc)
+	}
+}
+
+func TestHoleWiderThanTheWindowIsSkipped(t *testing.T) {
+	lim := testLimits()
+	lim.MaxLocks = 100
+	p := NewPartition()
+	p.Init(0)
+	log := []Batch{{First: 0, Last: 9}, {First: 5000, Last: 5009}}
+	got := p.Acquire("a", log, 1000, t0, lim)
+	if len(got) != 1 || got[0] != (AcquiredRange{0, 9, 1}) {
+		t.Fatalf("acquired %+v, want 0-9 (the hole does not fit the window yet)", got)
+	}
+	p.Acknowledge("a", []AckBatch{{0, 9, []int8{AckAccept}}}, t0, lim)
+	got = p.Acquire("a", log[1:], 1000, t0, lim)
+	if len(got) != 1 || got[0] != (AcquiredRange{5000, 5009, 1}) {
+		t.Fatalf("acquired %+v, want 5000-5009 once nothing is in flight", got)
+	}
+}
