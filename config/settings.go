@@ -76,6 +76,13 @@ type Groups struct {
 	// ConsumerProtocol is whether group.coordinator.rebalance.protocols
 	// enables the consumer protocol (KIP-848).
 	ConsumerProtocol bool
+	// StreamsProtocol is whether group.coordinator.rebalance.protocols
+	// enables the streams protocol (KIP-1071).
+	StreamsProtocol          bool
+	StreamsSessionTimeout    time.Duration // group.streams.session.timeout.ms (45 s)
+	StreamsHeartbeatInterval time.Duration // group.streams.heartbeat.interval.ms (5 s)
+	StreamsNumStandby        int32         // group.streams.num.standby.replicas (0)
+	StreamsMaxSize           int32         // group.streams.max.size (unbounded)
 }
 
 func parseGroups(p *props) (Groups, []string) {
@@ -97,6 +104,10 @@ func parseGroups(p *props) (Groups, []string) {
 		OffsetsTopicReplication:   int16(p.intAtLeast("offsets.topic.replication.factor", 1)),
 		OffsetsTopicSegmentBytes:  int64(p.intAtLeast("offsets.topic.segment.bytes", 1)),
 		OffsetsLoadBufferSize:     int64(p.intAtLeast("offsets.load.buffer.size", 1)),
+		StreamsSessionTimeout:     ms("group.streams.session.timeout.ms", 1),
+		StreamsHeartbeatInterval:  ms("group.streams.heartbeat.interval.ms", 1),
+		StreamsNumStandby:         p.intAtLeast("group.streams.num.standby.replicas", 0),
+		StreamsMaxSize:            p.intAtLeast("group.streams.max.size", 1),
 	}
 	var warnings []string
 	for _, a := range parseCsvList(p.str("group.consumer.assignors")) {
@@ -115,6 +126,7 @@ func parseGroups(p *props) (Groups, []string) {
 			p.fail(err)
 		}
 		g.ConsumerProtocol = g.ConsumerProtocol || proto == "consumer"
+		g.StreamsProtocol = g.StreamsProtocol || proto == "streams"
 	}
 	return g, warnings
 }

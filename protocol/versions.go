@@ -37,7 +37,8 @@ type VersionTable map[int16]VersionRange
 // listed. Kafka 4.1 adds Produce 13, Fetch 18, JoinGroup from 0 and the share
 // group APIs; those are deliberately not here. The one exception is
 // AlterPartitionReassignments v1 (KIP-860, 4.1), served for
-// kafka-reassign-partitions --disallow-replication-factor-change.
+// kafka-reassign-partitions --disallow-replication-factor-change, and the
+// streams group APIs at Kafka 4.4's versions (88, 89: KIP-1071).
 var KafkaVersions = VersionTable{
 	0:  {Min: 0, Max: 12, MinAccepted: 3}, // Produce: v0-2 advertised for librdkafka (KAFKA-18659), refused
 	1:  {Min: 4, Max: 17},                 // Fetch
@@ -102,6 +103,8 @@ var KafkaVersions = VersionTable{
 	75: {Min: 0, Max: 0},                  // DescribeTopicPartitions
 	80: {Min: 0, Max: 0},                  // AddRaftVoter
 	81: {Min: 0, Max: 0},                  // RemoveRaftVoter
+	88: {Min: 0, Max: 1},                  // StreamsGroupHeartbeat (KIP-1071, 4.2; v1: KIP-1331, 4.4)
+	89: {Min: 0, Max: 1},                  // StreamsGroupDescribe (KIP-1071, 4.2; v1: KIP-1331, 4.4)
 }
 
 // decodableRange returns the range of key in table, with Max capped at the
