@@ -41,7 +41,9 @@ type Features struct {
 // (level 25) advertises, as formatted by the 4.0 storage tool with a static
 // controller quorum (so kraft.version is finalized at 0 and not listed), with
 // the given epoch. From MetadataVersion.java and the feature enums at 4.0
-// (see franz-go kversion f40).
+// (see franz-go kversion f40). One addition: streams.version, supported 0-1
+// and finalized at 1 as Kafka 4.2 and later advertise it (KIP-1071), since
+// Strait serves streams groups.
 func Kafka40Features(epoch int64) Features {
 	return Features{
 		Supported: []SupportedFeature{
@@ -49,12 +51,14 @@ func Kafka40Features(epoch int64) Features {
 			{"group.version", 0, 1},
 			{"kraft.version", 0, 1},
 			{"metadata.version", 7, 25},
+			{"streams.version", 0, 1},
 			{"transaction.version", 0, 2},
 		},
 		Finalized: []FinalizedFeature{
 			{"eligible.leader.replicas.version", 0},
 			{"group.version", 1},
 			{"metadata.version", 25},
+			{"streams.version", 1},
 			{"transaction.version", 2},
 		},
 		Epoch: epoch,
