@@ -229,7 +229,7 @@ func (g *group) groupTombstonesLocked() []record {
 	case kindConsumer:
 		return g.consumerTombstonesLocked()
 	case kindStreams:
-		return nil // a streams group's state is not written (yet)
+		return g.streamsTombstonesLocked()
 	}
 	return []record{groupTombstone(g.id)}
 }

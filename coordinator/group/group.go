@@ -251,7 +251,10 @@ func (g *group) convertToConsumerLocked() error {
 	// A group just created by this heartbeat has nothing to convert.
 	existed := g.classic.hasRecord || g.classic.generation > 0 || len(g.offsets) > 0
 	var recs []record
-	if g.classic.hasRecord {
+	switch {
+	case g.kind == kindStreams:
+		recs = g.streamsTombstonesLocked()
+	case g.classic.hasRecord:
 		recs = append(recs, groupTombstone(g.id))
 	}
 	if err := g.appendRecords(recs); err != nil {

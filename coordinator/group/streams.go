@@ -56,6 +56,9 @@ type streamsGroup struct {
 	endpointEpoch int32
 	numStandby    int32 // the standby replicas the target was computed with
 	shutdown      bool  // a member asked every client to shut down
+
+	// log is what the group's records in __consumer_offsets say.
+	log *streamsLog
 }
 
 func newStreamsGroup() *streamsGroup {
@@ -140,10 +143,23 @@ func (c *Coordinator) StreamsGroupHeartbeat(cl Client, req *kmsg.StreamsGroupHea
 			return fail(appendErrorCode(err), "")
 		}
 	}
+	var missing []StreamsInternalTopic
 	if leaving {
-		return g.streamsLeaveLocked(req, resp), nil
+		resp = g.streamsLeaveLocked(req, resp)
+	} else {
+		resp, missing = g.streamsHeartbeatLocked(cl, req, resp)
 	}
-	return g.streamsHeartbeatLocked(cl, req, resp)
+	if resp.ErrorCode != 0 {
+		return resp, nil
+	}
+	// The change is answered once its records are in the log, so a
+	// coordinator taking over the partition knows what the member was told.
+	if err := g.persistStreamsLocked(g.streams.members[req.MemberID]); err != nil {
+		failed := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+		failed.ErrorCode = appendErrorCode(err)
+		return failed, nil
+	}
+	return resp, missing
 }
 
 // validateStreamsHeartbeat is Kafka's throwIfStreamsGroupHeartbeatRequestIsInvalid.
@@ -574,6 +590,8 @@ func (g *group) expireStreamsMemberLocked(m *streamsMember, why string) {
 	}
 	g.c.logger.Info("fencing streams group member", "group", g.id, "member", m.id, "reason", why)
 	g.removeStreamsMemberLocked(m)
+	// A failed write is logged; the next change writes the difference.
+	_ = g.persistStreamsLocked(nil)
 }
 
 // removeStreamsMemberLocked removes a member and bumps the group epoch so

@@ -214,7 +214,9 @@ func TestStreamsGroupHeartbeatValidationAndFencing(t *testing.T) {
 		{"empty member id", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberID = "" }, kerr.InvalidRequest.Code},
 		{"no topology on join", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.Topology = nil }, kerr.InvalidRequest.Code},
 		{"no rebalance timeout", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 }, kerr.InvalidRequest.Code},
-		{"tasks on join", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0}}} }, kerr.InvalidRequest.Code},
+		{"tasks on join", func(r *kmsg.StreamsGroupHeartbeatRequest) {
+			r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0}}}
+		}, kerr.InvalidRequest.Code},
 		{"bad epoch", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = -3 }, kerr.InvalidRequest.Code},
 		{"duplicate subtopology", func(r *kmsg.StreamsGroupHeartbeatRequest) {
 			r.Topology.Subtopologies[1].SubtopologyID = "0"
