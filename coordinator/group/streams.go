@@ -459,6 +459,10 @@ func (g *group) computeStreamsTargetLocked(numStandby int32) {
 	spec := streamsAssignSpec{numStandby: int(numStandby)}
 	if sg.configured.ready() {
 		spec.tasks = sg.configured.tasks
+		spec.stateful = map[string]bool{}
+		for _, st := range sg.topology.Subtopologies {
+			spec.stateful[st.SubtopologyID] = len(st.StateChangelogTopics) > 0
+		}
 	}
 	for _, m := range sg.members {
 		prev, ok := sg.target[m.id]

@@ -15,11 +15,12 @@ import (
 //     member of a process that had the task before (its state is local
 //     there), then the process with the least load per member, then the
 //     member id, so the result depends only on the input;
-//   - each task gets up to numStandby standby replicas on members of
-//     processes other than its active one's and of each other, sticky to
-//     their previous holders, else on the least-loaded such member; a
-//     replica that has no such process left is not placed (as Kafka, which
-//     logs it).
+//   - each task of a stateful subtopology (one with changelog topics: a
+//     standby keeps a copy of its stores) gets up to numStandby standby
+//     replicas on members of processes other than its active one's and of
+//     each other, sticky to their previous holders, else on the
+//     least-loaded such member; a replica that has no such process left is
+//     not placed (as Kafka, which logs it).
 //
 // Warm-up tasks are not assigned: every task moves at once.
 
@@ -34,6 +35,7 @@ type streamsAssignMember struct {
 type streamsAssignSpec struct {
 	members    []streamsAssignMember // any order
 	tasks      map[string]int32      // subtopology -> number of tasks (partitions)
+	stateful   map[string]bool       // subtopologies with state stores, the only ones with standbys
 	numStandby int
 }
 
@@ -103,6 +105,9 @@ func assignStreamsTasks(spec streamsAssignSpec) map[string]tasksTuple {
 		return out
 	}
 	for _, t := range all {
+		if !spec.stateful[t.sub] {
+			continue
+		}
 		used := map[string]bool{members[activeOf[t]].process: true}
 		for r := 0; r < spec.numStandby; r++ {
 			best := -1

@@ -82,7 +82,7 @@ func TestStreamsAssignorStandbyOnOtherProcesses(t *testing.T) {
 	tasks := map[string]int32{"0": 3}
 	// Two processes with two members each, two standby replicas asked: only
 	// one fits (one per process other than the active one's).
-	spec := streamsAssignSpec{tasks: tasks, numStandby: 2, members: []streamsAssignMember{
+	spec := streamsAssignSpec{tasks: tasks, stateful: map[string]bool{"0": true}, numStandby: 2, members: []streamsAssignMember{
 		{id: "a1", process: "A", prev: emptyTasks()}, {id: "a2", process: "A", prev: emptyTasks()},
 		{id: "b1", process: "B", prev: emptyTasks()}, {id: "b2", process: "B", prev: emptyTasks()},
 	}}
@@ -103,6 +103,17 @@ func TestStreamsAssignorStandbyOnOtherProcesses(t *testing.T) {
 			t.Fatalf("task %v standby on %s in the active's process (%s)", task, standbys[0], activeOn)
 		}
 	}
+
+	// A stateless subtopology has no standbys.
+	spec.tasks["1"] = 2
+	for id, tt := range assignStreamsTasks(spec) {
+		for task := range tt.standby {
+			if task.sub == "1" {
+				t.Fatalf("%s got a standby %v of a stateless subtopology", id, task)
+			}
+		}
+	}
+	delete(spec.tasks, "1")
 
 	// One process: no standby can be placed.
 	spec.members = spec.members[:2]

@@ -39,6 +39,8 @@ import org.junit.jupiter.api.Test;
  * lowers the broker's group.streams.min.* bounds to allow them.
  */
 class StreamsProtocolWordCountTest extends WordCountTest {
+    String standbys = "0"; // the group's streams.num.standby.replicas
+
     @Override
     void groupProtocol(Properties p) throws Exception {
         p.put("group.protocol", "streams");
@@ -46,9 +48,59 @@ class StreamsProtocolWordCountTest extends WordCountTest {
             ConfigResource res = new ConfigResource(ConfigResource.Type.GROUP, app);
             admin.incrementalAlterConfigs(Map.of(res, List.of(
                     new AlterConfigOp(new ConfigEntry("streams.session.timeout.ms", "6000"), AlterConfigOp.OpType.SET),
-                    new AlterConfigOp(new ConfigEntry("streams.heartbeat.interval.ms", "1000"), AlterConfigOp.OpType.SET))))
+                    new AlterConfigOp(new ConfigEntry("streams.heartbeat.interval.ms", "1000"), AlterConfigOp.OpType.SET),
+                    new AlterConfigOp(new ConfigEntry("streams.num.standby.replicas", standbys), AlterConfigOp.OpType.SET))))
                     .all().get();
         }
+    }
+
+    /**
+     * Two instances (two processes) with streams.num.standby.replicas=1: each runs two of the four
+     * active tasks, and each task of the counting subtopology (the stateful one) has one standby,
+     * never on the member running it, and the stateless one none; the counts stay exact.
+     */
+    @Test
+    void standbyTasksOnTheOtherInstance() throws Exception {
+        standbys = "1";
+        produceLines(BATCH1, 0);
+        start(newStateDir(), null, 1);
+        start(newStateDir(), null, 1);
+        Map<String, Long> expected = count(BATCH1);
+        assertEquals(expected, awaitCounts(expected), "word counts with two instances");
+        StreamsGroupDescription d = null;
+        try (Admin admin = Admin.create(props())) {
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (System.nanoTime() < deadline) {
+                d = admin.describeStreamsGroups(List.of(app)).all().get().get(app);
+                if (d.groupState() == GroupState.STABLE && d.members().size() == 2 && d.members().stream()
+                        .mapToInt(m -> m.assignment().standbyTasks().stream().mapToInt(t -> t.partitions().size()).sum())
+                        .sum() == 2) {
+                    break;
+                }
+                Thread.sleep(200);
+            }
+        }
+        assertNotNull(d);
+        assertEquals(GroupState.STABLE, d.groupState(), "group state: " + d);
+        assertEquals(2, d.members().size(), "members: " + d);
+        assertEquals(2, d.members().stream().map(StreamsGroupMemberDescription::processId).distinct().count(),
+                "two processes: " + d);
+        TreeSet<String> standby = new TreeSet<>();
+        for (StreamsGroupMemberDescription m : d.members()) {
+            TreeSet<String> active = new TreeSet<>();
+            for (StreamsGroupMemberAssignment.TaskIds t : m.assignment().activeTasks()) {
+                t.partitions().forEach(p -> active.add(t.subtopologyId() + "_" + p));
+            }
+            assertEquals(2, active.size(), "two active tasks each: " + d);
+            for (StreamsGroupMemberAssignment.TaskIds t : m.assignment().standbyTasks()) {
+                for (int p : t.partitions()) {
+                    String task = t.subtopologyId() + "_" + p;
+                    assertTrue(!active.contains(task), "standby and active of " + task + " on one member: " + d);
+                    assertTrue(standby.add(task), "two standbys of " + task + ": " + d);
+                }
+            }
+        }
+        assertEquals(new TreeSet<>(List.of("1_0", "1_1")), standby, "standbys of the stateful subtopology: " + d);
     }
 
     /**
