@@ -205,11 +205,30 @@ func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) (int16, st
 	return 0, ""
 }
 
+// Bounds on a topology, Strait's own: configuring one costs up to
+// subtopologies x topic references per metadata change, so a member cannot
+// make every heartbeat of its group expensive. Kafka Streams applications
+// have tens of subtopologies.
+const (
+	maxSubtopologies       = 1000
+	maxTopologyTopicRefers = 100000
+)
+
 // validateTopology is Kafka's StreamsGroupHeartbeatRequest topology check:
-// unique subtopology ids, internal topics not also source topics, copartition
-// indexes in range.
+// unique subtopology ids, copartition indexes in range; and Strait's bounds.
 func validateTopology(t *kmsg.StreamsGroupHeartbeatRequestTopology) (int16, string) {
 	bad := kerr.StreamsInvalidTopology.Code
+	if len(t.Subtopologies) > maxSubtopologies {
+		return bad, "The topology has more than " + itoa(maxSubtopologies) + " subtopologies."
+	}
+	refs := 0
+	for _, st := range t.Subtopologies {
+		refs += len(st.SourceTopics) + len(st.SourceTopicRegex) + len(st.StateChangelogTopics) +
+			len(st.RepartitionSinkTopics) + len(st.RepartitionSourceTopics)
+	}
+	if refs > maxTopologyTopicRefers {
+		return bad, "The topology names more than " + itoa(maxTopologyTopicRefers) + " topics."
+	}
 	ids := map[string]bool{}
 	for _, st := range t.Subtopologies {
 		if ids[st.SubtopologyID] {

@@ -222,6 +222,13 @@ func TestStreamsGroupHeartbeatValidationAndFencing(t *testing.T) {
 			r.Topology.Subtopologies[1].SubtopologyID = "0"
 		}, kerr.StreamsInvalidTopology.Code},
 		{"unknown member", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = 5; r.Topology = nil }, kerr.UnknownMemberID.Code},
+		{"too many subtopologies", func(r *kmsg.StreamsGroupHeartbeatRequest) {
+			for i := range maxSubtopologies {
+				st := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+				st.SubtopologyID = "x" + itoa(int32(i))
+				r.Topology.Subtopologies = append(r.Topology.Subtopologies, st)
+			}
+		}, kerr.StreamsInvalidTopology.Code},
 	} {
 		if r := send(tc.mod); r.ErrorCode != tc.code {
 			t.Errorf("%s: code %d, want %d (%v)", tc.name, r.ErrorCode, tc.code, r.ErrorMessage)

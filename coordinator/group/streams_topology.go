@@ -165,7 +165,9 @@ func configureTopology(topo *kmsg.StreamsGroupHeartbeatRequestTopology, meta Met
 			partitions[name] = n
 		}
 	}
-	for range len(repartition) + 1 {
+	// Each round settles at least one more subtopology of an acyclic
+	// topology, so there are at most as many rounds as subtopologies.
+	for range len(topo.Subtopologies) + 1 {
 		changed := false
 		for _, st := range topo.Subtopologies {
 			n := int32(0)
