@@ -6,7 +6,8 @@
 # Streams' own log (INFO) ends up in target/surefire-reports/*-output.txt, the
 # broker's in work/broker.log. StreamsProtocolWordCountTest runs the same cases
 # with group.protocol=streams (KIP-1071) and Kafka's kafka-streams-groups tool
-# from the jars bench/kafka/kafka.sh fetches; the broker's group.streams.min.*
+# (--list, --describe --members/--state/--offsets) from the jars
+# bench/kafka/kafka.sh fetches; the broker's group.streams.min.*
 # bounds are lowered so the group configs can give it a 6 s session.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -106,7 +106,9 @@ class StreamsProtocolWordCountTest extends WordCountTest {
     /**
      * Two stream threads: two members of one process. Admin's describeStreamsGroups and
      * Kafka's kafka-streams-groups --describe show both members and the four active tasks
-     * (two subtopologies, two partitions each) split between them; ListGroups types it "streams".
+     * (two subtopologies, two partitions each) split between them; ListGroups types it "streams";
+     * kafka-streams-groups --list, --describe --state and --describe --offsets show the group,
+     * its state and the committed offsets (lag 0) of the input and repartition topics.
      */
     @Test
     void streamsGroupDescribedWithMembersAndTasks() throws Exception {
@@ -160,6 +162,13 @@ class StreamsProtocolWordCountTest extends WordCountTest {
             assertTrue(out.contains(m.memberId()), "member " + m.memberId() + " in:\n" + out);
         }
         assertTrue(out.matches("(?s).*ACTIVE:.*0:\\[\\d.*"), "active tasks listed in:\n" + out);
+        String list = runCli(cp, "--list");
+        assertTrue(list.lines().anyMatch(l -> l.trim().equals(app)), "group listed in:\n" + list);
+        String state = runCli(cp, "--describe", "--group", app, "--state");
+        assertTrue(state.contains("Stable"), "group state in:\n" + state);
+        String offsets = runCli(cp, "--describe", "--group", app, "--offsets");
+        assertTrue(offsets.contains(input) && offsets.contains(app + "-words-repartition"),
+                "committed offsets of the input and repartition topics in:\n" + offsets);
         assertTrue(streams.state().isRunningOrRebalancing(), "application running: " + streams.state());
     }
 
