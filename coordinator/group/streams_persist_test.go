@@ -129,3 +129,55 @@ func TestStreamsGroupSurvivesCoordinatorMove(t *testing.T) {
 		t.Fatalf("deleted group after reload: %+v", d)
 	}
 }
+
+// The streams decoders take any bytes (a damaged log) without panicking,
+// and what they accept encodes back to a value that decodes the same.
+func FuzzStreamsGroupValues(f *testing.F) {
+	tasks := taskSet{}
+	tasks.add(taskID{"0", 3})
+	inst := "i"
+	m := &streamsMember{id: "m", instanceID: &inst, clientID: "c", processID: "p",
+		endpoint:   &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: "h", Port: 1},
+		clientTags: []kmsg.StreamsGroupHeartbeatRequestClientTag{{Key: "k", Value: "v"}},
+		epoch:      2, assigned: tasksTuple{active: tasks, standby: taskSet{}, warmup: taskSet{}}, pendingActive: taskSet{}}
+	f.Add(m.metadataValue())
+	f.Add(m.currentValue())
+	f.Add(encodeStreamsTargetValue(m.assigned))
+	f.Add(encodeStreamsGroupValue(9))
+	f.Add(encodeTopologyValue(wordCountTopology()))
+	f.Add(encodeStreamsKey(22, "g", "m"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if v, err := decodeStreamsMemberValue(b); err == nil {
+			back := &streamsMember{instanceID: v.instanceID, rackID: v.rackID, clientID: v.clientID, clientHost: v.clientHost,
+				rebalanceTimeout: v.rebalanceTimeout, topologyEpoch: v.topologyEpoch, processID: v.processID,
+				endpoint: v.endpoint, clientTags: v.clientTags}
+			if v2, err := decodeStreamsMemberValue(back.metadataValue()); err != nil || !reflect.DeepEqual(v, v2) {
+				t.Fatalf("member value: %+v then %+v %v", v, v2, err)
+			}
+		}
+		if c, err := decodeStreamsCurrentValue(b); err == nil {
+			back := &streamsMember{epoch: c.epoch, prevEpoch: c.prevEpoch, assigned: c.assigned, pendingActive: c.pending.active}
+			if c2, err := decodeStreamsCurrentValue(back.currentValue()); err != nil || c2.epoch != c.epoch ||
+				!c2.assigned.equal(c.assigned) || !c2.pending.active.equal(c.pending.active) {
+				t.Fatalf("current value: %+v then %+v %v", c, c2, err)
+			}
+		}
+		if s, err := decodeStreamsTargetValue(b); err == nil {
+			if s2, err := decodeStreamsTargetValue(encodeStreamsTargetValue(s)); err != nil || !s2.equal(s) {
+				t.Fatalf("target value: %v then %v %v", s, s2, err)
+			}
+		}
+		if topo, err := decodeTopologyValue(b); err == nil {
+			if t2, err := decodeTopologyValue(encodeTopologyValue(topo)); err != nil ||
+				!bytes.Equal(encodeTopologyValue(t2), encodeTopologyValue(topo)) {
+				t.Fatalf("topology: %+v then %+v %v", topo, t2, err)
+			}
+		}
+		decodeStreamsGroupValue(b)
+		if k, err := decodeStreamsKey(b); err == nil && hasStreamsMemberKey(k.version) {
+			if k2, err := decodeStreamsKey(encodeStreamsKey(k.version, k.group, k.member)); err != nil || k2 != k {
+				t.Fatalf("key: %+v then %+v %v", k, k2, err)
+			}
+		}
+	})
+}
