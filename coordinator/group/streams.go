@@ -398,6 +398,11 @@ func (g *group) streamsHeartbeatLocked(cl Client, req *kmsg.StreamsGroupHeartbea
 	before := m.assigned.clone()
 	wasUnrevoked := m.state == memberUnrevoked
 	g.reconcileStreamsLocked(m)
+	if !before.equal(m.assigned) {
+		// Who serves which partitions changed: clients with endpoints
+		// (Interactive Queries) learn it at their next heartbeat.
+		sg.endpointEpoch++
+	}
 	g.scheduleLocked(&m.sessionTimer, settings.Session, func() { g.expireStreamsMemberLocked(m, "session timeout") })
 	if m.state == memberUnrevoked {
 		if !wasUnrevoked || m.rebalanceTimer.t == nil {
@@ -493,7 +498,6 @@ func (g *group) computeStreamsTargetLocked(numStandby int32) {
 	sg.target = assignStreamsTasks(spec)
 	sg.assignmentEpoch = sg.epoch
 	sg.numStandby = numStandby
-	sg.endpointEpoch++
 	g.c.logger.Debug("computed streams target assignment", "group", g.id, "epoch", sg.epoch, "members", len(sg.members))
 }
 
@@ -625,6 +629,7 @@ func (g *group) removeStreamsMemberLocked(m *streamsMember) {
 	g.cancelLocked(&m.rebalanceTimer)
 	delete(sg.members, m.id)
 	delete(sg.target, m.id)
+	sg.endpointEpoch++
 	if len(sg.members) == 0 {
 		sg.shutdown = false
 	}

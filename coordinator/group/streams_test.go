@@ -303,3 +303,66 @@ func TestStreamsGroupSessionTimeoutFromGroupSettings(t *testing.T) {
 		t.Fatalf("standby tasks with one process: %v", d.Members[0].TargetAssignment.StandbyTasks)
 	}
 }
+
+// A member with a user endpoint (Interactive Queries) is told which
+// partitions each endpoint serves when its endpoint epoch is behind, and
+// again after the assignments change.
+func TestStreamsGroupPartitionsByUserEndpoint(t *testing.T) {
+	meta := newMemMeta(TopicMeta{Name: "lines", ID: topicID(1), Partitions: 2},
+		TopicMeta{Name: "app-words-repartition", ID: topicID(2), Partitions: 2},
+		TopicMeta{Name: "app-counts-changelog", ID: topicID(3), Partitions: 2})
+	c := testCoordinator(t, newMemLog(1), meta)
+	send := func(member string, epoch, endpointEpoch int32, active []kmsg.TaskIDs) *kmsg.StreamsGroupHeartbeatResponse {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.EndpointInformationEpoch = "app", member, epoch, endpointEpoch
+		if epoch == 0 {
+			req.RebalanceTimeoutMillis, req.Topology = 60000, wordCountTopology()
+			p := "p-" + member
+			req.ProcessID = &p
+			req.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: "host-" + member, Port: 9000}
+			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		} else {
+			req.ActiveTasks = active
+		}
+		resp, _ := c.StreamsGroupHeartbeat(Client{}, req)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("%s: code %d", member, resp.ErrorCode)
+		}
+		return resp
+	}
+	r := send("a", 0, 0, nil)
+	if r.EndpointInformationEpoch == 0 || len(r.PartitionsByUserEndpoint) != 1 {
+		t.Fatalf("first heartbeat: epoch %d endpoints %+v", r.EndpointInformationEpoch, r.PartitionsByUserEndpoint)
+	}
+	e := r.PartitionsByUserEndpoint[0]
+	got := map[string][]int32{}
+	for _, p := range e.ActivePartitions {
+		got[p.Topic] = p.Partitions
+	}
+	if e.UserEndpoint.Host != "host-a" || e.UserEndpoint.Port != 9000 || len(got["lines"]) != 2 || len(got["app-words-repartition"]) != 2 {
+		t.Fatalf("endpoint partitions %+v", e)
+	}
+	// Up to date: nothing sent.
+	r2 := send("a", r.MemberEpoch, r.EndpointInformationEpoch, r.ActiveTasks)
+	if r2.PartitionsByUserEndpoint != nil {
+		t.Fatalf("endpoints sent to an up-to-date member: %+v", r2.PartitionsByUserEndpoint)
+	}
+	// b joins and gets tasks once a gives them up: a learns of b's endpoint.
+	rb := send("b", 0, 0, nil)
+	ra := send("a", r2.MemberEpoch, r.EndpointInformationEpoch, r.ActiveTasks)
+	ra = send("a", ra.MemberEpoch, r.EndpointInformationEpoch, ra.ActiveTasks)
+	rb = send("b", rb.MemberEpoch, rb.EndpointInformationEpoch, []kmsg.TaskIDs{})
+	ra = send("a", ra.MemberEpoch, r.EndpointInformationEpoch, ra.ActiveTasks)
+	if len(ra.PartitionsByUserEndpoint) != 2 {
+		t.Fatalf("a does not see both endpoints: %+v", ra.PartitionsByUserEndpoint)
+	}
+	for _, ep := range ra.PartitionsByUserEndpoint {
+		n := 0
+		for _, p := range ep.ActivePartitions {
+			n += len(p.Partitions)
+		}
+		if n != 2 {
+			t.Fatalf("endpoint %s serves %d partitions, want 2: %+v", ep.UserEndpoint.Host, n, ra.PartitionsByUserEndpoint)
+		}
+	}
+}
