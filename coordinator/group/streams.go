@@ -428,7 +428,9 @@ func (g *group) streamsHeartbeatLocked(cl Client, req *kmsg.StreamsGroupHeartbea
 		resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks = m.assigned.active.wire(), m.assigned.standby.wire(), m.assigned.warmup.wire()
 	}
 	resp.EndpointInformationEpoch = sg.endpointEpoch
-	if req.EndpointInformationEpoch < sg.endpointEpoch && m.endpoint != nil {
+	// Not "behind" but "different": the epoch is not written to the log,
+	// so after a coordinator move it starts again from 0.
+	if req.EndpointInformationEpoch != sg.endpointEpoch && m.endpoint != nil {
 		resp.PartitionsByUserEndpoint = g.streamsEndpointsLocked()
 	}
 	return resp, created
