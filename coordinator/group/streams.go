@@ -46,6 +46,7 @@ type streamsGroup struct {
 	epoch           int32
 	assignmentEpoch int32
 	members         map[string]*streamsMember
+	static          map[string]string // group.instance.id -> member id
 	target          map[string]tasksTuple
 
 	topology    *kmsg.StreamsGroupHeartbeatRequestTopology // nil until a member sends one
@@ -57,12 +58,14 @@ type streamsGroup struct {
 	numStandby    int32 // the standby replicas the target was computed with
 	shutdown      bool  // a member asked every client to shut down
 
-	// log is what the group's records in __consumer_offsets say.
-	log *streamsLog
+	// log is what the group's records in __consumer_offsets say; dirty
+	// asks the next write to compare every member (a member id changed).
+	log   *streamsLog
+	dirty bool
 }
 
 func newStreamsGroup() *streamsGroup {
-	return &streamsGroup{members: map[string]*streamsMember{}, target: map[string]tasksTuple{}}
+	return &streamsGroup{members: map[string]*streamsMember{}, static: map[string]string{}, target: map[string]tasksTuple{}}
 }
 
 // stateName is Kafka's StreamsGroupState as a string.
@@ -272,18 +275,97 @@ func (g *group) convertToStreamsLocked() error {
 	return nil
 }
 
-// streamsLeaveLocked handles member epoch -1 and -2: the member leaves and
-// its tasks are reassigned.
+// streamsLeaveLocked handles member epoch -1 (leave: its tasks are
+// reassigned) and -2 (a static member leaving for now: it keeps its tasks
+// until its session expires or its instance rejoins).
 func (g *group) streamsLeaveLocked(req *kmsg.StreamsGroupHeartbeatRequest, resp *kmsg.StreamsGroupHeartbeatResponse) *kmsg.StreamsGroupHeartbeatResponse {
+	sg := g.streams
 	resp.MemberID, resp.MemberEpoch = req.MemberID, req.MemberEpoch
-	m := g.streams.members[req.MemberID]
+	var m *streamsMember
+	if req.InstanceID == nil {
+		m = sg.members[req.MemberID]
+	} else {
+		id, ok := sg.static[*req.InstanceID]
+		if ok && id != req.MemberID {
+			resp.ErrorCode = kerr.FencedInstanceID.Code
+			return resp
+		}
+		m = sg.members[id]
+	}
 	if m == nil {
 		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp
+	}
+	if req.MemberEpoch == staticLeaveEpoch && m.instanceID != nil {
+		g.c.logger.Info("static member temporarily left streams group", "group", g.id, "member", m.id, "instance", *m.instanceID)
+		m.pendingActive = taskSet{}
+		m.prevEpoch, m.epoch = m.epoch, staticLeaveEpoch
+		g.cancelLocked(&m.rebalanceTimer)
 		return resp
 	}
 	g.c.logger.Info("member left streams group", "group", g.id, "member", m.id)
 	g.removeStreamsMemberLocked(m)
 	return resp
+}
+
+// findStreamsMemberLocked is the member a heartbeat is from, after Kafka's
+// static membership rules: an instance id rejoining (epoch 0) under a new
+// member id takes over its departed (epoch -2) predecessor's state; one
+// still in use is UNRELEASED_INSTANCE_ID; a member id that does not own
+// its instance id is fenced. A nil member with no error is a new member.
+func (g *group) findStreamsMemberLocked(req *kmsg.StreamsGroupHeartbeatRequest) (*streamsMember, int16, string) {
+	sg := g.streams
+	if req.InstanceID == nil {
+		m := sg.members[req.MemberID]
+		if m == nil && req.MemberEpoch != joinEpoch {
+			return nil, kerr.UnknownMemberID.Code, "Member " + req.MemberID + " is not a member of group " + g.id + "."
+		}
+		return m, 0, ""
+	}
+	inst := *req.InstanceID
+	existing, ok := sg.static[inst]
+	switch {
+	case req.MemberEpoch == joinEpoch && (!ok || existing == req.MemberID):
+		return sg.members[req.MemberID], 0, ""
+	case req.MemberEpoch == joinEpoch:
+		old := sg.members[existing]
+		if old.epoch != staticLeaveEpoch {
+			return nil, kerr.UnreleasedInstanceID.Code, "Static member " + req.MemberID + " with instance id " + inst +
+				" cannot join the group because the instance id is owned by " + existing + " member."
+		}
+		return g.replaceStreamsMemberLocked(old, req.MemberID), 0, ""
+	case !ok:
+		return nil, kerr.UnknownMemberID.Code, "Instance id " + inst + " is unknown."
+	case existing != req.MemberID:
+		return nil, kerr.FencedInstanceID.Code, "Static member " + req.MemberID + " with instance id " + inst +
+			" was fenced by member " + existing + "."
+	}
+	return sg.members[existing], 0, ""
+}
+
+// replaceStreamsMemberLocked hands a departed static member's tasks to the
+// new member id of its instance, at epoch 0.
+func (g *group) replaceStreamsMemberLocked(old *streamsMember, newID string) *streamsMember {
+	sg := g.streams
+	g.cancelLocked(&old.sessionTimer)
+	g.cancelLocked(&old.rebalanceTimer)
+	delete(sg.members, old.id)
+	m := &streamsMember{
+		id: newID, instanceID: old.instanceID, rackID: old.rackID, clientID: old.clientID, clientHost: old.clientHost,
+		rebalanceTimeout: old.rebalanceTimeout, topologyEpoch: old.topologyEpoch, processID: old.processID,
+		endpoint: old.endpoint, clientTags: old.clientTags,
+		state: old.state, assigned: old.assigned, pendingActive: taskSet{}, reported: emptyTasks(),
+	}
+	sg.members[newID] = m
+	sg.static[*old.instanceID] = newID
+	if t, ok := sg.target[old.id]; ok {
+		sg.target[newID] = t
+		delete(sg.target, old.id)
+	}
+	sg.dirty = true // the old member id's records are deleted
+	g.c.logger.Info("static member rejoins streams group with a new member id", "group", g.id,
+		"instance", *old.instanceID, "old_member", old.id, "member", newID)
+	return m
 }
 
 // streamsHeartbeatLocked joins, heartbeats and reconciles a member.
@@ -297,9 +379,9 @@ func (g *group) streamsHeartbeatLocked(cl Client, req *kmsg.StreamsGroupHeartbea
 		return resp, nil
 	}
 	settings := c.streamsSettings(g.id)
-	m := sg.members[req.MemberID]
-	if m == nil && req.MemberEpoch != joinEpoch {
-		return fail(kerr.UnknownMemberID.Code, "Member "+req.MemberID+" is not a member of group "+g.id+".")
+	m, code, msg := g.findStreamsMemberLocked(req)
+	if code != 0 {
+		return fail(code, msg)
 	}
 	if m == nil && len(sg.members) >= int(settings.MaxSize) {
 		return fail(kerr.GroupMaxSizeReached.Code, "The streams group has reached its maximum capacity of "+itoa(settings.MaxSize)+" members.")
@@ -333,6 +415,7 @@ func (g *group) streamsHeartbeatLocked(cl Client, req *kmsg.StreamsGroupHeartbea
 	if req.InstanceID != nil {
 		s := *req.InstanceID
 		m.instanceID = &s
+		sg.static[s] = m.id
 	}
 	if req.RackID != nil {
 		s := *req.RackID
@@ -631,6 +714,9 @@ func (g *group) removeStreamsMemberLocked(m *streamsMember) {
 	g.cancelLocked(&m.rebalanceTimer)
 	delete(sg.members, m.id)
 	delete(sg.target, m.id)
+	if m.instanceID != nil && sg.static[*m.instanceID] == m.id {
+		delete(sg.static, *m.instanceID)
+	}
 	sg.endpointEpoch++
 	if len(sg.members) == 0 {
 		sg.shutdown = false

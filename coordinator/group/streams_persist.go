@@ -45,7 +45,7 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 	if sg.topology != nil {
 		topology = encodeTopologyValue(sg.topology)
 	}
-	full := only == nil || !l.written || l.epoch != sg.epoch || l.assignmentEpoch != sg.assignmentEpoch ||
+	full := only == nil || sg.dirty || !l.written || l.epoch != sg.epoch || l.assignmentEpoch != sg.assignmentEpoch ||
 		len(l.member) != len(sg.members) || !bytes.Equal(l.topology, topology)
 	var members []*streamsMember
 	if full {
@@ -130,6 +130,9 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 			}
 		}
 		l.written, l.epoch, l.assignmentEpoch, l.topology = true, epoch, assignmentEpoch, topology
+		if full {
+			sg.dirty = false
+		}
 	}
 }
 
@@ -305,6 +308,9 @@ func (g *group) restoreStreams(rs *replayedStreams) {
 			m.reported.active.add(t)
 		}
 		sg.members[id] = m
+		if m.instanceID != nil {
+			sg.static[*m.instanceID] = id
+		}
 		if t, ok := rs.target[id]; ok {
 			sg.target[id] = t
 		}

@@ -366,3 +366,73 @@ func TestStreamsGroupPartitionsByUserEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// A static member (group.instance.id) that leaves with epoch -2 keeps its
+// tasks: the other member does not get them, and the instance rejoining
+// under a new member id gets them back without a new group epoch. A second
+// live member with the same instance id is refused, and an old member id
+// of a replaced instance is fenced.
+func TestStreamsGroupStaticMember(t *testing.T) {
+	meta := newMemMeta(TopicMeta{Name: "lines", ID: topicID(1), Partitions: 2},
+		TopicMeta{Name: "app-words-repartition", ID: topicID(2), Partitions: 2},
+		TopicMeta{Name: "app-counts-changelog", ID: topicID(3), Partitions: 2})
+	c := testCoordinator(t, newMemLog(1), meta)
+	inst := "instance-1"
+	send := func(member string, epoch int32, instance *string, active taskSet) *kmsg.StreamsGroupHeartbeatResponse {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = "app", member, epoch, instance
+		if epoch == 0 {
+			req.RebalanceTimeoutMillis, req.Topology = 60000, wordCountTopology()
+			p := "p-" + member
+			if instance != nil {
+				p = "p-" + *instance
+			}
+			req.ProcessID = &p
+			req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		} else if epoch > 0 {
+			req.ActiveTasks = active.wire()
+		}
+		resp, _ := c.StreamsGroupHeartbeat(Client{}, req)
+		return resp
+	}
+	a := send("a1", 0, &inst, nil)
+	b := send("b", 0, nil, nil)
+	aTasks := taskSetOf(a.ActiveTasks)
+	a = send("a1", a.MemberEpoch, &inst, aTasks) // revokes half
+	if a.ActiveTasks != nil {
+		aTasks = taskSetOf(a.ActiveTasks)
+	}
+	a = send("a1", a.MemberEpoch, &inst, aTasks)
+	b = send("b", b.MemberEpoch, nil, taskSet{})
+	if len(aTasks) != 2 || countTasksOf(b) != 2 {
+		t.Fatalf("a %v, b %v", aTasks, b.ActiveTasks)
+	}
+	epoch := streamsGroupState(t, c, "app").Epoch
+
+	if r := send("a1", staticLeaveEpoch, &inst, nil); r.ErrorCode != 0 || r.MemberEpoch != staticLeaveEpoch {
+		t.Fatalf("static leave: %+v", r)
+	}
+	if r := send("b", b.MemberEpoch, nil, taskSetOf(b.ActiveTasks)); r.ErrorCode != 0 || r.ActiveTasks != nil {
+		t.Fatalf("b after a's static leave: %+v", r)
+	}
+	if r := send("a2", 0, &inst, nil); r.ErrorCode != 0 || !taskSetOf(r.ActiveTasks).equal(aTasks) {
+		t.Fatalf("instance rejoining as a2: code %d tasks %v, want %v", r.ErrorCode, r.ActiveTasks, aTasks)
+	}
+	if e := streamsGroupState(t, c, "app").Epoch; e != epoch {
+		t.Fatalf("group epoch %d after a static rejoin, was %d", e, epoch)
+	}
+	if r := send("a3", 0, &inst, nil); r.ErrorCode != kerr.UnreleasedInstanceID.Code {
+		t.Fatalf("a second live member for the instance: code %d", r.ErrorCode)
+	}
+	if r := send("a1", a.MemberEpoch, &inst, aTasks); r.ErrorCode != kerr.FencedInstanceID.Code {
+		t.Fatalf("the replaced member id: code %d", r.ErrorCode)
+	}
+}
+
+func countTasksOf(r *kmsg.StreamsGroupHeartbeatResponse) int {
+	n := 0
+	for _, t := range r.ActiveTasks {
+		n += len(t.Partitions)
+	}
+	return n
+}
