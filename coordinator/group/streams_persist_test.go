@@ -9,9 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The expected bytes are written out by hand from Kafka's StreamsGroup*
-// schemas (group-coordinator/src/main/resources/common/message), not by
-// the encoder under test.
+// The expected bytes are written out by hand from Kafka 4.4's StreamsGroup*
+// schemas (their field order and types as Kafka's generated record classes
+// in kafka-group-coordinator 4.4.0 write them), not by the encoder under
+// test.
 func TestStreamsGroupRecordBytes(t *testing.T) {
 	check := func(name string, got, want []byte) {
 		t.Helper()
