@@ -210,7 +210,7 @@ FUZZ_TARGETS := protocol:FuzzDecodeRequest protocol:FuzzParseRequest \
 	recordbatch:FuzzReadBatch recordbatch:FuzzParseRecord \
 	security/sasl:FuzzSASLStep \
 	storage:FuzzRecoverCorruptedLog storage:FuzzWalkRecordsMatchesReference \
-	coordinator/group:FuzzConsumerGroupValues
+	coordinator/group:FuzzConsumerGroupValues coordinator/group:FuzzStreamsGroupValues
 FUZZTIME ?= 10m
 FUZZPARALLEL ?= 1
 

@@ -46,6 +46,10 @@ func (s *Server) groupSettingsFrom(g config.Groups) groupSettings {
 		cfg.ConsumerAssignors = slices.Clone(g.ConsumerAssignors)
 	}
 	cfg.ConsumerProtocol = g.ConsumerProtocol
+	cfg.StreamsProtocol = g.StreamsProtocol
+	cfg.Streams.Session, cfg.Streams.Heartbeat = g.StreamsSessionTimeout, g.StreamsHeartbeatInterval
+	cfg.Streams.NumStandby, cfg.Streams.MaxSize = g.StreamsNumStandby, g.StreamsMaxSize
+	cfg.StreamsSettings = s.groupStreamsSettings(cfg.Streams)
 	return groupSettings{
 		coord:             cfg,
 		replicationFactor: g.OffsetsTopicReplication,

@@ -19,10 +19,12 @@ package broker
 //   - the configs live in etcd (controller/group_configs.go); the group
 //     coordinator reads consumer.session.timeout.ms and
 //     consumer.heartbeat.interval.ms on every heartbeat (groupConsumerTimeouts),
-//     so a change reaches the running group at its members' next heartbeat.
-//     The share coordinator (share_service.go) reads the share.* keys at
-//     each share group request. The streams.* keys are stored and
-//     described, and have no effect yet: Strait has no streams groups.
+//     so a change reaches the running group at its members' next heartbeat;
+//     streams.session.timeout.ms, streams.heartbeat.interval.ms and
+//     streams.num.standby.replicas likewise for streams groups
+//     (groupStreamsSettings). The share coordinator (share_service.go)
+//     reads the share.* keys at each share group request. The other
+//     streams.* keys are stored and described, and have no effect yet.
 
 import (
 	"context"
@@ -34,6 +36,7 @@ import (
 
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/coordinator/group"
 )
 
 func (s *Server) describeGroupConfigs(layers *config.Layers, name string, withSynonyms, withDocs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
@@ -84,5 +87,21 @@ func (s *Server) groupConsumerTimeouts(session, heartbeat time.Duration) func(st
 			return session, heartbeat
 		}
 		return s.dynamicConfigs().state.Load().layers.GroupConsumerTimeouts(overrides, session, heartbeat)
+	}
+}
+
+// groupStreamsSettings is the coordinator's StreamsSettings: a streams
+// group's configs over the broker's group.streams.* settings (def), read
+// from the controller's cache and the current dynamic config layers.
+func (s *Server) groupStreamsSettings(def group.StreamsSettings) func(string) group.StreamsSettings {
+	return func(groupID string) group.StreamsSettings {
+		overrides := s.ctrl.GroupConfigs(groupID)
+		if len(overrides) == 0 {
+			return def
+		}
+		out := def
+		out.Session, out.Heartbeat, out.NumStandby = s.dynamicConfigs().state.Load().layers.GroupStreamsSettings(
+			overrides, def.Session, def.Heartbeat, def.NumStandby)
+		return out
 	}
 }

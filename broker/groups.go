@@ -6,8 +6,10 @@ package broker
 // (12), LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), OffsetDelete
 // (47), ListGroups (16), DescribeGroups (15), DeleteGroups (42),
 // ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69). Versions: see
-// the registrations below. TxnOffsetCommit has its own file
-// (txnoffsetcommit.go), and the coordinator's wiring is group_service.go.
+// the registrations below. TxnOffsetCommit, StreamsGroupHeartbeat and
+// StreamsGroupDescribe have their own files (txnoffsetcommit.go,
+// streamsgroupheartbeat.go, streamsgroupdescribe.go), and the coordinator's
+// wiring is group_service.go.
 //
 // JoinGroup and SyncGroup park until the rebalance gets there: the
 // coordinator calls back, possibly from a timer goroutine, and the

@@ -353,6 +353,34 @@ func (b *Layers) GroupEntries(overrides map[string]string, withSynonyms, withDoc
 	return out
 }
 
+// GroupStreamsSettings are the session timeout, heartbeat interval and
+// standby replicas a streams group runs with (GroupConfig.evaluate): its
+// overrides, capped to the broker's group.streams.min/max bounds, else the
+// given broker values.
+func (b *Layers) GroupStreamsSettings(overrides map[string]string, session, heartbeat time.Duration, standby int32) (time.Duration, time.Duration, int32) {
+	pick := func(key, minKey, maxKey string, def int64) int64 {
+		v, ok := overrides[key]
+		if !ok {
+			return def
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil {
+			return def
+		}
+		if maxKey != "" {
+			n = min(n, b.brokerInt(maxKey))
+		}
+		if minKey != "" {
+			n = max(n, b.brokerInt(minKey))
+		}
+		return n
+	}
+	s := pick("streams.session.timeout.ms", "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms", session.Milliseconds())
+	h := pick("streams.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms", heartbeat.Milliseconds())
+	n := pick("streams.num.standby.replicas", "", "group.streams.max.standby.replicas", int64(standby))
+	return time.Duration(s) * time.Millisecond, time.Duration(h) * time.Millisecond, int32(max(n, 0))
+}
+
 // GroupConsumerTimeouts are the session timeout and heartbeat interval a
 // consumer group runs with (GroupConfig.evaluate): its overrides, capped to
 // the broker's current group.consumer.min/max bounds, else the broker's

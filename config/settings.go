@@ -102,6 +102,13 @@ type Groups struct {
 	ShareDeliveryCountLimit int32         // group.share.delivery.count.limit (5)
 	SharePartitionMaxLocks  int32         // group.share.partition.max.record.locks (2000)
 	ShareMaxSessions        int32         // group.share.max.share.sessions (2000)
+	// StreamsProtocol is whether group.coordinator.rebalance.protocols
+	// enables the streams protocol (KIP-1071).
+	StreamsProtocol          bool
+	StreamsSessionTimeout    time.Duration // group.streams.session.timeout.ms (45 s)
+	StreamsHeartbeatInterval time.Duration // group.streams.heartbeat.interval.ms (5 s)
+	StreamsNumStandby        int32         // group.streams.num.standby.replicas (0)
+	StreamsMaxSize           int32         // group.streams.max.size (unbounded)
 }
 
 func parseGroups(p *props) (Groups, []string) {
@@ -130,6 +137,10 @@ func parseGroups(p *props) (Groups, []string) {
 		ShareDeliveryCountLimit:   p.intAtLeast("group.share.delivery.count.limit", 2),
 		SharePartitionMaxLocks:    p.intAtLeast("group.share.partition.max.record.locks", 100),
 		ShareMaxSessions:          p.intAtLeast("group.share.max.share.sessions", 1),
+		StreamsSessionTimeout:     ms("group.streams.session.timeout.ms", 1),
+		StreamsHeartbeatInterval:  ms("group.streams.heartbeat.interval.ms", 1),
+		StreamsNumStandby:         p.intAtLeast("group.streams.num.standby.replicas", 0),
+		StreamsMaxSize:            p.intAtLeast("group.streams.max.size", 1),
 	}
 	var warnings []string
 	for _, a := range parseCsvList(p.str("group.consumer.assignors")) {
@@ -148,6 +159,7 @@ func parseGroups(p *props) (Groups, []string) {
 			p.fail(err)
 		}
 		g.ConsumerProtocol = g.ConsumerProtocol || proto == "consumer"
+		g.StreamsProtocol = g.StreamsProtocol || proto == "streams"
 	}
 	return g, warnings
 }

@@ -129,6 +129,10 @@ var invalidCases = []struct {
 	{"group.share.max.share.sessions", "0", nil, "Invalid value 0 for configuration group.share.max.share.sessions: Value must be at least 1"},
 	{"group.consumer.heartbeat.interval.ms", "0", nil, "Invalid value 0 for configuration group.consumer.heartbeat.interval.ms: Value must be at least 1"},
 	{"group.consumer.max.size", "0", nil, "Invalid value 0 for configuration group.consumer.max.size: Value must be at least 1"},
+	{"group.streams.session.timeout.ms", "0", nil, "Invalid value 0 for configuration group.streams.session.timeout.ms: Value must be at least 1"},
+	{"group.streams.heartbeat.interval.ms", "0", nil, "Invalid value 0 for configuration group.streams.heartbeat.interval.ms: Value must be at least 1"},
+	{"group.streams.max.size", "0", nil, "Invalid value 0 for configuration group.streams.max.size: Value must be at least 1"},
+	{"group.streams.num.standby.replicas", "-1", nil, "Invalid value -1 for configuration group.streams.num.standby.replicas: Value must be at least 0"},
 	{"group.coordinator.rebalance.protocols", "classic,eager", nil, "Invalid value eager for configuration group.coordinator.rebalance.protocols: String must be one of: consumer, classic, share, streams"},
 
 	// Transactions.

@@ -43,8 +43,9 @@ type Features struct {
 // controller quorum (so kraft.version is finalized at 0 and not listed),
 // with the given epoch. Only the features whose levels Strait implements are
 // listed: share.version at level 1 (KIP-932 share groups; level 2, the dead
-// letter queue of KIP-1191, is not served), and eligible.leader.replicas.version
-// stays finalized at 0. From
+// letter queue of KIP-1191, is not served), streams.version at level 1
+// (KIP-1071 streams groups), and eligible.leader.replicas.version stays
+// finalized at 0. From
 // MetadataVersion.java and the feature enums at 4.4 (franz-go kversion f44).
 func Kafka44Features(epoch int64) Features {
 	return Features{
@@ -54,6 +55,7 @@ func Kafka44Features(epoch int64) Features {
 			{"kraft.version", 0, 1},
 			{"metadata.version", 7, 33},
 			{"share.version", 0, 1},
+			{"streams.version", 0, 1},
 			{"transaction.version", 0, 2},
 		},
 		Finalized: []FinalizedFeature{
@@ -61,6 +63,7 @@ func Kafka44Features(epoch int64) Features {
 			{"group.version", 1},
 			{"metadata.version", 33},
 			{"share.version", 1},
+			{"streams.version", 1},
 			{"transaction.version", 2},
 		},
 		Epoch: epoch,

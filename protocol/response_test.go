@@ -109,14 +109,16 @@ func TestApiVersionsResponse(t *testing.T) {
 				t.Fatalf("v3 supported features %v", features)
 			}
 		default:
-			if len(features) != 6 || features["share.version"] != [2]int16{0, 1} || features["metadata.version"] != [2]int16{7, 33} ||
-				features["transaction.version"] != [2]int16{0, 2} || features["kraft.version"] != [2]int16{0, 1} {
+			if len(features) != 7 || features["share.version"] != [2]int16{0, 1} || features["metadata.version"] != [2]int16{7, 33} ||
+				features["transaction.version"] != [2]int16{0, 2} || features["kraft.version"] != [2]int16{0, 1} ||
+				features["streams.version"] != [2]int16{0, 1} {
 				t.Fatalf("v4 supported features %v", features)
 			}
 		}
 		if v >= 3 {
-			if len(finalized) != 4 || finalized["share.version"] != [2]int16{1, 1} || finalized["metadata.version"] != [2]int16{33, 33} ||
-				finalized["group.version"] != [2]int16{1, 1} || finalized["transaction.version"] != [2]int16{2, 2} {
+			if len(finalized) != 5 || finalized["share.version"] != [2]int16{1, 1} || finalized["metadata.version"] != [2]int16{33, 33} ||
+				finalized["group.version"] != [2]int16{1, 1} || finalized["transaction.version"] != [2]int16{2, 2} ||
+				finalized["streams.version"] != [2]int16{1, 1} {
 				t.Fatalf("v%d finalized features %v (level 0 must be left out)", v, finalized)
 			}
 			if resp.FinalizedFeaturesEpoch != 0 {

@@ -38,7 +38,8 @@ type VersionTable map[int16]VersionRange
 // deliberately not here. The exceptions: AlterPartitionReassignments v1
 // (KIP-860, 4.1), served for kafka-reassign-partitions
 // --disallow-replication-factor-change; the share group APIs (KIP-932) at
-// Kafka 4.4's versions (franz-go kversion.V4_4_0); and the quorum APIs at
+// Kafka 4.4's versions (franz-go kversion.V4_4_0); the streams group APIs
+// (88, 89: KIP-1071); and the quorum APIs at
 // 4.4's versions (AddRaftVoter v1, UnregisterController).
 var KafkaVersions = VersionTable{
 	0:  {Min: 0, Max: 12, MinAccepted: 3}, // Produce: v0-2 advertised for librdkafka (KAFKA-18659), refused
@@ -108,6 +109,8 @@ var KafkaVersions = VersionTable{
 	79: {Min: 1, Max: 2},                  // ShareAcknowledge (v2: KIP-1222, 4.2)
 	80: {Min: 0, Max: 1},                  // AddRaftVoter (v1: KIP-1186, 4.2)
 	81: {Min: 0, Max: 0},                  // RemoveRaftVoter
+	88: {Min: 0, Max: 1},                  // StreamsGroupHeartbeat (KIP-1071, 4.2; v1: KIP-1331, 4.4)
+	89: {Min: 0, Max: 1},                  // StreamsGroupDescribe (KIP-1071, 4.2; v1: KIP-1331, 4.4)
 	90: {Min: 0, Max: 1},                  // DescribeShareGroupOffsets (v1: KIP-1226, 4.2)
 	91: {Min: 0, Max: 0},                  // AlterShareGroupOffsets
 	92: {Min: 0, Max: 0},                  // DeleteShareGroupOffsets

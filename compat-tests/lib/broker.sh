@@ -1,13 +1,14 @@
 # Shared by the compat suites: start_broker starts bin/strait on a free port
-# with its data in $1, waits for its ready line and sets BROKER (host:port)
-# and BROKER_PID; the broker is stopped when the calling script exits.
+# with its data in $1 (further arguments go to strait, e.g. --override k=v),
+# waits for its ready line and sets BROKER (host:port) and BROKER_PID; the
+# broker is stopped when the calling script exits.
 start_broker() {
-  local dir="$1"
+  local dir="$1"; shift
   local root; root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
   [ -x "$root/bin/strait" ] || (cd "$root" && go build -o bin/strait ./cmd/strait)
   local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   mkdir -p "$dir"
-  "$root/bin/strait" --override listeners=PLAINTEXT://127.0.0.1:$port --override log.dirs="$dir/logs" \
+  "$root/bin/strait" --override listeners=PLAINTEXT://127.0.0.1:$port --override log.dirs="$dir/logs" "$@" \
     >"$dir/broker.log" 2>&1 &
   BROKER_PID=$!
   BROKER=127.0.0.1:$port

@@ -4,11 +4,18 @@
 # that restores its state from the changelog topic. Maven downloads what it
 # needs on first use. Arguments go to Maven (e.g. -Dtest=WordCountTest#...).
 # Streams' own log (INFO) ends up in target/surefire-reports/*-output.txt, the
-# broker's in work/broker.log.
+# broker's in work/broker.log. StreamsProtocolWordCountTest runs the same cases
+# with group.protocol=streams (KIP-1071) and Kafka's kafka-streams-groups tool
+# (--list, --describe --members/--state/--offsets) from the jars
+# bench/kafka/kafka.sh fetches; the broker's group.streams.min.*
+# bounds are lowered so the group configs can give it a 6 s session.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../lib/broker.sh"
 work="$here/work"; rm -rf "$work"
-start_broker "$work" || exit 1
+root="$(cd "$here/../.." && pwd)"
+"$root/bench/kafka/kafka.sh" fetch || exit 1
+start_broker "$work" --override group.streams.min.session.timeout.ms=6000 \
+  --override group.streams.min.heartbeat.interval.ms=1000 || exit 1
 cd "$here"
-mvn -B -q -Dbootstrap.servers="$BROKER" test "$@"
+mvn -B -q -Dbootstrap.servers="$BROKER" -Dkafka.cli.classpath="$root/bench/kafka/lib/*" test "$@"

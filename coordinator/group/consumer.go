@@ -152,7 +152,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(cl Client, req *kmsg.ConsumerGroupH
 		return fail(kerr.GroupIDNotFound.Code, "Consumer group "+req.Group+" not found.")
 	}
 	defer g.mu.Unlock()
-	if g.kind == kindClassic {
+	if g.kind != kindConsumer {
 		cg := &g.classic
 		if req.MemberEpoch != joinEpoch || !g.isEmptyLocked() || len(cg.pending) > 0 {
 			return fail(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group.")

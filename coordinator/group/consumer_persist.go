@@ -225,8 +225,11 @@ func (g *group) consumerTombstonesLocked() []record {
 // offsets): a classic group's GroupMetadata tombstone, or a consumer group's
 // records.
 func (g *group) groupTombstonesLocked() []record {
-	if g.kind == kindConsumer {
+	switch g.kind {
+	case kindConsumer:
 		return g.consumerTombstonesLocked()
+	case kindStreams:
+		return g.streamsTombstonesLocked()
 	}
 	return []record{groupTombstone(g.id)}
 }

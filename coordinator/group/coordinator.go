@@ -43,8 +43,63 @@ type Config struct {
 	// heartbeat, so a change reaches the running group at its members' next one.
 	ConsumerTimeouts func(groupID string) (session, heartbeat time.Duration)
 
+	StreamsProtocol bool // group.coordinator.rebalance.protocols has "streams"
+	// Streams is what a streams group runs with unless StreamsSettings says
+	// otherwise: the broker's group.streams.* settings.
+	Streams StreamsSettings
+	// StreamsSettings, when set, returns one streams group's settings: its
+	// group configs (streams.session.timeout.ms, streams.heartbeat.interval.ms,
+	// streams.num.standby.replicas, ...) over the broker's. It is called on
+	// every heartbeat, so a change reaches the running group at once.
+	StreamsSettings func(groupID string) StreamsSettings
+
 	Logger *slog.Logger
 	Now    func() time.Time // nil: time.Now
+}
+
+// StreamsSettings are the settings of one streams group.
+type StreamsSettings struct {
+	Session               time.Duration // streams.session.timeout.ms (45 s)
+	Heartbeat             time.Duration // streams.heartbeat.interval.ms (5 s)
+	NumStandby            int32         // streams.num.standby.replicas (0)
+	MaxSize               int32         // group.streams.max.size (unbounded)
+	AcceptableRecoveryLag int64         // streams.acceptable.recovery.lag (10000)
+	TaskOffsetInterval    time.Duration // streams.task.offset.interval.ms (60 s)
+}
+
+// DefaultStreamsSettings are Kafka 4.4's defaults.
+func DefaultStreamsSettings() StreamsSettings {
+	return StreamsSettings{Session: 45 * time.Second, Heartbeat: 5 * time.Second, MaxSize: math.MaxInt32,
+		AcceptableRecoveryLag: 10000, TaskOffsetInterval: time.Minute}
+}
+
+// streamsSettings is what group id runs with; unset or invalid values fall
+// back to the broker's, then Kafka's defaults.
+func (c *Coordinator) streamsSettings(id string) StreamsSettings {
+	s := c.cfg.Streams
+	if c.cfg.StreamsSettings != nil {
+		s = c.cfg.StreamsSettings(id)
+	}
+	def := DefaultStreamsSettings()
+	if s.Session <= 0 {
+		s.Session = def.Session
+	}
+	if s.Heartbeat <= 0 {
+		s.Heartbeat = def.Heartbeat
+	}
+	if s.MaxSize <= 0 {
+		s.MaxSize = def.MaxSize
+	}
+	if s.NumStandby < 0 {
+		s.NumStandby = 0
+	}
+	if s.AcceptableRecoveryLag < 0 {
+		s.AcceptableRecoveryLag = def.AcceptableRecoveryLag
+	}
+	if s.TaskOffsetInterval <= 0 {
+		s.TaskOffsetInterval = def.TaskOffsetInterval
+	}
+	return s
 }
 
 // DefaultConfig returns Kafka 4's defaults.
@@ -64,6 +119,8 @@ func DefaultConfig() Config {
 		ConsumerHeartbeatInterval: 5 * time.Second,
 		ConsumerMaxSize:           math.MaxInt32,
 		ConsumerAssignors:         []string{"uniform", "range"},
+		StreamsProtocol:           true,
+		Streams:                   DefaultStreamsSettings(),
 	}
 }
 

@@ -10,6 +10,11 @@
 //     ConsumerGroupDescribe): group and member epochs, server-side assignors
 //     (uniform, range), revocation before reassignment, subscriptions by topic
 //     list or RE2 regex;
+//   - KIP-1071's streams groups (StreamsGroupHeartbeat, StreamsGroupDescribe):
+//     the application's topology, configured against the cluster's topics
+//     (the internal topics it lacks are reported for the broker to create),
+//     broker-side task assignment (active and standby tasks, sticky) and the
+//     same revoke-before-reassign reconciliation, per task;
 //   - committed offsets (OffsetCommit, OffsetFetch, OffsetDelete), their
 //     expiry after offsets.retention.minutes, and ListGroups, DescribeGroups,
 //     DeleteGroups.
@@ -49,8 +54,18 @@
 //	        member's epoch, previous epoch, state, assigned partitions and
 //	        partitions pending revocation
 //
-// The KIP-848 values are their schemas' flexible version 0; a tombstone
-// deletes the key's state.
+//	key v17 StreamsGroupMetadataKey{group} -> the group epoch
+//	key v19 StreamsGroupMemberMetadataKey{group, member} -> a member's
+//	        process, client, endpoint, client tags, topology epoch
+//	key v20 StreamsGroupTargetAssignmentMetadataKey{group} -> target epoch
+//	key v21 StreamsGroupTargetAssignmentMemberKey{group, member} -> the
+//	        member's target active, standby and warm-up tasks
+//	key v22 StreamsGroupCurrentMemberAssignmentKey{group, member} -> epochs,
+//	        state, tasks and active tasks pending revocation
+//	key v23 StreamsGroupTopologyKey{group} -> the topology
+//
+// The KIP-848 and streams values are their schemas' flexible version 0; a
+// tombstone deletes the key's state.
 //
 // Offsets committed inside a transaction (TxnOffsetCommit) go in a
 // transactional batch carrying the producer's id and epoch; they stay
@@ -68,8 +83,11 @@
 // and the subscribed topics are resolved again without bumping the epoch.
 // Key v4 (ConsumerGroupPartitionMetadata, deprecated by Kafka 4.1) is read
 // and ignored, never written; nor is Kafka 4.1's MetadataHash or the
-// regex resolutions of key 16, which Strait recomputes. Share and streams
-// group records are skipped on load.
+// regex resolutions of key 16, which Strait recomputes. Streams groups are
+// written and loaded the same way (streams_persist.go); Kafka's tagged
+// fields of their values (metadata hash companions, assignment timestamps,
+// per-task epochs) are skipped on load. Share group records are skipped on
+// load.
 //
 // # Concurrency
 //

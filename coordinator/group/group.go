@@ -14,11 +14,15 @@ type groupKind int8
 const (
 	kindClassic  groupKind = iota // JoinGroup/SyncGroup, or offsets only
 	kindConsumer                  // KIP-848 ConsumerGroupHeartbeat
+	kindStreams                   // KIP-1071 StreamsGroupHeartbeat
 )
 
 func (k groupKind) String() string {
-	if k == kindConsumer {
+	switch k {
+	case kindConsumer:
 		return "consumer"
+	case kindStreams:
+		return "streams"
 	}
 	return "classic"
 }
@@ -46,6 +50,7 @@ type group struct {
 	kind     groupKind
 	classic  classicGroup
 	consumer *consumerGroup // set when kind == kindConsumer
+	streams  *streamsGroup  // set when kind == kindStreams
 	offsets  map[string]map[int32]offsetEntry
 	// pendingTxn holds offsets committed in open transactions, by producer
 	// id, until the transaction's marker commits or aborts them.
@@ -95,24 +100,49 @@ func (g *group) cancelLocked(slot *groupTimer) {
 // isEmptyLocked is Kafka's Group.isEmpty: no members (a classic group in
 // the Empty state).
 func (g *group) isEmptyLocked() bool {
-	if g.kind == kindConsumer {
+	switch g.kind {
+	case kindConsumer:
 		return len(g.consumer.members) == 0
+	case kindStreams:
+		return len(g.streams.members) == 0
 	}
 	return g.classic.state == stateEmpty
 }
 
+// memberEpochLocked is the epoch of a consumer-protocol or streams
+// group's member, and whether it is a member.
+func (g *group) memberEpochLocked(id string) (int32, bool) {
+	switch g.kind {
+	case kindConsumer:
+		if m := g.consumer.members[id]; m != nil {
+			return m.epoch, true
+		}
+	case kindStreams:
+		if m := g.streams.members[id]; m != nil {
+			return m.epoch, true
+		}
+	}
+	return 0, false
+}
+
 // stateLocked is the state ListGroups and DescribeGroups show.
 func (g *group) stateLocked() string {
-	if g.kind == kindConsumer {
+	switch g.kind {
+	case kindConsumer:
 		return g.consumer.stateName()
+	case kindStreams:
+		return g.streams.stateName()
 	}
 	return g.classic.state.String()
 }
 
 // protocolTypeLocked is the protocol type ListGroups shows.
 func (g *group) protocolTypeLocked() string {
-	if g.kind == kindConsumer {
+	switch g.kind {
+	case kindConsumer:
 		return "consumer"
+	case kindStreams:
+		return "streams"
 	}
 	return g.classic.protocolType
 }
@@ -157,6 +187,12 @@ func (g *group) shutdownMembersLocked(code int16) {
 			g.cancelLocked(&m.rebalanceTimer)
 		}
 	}
+	if g.streams != nil {
+		for _, m := range g.streams.members {
+			g.cancelLocked(&m.sessionTimer)
+			g.cancelLocked(&m.rebalanceTimer)
+		}
+	}
 }
 
 // numOffsetsLocked counts committed offsets.
@@ -192,8 +228,11 @@ func (g *group) deleteOffsetLocked(topic string, partition int32) {
 // OffsetDelete (GROUP_SUBSCRIBED_TO_TOPIC) and offset expiration; unknown
 // subscriptions count as subscribed, as in Kafka.
 func (g *group) isSubscribedLocked(topic string) bool {
-	if g.kind == kindConsumer {
+	switch g.kind {
+	case kindConsumer:
 		return g.consumer.subscribedTo(topic)
+	case kindStreams:
+		return g.streams.readsTopic(topic)
 	}
 	cg := &g.classic
 	if cg.state == stateEmpty || cg.state == stateDead {
@@ -212,7 +251,10 @@ func (g *group) convertToConsumerLocked() error {
 	// A group just created by this heartbeat has nothing to convert.
 	existed := g.classic.hasRecord || g.classic.generation > 0 || len(g.offsets) > 0
 	var recs []record
-	if g.classic.hasRecord {
+	switch {
+	case g.kind == kindStreams:
+		recs = g.streamsTombstonesLocked()
+	case g.classic.hasRecord:
 		recs = append(recs, groupTombstone(g.id))
 	}
 	if err := g.appendRecords(recs); err != nil {
@@ -221,6 +263,7 @@ func (g *group) convertToConsumerLocked() error {
 	g.shutdownMembersLocked(kerr.RebalanceInProgress.Code)
 	g.classic.init(g.c.now())
 	g.kind = kindConsumer
+	g.streams = nil
 	g.consumer = newConsumerGroup()
 	if existed {
 		g.c.logger.Info("converted empty classic group to a consumer group", "group", g.id)
@@ -232,13 +275,14 @@ func (g *group) convertToConsumerLocked() error {
 // empty classic group, keeping its offsets; the consumer group's records
 // are deleted first, as Kafka does.
 func (g *group) convertToClassicLocked() error {
-	if err := g.appendRecords(g.consumerTombstonesLocked()); err != nil {
+	if err := g.appendRecords(g.groupTombstonesLocked()); err != nil {
 		return err
 	}
 	g.shutdownMembersLocked(kerr.RebalanceInProgress.Code)
+	from := g.kind
 	g.kind = kindClassic
-	g.consumer = nil
+	g.consumer, g.streams = nil, nil
 	g.classic.init(g.c.now())
-	g.c.logger.Info("converted empty consumer group to a classic group", "group", g.id)
+	g.c.logger.Info("converted empty "+from.String()+" group to a classic group", "group", g.id)
 	return nil
 }

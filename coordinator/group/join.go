@@ -39,7 +39,7 @@ func (c *Coordinator) JoinGroup(cl Client, req *kmsg.JoinGroupRequest, respond f
 		return
 	}
 	defer g.mu.Unlock()
-	if g.kind == kindConsumer {
+	if g.kind != kindClassic {
 		if !g.isEmptyLocked() {
 			// Strait does not run classic members inside a consumer-protocol
 			// group (Kafka's online migration).

@@ -18,12 +18,14 @@ type replayer struct {
 	s       *shard
 	groups  map[string]*group
 	records int
-	skipped int // share, streams and other record types Strait does not keep
+	skipped int // share and other record types Strait does not keep
 	// txn holds offsets committed inside a still-open transaction, by
 	// producer id, until its commit or abort marker.
 	txn map[int64][]txnOffset
 	// consumer gathers KIP-848 groups' records, by group id.
 	consumer map[string]*replayedConsumer
+	// streams gathers streams groups' records, by group id.
+	streams map[string]*replayedStreams
 }
 
 type txnOffset struct {
@@ -135,6 +137,25 @@ func (r *replayer) record(h *recordbatch.Header, key, value []byte) error {
 			r.c.logger.Warn("skipping unreadable consumer group value", "partition", r.s.index, "offset", h.BaseOffset,
 				"key_version", k.version, "err", err)
 		}
+	case keyStreamsGroupMetadata, keyStreamsGroupMember, keyStreamsGroupTargetMetadata,
+		keyStreamsGroupTargetMember, keyStreamsGroupCurrentMember, keyStreamsGroupTopology:
+		k, err := decodeStreamsKey(key)
+		if err != nil {
+			r.c.logger.Warn("skipping unreadable streams group key", "partition", r.s.index, "offset", h.BaseOffset, "err", err)
+			return nil
+		}
+		rs := r.streams[k.group]
+		if rs == nil {
+			if value == nil {
+				return nil // a tombstone of a group already gone
+			}
+			rs = newReplayedStreams()
+			r.streams[k.group] = rs
+		}
+		if err := rs.replay(k, value); err != nil {
+			r.c.logger.Warn("skipping unreadable streams group value", "partition", r.s.index, "offset", h.BaseOffset,
+				"key_version", k.version, "err", err)
+		}
 	default:
 		r.skipped++
 	}
@@ -186,7 +207,7 @@ func (g *group) replayGroupMetadata(v *kmsg.GroupMetadataValue) {
 func (c *Coordinator) load(s *shard) {
 	start := time.Now()
 	r := &replayer{c: c, s: s, groups: map[string]*group{}, txn: map[int64][]txnOffset{},
-		consumer: map[string]*replayedConsumer{}}
+		consumer: map[string]*replayedConsumer{}, streams: map[string]*replayedStreams{}}
 	if err := c.log.ReadFrom(s.index, 0, r.batch); err != nil {
 		c.logger.Error("loading group coordinator partition failed", "partition", s.index, "err", err)
 		s.mu.Lock()
@@ -210,9 +231,16 @@ func (c *Coordinator) load(s *shard) {
 			consumerGroups++
 		}
 	}
+	streamsGroups := 0
+	for id, rs := range r.streams {
+		if rs.exists {
+			r.group(id).restoreStreams(rs)
+			streamsGroups++
+		}
+	}
 	offsets := 0
 	for id, g := range r.groups {
-		if !g.classic.hasRecord && g.kind != kindConsumer && len(g.offsets) == 0 && len(g.pendingTxn) == 0 {
+		if !g.classic.hasRecord && g.kind == kindClassic && len(g.offsets) == 0 && len(g.pendingTxn) == 0 {
 			delete(r.groups, id) // deleted, and nothing committed since
 			continue
 		}
@@ -239,7 +267,7 @@ func (c *Coordinator) load(s *shard) {
 		level = slog.LevelDebug // an empty partition is not worth a line each
 	}
 	c.logger.Log(context.Background(), level, "loaded group coordinator partition", "partition", s.index,
-		"groups", len(loaded), "consumer_groups", consumerGroups, "offsets", offsets, "records", r.records, "skipped_records", r.skipped,
+		"groups", len(loaded), "consumer_groups", consumerGroups, "streams_groups", streamsGroups, "offsets", offsets, "records", r.records, "skipped_records", r.skipped,
 		"took", time.Since(start))
 }
 
@@ -249,8 +277,12 @@ func (g *group) onLoadedLocked() {
 	if g.removed {
 		return
 	}
-	if g.kind == kindConsumer {
+	switch g.kind {
+	case kindConsumer:
 		g.onLoadedConsumerLocked()
+		return
+	case kindStreams:
+		g.onLoadedStreamsLocked()
 		return
 	}
 	cg := &g.classic

@@ -121,13 +121,12 @@ func (c *Coordinator) OffsetCommit(cl Client, req *kmsg.OffsetCommitRequest) *km
 
 // validateOffsetCommitLocked is Kafka's Group.validateOffsetCommit.
 func (g *group) validateOffsetCommitLocked(cl Client, req *kmsg.OffsetCommitRequest) int16 {
-	if g.kind == kindConsumer {
-		cg := g.consumer
-		if req.Generation < 0 && len(cg.members) == 0 {
+	if g.kind != kindClassic {
+		if req.Generation < 0 && g.isEmptyLocked() {
 			return 0
 		}
-		m := cg.members[req.MemberID]
-		if m == nil {
+		m, ok := g.memberEpochLocked(req.MemberID)
+		if !ok {
 			return kerr.UnknownMemberID.Code
 		}
 		if cl.Version < 9 {
@@ -135,9 +134,9 @@ func (g *group) validateOffsetCommitLocked(cl Client, req *kmsg.OffsetCommitRequ
 			return kerr.UnsupportedVersion.Code
 		}
 		switch {
-		case req.Generation > m.epoch:
+		case req.Generation > m:
 			return kerr.FencedMemberEpoch.Code
-		case req.Generation < m.epoch:
+		case req.Generation < m:
 			return kerr.StaleMemberEpoch.Code
 		}
 		return 0
@@ -290,18 +289,18 @@ func (c *Coordinator) fetchGroup(groupID string, memberID *string, memberEpoch i
 // validateOffsetFetchLocked checks a KIP-848 member's epoch (OffsetFetch
 // v9); classic groups accept any fetch.
 func (g *group) validateOffsetFetchLocked(memberID *string, memberEpoch int32) int16 {
-	if g.kind != kindConsumer || memberID == nil && memberEpoch < 0 {
+	if g.kind == kindClassic || memberID == nil && memberEpoch < 0 {
 		return 0
 	}
 	id := ""
 	if memberID != nil {
 		id = *memberID
 	}
-	m := g.consumer.members[id]
-	if m == nil {
+	epoch, ok := g.memberEpochLocked(id)
+	if !ok {
 		return kerr.UnknownMemberID.Code
 	}
-	if memberEpoch != m.epoch {
+	if memberEpoch != epoch {
 		return kerr.StaleMemberEpoch.Code
 	}
 	return 0
@@ -447,7 +446,7 @@ func (g *group) expireLocked(now time.Time) (int, bool) {
 	// base picks the timestamp retention counts from; nil: no expiration.
 	var base func(offsetEntry) int64
 	onlyUnsubscribed := false
-	if g.kind == kindConsumer {
+	if g.kind != kindClassic {
 		base = func(e offsetEntry) int64 { return e.commitTime }
 		onlyUnsubscribed = true
 	} else {

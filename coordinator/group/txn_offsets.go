@@ -120,19 +120,18 @@ func (c *Coordinator) TxnOffsetCommit(cl Client, req *kmsg.TxnOffsetCommitReques
 // transactional commit: member information, when given, must match; without
 // it the commit is accepted even while the group has members.
 func (g *group) validateTxnOffsetCommitLocked(req *kmsg.TxnOffsetCommitRequest, generation int32) int16 {
-	if g.kind == kindConsumer {
-		cg := g.consumer
+	if g.kind != kindClassic {
 		if generation < 0 && req.MemberID == "" {
 			return 0
 		}
-		m := cg.members[req.MemberID]
-		if m == nil {
+		m, ok := g.memberEpochLocked(req.MemberID)
+		if !ok {
 			return kerr.UnknownMemberID.Code
 		}
 		switch {
-		case generation > m.epoch:
+		case generation > m:
 			return kerr.FencedMemberEpoch.Code
-		case generation < m.epoch:
+		case generation < m:
 			return kerr.StaleMemberEpoch.Code
 		}
 		return 0

@@ -263,6 +263,10 @@ class WordCountTest {
     }
 
     KafkaStreams start(Path stateDir, AtomicLong restored) throws Exception {
+        return start(stateDir, restored, 1);
+    }
+
+    KafkaStreams start(Path stateDir, AtomicLong restored, int threads) throws Exception {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                 .flatMapValues(WordCountTest::words)
@@ -281,17 +285,14 @@ class WordCountTest {
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
-        p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, threads);
         p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 200);
         // No record cache: every count update goes to the changelog and the output, in many transactions.
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
-        // Streams' consumers never send LeaveGroup when a thread dies: its replacement waits for the
-        // dead member's session to expire. Kafka's group.min.session.timeout.ms is 6 s.
-        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
-        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1500);
+        groupProtocol(p);
 
         KafkaStreams streams = new KafkaStreams(builder.build(), p);
         streams.setUncaughtExceptionHandler(e -> {
@@ -326,6 +327,16 @@ class WordCountTest {
             Thread.sleep(100);
         }
         return streams;
+    }
+
+    /**
+     * The rebalance protocol: the classic one here. Streams' consumers never send LeaveGroup when a
+     * thread dies: its replacement waits for the dead member's session to expire. Kafka's
+     * group.min.session.timeout.ms is 6 s.
+     */
+    void groupProtocol(Properties p) throws Exception {
+        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
+        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1500);
     }
 
     /** Reads the output topic (read_committed) until the latest count per word equals expected, or times out. */
