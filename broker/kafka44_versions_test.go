@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,20 +41,12 @@ func v44Setup(t *testing.T, topic string, values ...string) (*broker.Server, *kg
 	return srv, cl, md.Topics[topic].ID
 }
 
-// pinned sends req at version v and fails the test on a transport error.
-func pinned[R kmsg.Response](t *testing.T, cl *kgo.Client, req kmsg.Request, v int16) R {
+// pinned sends req at version v on a connection of its own (kgo would
+// choose the version itself) and decodes the answer at v.
+func pinned[R kmsg.Response](t *testing.T, srv *broker.Server, req kmsg.Request, v int16) R {
 	t.Helper()
 	req.SetVersion(v)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := cl.Request(ctx, req)
-	if err != nil {
-		t.Fatalf("%T v%d: %v", req, v, err)
-	}
-	if resp.GetVersion() != v {
-		t.Fatalf("%T answered at v%d, sent v%d", resp, resp.GetVersion(), v)
-	}
-	return resp.(R)
+	return rawRequest(t, srv, req).(R)
 }
 
 // countRecords counts the records of the batches in b.
@@ -79,7 +72,7 @@ var unknownTopicID = [16]byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9,
 // TestFetchV18: records by topic id, UNKNOWN_TOPIC_ID for an id no topic
 // has.
 func TestFetchV18(t *testing.T) {
-	_, cl, id := v44Setup(t, "f18", "a", "b")
+	srv, _, id := v44Setup(t, "f18", "a", "b")
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, 1<<20
 	for _, tid := range [][16]byte{id, unknownTopicID} {
@@ -90,7 +83,7 @@ func TestFetchV18(t *testing.T) {
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 	}
-	resp := pinned[*kmsg.FetchResponse](t, cl, req, 18)
+	resp := pinned[*kmsg.FetchResponse](t, srv, req, 18)
 	if resp.ErrorCode != 0 || len(resp.Topics) != 2 {
 		t.Fatalf("%v, %d topics; want NONE and 2", kerr.ErrorForCode(resp.ErrorCode), len(resp.Topics))
 	}
@@ -111,5 +104,61 @@ func TestFetchV18(t *testing.T) {
 		default:
 			t.Fatalf("answer for topic id %x, asked for neither", rt.TopicID)
 		}
+	}
+}
+
+// initTxnID registers transactional id id (InitProducerId) and returns its
+// producer id and epoch.
+func initTxnID(t *testing.T, srv *broker.Server, id string) (int64, int16) {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+	resp := pinned[*kmsg.InitProducerIDResponse](t, srv, req, 5)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("InitProducerId %s: %v", id, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	return resp.ProducerID, resp.ProducerEpoch
+}
+
+// TestListTransactionsV2: the transactional id pattern keeps the ids it
+// matches whole (as RE2J's matches()), null or empty keeps every id, an
+// invalid pattern is INVALID_REGULAR_EXPRESSION, and v1 has no pattern.
+func TestListTransactionsV2(t *testing.T) {
+	srv, cl, _ := v44Setup(t, "lt")
+	ensureTxnStateTopic(t, cl)
+	for _, id := range []string{"lt-a", "lt-b", "other-lt-c"} {
+		initTxnID(t, srv, id)
+	}
+	list := func(v int16, pattern *string) *kmsg.ListTransactionsResponse {
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.TransactionalIDPattern = pattern
+		return pinned[*kmsg.ListTransactionsResponse](t, srv, req, v)
+	}
+	ids := func(resp *kmsg.ListTransactionsResponse) string {
+		var s []string
+		for _, ts := range resp.TransactionStates {
+			s = append(s, ts.TransactionalID)
+		}
+		return strings.Join(s, ",")
+	}
+	for _, c := range []struct {
+		v       int16
+		pattern *string
+		want    string
+	}{
+		{2, kmsg.StringPtr("lt-.*"), "lt-a,lt-b"},
+		{2, kmsg.StringPtr("lt-"), ""}, // a whole match, not a find
+		{2, kmsg.StringPtr(".*-c"), "other-lt-c"},
+		{2, kmsg.StringPtr(""), "lt-a,lt-b,other-lt-c"},
+		{2, nil, "lt-a,lt-b,other-lt-c"},
+		{1, kmsg.StringPtr("lt-.*"), "lt-a,lt-b,other-lt-c"}, // not sent below v2
+	} {
+		resp := list(c.v, c.pattern)
+		if resp.ErrorCode != 0 || ids(resp) != c.want {
+			t.Errorf("v%d pattern %v: %v %q, want %q", c.v, c.pattern, kerr.ErrorForCode(resp.ErrorCode), ids(resp), c.want)
+		}
+	}
+	if resp := list(2, kmsg.StringPtr("lt-(")); resp.ErrorCode != kerr.InvalidRegularExpression.Code || len(resp.TransactionStates) != 0 {
+		t.Fatalf("invalid pattern: %v %q, want INVALID_REGULAR_EXPRESSION and nothing", kerr.ErrorForCode(resp.ErrorCode), ids(resp))
 	}
 }
