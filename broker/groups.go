@@ -42,7 +42,7 @@ func init() {
 	register(kmsg.OffsetDelete, 0, 0, handleOffsetDelete)
 	register(kmsg.ListGroups, 0, 5, handleListGroups)
 	register(kmsg.DescribeGroups, 0, 6, handleDescribeGroups)
-	register(kmsg.DeleteGroups, 0, 2, handleDeleteGroups)
+	register(kmsg.DeleteGroups, 0, 3, handleDeleteGroups)
 	register(kmsg.ConsumerGroupHeartbeat, 0, 1, handleConsumerGroupHeartbeat)
 	register(kmsg.ConsumerGroupDescribe, 0, 1, handleConsumerGroupDescribe)
 }
@@ -159,6 +159,17 @@ func handleDeleteGroups(c *conn, x *exchange) {
 	denied := c.deniedDeleteGroups(req)
 	resp := c.srv.groups().coord.DeleteGroups(groupClient(c, x), req)
 	resp.Groups = append(resp.Groups, denied...)
+	if x.req.Version >= 3 {
+		// v3 (KIP-1331) carries a message with each error: Kafka's default
+		// one for the code (Errors.message()), null without an error.
+		for i := range resp.Groups {
+			g := &resp.Groups[i]
+			if ke, ok := kerr.ErrorForCode(g.ErrorCode).(*kerr.Error); ok && g.ErrorMessage == nil {
+				msg := ke.Description
+				g.ErrorMessage = &msg
+			}
+		}
+	}
 	x.respond(resp)
 }
 

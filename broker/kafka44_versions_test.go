@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,45 @@ func TestListTransactionsV2(t *testing.T) {
 	}
 	if resp := list(2, kmsg.StringPtr("lt-(")); resp.ErrorCode != kerr.InvalidRegularExpression.Code || len(resp.TransactionStates) != 0 {
 		t.Fatalf("invalid pattern: %v %q, want INVALID_REGULAR_EXPRESSION and nothing", kerr.ErrorForCode(resp.ErrorCode), ids(resp))
+	}
+}
+
+// TestDeleteGroupsV3: each group's error carries a message from v3 (null
+// without an error), none below.
+func TestDeleteGroupsV3(t *testing.T) {
+	srv, cl, _ := v44Setup(t, "dg")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "dg", Partition: 0, At: 0})
+	for _, g := range []string{"dg-empty-2", "dg-empty-3"} {
+		if r, err := kadm.NewClient(cl).CommitOffsets(ctx, g, offs); err != nil || r.Error() != nil {
+			t.Fatal(err, r.Error())
+		}
+	}
+	for _, v := range []int16{2, 3} {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{fmt.Sprintf("dg-empty-%d", v), "dg-missing"}
+		resp := pinned[*kmsg.DeleteGroupsResponse](t, srv, req, v)
+		if len(resp.Groups) != 2 {
+			t.Fatalf("v%d: %d groups answered, want 2", v, len(resp.Groups))
+		}
+		for _, g := range resp.Groups {
+			switch g.Group {
+			case req.Groups[0]:
+				if g.ErrorCode != 0 || g.ErrorMessage != nil {
+					t.Fatalf("v%d %s: %v %v, want NONE, no message", v, g.Group, kerr.ErrorForCode(g.ErrorCode), g.ErrorMessage)
+				}
+			case "dg-missing":
+				if g.ErrorCode != kerr.GroupIDNotFound.Code {
+					t.Fatalf("v%d %s: %v, want GROUP_ID_NOT_FOUND", v, g.Group, kerr.ErrorForCode(g.ErrorCode))
+				}
+				if v >= 3 && (g.ErrorMessage == nil || *g.ErrorMessage != kerr.GroupIDNotFound.Description) {
+					t.Fatalf("v%d %s: message %v, want %q", v, g.Group, g.ErrorMessage, kerr.GroupIDNotFound.Description)
+				}
+			default:
+				t.Fatalf("v%d: answer for %s", v, g.Group)
+			}
+		}
 	}
 }
