@@ -203,3 +203,69 @@ func TestDeleteGroupsV3(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTxnMarkersV2: a transaction version 2 marker needs an epoch
+// above the producer's, or equal once its transaction is closed (a retried
+// marker); below v2 (and at transaction version 0-1) an equal epoch ends
+// the open transaction.
+func TestWriteTxnMarkersV2(t *testing.T) {
+	srv, cl, _ := v44Setup(t, "wtm")
+	ensureTxnStateTopic(t, cl)
+	p := newClient(t, srv, kgo.TransactionalID("wtm-tx"), kgo.DefaultProduceTopic("wtm"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, kgo.StringRecord("open")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dp.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "wtm", Partitions: []int32{0}}}
+	dr := pinned[*kmsg.DescribeProducersResponse](t, srv, dp, 0)
+	if len(dr.Topics) != 1 || len(dr.Topics[0].Partitions) != 1 || len(dr.Topics[0].Partitions[0].ActiveProducers) != 1 {
+		t.Fatalf("DescribeProducers: %+v, want the one transactional producer", dr)
+	}
+	ap := dr.Topics[0].Partitions[0].ActiveProducers[0]
+	if ap.CurrentTxnStartOffset < 0 {
+		t.Fatalf("producer %d: no open transaction", ap.ProducerID)
+	}
+	mark := func(v int16, epoch int32, tv int8) int16 {
+		t.Helper()
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.Committed, m.TransactionVersion = ap.ProducerID, int16(epoch), false, tv
+		m.CoordinatorEpoch = 1 << 20 // not fenced by the coordinator's own markers
+		m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "wtm", Partitions: []int32{0}}}
+		req.Markers = append(req.Markers, m)
+		resp := pinned[*kmsg.WriteTxnMarkersResponse](t, srv, req, v)
+		if len(resp.Markers) != 1 || len(resp.Markers[0].Topics) != 1 || len(resp.Markers[0].Topics[0].Partitions) != 1 {
+			t.Fatalf("v%d: %+v", v, resp)
+		}
+		return resp.Markers[0].Topics[0].Partitions[0].ErrorCode
+	}
+	e := ap.ProducerEpoch
+	for _, c := range []struct {
+		v     int16
+		epoch int32
+		tv    int8
+		want  *kerr.Error
+	}{
+		{2, e, 2, kerr.InvalidProducerEpoch},     // TV2, same epoch, transaction open: a zombie
+		{2, e - 1, 0, kerr.InvalidProducerEpoch}, // below, whatever the version
+		{2, e, 0, nil},                           // TV0-1: an equal epoch closes the transaction
+		{2, e, 2, nil},                           // TV2, same epoch, transaction closed: a retry
+		{2, e + 1, 2, nil},                       // TV2, bumped
+		{2, e, 2, kerr.InvalidProducerEpoch},     // now below
+		{1, e, 2, kerr.InvalidProducerEpoch},     // v1 carries no version: the plain check, e < e+1
+	} {
+		code := mark(c.v, c.epoch, c.tv)
+		want := int16(0)
+		if c.want != nil {
+			want = c.want.Code
+		}
+		if code != want {
+			t.Fatalf("v%d epoch %d (producer's %d) version %d: %v, want %v", c.v, c.epoch, e, c.tv, kerr.ErrorForCode(code), c.want)
+		}
+	}
+}
