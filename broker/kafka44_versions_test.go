@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -266,6 +267,26 @@ func TestWriteTxnMarkersV2(t *testing.T) {
 		}
 		if code != want {
 			t.Fatalf("v%d epoch %d (producer's %d) version %d: %v, want %v", c.v, c.epoch, e, c.tv, kerr.ErrorForCode(code), c.want)
+		}
+	}
+}
+
+// TestDescribeLogDirsV5: IsCordoned for the directories named in
+// cordoned.log.dirs.
+func TestDescribeLogDirsV5(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	srv := startBroker(t, dir, "log.dirs", a+","+b, "cordoned.log.dirs", b)
+	defer srv.Close()
+	for _, v := range []int16{4, 5} {
+		resp := pinned[*kmsg.DescribeLogDirsResponse](t, srv, kmsg.NewPtrDescribeLogDirsRequest(), v)
+		if resp.ErrorCode != 0 || len(resp.Dirs) != 2 {
+			t.Fatalf("v%d: %v, %d dirs; want NONE and 2", v, kerr.ErrorForCode(resp.ErrorCode), len(resp.Dirs))
+		}
+		for _, d := range resp.Dirs {
+			if want := v >= 5 && d.Dir == b; d.ErrorCode != 0 || d.IsCordoned != want {
+				t.Fatalf("v%d %s: %v, cordoned %v; want NONE, %v", v, d.Dir, kerr.ErrorForCode(d.ErrorCode), d.IsCordoned, want)
+			}
 		}
 	}
 }
