@@ -290,3 +290,33 @@ func TestDescribeLogDirsV5(t *testing.T) {
 		}
 	}
 }
+
+// TestListOffsetsV10V11: v10 carries a timeout (remote storage lookups,
+// none here), v11's -6 (earliest pending upload) answers -1 as -5 does
+// without tiered storage, and the other lookups are unchanged.
+func TestListOffsetsV10V11(t *testing.T) {
+	srv, _, _ := v44Setup(t, "lo", "a", "b", "c")
+	for _, v := range []int16{9, 10, 11} {
+		for _, c := range []struct {
+			ts, offset int64
+			epoch      int32
+		}{{-2, 0, 0}, {-1, 3, 0}, {-4, 0, 0}, {-5, -1, -1}, {-6, -1, -1}} {
+			req := kmsg.NewPtrListOffsetsRequest()
+			req.TimeoutMillis = 1
+			req.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "lo", Partitions: []kmsg.ListOffsetsRequestTopicPartition{
+				{Partition: 0, CurrentLeaderEpoch: -1, Timestamp: c.ts}}}}
+			resp := pinned[*kmsg.ListOffsetsResponse](t, srv, req, v)
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode != 0 || p.Offset != c.offset || p.LeaderEpoch != c.epoch || p.Timestamp != -1 {
+				t.Errorf("v%d timestamp %d: %v offset %d epoch %d timestamp %d; want NONE %d %d -1",
+					v, c.ts, kerr.ErrorForCode(p.ErrorCode), p.Offset, p.LeaderEpoch, p.Timestamp, c.offset, c.epoch)
+			}
+		}
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "lo-missing", Partitions: []kmsg.ListOffsetsRequestTopicPartition{
+			{Partition: 0, CurrentLeaderEpoch: -1, Timestamp: -6}}}}
+		if p := pinned[*kmsg.ListOffsetsResponse](t, srv, req, v).Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("v%d unknown topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", v, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+}
