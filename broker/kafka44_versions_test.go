@@ -320,3 +320,50 @@ func TestListOffsetsV10V11(t *testing.T) {
 		}
 	}
 }
+
+// TestApiVersionsV5: a request naming this cluster and node gets the full
+// answer; another cluster or node REBOOTSTRAP_REQUIRED and no keys; a
+// cluster id without a node id (or the reverse) INVALID_REQUEST.
+func TestApiVersionsV5(t *testing.T) {
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	other := "not-" + srv.ClusterID()
+	for _, c := range []struct {
+		name    string
+		cluster *string
+		node    int32
+		want    *kerr.Error
+	}{
+		{"bootstrapping", nil, -1, nil},
+		{"this broker", kmsg.StringPtr(srv.ClusterID()), srv.NodeID(), nil},
+		{"other node", kmsg.StringPtr(srv.ClusterID()), srv.NodeID() + 1, kerr.RebootstrapRequired},
+		{"other cluster", &other, srv.NodeID(), kerr.RebootstrapRequired},
+		{"cluster only", kmsg.StringPtr(srv.ClusterID()), -1, kerr.InvalidRequest},
+		{"node only", nil, srv.NodeID(), kerr.InvalidRequest},
+	} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(5)
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "strait-test", "1.0"
+		req.ClusterID, req.NodeID = c.cluster, c.node
+		rc := dialRaw(t, srv)
+		rc.send(encodeRequest(req, 7))
+		_, body, err := rc.readResponse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.SetVersion(5)
+		if err := resp.ReadFrom(body); err != nil { // the response header is v0
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if c.want == nil {
+			if resp.ErrorCode != 0 || len(resp.ApiKeys) < 40 {
+				t.Fatalf("%s: %v with %d keys, want NONE and every key", c.name, kerr.ErrorForCode(resp.ErrorCode), len(resp.ApiKeys))
+			}
+			continue
+		}
+		if resp.ErrorCode != c.want.Code || len(resp.ApiKeys) != 0 {
+			t.Fatalf("%s: %v with %d keys, want %v and none", c.name, kerr.ErrorForCode(resp.ErrorCode), len(resp.ApiKeys), c.want)
+		}
+	}
+}

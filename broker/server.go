@@ -169,6 +169,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.handlers = registered // read-only: shared by every Server
 	s.versions = s.handlers.versionTable()
 	s.apiVersions = protocol.NewApiVersionsFrames(s.versions)
+	s.apiVersions.SetIdentity(func() (string, int32) { return s.ClusterID(), s.cfg.NodeID })
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
 	s.clientQuotas = newClientQuotas(&cfg)
