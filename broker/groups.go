@@ -33,7 +33,7 @@ import (
 )
 
 func init() {
-	register(kmsg.JoinGroup, 2, 9, handleJoinGroup)
+	register(kmsg.JoinGroup, 0, 9, handleJoinGroup)
 	register(kmsg.SyncGroup, 0, 5, handleSyncGroup)
 	register(kmsg.Heartbeat, 0, 4, handleHeartbeat)
 	register(kmsg.LeaveGroup, 0, 5, handleLeaveGroup)
@@ -60,6 +60,11 @@ func groupClient(c *conn, x *exchange) group.Client {
 // JoinGroup (key 11): answered when the rebalance completes the join.
 func handleJoinGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.JoinGroupRequest)
+	if x.req.Version == 0 {
+		// v0 has no rebalance timeout: the session timeout is both, as in
+		// Kafka's KafkaApis (Kafka 4.1 serves v0-1 again, KAFKA-19444).
+		req.RebalanceTimeoutMillis = req.SessionTimeoutMillis
+	}
 	if c.groupDenied(x, req.Group) {
 		return
 	}

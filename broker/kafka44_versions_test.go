@@ -367,3 +367,111 @@ func TestApiVersionsV5(t *testing.T) {
 		}
 	}
 }
+
+// decodeAt decodes a response body (after a v0 response header; flexible
+// versions' header tags are skipped) into resp at version v.
+func decodeAt(t *testing.T, body []byte, req kmsg.Request, resp kmsg.Response) {
+	t.Helper()
+	if req.IsFlexible() {
+		body = body[1:]
+	}
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatalf("decoding %T: %v", resp, err)
+	}
+}
+
+// TestJoinGroupV0V1: Kafka 4.1 serves JoinGroup v0-1 again. A v0-3 member
+// gets its id on its first join (no MEMBER_ID_REQUIRED, which is v4+), a v0
+// member's rebalance timeout is its session timeout, and a v0 member and a
+// v1 member rebalance together.
+func TestJoinGroupV0V1(t *testing.T) {
+	srv := startBroker(t, t.TempDir(), groupBrokerProps...)
+	defer srv.Close()
+	ensureGroupCoordinator(t, newClient(t, srv), "jg01")
+	join := func(v int16, member string) *kmsg.JoinGroupRequest {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.SetVersion(v)
+		req.Group, req.MemberID, req.ProtocolType = "jg01", member, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 5000, 5000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 1}}}
+		return req
+	}
+	a := pinned[*kmsg.JoinGroupResponse](t, srv, join(0, ""), 0)
+	if a.ErrorCode != 0 || a.MemberID == "" || a.Generation != 1 || a.LeaderID != a.MemberID || len(a.Members) != 1 {
+		t.Fatalf("v0 first join: %v %+v; want NONE, an id, generation 1, itself the leader", kerr.ErrorForCode(a.ErrorCode), a)
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.Generation, sync.MemberID = "jg01", a.Generation, a.MemberID
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a.MemberID, MemberAssignment: []byte{9}}}
+	if s := pinned[*kmsg.SyncGroupResponse](t, srv, sync, 0); s.ErrorCode != 0 || string(s.MemberAssignment) != "\x09" {
+		t.Fatalf("v0 sync: %v %q", kerr.ErrorForCode(s.ErrorCode), s.MemberAssignment)
+	}
+
+	// A v1 member joins: it parks until a rejoins.
+	bReq := join(1, "")
+	rc := dialRaw(t, srv)
+	rc.send(encodeRequest(bReq, 1))
+	bDone := make(chan []byte, 1)
+	go func() {
+		_, body, err := rc.readResponse()
+		if err != nil {
+			body = nil
+		}
+		bDone <- body
+	}()
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.Generation, hb.MemberID = "jg01", a.Generation, a.MemberID
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := pinned[*kmsg.HeartbeatResponse](t, srv, hb, 0)
+		if r.ErrorCode == kerr.RebalanceInProgress.Code {
+			break
+		}
+		if r.ErrorCode != 0 || time.Now().After(deadline) {
+			t.Fatalf("heartbeat v0 while b joins: %v, want REBALANCE_IN_PROGRESS", kerr.ErrorForCode(r.ErrorCode))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a2 := pinned[*kmsg.JoinGroupResponse](t, srv, join(0, a.MemberID), 0)
+	var b kmsg.JoinGroupResponse
+	select {
+	case body := <-bDone:
+		if body == nil {
+			t.Fatal("b's join: no answer")
+		}
+		decodeAt(t, body, bReq, &b)
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's join: no answer in 10 s")
+	}
+	if a2.ErrorCode != 0 || b.ErrorCode != 0 || a2.Generation != 2 || b.Generation != 2 || b.MemberID == "" {
+		t.Fatalf("rejoin: a %v gen %d, b %v gen %d member %q; want NONE, generation 2 for both",
+			kerr.ErrorForCode(a2.ErrorCode), a2.Generation, kerr.ErrorForCode(b.ErrorCode), b.Generation, b.MemberID)
+	}
+	leader := a2
+	if b.LeaderID == b.MemberID {
+		leader = &b
+	}
+	if len(leader.Members) != 2 {
+		t.Fatalf("the leader's answer lists %d members, want 2", len(leader.Members))
+	}
+}
+
+// ensureGroupCoordinator waits until group has a coordinator (the first
+// FindCoordinator creates __consumer_offsets).
+func ensureGroupCoordinator(t *testing.T, cl *kgo.Client, group string) {
+	t.Helper()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKeys = []string{group}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err == nil && len(resp.Coordinators) == 1 && resp.Coordinators[0].ErrorCode == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no group coordinator: %v %+v", err, resp)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
