@@ -20,7 +20,8 @@ package broker
 // for DeleteGroups and OffsetDelete (with READ on its topics);
 // READ on the group and DESCRIBE on the subscribed topics for
 // ConsumerGroupHeartbeat. With one broker, this broker coordinates every group;
-// ListGroups lists the groups it coordinates, as in Kafka.
+// ListGroups lists the groups it coordinates, as in Kafka. OffsetCommit and
+// OffsetFetch v10 name topics by id (topicids.go).
 
 import (
 	"net"
@@ -37,8 +38,8 @@ func init() {
 	register(kmsg.SyncGroup, 0, 5, handleSyncGroup)
 	register(kmsg.Heartbeat, 0, 4, handleHeartbeat)
 	register(kmsg.LeaveGroup, 0, 5, handleLeaveGroup)
-	register(kmsg.OffsetCommit, 2, 9, handleOffsetCommit)
-	register(kmsg.OffsetFetch, 1, 9, handleOffsetFetch)
+	register(kmsg.OffsetCommit, 2, 10, handleOffsetCommit)
+	register(kmsg.OffsetFetch, 1, 10, handleOffsetFetch)
 	register(kmsg.OffsetDelete, 0, 0, handleOffsetDelete)
 	register(kmsg.ListGroups, 0, 5, handleListGroups)
 	register(kmsg.DescribeGroups, 0, 6, handleDescribeGroups)
@@ -112,9 +113,16 @@ func handleOffsetCommit(c *conn, x *exchange) {
 	if c.groupDenied(x, req.Group) {
 		return
 	}
+	var unknownIDs []kmsg.OffsetCommitResponseTopic
+	fillIDs := func(*kmsg.OffsetCommitResponse) {}
+	if x.req.Version >= 10 { // topic ids (topicids.go)
+		unknownIDs, fillIDs = c.srv.offsetCommitTopicIDs(req)
+	}
 	denied := c.offsetCommitDeniedTopics(req)
 	resp := c.srv.groups().coord.OffsetCommit(groupClient(c, x), req)
 	resp.Topics = append(resp.Topics, denied...)
+	fillIDs(resp)
+	resp.Topics = append(resp.Topics, unknownIDs...)
 	x.respond(resp)
 }
 
@@ -122,9 +130,14 @@ func handleOffsetCommit(c *conn, x *exchange) {
 func handleOffsetFetch(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetFetchRequest)
 	collapseOffsetFetch(req) // one answer per group and partition (dedup.go)
+	fillIDs := func(*kmsg.OffsetFetchResponse) {}
+	if x.req.Version >= 10 { // topic ids (topicids.go)
+		fillIDs = c.srv.offsetFetchTopicIDs(req)
+	}
 	fix := c.authorizeOffsetFetch(req)
 	resp := c.srv.groups().coord.OffsetFetch(groupClient(c, x), req)
 	fix(resp)
+	fillIDs(resp)
 	x.respond(resp)
 }
 

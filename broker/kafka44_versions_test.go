@@ -475,3 +475,81 @@ func ensureGroupCoordinator(t *testing.T, cl *kgo.Client, group string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestOffsetCommitFetchV10: v10 commits and fetches by topic id; an id no
+// topic has is UNKNOWN_TOPIC_ID on each of its partitions (nothing stored
+// for it); fetching every topic names each by id; a v9 fetch by name sees
+// what v10 committed.
+func TestOffsetCommitFetchV10(t *testing.T) {
+	srv, cl, id := v44Setup(t, "oc10", "a")
+	ensureGroupCoordinator(t, cl, "oc10g")
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group = "oc10g"
+	for _, tid := range [][16]byte{id, unknownTopicID} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.TopicID = tid
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Offset, rp.Metadata = 1, kmsg.StringPtr("m")
+		rt.Partitions = append(rt.Partitions, rp)
+		commit.Topics = append(commit.Topics, rt)
+	}
+	cr := pinned[*kmsg.OffsetCommitResponse](t, srv, commit, 10)
+	if len(cr.Topics) != 2 {
+		t.Fatalf("commit: %d topics answered, want 2", len(cr.Topics))
+	}
+	for _, rt := range cr.Topics {
+		want := int16(0)
+		if rt.TopicID == unknownTopicID {
+			want = kerr.UnknownTopicID.Code
+		} else if rt.TopicID != id {
+			t.Fatalf("commit: answer for topic id %x", rt.TopicID)
+		}
+		if len(rt.Partitions) != 1 || rt.Partitions[0].ErrorCode != want {
+			t.Fatalf("commit %x: %+v, want %v", rt.TopicID, rt.Partitions, kerr.ErrorForCode(want))
+		}
+	}
+
+	fetch := func(topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group, g.Topics = "oc10g", topics
+		req.Groups = append(req.Groups, g)
+		resp := pinned[*kmsg.OffsetFetchResponse](t, srv, req, 10)
+		if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+			t.Fatalf("fetch: %+v", resp)
+		}
+		return resp.Groups[0]
+	}
+	g := fetch([]kmsg.OffsetFetchRequestGroupTopic{{TopicID: id, Partitions: []int32{0}}, {TopicID: unknownTopicID, Partitions: []int32{0}}})
+	if len(g.Topics) != 2 {
+		t.Fatalf("fetch by id: %d topics, want 2", len(g.Topics))
+	}
+	for _, rt := range g.Topics {
+		p := rt.Partitions[0]
+		switch rt.TopicID {
+		case id:
+			if p.ErrorCode != 0 || p.Offset != 1 || p.Metadata == nil || *p.Metadata != "m" {
+				t.Fatalf("fetch by id: %v offset %d, want NONE 1 m", kerr.ErrorForCode(p.ErrorCode), p.Offset)
+			}
+		case unknownTopicID:
+			if p.ErrorCode != kerr.UnknownTopicID.Code || p.Offset != -1 {
+				t.Fatalf("fetch unknown id: %v offset %d, want UNKNOWN_TOPIC_ID -1", kerr.ErrorForCode(p.ErrorCode), p.Offset)
+			}
+		default:
+			t.Fatalf("fetch: answer for topic id %x", rt.TopicID)
+		}
+	}
+	if g := fetch(nil); len(g.Topics) != 1 || g.Topics[0].TopicID != id || g.Topics[0].Partitions[0].Offset != 1 {
+		t.Fatalf("fetch every topic: %+v, want oc10 by id at offset 1", g.Topics)
+	}
+
+	old := kmsg.NewPtrOffsetFetchRequest()
+	og := kmsg.NewOffsetFetchRequestGroup()
+	og.Group, og.Topics = "oc10g", []kmsg.OffsetFetchRequestGroupTopic{{Topic: "oc10", Partitions: []int32{0}}}
+	old.Groups = append(old.Groups, og)
+	ov := pinned[*kmsg.OffsetFetchResponse](t, srv, old, 9)
+	if len(ov.Groups) != 1 || len(ov.Groups[0].Topics) != 1 || ov.Groups[0].Topics[0].Topic != "oc10" || ov.Groups[0].Topics[0].Partitions[0].Offset != 1 {
+		t.Fatalf("v9 fetch by name: %+v", ov)
+	}
+}
