@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/strait/strait/broker"
 	"github.com/strait/strait/recordbatch"
@@ -552,4 +553,82 @@ func TestOffsetCommitFetchV10(t *testing.T) {
 	if len(ov.Groups) != 1 || len(ov.Groups[0].Topics) != 1 || ov.Groups[0].Topics[0].Topic != "oc10" || ov.Groups[0].Topics[0].Partitions[0].Offset != 1 {
 		t.Fatalf("v9 fetch by name: %+v", ov)
 	}
+}
+
+// TestTxnOffsetCommitV6: offsets committed in a transaction by topic id
+// (v6), visible to OffsetFetch once the transaction commits; an unknown id
+// is UNKNOWN_TOPIC_ID.
+func TestTxnOffsetCommitV6(t *testing.T) {
+	srv, cl, id := v44Setup(t, "toc6", "a", "b")
+	ensureTxnStateTopic(t, cl)
+	ensureGroupCoordinator(t, cl, "toc6g")
+	pid, epoch := initTxnID(t, srv, "toc6-tx")
+
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "toc6-tx", "toc6g", pid, epoch
+	for _, tid := range [][16]byte{id, unknownTopicID} {
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.TopicID = tid
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Offset = 2
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := pinned[*kmsg.TxnOffsetCommitResponse](t, srv, req, 6)
+	if len(resp.Topics) != 2 {
+		t.Fatalf("%d topics answered, want 2", len(resp.Topics))
+	}
+	for _, rt := range resp.Topics {
+		want := int16(0)
+		if rt.TopicID == unknownTopicID {
+			want = kerr.UnknownTopicID.Code
+		} else if rt.TopicID != id {
+			t.Fatalf("answer for topic id %x", rt.TopicID)
+		}
+		if len(rt.Partitions) != 1 || rt.Partitions[0].ErrorCode != want {
+			t.Fatalf("topic %x: %+v, want %v", rt.TopicID, rt.Partitions, kerr.ErrorForCode(want))
+		}
+	}
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "toc6-tx", pid, epoch, true
+	if r := pinned[*kmsg.EndTxnResponse](t, srv, end, 5); r.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group, g.Topics = "toc6g", []kmsg.OffsetFetchRequestGroupTopic{{TopicID: id, Partitions: []int32{0}}}
+	fetch.Groups = append(fetch.Groups, g)
+	fetch.RequireStable = true
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := pinned[*kmsg.OffsetFetchResponse](t, srv, fetch, 10)
+		if len(r.Groups) == 1 && len(r.Groups[0].Topics) == 1 {
+			p := r.Groups[0].Topics[0].Partitions[0]
+			if p.ErrorCode == 0 && p.Offset == 2 {
+				return
+			}
+			if p.ErrorCode != kerr.UnstableOffsetCommit.Code && p.ErrorCode != 0 {
+				t.Fatalf("OffsetFetch after commit: %v", kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the committed offset did not show in 10 s: %+v", r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// byNameVersions caps a client at the newest versions that name topics by
+// name in the requests a test builds itself: Produce 12, OffsetCommit and
+// OffsetFetch 9, TxnOffsetCommit 5 (kgo sends such a request at the newest
+// version both sides speak, where a topic without its id is
+// UNKNOWN_TOPIC_ID, in Kafka 4.4 as in Strait).
+func byNameVersions() *kversion.Versions {
+	v := kversion.V4_4_0()
+	v.SetMaxKeyVersion(int16(kmsg.Produce), 12)
+	v.SetMaxKeyVersion(int16(kmsg.OffsetCommit), 9)
+	v.SetMaxKeyVersion(int16(kmsg.OffsetFetch), 9)
+	v.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 5)
+	return v
 }

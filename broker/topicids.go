@@ -1,8 +1,8 @@
 package broker
 
-// Topic ids in the offset APIs: OffsetCommit v10, OffsetFetch v10 and
-// TxnOffsetCommit v6 name topics by id instead of by name (KIP-848,
-// KIP-1319). As Kafka's KafkaApis does, the broker names each requested
+// Topic ids in Produce v13 (KIP-516, produce.go) and in the offset APIs:
+// OffsetCommit v10, OffsetFetch v10 and TxnOffsetCommit v6 name topics by
+// id instead of by name (KIP-848, KIP-1319). As Kafka's KafkaApis does, the broker names each requested
 // topic from its id before the coordinator sees the request (the
 // coordinator keeps offsets by topic name); a topic whose id no topic has
 // (or the zero id) is answered UNKNOWN_TOPIC_ID on each of its partitions,
