@@ -619,6 +619,66 @@ func TestTxnOffsetCommitV6(t *testing.T) {
 	}
 }
 
+// TestProduceV13: records produced by topic id land in that topic (a
+// consumer reads them back), the answer names the topic by id, and an id
+// no topic has is UNKNOWN_TOPIC_ID on each of its partitions.
+func TestProduceV13(t *testing.T) {
+	srv, _, id := v44Setup(t, "p13", "before")
+	b := recordbatch.NewBuilder(time.Now().UnixMilli())
+	b.Add(nil, []byte("by-id-1"))
+	b.Add(nil, []byte("by-id-2"))
+	batch := b.Build()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	for _, tid := range [][16]byte{unknownTopicID, id} {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.TopicID = tid
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = append([]byte(nil), batch...)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := pinned[*kmsg.ProduceResponse](t, srv, req, 13)
+	if len(resp.Topics) != 2 {
+		t.Fatalf("%d topics answered, want 2", len(resp.Topics))
+	}
+	for _, rt := range resp.Topics {
+		p := rt.Partitions[0]
+		switch rt.TopicID {
+		case id:
+			if p.ErrorCode != 0 || p.BaseOffset != 1 {
+				t.Fatalf("known topic: %v base offset %d, want NONE 1", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+			}
+		case unknownTopicID:
+			if p.ErrorCode != kerr.UnknownTopicID.Code || p.BaseOffset != -1 {
+				t.Fatalf("unknown topic id: %v base offset %d, want UNKNOWN_TOPIC_ID -1", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+			}
+		default:
+			t.Fatalf("answer for topic id %x", rt.TopicID)
+		}
+	}
+
+	// A zero id is no topic's.
+	zero := kmsg.NewPtrProduceRequest()
+	zero.Acks, zero.TimeoutMillis = 1, 5000
+	zero.Topics = []kmsg.ProduceRequestTopic{{Partitions: []kmsg.ProduceRequestTopicPartition{{Records: append([]byte(nil), batch...)}}}}
+	if zr := pinned[*kmsg.ProduceResponse](t, srv, zero, 13); len(zr.Topics) != 1 || zr.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("zero topic id: %+v, want UNKNOWN_TOPIC_ID", zr)
+	}
+
+	consumer := newClient(t, srv, kgo.ConsumeTopics("p13"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []string
+	for len(got) < 3 && ctx.Err() == nil {
+		fs := consumer.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if strings.Join(got, ",") != "before,by-id-1,by-id-2" {
+		t.Fatalf("read back %q, want before, by-id-1, by-id-2", got)
+	}
+}
+
 // byNameVersions caps a client at the newest versions that name topics by
 // name in the requests a test builds itself: Produce 12, OffsetCommit and
 // OffsetFetch 9, TxnOffsetCommit 5 (kgo sends such a request at the newest
