@@ -273,22 +273,30 @@ func TestWriteTxnMarkersV2(t *testing.T) {
 }
 
 // TestDescribeLogDirsV5: IsCordoned for the directories named in
-// cordoned.log.dirs.
+// cordoned.log.dirs, or all of them for *.
 func TestDescribeLogDirsV5(t *testing.T) {
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	srv := startBroker(t, dir, "log.dirs", a+","+b, "cordoned.log.dirs", b)
-	defer srv.Close()
-	for _, v := range []int16{4, 5} {
-		resp := pinned[*kmsg.DescribeLogDirsResponse](t, srv, kmsg.NewPtrDescribeLogDirsRequest(), v)
-		if resp.ErrorCode != 0 || len(resp.Dirs) != 2 {
-			t.Fatalf("v%d: %v, %d dirs; want NONE and 2", v, kerr.ErrorForCode(resp.ErrorCode), len(resp.Dirs))
+	for _, cordon := range []string{"b", "*"} {
+		dir := t.TempDir()
+		a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+		value := cordon
+		if cordon == "b" {
+			value = b
 		}
-		for _, d := range resp.Dirs {
-			if want := v >= 5 && d.Dir == b; d.ErrorCode != 0 || d.IsCordoned != want {
-				t.Fatalf("v%d %s: %v, cordoned %v; want NONE, %v", v, d.Dir, kerr.ErrorForCode(d.ErrorCode), d.IsCordoned, want)
+		srv := startBroker(t, dir, "log.dirs", a+","+b, "cordoned.log.dirs", value)
+		t.Cleanup(func() { srv.Close() })
+		check := func(v int16) {
+			resp := pinned[*kmsg.DescribeLogDirsResponse](t, srv, kmsg.NewPtrDescribeLogDirsRequest(), v)
+			if resp.ErrorCode != 0 || len(resp.Dirs) != 2 {
+				t.Errorf("v%d: %v, %d dirs; want NONE and 2", v, kerr.ErrorForCode(resp.ErrorCode), len(resp.Dirs))
+			}
+			for _, d := range resp.Dirs {
+				if want := v >= 5 && (cordon == "*" || d.Dir == b); d.ErrorCode != 0 || d.IsCordoned != want {
+					t.Errorf("cordoned.log.dirs=%s v%d %s: %v, cordoned %v; want NONE, %v", cordon, v, d.Dir, kerr.ErrorForCode(d.ErrorCode), d.IsCordoned, want)
+				}
 			}
 		}
+		check(4)
+		check(5)
 	}
 }
 
