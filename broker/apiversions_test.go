@@ -14,7 +14,8 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite testdata golden files from the broker's answers")
 
 // TestApiVersionsPinned: the broker's ApiVersions answers, byte for byte, at
-// every version a client can ask (v0-v4), for invalid client software
+// every version a client can ask (v0-v5; v5 bootstrapping, naming no
+// cluster or node), for invalid client software
 // (v3+), and for a version the broker does not serve (answered at v0 with
 // UNSUPPORTED_VERSION), are the ones in testdata/apiversions.golden. The
 // served version ranges come from the handler registrations; any change to
@@ -35,6 +36,7 @@ func TestApiVersionsPinned(t *testing.T) {
 		{"v2", 2, [2]string{}},
 		{"v3", 3, [2]string{"strait-test", "1.0"}},
 		{"v4", 4, [2]string{"strait-test", "1.0"}},
+		{"v5", 5, [2]string{"strait-test", "1.0"}},
 		{"v3-invalid-software", 3, [2]string{"-bad", "1.0"}},
 		{"v4-invalid-software", 4, [2]string{"strait-test", ""}},
 		{"v9-unsupported", 9, [2]string{"strait-test", "1.0"}},

@@ -155,7 +155,7 @@ func offsetCommitErrors(topics []kmsg.OffsetCommitRequestTopic, code int16) []km
 	out := make([]kmsg.OffsetCommitResponseTopic, 0, len(topics))
 	for _, rt := range topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition, sp.ErrorCode = rp.Partition, code
@@ -522,14 +522,20 @@ func (c *conn) addPartitionsDenied(transactionalID string, topics map[string][]i
 // transactional id, READ on the group: an error for the whole request,
 // answered here, true), then READ on each topic: those refused are removed
 // from req and their answers returned.
-func (c *conn) txnOffsetCommitDenied(x *exchange, req *kmsg.TxnOffsetCommitRequest) (bool, []kmsg.TxnOffsetCommitResponseTopic) {
+//
+// resolved runs between the two checks (with or without an authorizer):
+// v6's topic ids are named there, after the whole request's check, as
+// Kafka does (topicids.go).
+func (c *conn) txnOffsetCommitDenied(x *exchange, req *kmsg.TxnOffsetCommitRequest, resolved func()) (bool, []kmsg.TxnOffsetCommitResponseTopic) {
 	if c.srv.authz == nil {
+		resolved()
 		return false, nil
 	}
 	if code := c.transactionDenied(req.TransactionalID, req.Group); code != 0 {
 		x.respond(txnOffsetCommitError(req, code))
 		return true, nil
 	}
+	resolved()
 	var denied []kmsg.TxnOffsetCommitResponseTopic
 	req.Topics = slices.DeleteFunc(req.Topics, func(rt kmsg.TxnOffsetCommitRequestTopic) bool {
 		if c.authorizeTopic(acl.OpRead, rt.Topic) {

@@ -23,7 +23,9 @@ func TestHandlersAuthorized(t *testing.T) {
 		"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"allow.everyone.if.no.acl.found", "true")
 	defer srv.Close()
-	cl := newClient(t, srv)
+	// The group requests below name their topics (not ids): OffsetCommit
+	// and OffsetFetch up to v9.
+	cl := newClient(t, srv, kgo.MaxVersions(byNameVersions()))
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -34,7 +34,7 @@ func TestUnknownCodecLogIsRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	cl := newClient(t, srv, kgo.AllowAutoTopicCreation())
+	cl := newClient(t, srv, kgo.AllowAutoTopicCreation(), kgo.MaxVersions(byNameVersions())) // raw produces by topic name
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "codec", Value: []byte("ok")}).FirstErr(); err != nil {

@@ -94,7 +94,7 @@ func TestDecompressionBombsRefusedCheaply(t *testing.T) {
 	const conns, perConn = 4, 4
 	clients := make([]*kgo.Client, conns)
 	for i := range clients {
-		clients[i] = newClient(t, srv)
+		clients[i] = newClient(t, srv, kgo.MaxVersions(byNameVersions())) // raw produces by topic name
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

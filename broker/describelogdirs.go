@@ -10,8 +10,11 @@ package broker
 // no future replicas (AlterReplicaLogDirs is not supported). v4 adds the
 // directory's total and usable bytes (statfs: the space an unprivileged
 // writer can still use, as Java's FileStore.getUsableSpace). A directory that
-// cannot be read is KAFKA_STORAGE_ERROR. The top-level error is NONE: there
-// is no authorizer.
+// cannot be read is KAFKA_STORAGE_ERROR. v5 (KIP-1066) says whether the
+// directory is cordoned: named in cordoned.log.dirs, or that key is "*".
+// Strait places new replicas without regard to it (a difference:
+// DIFFERENCES.md). The top-level error is NONE unless the principal may not
+// describe the cluster.
 
 import (
 	"os"
@@ -27,7 +30,7 @@ import (
 	"github.com/strait/strait/security/acl"
 )
 
-func init() { register(kmsg.DescribeLogDirs, 1, 4, handleDescribeLogDirs) }
+func init() { register(kmsg.DescribeLogDirs, 1, 5, handleDescribeLogDirs) }
 
 func handleDescribeLogDirs(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DescribeLogDirsRequest)
@@ -56,8 +59,10 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 		byDir[dir] = append(byDir[dir], p)
 	})
 
+	cordoned := cordonedLogDirs(s.currentConfig().Props["cordoned.log.dirs"])
 	for _, dir := range s.cfg.Log.Dirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
+		rd.IsCordoned = cordoned("*") || cordoned(filepath.Clean(dir))
 		abs, err := filepath.Abs(dir)
 		if err != nil {
 			abs = dir
@@ -96,6 +101,20 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 		resp.Dirs = append(resp.Dirs, rd)
 	}
 	x.respond(resp)
+}
+
+// cordonedLogDirs parses cordoned.log.dirs (a comma-separated list of
+// log.dirs entries, or "*") into a membership test of cleaned paths.
+func cordonedLogDirs(v string) func(dir string) bool {
+	set := map[string]bool{}
+	for _, d := range strings.Split(v, ",") {
+		if d = strings.TrimSpace(d); d == "*" {
+			set["*"] = true
+		} else if d != "" {
+			set[filepath.Clean(d)] = true
+		}
+	}
+	return func(dir string) bool { return set[dir] }
 }
 
 // segmentBytes is the size of a partition's log: the sum of its segment

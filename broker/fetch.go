@@ -20,6 +20,10 @@ package broker
 // topic id from v13 (UNKNOWN_TOPIC_ID if unknown). From v16 a partition
 // answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current
 // leader, and node_endpoints that leader's endpoint (KIP-951).
+// v18 adds a follower's known high watermark (KIP-1166, a tagged field, so
+// Kafka's leader can answer a parked follower fetch when the high watermark
+// moves); Strait's followers do not send it and the leader ignores it, so
+// v18 answers as v17.
 //
 // A consumer on the same host (a loopback connection) gets its responses
 // without BBR's pacing (newConn calls unpaceLoopback, sendfile_linux.go).
@@ -35,7 +39,7 @@ import (
 	"github.com/strait/strait/storage"
 )
 
-func init() { register(kmsg.Fetch, 4, 17, handleFetch) }
+func init() { register(kmsg.Fetch, 4, 18, handleFetch) }
 
 // fetchTarget is one requested partition, resolved once.
 type fetchTarget struct {

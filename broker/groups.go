@@ -22,7 +22,8 @@ package broker
 // for DeleteGroups and OffsetDelete (with READ on its topics);
 // READ on the group and DESCRIBE on the subscribed topics for
 // ConsumerGroupHeartbeat. With one broker, this broker coordinates every group;
-// ListGroups lists the groups it coordinates, as in Kafka.
+// ListGroups lists the groups it coordinates, as in Kafka. OffsetCommit and
+// OffsetFetch v10 name topics by id (topicids.go).
 
 import (
 	"net"
@@ -35,16 +36,16 @@ import (
 )
 
 func init() {
-	register(kmsg.JoinGroup, 2, 9, handleJoinGroup)
+	register(kmsg.JoinGroup, 0, 9, handleJoinGroup)
 	register(kmsg.SyncGroup, 0, 5, handleSyncGroup)
 	register(kmsg.Heartbeat, 0, 4, handleHeartbeat)
 	register(kmsg.LeaveGroup, 0, 5, handleLeaveGroup)
-	register(kmsg.OffsetCommit, 2, 9, handleOffsetCommit)
-	register(kmsg.OffsetFetch, 1, 9, handleOffsetFetch)
+	register(kmsg.OffsetCommit, 2, 10, handleOffsetCommit)
+	register(kmsg.OffsetFetch, 1, 10, handleOffsetFetch)
 	register(kmsg.OffsetDelete, 0, 0, handleOffsetDelete)
 	register(kmsg.ListGroups, 0, 5, handleListGroups)
 	register(kmsg.DescribeGroups, 0, 6, handleDescribeGroups)
-	register(kmsg.DeleteGroups, 0, 2, handleDeleteGroups)
+	register(kmsg.DeleteGroups, 0, 3, handleDeleteGroups)
 	register(kmsg.ConsumerGroupHeartbeat, 0, 1, handleConsumerGroupHeartbeat)
 	register(kmsg.ConsumerGroupDescribe, 0, 1, handleConsumerGroupDescribe)
 }
@@ -62,6 +63,11 @@ func groupClient(c *conn, x *exchange) group.Client {
 // JoinGroup (key 11): answered when the rebalance completes the join.
 func handleJoinGroup(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.JoinGroupRequest)
+	if x.req.Version == 0 {
+		// v0 has no rebalance timeout: the session timeout is both, as in
+		// Kafka's KafkaApis (Kafka 4.1 serves v0-1 again, KAFKA-19444).
+		req.RebalanceTimeoutMillis = req.SessionTimeoutMillis
+	}
 	if c.groupDenied(x, req.Group) {
 		return
 	}
@@ -109,9 +115,16 @@ func handleOffsetCommit(c *conn, x *exchange) {
 	if c.groupDenied(x, req.Group) {
 		return
 	}
+	var unknownIDs []kmsg.OffsetCommitResponseTopic
+	fillIDs := func(*kmsg.OffsetCommitResponse) {}
+	if x.req.Version >= 10 { // topic ids (topicids.go)
+		unknownIDs, fillIDs = c.srv.offsetCommitTopicIDs(req)
+	}
 	denied := c.offsetCommitDeniedTopics(req)
 	resp := c.srv.groups().coord.OffsetCommit(groupClient(c, x), req)
 	resp.Topics = append(resp.Topics, denied...)
+	fillIDs(resp)
+	resp.Topics = append(resp.Topics, unknownIDs...)
 	x.respond(resp)
 }
 
@@ -119,9 +132,14 @@ func handleOffsetCommit(c *conn, x *exchange) {
 func handleOffsetFetch(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.OffsetFetchRequest)
 	collapseOffsetFetch(req) // one answer per group and partition (dedup.go)
+	fillIDs := func(*kmsg.OffsetFetchResponse) {}
+	if x.req.Version >= 10 { // topic ids (topicids.go)
+		fillIDs = c.srv.offsetFetchTopicIDs(req)
+	}
 	fix := c.authorizeOffsetFetch(req)
 	resp := c.srv.groups().coord.OffsetFetch(groupClient(c, x), req)
 	fix(resp)
+	fillIDs(resp)
 	x.respond(resp)
 }
 
@@ -172,6 +190,17 @@ func handleDeleteGroups(c *conn, x *exchange) {
 	resp := c.srv.groups().coord.DeleteGroups(groupClient(c, x), req)
 	resp.Groups = append(resp.Groups, shared...)
 	resp.Groups = append(resp.Groups, denied...)
+	if x.req.Version >= 3 {
+		// v3 (KIP-1331) carries a message with each error: Kafka's default
+		// one for the code (Errors.message()), null without an error.
+		for i := range resp.Groups {
+			g := &resp.Groups[i]
+			if ke, ok := kerr.ErrorForCode(g.ErrorCode).(*kerr.Error); ok && g.ErrorMessage == nil {
+				msg := ke.Description
+				g.ErrorMessage = &msg
+			}
+		}
+	}
 	x.respond(resp)
 }
 

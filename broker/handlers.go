@@ -11,7 +11,7 @@ import (
 // registers its handler with the versions it serves in an init function
 // beside the handler, e.g.
 //
-//	func init() { register(kmsg.Fetch, 4, 17, handleFetch) }
+//	func init() { register(kmsg.Fetch, 4, 18, handleFetch) }
 //
 // That registration is the one place an API's served versions are written;
 // ApiVersions answers from the table the registrations build, and the

@@ -160,7 +160,7 @@ func TestIdempotenceInitProducerID(t *testing.T) {
 func TestIdempotentRetryAppendsOnce(t *testing.T) {
 	srv := startBroker(t, t.TempDir())
 	defer srv.Close()
-	cl := newClient(t, srv)
+	cl := newClient(t, srv, kgo.MaxVersions(byNameVersions())) // raw produces by topic name
 	createTopic(t, cl, "idem", 1, nil)
 	pid := initProducerID(t, cl, nil).ProducerID
 
@@ -194,7 +194,7 @@ func TestIdempotentRetryAppendsOnce(t *testing.T) {
 func TestIdempotentOutOfOrderSequence(t *testing.T) {
 	srv := startBroker(t, t.TempDir())
 	defer srv.Close()
-	cl := newClient(t, srv)
+	cl := newClient(t, srv, kgo.MaxVersions(byNameVersions())) // raw produces by topic name
 	createTopic(t, cl, "ooo", 1, nil)
 	pid := initProducerID(t, cl, nil).ProducerID
 
@@ -232,7 +232,7 @@ func TestIdempotentProduceAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	srv := startBroker(t, dir)
 	defer func() { srv.Close() }()
-	cl := newClient(t, srv)
+	cl := newClient(t, srv, kgo.MaxVersions(byNameVersions())) // raw produces by topic name
 	createTopic(t, cl, "restart", 1, nil)
 	pid := initProducerID(t, cl, nil).ProducerID
 	expectProduced(t, produceRaw(t, cl, "restart", idempotentBatch(pid, 0, 0, "r0", "r1")), 0)

@@ -392,7 +392,7 @@ func recordBatch(value []byte) []byte {
 func TestCorruptBatchRejected(t *testing.T) {
 	srv := startBroker(t, t.TempDir())
 	defer srv.Close()
-	cl := newClient(t, srv, kgo.DefaultProduceTopic("crc"))
+	cl := newClient(t, srv, kgo.DefaultProduceTopic("crc"), kgo.MaxVersions(byNameVersions())) // a raw produce by topic name
 	createTopic(t, cl, "crc", 1, nil)
 	req := produceRequest(t, "crc", 0, 7)
 	req.Acks = -1

@@ -7,10 +7,13 @@ package broker
 // watermark; read_committed: the last stable offset, which also bounds the
 // other lookups as in Kafka), -3 the record with the
 // largest timestamp (v7+), -4 earliest local (v8+, the log start offset while
-// there is no tiered storage), -5 earliest pending upload (v9+, -1: nothing
-// is tiered). A timestamp >= 0 finds the first offset whose record timestamp
-// is at least it, through the time index; none gives offset -1.
-// current_leader_epoch (v4+) is checked like Fetch's.
+// there is no tiered storage), -5 latest tiered (v9+, KIP-1005) and -6
+// earliest pending upload (v11+, KIP-1023): offset, timestamp and leader
+// epoch -1, as Kafka answers for a topic without remote storage. A
+// timestamp >= 0 finds the first offset whose record timestamp is at least
+// it, through the time index; none gives offset -1. current_leader_epoch
+// (v4+) is checked like Fetch's. v10's timeout_ms (KIP-1075) bounds remote
+// storage lookups, which Strait has none of: it is read and ignored.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,7 +23,7 @@ import (
 	"github.com/strait/strait/security/acl"
 )
 
-func init() { register(kmsg.ListOffsets, 1, 9, handleListOffsets) }
+func init() { register(kmsg.ListOffsets, 1, 11, handleListOffsets) }
 
 func handleListOffsets(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ListOffsetsRequest)
@@ -101,7 +104,7 @@ func listOffset(p *replication.Partition, ts int64, isolation int8, sp *kmsg.Lis
 		if off >= 0 && off < fetchable {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, t, epoch
 		}
-	case -5: // earliest pending upload: nothing is tiered
+	case -5, -6: // latest tiered, earliest pending upload: nothing is tiered
 	default:
 		if ts < 0 {
 			return kerr.InvalidRequest.Code

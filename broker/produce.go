@@ -15,7 +15,11 @@ package broker
 // high watermark then advances and parked fetches wake. acks=0 gets no
 // response at all, and, as in Kafka, the connection is closed if any
 // partition failed so the producer notices. Transactional batches are
-// verified with the transaction coordinator first (txn_produce.go).
+// verified with the transaction coordinator first (txn_produce.go). From
+// v13 (KIP-516) topics are named by id: each is named from its id first,
+// and an id no topic has is UNKNOWN_TOPIC_ID on each of its partitions
+// (after the transactional id's authorization, before the topic's, as
+// Kafka's KafkaApis).
 
 import (
 	"errors"
@@ -36,7 +40,7 @@ import (
 	"github.com/strait/strait/storage/compress"
 )
 
-func init() { registerAdvertised(kmsg.Produce, 0, 3, 12, handleProduce) }
+func init() { registerAdvertised(kmsg.Produce, 0, 3, 13, handleProduce) }
 
 func handleProduce(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ProduceRequest)
@@ -44,6 +48,10 @@ func handleProduce(c *conn, x *exchange) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	txnDenied := c.produceTransactionDenied(req) // authorize.go
+	var unknownIDs []kmsg.ProduceResponseTopic
+	if x.req.Version >= 13 {
+		unknownIDs = s.produceTopicIDs(req, txnDenied)
+	}
 	var txnCheck *txnProduce
 	if acksValid && !txnDenied {
 		txnCheck = s.verifyTransaction(req, x.req.Version)
@@ -55,7 +63,7 @@ func handleProduce(c *conn, x *exchange) {
 	for ti, rt := range req.Topics {
 		st := &resp.Topics[ti]
 		*st = kmsg.NewProduceResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		lt := s.replicas.TopicByName(rt.Topic)
 		writeOK := c.authorizeTopic(acl.OpWrite, rt.Topic)
@@ -111,6 +119,8 @@ func handleProduce(c *conn, x *exchange) {
 			leaders = s.pointToLeader(rt.Topic, sp.Partition, &sp.CurrentLeader, leaders)
 		}
 	}
+	resp.Topics = append(resp.Topics, unknownIDs...)
+	anyErr = anyErr || len(unknownIDs) > 0
 	resp.Brokers = s.leaderEndpoints(leaders, c.listener, resp.Brokers)
 	if req.Acks == 0 {
 		x.closeConn = anyErr
@@ -397,4 +407,37 @@ func (s *Server) missingPartitionCode(topic string, idx int32) int16 {
 		return kerr.NotLeaderForPartition.Code
 	}
 	return kerr.UnknownTopicOrPartition.Code
+}
+
+// produceTopicIDs names the topics of a Produce v13 request from their ids.
+// The topics with unknown ids are removed from req and their answers
+// returned (UNKNOWN_TOPIC_ID, or TRANSACTIONAL_ID_AUTHORIZATION_FAILED when
+// the transactional id was refused, which Kafka checks first).
+func (s *Server) produceTopicIDs(req *kmsg.ProduceRequest, txnDenied bool) []kmsg.ProduceResponseTopic {
+	var unknown []kmsg.ProduceResponseTopic
+	kept := req.Topics[:0]
+	for _, rt := range req.Topics {
+		if rt.TopicID != ([16]byte{}) {
+			if t, ok := s.ctrl.TopicByID(rt.TopicID); ok {
+				rt.Topic = t.Name
+				kept = append(kept, rt)
+				continue
+			}
+		}
+		code := kerr.UnknownTopicID.Code
+		if txnDenied {
+			code = kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		st := kmsg.NewProduceResponseTopic()
+		st.TopicID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		unknown = append(unknown, st)
+	}
+	req.Topics = kept
+	return unknown
 }

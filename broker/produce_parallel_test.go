@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestLargeProduceAppendsPartitionsInParallel(t *testing.T) {
 	srv := startBroker(t, t.TempDir())
 	defer srv.Close()
-	cl := newClient(t, srv)
+	cl := newClient(t, srv, kgo.MaxVersions(byNameVersions())) // raw produces by topic name
 	const parts = 8
 	createTopic(t, cl, "par", parts, nil)
 	value := func(round, p int) []byte {

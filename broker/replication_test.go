@@ -327,7 +327,7 @@ func TestMinInsyncReplicas(t *testing.T) {
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = acks, 5000
 		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "minisr"
+		rt.Topic, rt.TopicID = "minisr", leader.TopicID() // by id from v13
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Records = plainBatch(1)
 		rt.Partitions = append(rt.Partitions, rp)
@@ -431,7 +431,7 @@ func TestProduceToFollowerNamesTheLeader(t *testing.T) {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 5000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "redirect"
+	rt.Topic, rt.TopicID = "redirect", c.partitionOn(leaderIdx, "redirect", 0).TopicID() // by id from v13
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = plainBatch(1)
 	rt.Partitions = append(rt.Partitions, rp)

@@ -186,6 +186,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.handlers = registered // read-only: shared by every Server
 	s.versions = s.handlers.versionTable()
 	s.apiVersions = protocol.NewApiVersionsFramesWith(s.versions, s.features()) // updatefeatures.go
+	s.apiVersions.SetIdentity(func() (string, int32) { return s.ClusterID(), s.cfg.NodeID })
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
 	s.clientQuotas = newClientQuotas(&cfg)

@@ -42,7 +42,8 @@ func TestDiskFullGivesStorageError(t *testing.T) {
 	dir := t.TempDir()
 	fault := storage.NewFaultFS(nil)
 	srv := startBrokerFS(t, dir, fault)
-	cl := newClient(t, srv, kgo.DefaultProduceTopic("full"), kgo.DisableIdempotentWrite(), kgo.RecordRetries(0))
+	cl := newClient(t, srv, kgo.DefaultProduceTopic("full"), kgo.DisableIdempotentWrite(), kgo.RecordRetries(0),
+		kgo.MaxVersions(byNameVersions())) // a raw produce by topic name
 	createTopic(t, cl, "full", 1, nil)
 	before := testRecords("full", 500)
 	produceAll(t, cl, before)
@@ -158,7 +159,8 @@ func TestDeleteRecordsMovesLogStart(t *testing.T) {
 func TestProduceToInternalTopicRefused(t *testing.T) {
 	srv := startBroker(t, t.TempDir())
 	defer srv.Close()
-	cl := newClient(t, srv, kgo.ConsumerGroup("makes-offsets-topic"), kgo.ConsumeTopics("nothing"))
+	cl := newClient(t, srv, kgo.ConsumerGroup("makes-offsets-topic"), kgo.ConsumeTopics("nothing"),
+		kgo.MaxVersions(byNameVersions())) // a raw produce by topic name
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Creating the group's coordinator creates __consumer_offsets.

@@ -140,7 +140,7 @@ func (t *txnService) WriteMarker(tp txn.TopicPartition, m txn.Marker) error {
 		ti.Partitions[tp.Partition].Leader >= 0 && ti.Partitions[tp.Partition].Leader != s.cfg.NodeID {
 		err = s.sendTxnMarker(ti.Partitions[tp.Partition].Leader, tp.Topic, tp.Partition, marker)
 	} else {
-		err = s.writeTxnMarker(tp.Topic, tp.Partition, marker)
+		err = s.writeTxnMarker(tp.Topic, tp.Partition, marker, 0)
 	}
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return txn.ErrPartitionGone
@@ -153,7 +153,9 @@ func (t *txnService) WriteMarker(tp txn.TopicPartition, m txn.Marker) error {
 // high watermark moves, parked fetches wake (a read_committed fetch may
 // now read further). Markers on __consumer_offsets also settle the
 // transactional offset commits of the producer (see txnOffsetsCompleted).
-func (s *Server) writeTxnMarker(topic string, idx int32, m storage.TxnMarker) error {
+// transactionVersion is WriteTxnMarkers v2's (KIP-1228; 0 below v2 and from
+// this broker's own coordinator, whose markers keep the v1 epoch check).
+func (s *Server) writeTxnMarker(topic string, idx int32, m storage.TxnMarker, transactionVersion int8) error {
 	t, ok := s.ctrl.Topic(topic)
 	if !ok || idx < 0 || int(idx) >= len(t.Partitions) {
 		return fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, idx)
@@ -162,7 +164,7 @@ func (s *Server) writeTxnMarker(topic string, idx int32, m storage.TxnMarker) er
 	if p == nil || !p.IsLeader() {
 		return fmt.Errorf("%w: %s-%d", kerr.NotLeaderForPartition, topic, idx)
 	}
-	info, err := p.Log().AppendMarker(m, p.LeaderEpoch())
+	info, err := p.Log().AppendMarkerVersion(m, p.LeaderEpoch(), transactionVersion)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,9 @@ package broker
 //     COORDINATOR_NOT_AVAILABLE for clients that crashed on it (KAFKA-7296).
 //
 // When the marker lands on the partition (writeTxnMarker),
-// txnOffsetsCompleted settles the producer's pending offsets.
+// txnOffsetsCompleted settles the producer's pending offsets. v6 (KIP-1319)
+// names topics by id (topicids.go): an unknown id is UNKNOWN_TOPIC_ID on
+// each of its partitions, before anything else is checked.
 
 import (
 	"fmt"
@@ -36,11 +38,24 @@ import (
 	"github.com/strait/strait/storage"
 )
 
-func init() { register(kmsg.TxnOffsetCommit, 0, 5, handleTxnOffsetCommit) }
+func init() { register(kmsg.TxnOffsetCommit, 0, 6, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.TxnOffsetCommitRequest)
-	answered, denied := c.txnOffsetCommitDenied(x, req) // authorize.go
+	respond := x.respond
+	resolve := func() {
+		if x.req.Version < 6 {
+			return
+		}
+		unknown, fill := c.srv.txnOffsetCommitTopicIDs(req)
+		respond = func(r kmsg.Response) {
+			resp := r.(*kmsg.TxnOffsetCommitResponse)
+			fill(resp)
+			resp.Topics = append(resp.Topics, unknown...)
+			x.respond(resp)
+		}
+	}
+	answered, denied := c.txnOffsetCommitDenied(x, req, resolve) // authorize.go
 	if answered {
 		return
 	}
@@ -60,7 +75,7 @@ func handleTxnOffsetCommit(c *conn, x *exchange) {
 			// KafkaApis, which merges them with the coordinator's.
 			resp := txnOffsetCommitError(req, code)
 			resp.Topics = append(resp.Topics, denied...)
-			x.respond(resp)
+			respond(resp)
 			return
 		}
 	}
@@ -86,7 +101,7 @@ func handleTxnOffsetCommit(c *conn, x *exchange) {
 			}
 		}
 	}
-	x.respond(resp)
+	respond(resp)
 }
 
 // verifyTxnOffsetCommit checks (v0-4) or adds (v5+) the group's offsets
@@ -136,7 +151,7 @@ func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) *kmsg.Tx
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			sp.Partition, sp.ErrorCode = rp.Partition, code

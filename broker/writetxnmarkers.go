@@ -4,7 +4,10 @@ package broker
 // commit or abort markers to partitions this broker leads: the transaction
 // coordinator's request, and the one `kafka-transactions.sh abort` sends to
 // close a hanging transaction. A partition not hosted here is
-// UNKNOWN_TOPIC_OR_PARTITION.
+// UNKNOWN_TOPIC_OR_PARTITION. v2 (KIP-1228) names each marker's transaction
+// version: from 2, the marker's producer epoch must be above the
+// producer's (or equal once its transaction is closed: a retry), else
+// INVALID_PRODUCER_EPOCH (storage.Log.AppendMarkerVersion).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,7 +17,7 @@ import (
 	"github.com/strait/strait/storage"
 )
 
-func init() { register(kmsg.WriteTxnMarkers, 1, 1, handleWriteTxnMarkers) }
+func init() { register(kmsg.WriteTxnMarkers, 1, 2, handleWriteTxnMarkers) }
 
 func handleWriteTxnMarkers(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.WriteTxnMarkersRequest)
@@ -37,7 +40,7 @@ func handleWriteTxnMarkers(c *conn, x *exchange) {
 					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 				} else if s.replicas.Partition(rt.Topic, idx) == nil {
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				} else if err := s.writeTxnMarker(rt.Topic, idx, marker); err != nil {
+				} else if err := s.writeTxnMarker(rt.Topic, idx, marker, m.TransactionVersion); err != nil {
 					sp.ErrorCode, _ = errorCode(err)
 					if sp.ErrorCode == kerr.KafkaStorageError.Code || sp.ErrorCode == kerr.UnknownServerError.Code {
 						s.logger.Error("writing a transaction marker failed", "topic", rt.Topic, "partition", idx, "err", err)

@@ -10,8 +10,9 @@ import (
 
 // Error codes used by this package (Kafka's Errors enum).
 const (
-	errInvalidRequest     int16 = 42
-	errUnsupportedVersion int16 = 35
+	errInvalidRequest      int16 = 42
+	errUnsupportedVersion  int16 = 35
+	errRebootstrapRequired int16 = 129
 )
 
 // SupportedFeature is a KIP-584 feature the broker can run, with the range of
@@ -192,9 +193,41 @@ type ApiVersionsFrames struct {
 	features Features
 	once     [apiVersionsCachedVersions]sync.Once
 	bodies   [apiVersionsCachedVersions][]byte
+	// identity is the cluster id and node id a v5+ request is checked
+	// against (SetIdentity); nil checks nothing.
+	identity func() (clusterID string, nodeID int32)
 }
 
-// apiVersionsCachedVersions bounds the versions cached (0-4 today; a newer
+// SetIdentity sets what ApiVersions v5+ (KIP-1242) checks a request's
+// cluster id and node id against. Call it before the first request.
+func (f *ApiVersionsFrames) SetIdentity(fn func() (clusterID string, nodeID int32)) {
+	f.identity = fn
+}
+
+// identityError is KIP-1242's check of a v5+ request: a cluster id and node
+// id are both set or both unset (else INVALID_REQUEST), and when set they
+// must be this broker's (else REBOOTSTRAP_REQUIRED: the client reached the
+// wrong broker or cluster and should start over from its bootstrap servers).
+func (f *ApiVersionsFrames) identityError(req *Request) int16 {
+	body, ok := req.Body.(*kmsg.ApiVersionsRequest)
+	if !ok || body.Version < 5 || req.UnsupportedVersion {
+		return 0
+	}
+	hasCluster, hasNode := body.ClusterID != nil, body.NodeID != -1
+	switch {
+	case hasCluster != hasNode:
+		return errInvalidRequest
+	case !hasCluster || f.identity == nil:
+		return 0
+	}
+	cluster, node := f.identity()
+	if *body.ClusterID != cluster || body.NodeID != node {
+		return errRebootstrapRequired
+	}
+	return 0
+}
+
+// apiVersionsCachedVersions bounds the versions cached (0-5 today; a newer
 // one kmsg learns is encoded afresh until this grows).
 const apiVersionsCachedVersions = 8
 
@@ -210,9 +243,17 @@ func NewApiVersionsFramesWith(table VersionTable, f Features) *ApiVersionsFrames
 
 // AppendResponse appends the whole response frame for req (size,
 // correlation id, body) to dst, as AppendResponse(dst, req,
-// ApiVersionsResponse(req, table, features)) would.
+// ApiVersionsResponse(req, table, features)) would; a v5+ request naming
+// another cluster or node gets only its error (identityError), as Kafka's
+// ApiVersionsRequest.getErrorResponse answers.
 func (f *ApiVersionsFrames) AppendResponse(dst []byte, req *Request) []byte {
 	v := req.Body.GetVersion()
+	if code := f.identityError(req); code != 0 {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.SetVersion(v)
+		resp.ErrorCode = code
+		return AppendResponse(dst, req, resp)
+	}
 	if req.UnsupportedVersion || v < 0 || int(v) >= apiVersionsCachedVersions || invalidClientSoftware(req) {
 		return AppendResponse(dst, req, ApiVersionsResponse(req, f.table, f.features))
 	}

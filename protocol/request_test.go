@@ -93,23 +93,22 @@ func TestParseRequestUnknownKey(t *testing.T) {
 
 func TestParseRequestUnsupportedVersion(t *testing.T) {
 	for _, c := range []struct{ key, version, min, max int16 }{
-		{0, 2, 3, 12},   // Produce v0-2: advertised, refused (KAFKA-18659)
-		{0, 0, 3, 12},   //
-		{1, 3, 4, 17},   // Fetch below the KIP-896 floor
+		{0, 2, 3, 13},   // Produce v0-2: advertised, refused (KAFKA-18659)
+		{0, 0, 3, 13},   //
+		{1, 3, 4, 18},   // Fetch below the KIP-896 floor
 		{3, 14, 0, 13},  // Metadata above max
 		{3, -1, 0, 13},  // negative
 		{19, 1, 2, 7},   // CreateTopics v1 removed
 		{20, 99, 1, 6},  // far above
-		{0, 13, 3, 12},  // Produce 13 is 4.1
-		{1, 18, 4, 17},  // Fetch 18 is 4.1
-		{11, 1, 2, 9},   // JoinGroup v1 is back only in 4.1
-		{2, 0, 1, 10},   // ListOffsets v0 removed
-		{8, 1, 2, 9},    // OffsetCommit v1 removed
+		{0, 14, 3, 13},  // Produce above max
+		{1, 19, 4, 18},  // Fetch above max
+		{2, 0, 1, 11},   // ListOffsets v0 removed
+		{8, 1, 2, 10},   // OffsetCommit v1 removed
 		{23, 1, 2, 4},   // OffsetForLeaderEpoch v1 removed
-		{27, 0, 1, 1},   // WriteTxnMarkers v0 removed
-		{35, 0, 1, 4},   // DescribeLogDirs v0 removed
+		{27, 0, 1, 2},   // WriteTxnMarkers v0 removed
+		{35, 0, 1, 5},   // DescribeLogDirs v0 removed
 		{29, 0, 1, 3},   // DescribeAcls v0 removed
-		{9, 0, 1, 9},    // OffsetFetch v0 removed
+		{9, 0, 1, 10},   // OffsetFetch v0 removed
 		{41, 0, 1, 3},   // DescribeDelegationToken v0 removed
 		{34, 0, 1, 2},   // AlterReplicaLogDirs v0 removed
 		{32, 0, 1, 4},   // DescribeConfigs v0 removed
@@ -120,11 +119,10 @@ func TestParseRequestUnsupportedVersion(t *testing.T) {
 		{31, 0, 1, 3},   // DeleteAcls v0 removed
 		{20, 0, 1, 6},   // DeleteTopics v0 removed
 		{19, 0, 2, 7},   // CreateTopics v0 removed
-		{11, 0, 2, 9},   // JoinGroup v0
-		{8, 0, 2, 9},    // OffsetCommit v0
+		{8, 0, 2, 10},   // OffsetCommit v0
 		{23, 0, 2, 4},   // OffsetForLeaderEpoch v0
-		{1, 0, 4, 17},   // Fetch v0
-		{0, 1, 3, 12},   // Produce v1
+		{1, 0, 4, 18},   // Fetch v0
+		{0, 1, 3, 13},   // Produce v1
 		{3, 100, 0, 13}, // Metadata v100
 	} {
 		_, err := ParseRequest(requestFrame(c.key, c.version, 4, strPtr("x"), 1, nil, nil), KafkaVersions, nil)
@@ -196,8 +194,8 @@ func TestParseRequestMalformedBody(t *testing.T) {
 }
 
 func TestParseRequestUnsupportedApiVersions(t *testing.T) {
-	for _, v := range []int16{5, 127, -1} {
-		// v5 and up have a v2 header; the body is never looked at.
+	for _, v := range []int16{6, 127, -1} {
+		// v6 and up have a v2 header; the body is never looked at.
 		hv := int16(1)
 		if v >= 3 {
 			hv = 2
@@ -221,10 +219,10 @@ func TestParseRequestUnsupportedApiVersions(t *testing.T) {
 			t.Fatalf("v%d: decode v0: %v", v, err)
 		}
 		if resp.ErrorCode != 35 || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 ||
-			resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
+			resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 5 {
 			t.Fatalf("v%d: response %+v", v, resp)
 		}
-		want := []byte{0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 4}
+		want := []byte{0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 5}
 		if !bytes.Equal(out[8:], want) {
 			t.Fatalf("v%d: body %x, want %x", v, out[8:], want)
 		}

@@ -82,7 +82,7 @@ func TestApiVersionsResponse(t *testing.T) {
 		if resp.ErrorCode != 0 || resp.ThrottleMillis != 0 {
 			t.Fatalf("v%d: %+v", v, resp)
 		}
-		want := [][3]int16{{0, 0, 12}, {1, 4, 17}, {3, 0, (&kmsg.MetadataRequest{}).MaxVersion()}, {18, 0, 4}}
+		want := [][3]int16{{0, 0, 13}, {1, 4, 18}, {3, 0, (&kmsg.MetadataRequest{}).MaxVersion()}, {18, 0, 5}}
 		if len(resp.ApiKeys) != len(want) {
 			t.Fatalf("v%d: %d keys", v, len(resp.ApiKeys))
 		}

@@ -24,39 +24,35 @@ func (r VersionRange) acceptedMin() int16 {
 // ranges are written, and ApiVersions answers from it.
 type VersionTable map[int16]VersionRange
 
-// KafkaVersions is what an Apache Kafka 4.0 broker listener advertises in
-// ApiVersions (after KIP-896 removed the old versions), for every key kmsg
-// knows: reference data, not what Strait serves. The broker checks each
-// handler registration against it (Strait never advertises a version Kafka
-// does not), and tests use it as a full table. Treat it as read-only.
+// KafkaVersions is what an Apache Kafka 4.4 broker listener advertises in
+// ApiVersions (after KIP-896 removed the old versions) for the keys Strait
+// serves or is about to: reference data, not what Strait serves. The broker
+// checks each handler registration against it (Strait never advertises a
+// version Kafka does not), and tests use it as a full table. Treat it as
+// read-only.
 //
 // Source: the validVersions of clients/src/main/resources/common/message/*.json
-// at the 4.0 tag, as recorded in franz-go's kversion.V4_0_0 (b40). Keys only
-// a controller listener serves (AlterPartition, Envelope, BrokerRegistration,
-// BrokerHeartbeat, AllocateProducerIds, Vote, BeginQuorumEpoch, ...) are not
-// listed. Kafka 4.1 adds Produce 13, Fetch 18 and JoinGroup from 0; those are
-// deliberately not here. The exceptions: AlterPartitionReassignments v1
-// (KIP-860, 4.1), served for kafka-reassign-partitions
-// --disallow-replication-factor-change; the share group APIs (KIP-932) at
-// Kafka 4.4's versions (franz-go kversion.V4_4_0); the streams group APIs
-// (88, 89: KIP-1071); and the quorum APIs at
-// 4.4's versions (AddRaftVoter v1, UnregisterController).
+// at the 4.4 tag, as recorded in franz-go's kversion.V4_4_0 (b44); the
+// broker's TestApiVersionsMatchKafka44 compares the served table with
+// kversion key by key. Keys only a controller listener serves (AlterPartition,
+// Envelope, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, Vote,
+// BeginQuorumEpoch, UpdateRaftVoter, ...) are not listed.
 var KafkaVersions = VersionTable{
-	0:  {Min: 0, Max: 12, MinAccepted: 3}, // Produce: v0-2 advertised for librdkafka (KAFKA-18659), refused
-	1:  {Min: 4, Max: 17},                 // Fetch
-	2:  {Min: 1, Max: 10},                 // ListOffsets (v10: KIP-1075, 4.0)
+	0:  {Min: 0, Max: 13, MinAccepted: 3}, // Produce: v0-2 advertised for librdkafka (KAFKA-18659), refused; v13: topic ids (KIP-516, 4.1)
+	1:  {Min: 4, Max: 18},                 // Fetch (v18: the follower's high watermark, KIP-1166, 4.1)
+	2:  {Min: 1, Max: 11},                 // ListOffsets (v10: KIP-1075, 4.0; v11: KIP-1023, 4.2)
 	3:  {Min: 0, Max: 13},                 // Metadata
-	8:  {Min: 2, Max: 9},                  // OffsetCommit
-	9:  {Min: 1, Max: 9},                  // OffsetFetch
+	8:  {Min: 2, Max: 10},                 // OffsetCommit (v10: topic ids, 4.2)
+	9:  {Min: 1, Max: 10},                 // OffsetFetch (v10: topic ids, 4.2)
 	10: {Min: 0, Max: 6},                  // FindCoordinator
-	11: {Min: 2, Max: 9},                  // JoinGroup (4.1 re-adds v0-1, KAFKA-19444)
+	11: {Min: 0, Max: 9},                  // JoinGroup (4.1 re-adds v0-1, KAFKA-19444)
 	12: {Min: 0, Max: 4},                  // Heartbeat
 	13: {Min: 0, Max: 5},                  // LeaveGroup
 	14: {Min: 0, Max: 5},                  // SyncGroup
 	15: {Min: 0, Max: 6},                  // DescribeGroups
 	16: {Min: 0, Max: 5},                  // ListGroups
 	17: {Min: 0, Max: 1},                  // SaslHandshake
-	18: {Min: 0, Max: 4},                  // ApiVersions
+	18: {Min: 0, Max: 5},                  // ApiVersions (v5: cluster and node id, KIP-1242, 4.4)
 	19: {Min: 2, Max: 7},                  // CreateTopics
 	20: {Min: 1, Max: 6},                  // DeleteTopics
 	21: {Min: 0, Max: 2},                  // DeleteRecords
@@ -65,22 +61,22 @@ var KafkaVersions = VersionTable{
 	24: {Min: 0, Max: 5},                  // AddPartitionsToTxn
 	25: {Min: 0, Max: 4},                  // AddOffsetsToTxn
 	26: {Min: 0, Max: 5},                  // EndTxn
-	27: {Min: 1, Max: 1},                  // WriteTxnMarkers
-	28: {Min: 0, Max: 5},                  // TxnOffsetCommit
+	27: {Min: 1, Max: 2},                  // WriteTxnMarkers (v2: TransactionVersion, KIP-1228, 4.2)
+	28: {Min: 0, Max: 6},                  // TxnOffsetCommit (v6: topic ids, KIP-1319, 4.4)
 	29: {Min: 1, Max: 3},                  // DescribeAcls
 	30: {Min: 1, Max: 3},                  // CreateAcls
 	31: {Min: 1, Max: 3},                  // DeleteAcls
 	32: {Min: 1, Max: 4},                  // DescribeConfigs
 	33: {Min: 0, Max: 2},                  // AlterConfigs
 	34: {Min: 1, Max: 2},                  // AlterReplicaLogDirs
-	35: {Min: 1, Max: 4},                  // DescribeLogDirs
+	35: {Min: 1, Max: 5},                  // DescribeLogDirs (v5: IsCordoned, KIP-1066, 4.3)
 	36: {Min: 0, Max: 2},                  // SaslAuthenticate
 	37: {Min: 0, Max: 3},                  // CreatePartitions
 	38: {Min: 1, Max: 3},                  // CreateDelegationToken
 	39: {Min: 1, Max: 2},                  // RenewDelegationToken
 	40: {Min: 1, Max: 2},                  // ExpireDelegationToken
 	41: {Min: 1, Max: 3},                  // DescribeDelegationToken
-	42: {Min: 0, Max: 2},                  // DeleteGroups
+	42: {Min: 0, Max: 3},                  // DeleteGroups (v3: ErrorMessage, KIP-1331, 4.4)
 	43: {Min: 0, Max: 2},                  // ElectLeaders
 	44: {Min: 0, Max: 1},                  // IncrementalAlterConfigs
 	45: {Min: 0, Max: 1},                  // AlterPartitionAssignments (v1: KIP-860, 4.1)
@@ -96,7 +92,7 @@ var KafkaVersions = VersionTable{
 	61: {Min: 0, Max: 0},                  // DescribeProducers
 	64: {Min: 0, Max: 0},                  // UnregisterBroker
 	65: {Min: 0, Max: 0},                  // DescribeTransactions
-	66: {Min: 0, Max: 1},                  // ListTransactions
+	66: {Min: 0, Max: 2},                  // ListTransactions (v2: transactional id pattern, KIP-1152, 4.1)
 	68: {Min: 0, Max: 1},                  // ConsumerGroupHeartbeat
 	69: {Min: 0, Max: 1},                  // ConsumerGroupDescribe
 	71: {Min: 0, Max: 0},                  // GetTelemetrySubscriptions (only when telemetry is configured)

@@ -216,7 +216,7 @@ func (l *Log) applyReplicatedBatchLocked(seg *segment, batch []byte, h *batchHea
 	if !ok {
 		return nil
 	}
-	ct, err := pa.appendEndTxnMarker(h.ProducerEpoch, mk.CoordinatorEpoch, mk.Commit, h.BaseOffset, h.MaxTimestamp)
+	ct, err := pa.appendEndTxnMarker(h.ProducerEpoch, mk.CoordinatorEpoch, mk.Commit, 0, h.BaseOffset, h.MaxTimestamp)
 	if err != nil {
 		return err
 	}

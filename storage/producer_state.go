@@ -242,6 +242,26 @@ func (pa *producerAppend) checkProducerEpoch(epoch int16, offset int64) error {
 	return &AppendError{Err: kerr.InvalidProducerEpoch, Message: msg}
 }
 
+// checkMarkerEpoch is checkProducerEpoch for a transaction marker: from
+// transaction version 2 (KIP-1228) the marker's epoch must be above the
+// producer's, or equal to it once its transaction is closed (a retried
+// marker, KAFKA-19999).
+func (pa *producerAppend) checkMarkerEpoch(epoch int16, transactionVersion int8, offset int64) error {
+	if transactionVersion < 2 {
+		return pa.checkProducerEpoch(epoch, offset)
+	}
+	if epoch > pa.updated.epoch || epoch == pa.updated.epoch && pa.updated.currentTxnFirstOffset < 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("Epoch of producer %d at offset %d in %s is %d, which is not greater than the last seen epoch %d (transaction version %d)",
+		pa.producerID, offset, pa.topicPartition, epoch, pa.updated.epoch, transactionVersion)
+	if pa.origin == originReplication {
+		pa.logger.Warn(msg)
+		return nil
+	}
+	return &AppendError{Err: kerr.InvalidProducerEpoch, Message: msg}
+}
+
 func (pa *producerAppend) checkSequence(epoch int16, firstSeq int32, offset int64) error {
 	if epoch != pa.updated.epoch {
 		if firstSeq != 0 && pa.updated.epoch != noProducerEpoch {

@@ -120,8 +120,8 @@ func (pa *producerAppend) trackTransaction(firstOffset int64, transactional bool
 // appendEndTxnMarker applies a marker at offset (ProducerAppendInfo.
 // appendEndTxnMarker); it returns the transaction it completes, nil for a
 // marker without data before it in this partition.
-func (pa *producerAppend) appendEndTxnMarker(epoch int16, coordinatorEpoch int32, commit bool, offset, timestamp int64) (*completedTxn, error) {
-	if err := pa.checkProducerEpoch(epoch, offset); err != nil {
+func (pa *producerAppend) appendEndTxnMarker(epoch int16, coordinatorEpoch int32, commit bool, transactionVersion int8, offset, timestamp int64) (*completedTxn, error) {
+	if err := pa.checkMarkerEpoch(epoch, transactionVersion, offset); err != nil {
 		return nil, err
 	}
 	if pa.updated.coordinatorEpoch > coordinatorEpoch {
@@ -307,6 +307,15 @@ func (l *Log) checkVerificationLocked(h *batchHeader, verify bool, guard *Verifi
 // TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch,
 // KAFKA_STORAGE_ERROR for a failed write.
 func (l *Log) AppendMarker(mk TxnMarker, leaderEpoch int32) (AppendInfo, error) {
+	return l.AppendMarkerVersion(mk, leaderEpoch, 0)
+}
+
+// AppendMarkerVersion is AppendMarker for a marker of the given
+// transaction version (WriteTxnMarkers v2, KIP-1228): from version 2 every
+// transaction ends with a bumped epoch, so the marker's epoch must be above
+// the producer's, or equal to it with no transaction open (a retried
+// marker, KAFKA-19999); else INVALID_PRODUCER_EPOCH.
+func (l *Log) AppendMarkerVersion(mk TxnMarker, leaderEpoch int32, transactionVersion int8) (AppendInfo, error) {
 	now := l.now()
 	batch := recordbatch.MarkerBatch(mk, now.UnixMilli())
 	l.mu.Lock()
@@ -316,7 +325,7 @@ func (l *Log) AppendMarker(mk TxnMarker, leaderEpoch int32) (AppendInfo, error) 
 	}
 	base := l.logEndOffset.Load()
 	pa := l.producers.prepareUpdate(mk.ProducerID, originCoordinator)
-	ct, err := pa.appendEndTxnMarker(mk.ProducerEpoch, mk.CoordinatorEpoch, mk.Commit, base, now.UnixMilli())
+	ct, err := pa.appendEndTxnMarker(mk.ProducerEpoch, mk.CoordinatorEpoch, mk.Commit, transactionVersion, base, now.UnixMilli())
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -484,7 +493,7 @@ func (l *Log) replayBatchLocked(seg *segment, pos int64, h *batchHeader) error {
 	if !ok {
 		return nil
 	}
-	ct, err := pa.appendEndTxnMarker(h.ProducerEpoch, mk.CoordinatorEpoch, mk.Commit, h.BaseOffset, h.MaxTimestamp)
+	ct, err := pa.appendEndTxnMarker(h.ProducerEpoch, mk.CoordinatorEpoch, mk.Commit, 0, h.BaseOffset, h.MaxTimestamp)
 	if err != nil {
 		return err
 	}

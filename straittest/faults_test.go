@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/strait/strait/straittest"
 )
@@ -63,7 +64,11 @@ func TestInterceptErrorCode(t *testing.T) {
 	c := straittest.Start(t, straittest.WithTopic("t", 1, 1), straittest.WithTopic("other", 1, 1))
 	// NOT_LEADER makes kgo refresh metadata, at most every MetadataMinAge
 	// (5 s by default).
-	cl := c.Client(kgo.MetadataMinAge(10 * time.Millisecond))
+	// The raw requests name their topic: Produce up to v12 (v13 goes by
+	// topic id).
+	byName := kversion.V4_4_0()
+	byName.SetMaxKeyVersion(int16(kmsg.Produce), 12)
+	cl := c.Client(kgo.MetadataMinAge(10*time.Millisecond), kgo.MaxVersions(byName))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

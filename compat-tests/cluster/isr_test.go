@@ -347,10 +347,18 @@ func (c *cluster) rawProduce(id int32, topic string, value string, timeout time.
 	binary.BigEndian.PutUint32(raw[8:12], uint32(len(raw)-12))
 	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
 
+	// From Produce v13 (Kafka 4.1) the topic goes by its id.
+	md, err := c.metadata(id, topic)
+	if err != nil {
+		return 0, err
+	}
+	if len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 {
+		return 0, fmt.Errorf("metadata of %s: %+v", topic, md.Topics)
+	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, int32(timeout.Milliseconds())
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, md.Topics[0].TopicID
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = 0, raw
 	rt.Partitions = append(rt.Partitions, rp)
