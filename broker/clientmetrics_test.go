@@ -185,4 +185,3 @@ func TestClientMetricsConfigsAndTelemetry(t *testing.T) {
 		t.Fatalf("list after delete: %v", names)
 	}
 }
-
