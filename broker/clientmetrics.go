@@ -26,7 +26,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,16 +42,10 @@ func init() {
 // newTelemetry builds the manager and registers its store on the broker's
 // registry.
 func (s *Server) newTelemetry() {
-	maxBytes := int64(1048576)
-	if v, ok := s.dynamicConfigs().state.Load().layers.Static["telemetry.max.bytes"]; ok {
-		if n, err := strconv.ParseInt(v, 10, 32); err == nil && n > 0 {
-			maxBytes = n
-		}
-	}
 	store := &telemetry.Store{Now: s.clock.Now}
 	s.telemetry = &telemetry.Manager{
 		Subscriptions: s.ctrl.ClientMetricsSubscriptions,
-		MaxBytes:      int32(maxBytes),
+		MaxBytes:      s.dynamicConfigs().state.Load().layers.TelemetryMaxBytes(),
 		Now:           s.clock.Now,
 		Store:         store,
 	}

@@ -9,6 +9,7 @@ package config
 
 import (
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -370,4 +371,14 @@ func (b *Layers) GroupConsumerTimeouts(overrides map[string]string, session, hea
 	}
 	return pick("consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", session),
 		pick("consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", heartbeat)
+}
+
+// TelemetryMaxBytes is telemetry.max.bytes (read-only: its static value,
+// else Kafka's default), the bound of a client's PushTelemetry payload.
+func (b *Layers) TelemetryMaxBytes() int32 {
+	n := b.brokerInt("telemetry.max.bytes")
+	if n <= 0 || n > math.MaxInt32 {
+		return 1048576
+	}
+	return int32(n)
 }
