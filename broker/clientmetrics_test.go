@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -183,5 +184,48 @@ func TestClientMetricsConfigsAndTelemetry(t *testing.T) {
 	}
 	if names := listClientMetrics(t, cl); len(names) != 0 {
 		t.Fatalf("list after delete: %v", names)
+	}
+}
+
+// CLIENT_METRICS resources need the cluster's ALTER_CONFIGS (and
+// DESCRIBE_CONFIGS, which it implies); the telemetry APIs need nothing.
+func TestClientMetricsAuthorized(t *testing.T) {
+	srv := startBroker(t, t.TempDir(),
+		"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"allow.everyone.if.no.acl.found", "true")
+	defer srv.Close()
+	cl := newClient(t, srv)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	allow := func(ops ...kadm.ACLOperation) {
+		t.Helper()
+		res, err := adm.CreateACLs(ctx, kadm.NewACLs().Clusters().Allow("User:ANONYMOUS").Operations(ops...).ResourcePatternType(kadm.ACLPatternLiteral))
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("create ACL: %v %v", err, res)
+		}
+	}
+	// The cluster has ACLs now: what they do not allow is denied.
+	allow(kadm.OpAlter, kadm.OpDescribe)
+	if code, _ := alterClientMetrics(t, cl, "s", set("metrics", "a.")); code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alter without ALTER_CONFIGS: %d", code)
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeClientMetrics, "s"
+	req.Resources = append(req.Resources, r)
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("describe without DESCRIBE_CONFIGS: %v %v", err, resp)
+	}
+	get := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
+	if resp, err := get.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("get telemetry subscriptions: %v %v", err, resp)
+	}
+	allow(kadm.OpAlterConfigs)
+	if code, msg := alterClientMetrics(t, cl, "s", set("metrics", "a.")); code != 0 {
+		t.Fatalf("alter with ALTER_CONFIGS: %d %s", code, msg)
+	}
+	if code, configs := describeClientMetrics(t, cl, "s"); code != 0 || configs["metrics"] != "a." {
+		t.Fatalf("describe with ALTER_CONFIGS: %d %v", code, configs)
 	}
 }
