@@ -26,8 +26,8 @@ package broker
 //
 // GROUP resources are groupconfigs.go's. validate_only checks everything and
 // writes nothing. BROKER_LOGGER (log levels) is brokerloggers.go's, for
-// IncrementalAlterConfigs only; CLIENT_METRICS resources are not supported:
-// INVALID_REQUEST.
+// IncrementalAlterConfigs only; CLIENT_METRICS resources are
+// clientmetrics.go's.
 
 import (
 	"context"
@@ -201,6 +201,8 @@ func (s *Server) alterResource(ctx context.Context, r alterResource, validateOnl
 		return s.alterBrokerConfigs(ctx, r, validateOnly)
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return s.alterGroupConfigs(ctx, r, validateOnly) // groupconfigs.go
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return s.alterClientMetrics(ctx, r, validateOnly) // clientmetrics.go
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		if !r.legacy {
 			return s.alterBrokerLoggers(r, validateOnly) // brokerloggers.go

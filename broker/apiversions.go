@@ -15,8 +15,18 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 func init() { register(kmsg.ApiVersions, 0, 5, handleApiVersions) }
 
 func handleApiVersions(c *conn, x *exchange) {
+	if r, ok := x.req.Body.(*kmsg.ApiVersionsRequest); ok && r.ClientSoftwareName != "" {
+		c.software.Store(&[2]string{truncate(r.ClientSoftwareName, 256), truncate(r.ClientSoftwareVersion, 256)})
+	}
 	buf := frames.Get().(*[]byte)
 	x.frame = c.srv.apiVersions.AppendResponse((*buf)[:0], x.req)
 	x.pooled = buf
 	x.c.complete(x, true)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

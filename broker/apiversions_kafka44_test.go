@@ -19,11 +19,6 @@ var kafka44Exceptions = map[kmsg.Key]string{
 	// Pending, issue 20: JBOD's log directory moves.
 	kmsg.AlterReplicaLogDirs: "pending, issue 20",
 
-	// Telemetry (KIP-714) has an issue of its own; Kafka advertises these
-	// only with a client metrics reporter configured.
-	kmsg.GetTelemetrySubscriptions: "telemetry, own issue",
-	kmsg.PushTelemetry:             "telemetry, own issue",
-
 	// Share groups (KIP-932), issue 19: their state is in memory, without
 	// the share coordinator's state calls.
 	kmsg.InitializeShareGroupState:  "share group state, issue 19",

@@ -460,7 +460,7 @@ func (c *conn) configsDenied(typ kmsg.ConfigResourceType, name string, op acl.Op
 		if !c.authorizeTopic(op, name) {
 			e = kerr.TopicAuthorizationFailed
 		}
-	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeClientMetrics:
 		if !c.authorizeCluster(op) {
 			e = kerr.ClusterAuthorizationFailed
 		}

@@ -83,6 +83,9 @@ type conn struct {
 
 	rd        connReader             // the read loop's; holds a buffer only while there are bytes to read
 	clientIDs protocol.ClientIDCache // the read loop's
+	// software is the client's software name and version from its
+	// ApiVersions (KIP-511), for client telemetry's matching.
+	software atomic.Pointer[[2]string]
 
 	mu sync.Mutex
 	// ring holds the exchanges not yet written, in request order; it is

@@ -18,7 +18,7 @@ package broker
 // missing topic UNKNOWN_TOPIC_OR_PARTITION, another broker's id (the client
 // must ask that broker) INVALID_REQUEST. BROKER_LOGGER lists the root
 // logger's level; GROUP resources are groupconfigs.go's; CLIENT_METRICS
-// configs are not supported yet (INVALID_REQUEST), where Kafka 4 describes them.
+// resources are clientmetrics.go's.
 
 import (
 	"maps"
@@ -68,6 +68,8 @@ func handleDescribeConfigs(c *conn, x *exchange) {
 			configs, err = s.describeBrokerLoggers(r.ResourceName)
 		case r.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
 			configs, err = s.describeGroupConfigs(layers, r.ResourceName, req.IncludeSynonyms, withDocs)
+		case r.ResourceType == kmsg.ConfigResourceTypeClientMetrics:
+			configs, err = s.describeClientMetrics(r.ResourceName) // clientmetrics.go
 		default:
 			err = &controller.Error{Err: kerr.InvalidRequest, Message: "Unsupported resource type: " + resourceTypeName(r.ResourceType)}
 		}

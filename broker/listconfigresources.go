@@ -5,7 +5,7 @@ package broker
 // resources only; v1 lists the types asked for (none: all of them), in
 // Kafka's order: GROUP (the groups that have configs; kafka-configs
 // --entity-type groups --describe lists these and asks whether a group
-// exists with it), CLIENT_METRICS (Strait has none), BROKER_LOGGER and
+// exists with it), CLIENT_METRICS (the subscriptions), BROKER_LOGGER and
 // BROKER (the live brokers), TOPIC (every topic). A type Kafka does not list
 // is UNSUPPORTED_VERSION, as Kafka answers it. It needs DESCRIBE_CONFIGS on
 // the cluster (CLUSTER_AUTHORIZATION_FAILED), as in KafkaApis.
@@ -55,6 +55,11 @@ func handleListConfigResources(c *conn, x *exchange) {
 	if slices.Contains(types, int8(kmsg.ConfigResourceTypeGroupConfig)) {
 		for _, g := range s.ctrl.GroupConfigIDs() {
 			add(g, kmsg.ConfigResourceTypeGroupConfig)
+		}
+	}
+	if slices.Contains(types, int8(kmsg.ConfigResourceTypeClientMetrics)) {
+		for _, n := range s.ctrl.ClientMetricsNames() {
+			add(n, kmsg.ConfigResourceTypeClientMetrics)
 		}
 	}
 	brokers := s.ctrl.Brokers()

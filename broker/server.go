@@ -33,6 +33,7 @@ import (
 	"github.com/strait/strait/internal/background"
 	"github.com/strait/strait/internal/clock"
 	"github.com/strait/strait/metrics"
+	"github.com/strait/strait/metrics/telemetry"
 	"github.com/strait/strait/protocol"
 	"github.com/strait/strait/quota"
 	"github.com/strait/strait/replication"
@@ -50,6 +51,7 @@ type Server struct {
 	// the health probes when strait.http.listener is set. parkedProduces
 	// and parkedFetches count the requests waiting (Kafka's purgatories).
 	metrics                       *metrics.Metrics
+	telemetry                     *telemetry.Manager // client telemetry, KIP-714 (clientmetrics.go)
 	http                          *metrics.Server
 	parkedProduces, parkedFetches atomic.Int64
 	// acceptErrors counts the accepts that failed and were retried (out of
@@ -272,6 +274,7 @@ func (s *Server) start() error {
 		return fmt.Errorf("broker: controller: %w", err)
 	}
 	s.ctrl = ctrl
+	s.newTelemetry() // clientmetrics.go
 	if err := ctrl.Start(s.ctx); err != nil {
 		return fmt.Errorf("broker: controller start: %w", err)
 	}

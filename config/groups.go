@@ -9,6 +9,7 @@ package config
 
 import (
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -416,4 +417,14 @@ func ShareResetDuration(value string) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(javaDurationSeconds(m) * float64(time.Second)), true
+}
+
+// TelemetryMaxBytes is telemetry.max.bytes (read-only: its static value,
+// else Kafka's default), the bound of a client's PushTelemetry payload.
+func (b *Layers) TelemetryMaxBytes() int32 {
+	n := b.brokerInt("telemetry.max.bytes")
+	if n <= 0 || n > math.MaxInt32 {
+		return 1048576
+	}
+	return int32(n)
 }

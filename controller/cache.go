@@ -20,15 +20,16 @@ import (
 // once published: readers use it without locks, and the TopicInfo values it
 // points to are never modified.
 type metadataSnapshot struct {
-	rev          int64
-	topics       map[string]*TopicInfo
-	topicsByID   map[[16]byte]*TopicInfo
-	topicList    []*TopicInfo // sorted by name
-	brokers      []BrokerInfo // sorted by node id
-	controllerID int32
-	auth         *authSnapshot                // SCRAM credentials, delegation tokens, ACLs (auth_cache.go)
-	groupConfigs map[string]map[string]string // group id -> its configs (group_configs.go)
-	quotas       *quota.Snapshot              // client quotas (quotas.go)
+	rev           int64
+	topics        map[string]*TopicInfo
+	topicsByID    map[[16]byte]*TopicInfo
+	topicList     []*TopicInfo // sorted by name
+	brokers       []BrokerInfo // sorted by node id
+	controllerID  int32
+	auth          *authSnapshot                // SCRAM credentials, delegation tokens, ACLs (auth_cache.go)
+	groupConfigs  map[string]map[string]string // group id -> its configs (group_configs.go)
+	quotas        *quota.Snapshot              // client quotas (quotas.go)
+	clientMetrics map[string]map[string]string // subscription name -> its configs (client_metrics_configs.go)
 }
 
 var emptySnapshot = &metadataSnapshot{
@@ -79,14 +80,15 @@ type metadataCache struct {
 
 	// mu serializes applying revisions and (de)registering listeners, so a
 	// listener sees every change exactly once. It is held while listeners run.
-	mu         sync.Mutex
-	topics     map[string]*topicState
-	brokers    map[int32]BrokerInfo
-	candidates map[string]electionCandidate
-	listeners  []func(TopicChange)
-	auth       authState        // the keys behind snapshot.auth; dirty when they changed
-	groupCfgs  groupConfigState // the keys behind snapshot.groupConfigs
-	quotas     quotaState       // the keys behind snapshot.quotas
+	mu            sync.Mutex
+	topics        map[string]*topicState
+	brokers       map[int32]BrokerInfo
+	candidates    map[string]electionCandidate
+	listeners     []func(TopicChange)
+	auth          authState          // the keys behind snapshot.auth; dirty when they changed
+	groupCfgs     groupConfigState   // the keys behind snapshot.groupConfigs
+	quotas        quotaState         // the keys behind snapshot.quotas
+	clientMetrics clientMetricsState // the keys behind snapshot.clientMetrics
 }
 
 func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
@@ -153,6 +155,7 @@ func (c *metadataCache) load(kvs []*mvccpb.KeyValue, rev int64) {
 	c.auth.reset()
 	c.groupCfgs.reset()
 	c.quotas.reset()
+	c.clientMetrics.reset()
 	for _, kv := range kvs {
 		c.applyPutLocked(kv)
 	}
@@ -222,6 +225,8 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 		c.groupCfgs.put(pk, kv, c)
 	case keyQuota:
 		c.quotas.put(pk, kv, c.log)
+	case keyClientMetrics:
+		c.clientMetrics.put(pk, kv, c)
 	case keyElection:
 		id, err := strconv.ParseInt(string(kv.Value), 10, 32)
 		if err != nil {
@@ -261,6 +266,8 @@ func (c *metadataCache) applyDeleteLocked(pk parsedKey, key string) {
 		c.groupCfgs.delete(pk)
 	case keyQuota:
 		c.quotas.delete(pk)
+	case keyClientMetrics:
+		c.clientMetrics.delete(pk)
 	case keyElection:
 		delete(c.candidates, key)
 	case keyTopic:
@@ -280,15 +287,16 @@ func (c *metadataCache) applyDeleteLocked(pk parsedKey, key string) {
 func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, brokersChanged, candidatesChanged bool) {
 	prev := c.snap.Load()
 	next := &metadataSnapshot{
-		rev:          rev,
-		topics:       prev.topics,
-		topicsByID:   prev.topicsByID,
-		topicList:    prev.topicList,
-		brokers:      prev.brokers,
-		controllerID: prev.controllerID,
-		auth:         prev.auth,
-		groupConfigs: prev.groupConfigs,
-		quotas:       prev.quotas,
+		rev:           rev,
+		topics:        prev.topics,
+		topicsByID:    prev.topicsByID,
+		topicList:     prev.topicList,
+		brokers:       prev.brokers,
+		controllerID:  prev.controllerID,
+		auth:          prev.auth,
+		groupConfigs:  prev.groupConfigs,
+		quotas:        prev.quotas,
+		clientMetrics: prev.clientMetrics,
 	}
 	if c.auth.dirty {
 		next.auth = c.auth.snapshot()
@@ -298,6 +306,9 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 	}
 	if c.quotas.dirty {
 		next.quotas = c.quotas.snapshot()
+	}
+	if c.clientMetrics.dirty {
+		next.clientMetrics = c.clientMetrics.snapshot()
 	}
 	var changes []TopicChange
 	if len(changedTopics) > 0 {

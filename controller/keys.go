@@ -22,11 +22,12 @@ const (
 	keyElection
 	keyTopic
 	keyPartition
-	keyScram       // scram/<user>/<mechanism> (credentials.go)
-	keyToken       // delegation_tokens/<token id> (tokens.go)
-	keyGroupConfig // configs/groups/<group id> (group_configs.go)
-	keyACL         // acls/<id> (acls.go)
-	keyQuota       // client_quotas/... (quotas.go)
+	keyScram         // scram/<user>/<mechanism> (credentials.go)
+	keyToken         // delegation_tokens/<token id> (tokens.go)
+	keyGroupConfig   // configs/groups/<group id> (group_configs.go)
+	keyACL           // acls/<id> (acls.go)
+	keyQuota         // client_quotas/... (quotas.go)
+	keyClientMetrics // configs/client_metrics/<name> (client_metrics_configs.go)
 )
 
 const (
@@ -59,7 +60,7 @@ type parsedKey struct {
 	user      string       // keyScram
 	mechanism string       // keyScram
 	tokenID   string       // keyToken
-	group     string       // keyGroupConfig
+	group     string       // keyGroupConfig; keyClientMetrics: the subscription name
 	aclID     string       // keyACL
 	quota     quota.Entity // keyQuota
 }
@@ -102,6 +103,8 @@ func (k keyspace) parse(key string) parsedKey {
 		return parseAuthKey(rest)
 	case strings.HasPrefix(rest, groupConfigsSegment):
 		return parseGroupConfigKey(rest)
+	case strings.HasPrefix(rest, clientMetricsSegment):
+		return parseClientMetricsKey(rest)
 	case strings.HasPrefix(rest, aclsSegment):
 		return parseACLKey(rest)
 	case strings.HasPrefix(rest, quotasSegment):

@@ -7,7 +7,7 @@
 # kafka-share-groups, kafka-producer-perf-test,
 # kafka-consumer-perf-test, kafka-acls, kafka-dump-log (a compression.type=zstd topic),
 # kafka-reassign-partitions --throttle (on a two-broker strait cluster),
-# kafka-metadata-quorum, kafka-features, kafka-cluster unregister and
+# kafka-client-metrics, kafka-metadata-quorum, kafka-features, kafka-cluster unregister and
 # unregister-controller, and VerifiableProducer/VerifiableConsumer (the
 # tools Kafka's own system tests drive).
 # Usage: cli.sh HOST:PORT WORKDIR; appends results to WORKDIR/results.tsv.
@@ -354,6 +354,23 @@ check "kafka-reassign-partitions --verify removed the throttle configs" "$out/re
 kill $rc_pid 2>/dev/null
 for _ in $(seq 1 300); do kill -0 $rc_pid 2>/dev/null || break; sleep 0.1; done
 kill -9 $rc_pid 2>/dev/null; wait $rc_pid 2>/dev/null
+
+# kafka-client-metrics: CLIENT_METRICS subscriptions (KIP-714).
+cm() { run org.apache.kafka.tools.ClientMetricsCommand "$@"; }
+cm --alter --name cli-sub --metrics org.apache.kafka.producer. --interval 1000 >"$out/client-metrics-alter" 2>&1
+check "kafka-client-metrics --alter" "$out/client-metrics-alter" "^Altered client metrics config for cli-sub\.$"
+cm --describe --name cli-sub >"$out/client-metrics-describe" 2>&1
+check "kafka-client-metrics --describe" "$out/client-metrics-describe" "^  metrics=org\.apache\.kafka\.producer\.$"
+check "kafka-client-metrics --describe (interval)" "$out/client-metrics-describe" "^  interval\.ms=1000$"
+cm --list >"$out/client-metrics-list" 2>&1
+check "kafka-client-metrics --list" "$out/client-metrics-list" "^cli-sub$"
+cm --alter --name cli-sub --interval 10 >"$out/client-metrics-bad" 2>&1
+check "kafka-client-metrics --alter refuses an interval under 100 ms (Kafka's message)" "$out/client-metrics-bad" \
+  "Invalid value 10 for interval.ms, interval must be between 100 and 3600000 \(1 hour\)"
+cm --delete --name cli-sub >"$out/client-metrics-delete" 2>&1
+cm --list >>"$out/client-metrics-delete" 2>&1
+if grep -q "^cli-sub$" "$out/client-metrics-delete"; then echo "still listed" >>"$out/client-metrics-delete"; else echo "not listed" >>"$out/client-metrics-delete"; fi
+check "kafka-client-metrics --delete" "$out/client-metrics-delete" "^not listed$"
 
 echo "cli: $pass passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -24,7 +24,7 @@ for _ in $(seq 1 100); do grep -q "strait ready" "$work/acl-broker.log" && break
 grep -q "strait ready" "$work/acl-broker.log" || { cat "$work/acl-broker.log"; echo "authorizer broker not ready" >&2; exit 1; }
 cd "$here"
 status=0
-mvn -B -q -Dbootstrap.servers="$BROKER" -Dacl.bootstrap.servers=127.0.0.1:$acl_port test "$@" || status=1
+mvn -B -q -Dbootstrap.servers="$BROKER" -Dhttp.address="$BROKER_HTTP" -Dacl.bootstrap.servers=127.0.0.1:$acl_port test "$@" || status=1
 if [ $# -eq 0 ]; then
   "$here/cli.sh" "$BROKER" "$work" || status=1
 fi
