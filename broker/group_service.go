@@ -46,6 +46,7 @@ func (s *Server) groupSettingsFrom(g config.Groups) groupSettings {
 		cfg.ConsumerAssignors = slices.Clone(g.ConsumerAssignors)
 	}
 	cfg.ConsumerProtocol = g.ConsumerProtocol
+	cfg.MigrationPolicy = g.ConsumerMigrationPolicy
 	return groupSettings{
 		coord:             cfg,
 		replicationFactor: g.OffsetsTopicReplication,

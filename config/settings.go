@@ -76,6 +76,9 @@ type Groups struct {
 	// ConsumerProtocol is whether group.coordinator.rebalance.protocols
 	// enables the consumer protocol (KIP-848).
 	ConsumerProtocol bool
+	// ConsumerMigrationPolicy is group.consumer.migration.policy in lower
+	// case: bidirectional, upgrade, downgrade or disabled.
+	ConsumerMigrationPolicy string
 }
 
 func parseGroups(p *props) (Groups, []string) {
@@ -97,6 +100,13 @@ func parseGroups(p *props) (Groups, []string) {
 		OffsetsTopicReplication:   int16(p.intAtLeast("offsets.topic.replication.factor", 1)),
 		OffsetsTopicSegmentBytes:  int64(p.intAtLeast("offsets.topic.segment.bytes", 1)),
 		OffsetsLoadBufferSize:     int64(p.intAtLeast("offsets.load.buffer.size", 1)),
+	}
+	switch v := strings.ToLower(p.str("group.consumer.migration.policy")); v {
+	case "bidirectional", "upgrade", "downgrade", "disabled":
+		g.ConsumerMigrationPolicy = v
+	default:
+		p.fail(invalidValue("group.consumer.migration.policy", p.raw("group.consumer.migration.policy"),
+			"String must be one of (case insensitive): BIDIRECTIONAL, UPGRADE, DOWNGRADE, DISABLED"))
 	}
 	var warnings []string
 	for _, a := range parseCsvList(p.str("group.consumer.assignors")) {

@@ -104,6 +104,7 @@ var invalidCases = []struct {
 	{"group.consumer.session.timeout.ms", "0", nil, "Invalid value 0 for configuration group.consumer.session.timeout.ms: Value must be at least 1"},
 	{"group.consumer.heartbeat.interval.ms", "0", nil, "Invalid value 0 for configuration group.consumer.heartbeat.interval.ms: Value must be at least 1"},
 	{"group.consumer.max.size", "0", nil, "Invalid value 0 for configuration group.consumer.max.size: Value must be at least 1"},
+	{"group.consumer.migration.policy", "sideways", nil, "Invalid value sideways for configuration group.consumer.migration.policy: String must be one of (case insensitive): BIDIRECTIONAL, UPGRADE, DOWNGRADE, DISABLED"},
 	{"group.coordinator.rebalance.protocols", "classic,eager", nil, "Invalid value eager for configuration group.coordinator.rebalance.protocols: String must be one of: consumer, classic, share, streams"},
 
 	// Transactions.

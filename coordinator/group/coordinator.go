@@ -37,6 +37,10 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms (5 s)
 	ConsumerMaxSize           int32         // group.consumer.max.size (unbounded)
 	ConsumerAssignors         []string      // group.consumer.assignors: "uniform", "range"; the first is the default
+	// MigrationPolicy is group.consumer.migration.policy, lower case:
+	// "bidirectional" (Kafka's default, also for ""), "upgrade",
+	// "downgrade" or "disabled".
+	MigrationPolicy string
 	// ConsumerTimeouts, when set, returns the session timeout and heartbeat
 	// interval of one consumer group: its group configs (consumer.session.timeout.ms,
 	// consumer.heartbeat.interval.ms) over the two above. It is called on every
