@@ -130,6 +130,13 @@ func (g *group) validateOffsetCommitLocked(cl Client, req *kmsg.OffsetCommitRequ
 		if m == nil {
 			return kerr.UnknownMemberID.Code
 		}
+		if m.classic != nil {
+			// A classic member of a mixed group commits by its generation.
+			if req.Generation != m.epoch {
+				return kerr.IllegalGeneration.Code
+			}
+			return 0
+		}
 		if cl.Version < 9 {
 			// A consumer-protocol member must use OffsetCommit v9+.
 			return kerr.UnsupportedVersion.Code

@@ -129,6 +129,9 @@ func (g *group) validateTxnOffsetCommitLocked(req *kmsg.TxnOffsetCommitRequest, 
 		if m == nil {
 			return kerr.UnknownMemberID.Code
 		}
+		if m.classic != nil && generation != m.epoch {
+			return kerr.IllegalGeneration.Code
+		}
 		switch {
 		case generation > m.epoch:
 			return kerr.FencedMemberEpoch.Code
