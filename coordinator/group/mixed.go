@@ -72,9 +72,8 @@ func (g *group) canUpgradeLocked() bool {
 	return false
 }
 
-// upgradeLocked converts a non-empty classic group to a consumer group.
-// The classic group's record is deleted here; the caller's write of the
-// consumer group's records follows.
+// upgradeLocked converts a non-empty classic group to a consumer group,
+// writing the classic group's tombstone and the consumer group's records.
 func (g *group) upgradeLocked() error {
 	cg := &g.classic
 	ncg := newConsumerGroup()
@@ -127,10 +126,17 @@ func (g *group) upgradeLocked() error {
 		}
 		ncg.target[id] = target
 	}
+	// The classic group's tombstone and the consumer group's records go in
+	// one batch, as Kafka writes them.
+	var recs []record
 	if cg.hasRecord {
-		if err := g.appendRecords([]record{groupTombstone(g.id)}); err != nil {
-			return err
-		}
+		recs = append(recs, groupTombstone(g.id))
+	}
+	g.consumer = ncg // consumerRecordsLocked reads it
+	crecs, commit := g.consumerRecordsLocked(nil)
+	g.consumer = nil
+	if err := g.appendRecords(append(recs, crecs...)); err != nil {
+		return err
 	}
 	// Parked JoinGroup and SyncGroup requests are told to rejoin.
 	g.shutdownMembersLocked(kerr.RebalanceInProgress.Code)
@@ -138,6 +144,7 @@ func (g *group) upgradeLocked() error {
 	g.classic.init(g.c.now())
 	g.kind = kindConsumer
 	g.consumer = ncg
+	commit()
 	for _, m := range ncg.members {
 		g.ownLocked(m)
 		g.scheduleConsumerSessionLocked(m)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // classicJoin sends a classic consumer's JoinGroup (v9, protocol "range")
@@ -107,6 +109,34 @@ func TestMixedGroupUpgradeReloadDowngrade(t *testing.T) {
 	}
 	if ts := memberTypes(c); ts[a] != 0 || ts[b.id] != 1 {
 		t.Fatalf("member types after the upgrade: %v", ts)
+	}
+	// The classic group's tombstone and the consumer group's records are
+	// one batch, a's member record carrying its classic metadata.
+	converted := false
+	for _, batch := range log.batches[0] {
+		var tomb, epochRec bool
+		var classicMember *classicMeta
+		readBatch(batch, func(_ *recordbatch.Header, k, v []byte) error {
+			ver, _ := decodeKeyVersion(k)
+			switch {
+			case ver == keyGroupMetadata && v == nil:
+				tomb = true
+			case ver == keyConsumerGroupMetadata:
+				epochRec = true
+			case ver == keyConsumerGroupMember:
+				if ck, err := decodeCGKey(k); err == nil && ck.member == a {
+					mv, _ := decodeMemberValue(v)
+					classicMember = mv.classic
+				}
+			}
+			return nil
+		})
+		if tomb {
+			converted = epochRec && classicMember != nil && classicMember.sessionTimeout == 10000
+		}
+	}
+	if !converted {
+		t.Fatal("no batch holds the classic group's tombstone with the consumer group's records")
 	}
 	// a keeps its partitions at generation 1 until told to rejoin.
 	if code := heartbeat(c, "g", a, 1, nil); code != kerr.RebalanceInProgress.Code {
