@@ -325,7 +325,9 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 			m = cg.members[memberID]
 		case req.MemberEpoch == joinEpoch:
 			old := cg.members[existing]
-			if old.epoch != staticLeaveEpoch {
+			// A classic member's instance is taken over at once (a
+			// rolling upgrade restarts it with the consumer protocol).
+			if old.epoch != staticLeaveEpoch && old.classic == nil {
 				return fail(kerr.UnreleasedInstanceID.Code, "Static member "+memberID+" with instance id "+*req.InstanceID+
 					" cannot join the group because the instance id is owned by "+existing+" member.")
 			}

@@ -271,3 +271,37 @@ func TestClassicMemberMetadataBytes(t *testing.T) {
 		t.Fatalf("decoded: %+v %v", got, err)
 	}
 }
+
+// A static classic member restarted with the consumer protocol under the
+// same group.instance.id takes its instance over at once (Kafka checks
+// for an unreleased instance only between consumer-protocol members):
+// the upgraded group then has one member, of the consumer protocol, that
+// keeps the instance's partitions.
+func TestStaticClassicMemberUpgrades(t *testing.T) {
+	log := newMemLog(1)
+	meta := newMemMeta(TopicMeta{Name: "t", ID: topicID(7), Partitions: 4})
+	c := testCoordinator(t, log, meta)
+	inst := "i1"
+	r := recv(t, joinAsync(c, 9, "g", "", &inst, "range"))
+	if r.ErrorCode != 0 || r.LeaderID != r.MemberID {
+		t.Fatalf("static join: %+v", r)
+	}
+	a := kmsg.NewConsumerMemberAssignment()
+	at := kmsg.NewConsumerMemberAssignmentTopic()
+	at.Topic, at.Partitions = "t", []int32{0, 1, 2, 3}
+	a.Topics = append(a.Topics, at)
+	if s := recv(t, syncAsync(c, "g", r.MemberID, r.Generation, map[string][]byte{r.MemberID: a.AppendTo(nil)})); s.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+	b := &cgMember{id: "member-b", instance: &inst}
+	if hr := b.heartbeat(t, c, "g", []string{"t"}, nil); hr.ErrorCode != 0 {
+		t.Fatalf("consumer-protocol join of the instance: %v", kerr.ErrorForCode(hr.ErrorCode))
+	}
+	b.heartbeat(t, c, "g", []string{"t"}, nil)
+	if ts := memberTypes(c); len(ts) != 1 || ts[b.id] != 1 {
+		t.Fatalf("members: %v", ts)
+	}
+	if b.owned.size() != 4 {
+		t.Fatalf("b owns %v", b.owned)
+	}
+}
