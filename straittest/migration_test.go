@@ -26,6 +26,7 @@ type migration struct {
 	topic      string
 	group      string
 	partitions int32
+	static     bool // members have a group.instance.id: their name
 
 	produced atomic.Int64
 	stopProd chan struct{}
@@ -86,6 +87,9 @@ func (m *migration) member(name string, consumerProtocol bool) (stop func()) {
 		kgo.SessionTimeout(10 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond)}
 	if consumerProtocol {
 		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	if m.static {
+		opts = append(opts, kgo.InstanceID(name))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -266,28 +270,34 @@ func (m *migration) finish() {
 // consumers of the KIP-848 protocol. The first one's join converts the
 // group to a consumer group whose classic members carry on (mixed), the
 // last one leaves no classic member; nothing committed is consumed again
-// and every record is consumed.
+// and every record is consumed. With static members, a restarted instance
+// takes over its classic predecessor, which left no LeaveGroup.
 func TestRollingUpgradeToConsumerProtocol(t *testing.T) {
-	m := newMigration(t, "mig-up", "mig-up")
-	names := []string{"m0", "m1", "m2"}
-	stops := make([]func(), 3)
-	for i, n := range names {
-		stops[i] = m.member(n, false)
-	}
-	m.waitClassic(3, "classic group")
-	m.progress(300, "classic group consuming")
-	want := map[string]int8{"m0": 0, "m1": 0, "m2": 0}
-	for i, n := range names {
-		stops[i]()
-		m.progress(100, "after "+n+" stopped")
-		stops[i] = m.member(n, true)
-		want[n] = 1
-		m.waitMembers(want, "after "+n+" moved to the consumer protocol")
-		m.progress(200, "after "+n+" moved to the consumer protocol")
-	}
-	m.finish()
-	for _, stop := range stops {
-		stop()
+	for _, static := range []bool{false, true} {
+		t.Run(fmt.Sprintf("static=%v", static), func(t *testing.T) {
+			m := newMigration(t, "mig-up", "mig-up")
+			m.static = static
+			names := []string{"m0", "m1", "m2"}
+			stops := make([]func(), 3)
+			for i, n := range names {
+				stops[i] = m.member(n, false)
+			}
+			m.waitClassic(3, "classic group")
+			m.progress(300, "classic group consuming")
+			want := map[string]int8{"m0": 0, "m1": 0, "m2": 0}
+			for i, n := range names {
+				stops[i]()
+				m.progress(100, "after "+n+" stopped")
+				stops[i] = m.member(n, true)
+				want[n] = 1
+				m.waitMembers(want, "after "+n+" moved to the consumer protocol")
+				m.progress(200, "after "+n+" moved to the consumer protocol")
+			}
+			m.finish()
+			for _, stop := range stops {
+				stop()
+			}
+		})
 	}
 }
 
