@@ -304,34 +304,44 @@ func TestRollingUpgradeToConsumerProtocol(t *testing.T) {
 // A rolling downgrade: a KIP-848 group of three consumers has its members
 // replaced one at a time by classic consumers; they join the consumer group
 // as classic members, and when the last consumer-protocol member leaves the
-// group becomes a classic group, which the last replacement joins.
+// group becomes a classic group, which the last replacement joins. With
+// static members, the last replacement takes over the instance of the last
+// consumer-protocol member, which converts the group.
 func TestRollingDowngradeToClassicProtocol(t *testing.T) {
-	m := newMigration(t, "mig-down", "mig-down")
-	names := []string{"m0", "m1", "m2"}
-	stops := make([]func(), 3)
-	for i, n := range names {
-		stops[i] = m.member(n, true)
-	}
-	want := map[string]int8{"m0": 1, "m1": 1, "m2": 1}
-	m.waitMembers(want, "consumer group")
-	m.progress(300, "consumer group consuming")
-	for i, n := range names[:2] {
-		stops[i]()
-		m.progress(100, "after "+n+" stopped")
-		stops[i] = m.member(n, false)
-		want[n] = 0
-		m.waitMembers(want, "after "+n+" moved to the classic protocol")
-		m.progress(200, "after "+n+" moved to the classic protocol")
-	}
-	// The last consumer-protocol member leaves: the group is downgraded.
-	stops[2]()
-	m.waitClassic(2, "after the last consumer-protocol member left")
-	m.progress(100, "classic group of two")
-	stops[2] = m.member("m2", false)
-	m.waitClassic(3, "after m2 joined the classic group")
-	m.progress(200, "classic group of three")
-	m.finish()
-	for _, stop := range stops {
-		stop()
+	for _, static := range []bool{false, true} {
+		t.Run(fmt.Sprintf("static=%v", static), func(t *testing.T) {
+			m := newMigration(t, "mig-down", "mig-down")
+			m.static = static
+			names := []string{"m0", "m1", "m2"}
+			stops := make([]func(), 3)
+			for i, n := range names {
+				stops[i] = m.member(n, true)
+			}
+			want := map[string]int8{"m0": 1, "m1": 1, "m2": 1}
+			m.waitMembers(want, "consumer group")
+			m.progress(300, "consumer group consuming")
+			for i, n := range names[:2] {
+				stops[i]()
+				m.progress(100, "after "+n+" stopped")
+				stops[i] = m.member(n, false)
+				want[n] = 0
+				m.waitMembers(want, "after "+n+" moved to the classic protocol")
+				m.progress(200, "after "+n+" moved to the classic protocol")
+			}
+			stops[2]()
+			if !static {
+				// The last consumer-protocol member leaves: the group is
+				// downgraded.
+				m.waitClassic(2, "after the last consumer-protocol member left")
+				m.progress(100, "classic group of two")
+			}
+			stops[2] = m.member("m2", false)
+			m.waitClassic(3, "after m2 joined as a classic member")
+			m.progress(200, "classic group of three")
+			m.finish()
+			for _, stop := range stops {
+				stop()
+			}
+		})
 	}
 }

@@ -176,6 +176,38 @@ func (g *group) maybeDowngradeLocked(leaving *consumerMember) bool {
 		g.c.logger.Info("cannot downgrade consumer group to classic group: it has more members than group.max.size", "group", g.id)
 		return false
 	}
+	if !g.downgradeLocked(leaving.id) {
+		return false
+	}
+	g.prepareRebalanceLocked("downgrade group " + g.id + " from consumer to classic")
+	return true
+}
+
+// maybeDowngradeOnReplaceLocked is Kafka's
+// validateOnlineDowngradeWithReplacedMemberId: a classic static member
+// took over the instance of the last consumer-protocol member, so every
+// member is classic; the group becomes a classic group, Stable, each
+// member keeping its assignment.
+func (g *group) maybeDowngradeOnReplaceLocked() bool {
+	cg := g.consumer
+	for _, m := range cg.members {
+		if m.classic == nil {
+			return false
+		}
+	}
+	if !g.c.downgradeEnabled() || len(cg.members) > int(g.c.cfg.MaxSize) {
+		return false
+	}
+	return g.downgradeLocked("")
+}
+
+// downgradeLocked converts the consumer group to a Stable classic group of
+// its members but leaving (none: ""), at generation = group epoch, each
+// member's target assignment as its assignment; the consumer group's
+// tombstones and the GroupMetadata record are one batch. It reports whether
+// the group was converted (false: the write failed).
+func (g *group) downgradeLocked(leaving string) bool {
+	cg := g.consumer
 	var nc classicGroup
 	nc.init(g.c.now())
 	nc.state, nc.prevState = stateStable, stateStable
@@ -183,7 +215,7 @@ func (g *group) maybeDowngradeLocked(leaving *consumerMember) bool {
 	nc.protocolType = consumerProtocolType
 	ids := make([]string, 0, len(cg.members))
 	for id := range cg.members {
-		if id != leaving.id {
+		if id != leaving {
 			ids = append(ids, id)
 		}
 	}
@@ -228,8 +260,7 @@ func (g *group) maybeDowngradeLocked(leaving *consumerMember) bool {
 		g.rescheduleHeartbeatLocked(m, m.sessionTimeoutDuration())
 	}
 	g.c.logger.Info("downgraded consumer group to a classic group", "group", g.id, "generation", nc.generation,
-		"members", len(ids), "left", leaving.id)
-	g.prepareRebalanceLocked("downgrade group " + g.id + " from consumer to classic")
+		"members", len(ids), "left", leaving)
 	return true
 }
 
@@ -338,11 +369,12 @@ func (g *group) classicJoinConsumerLocked(cl Client, req *kmsg.JoinGroupRequest,
 	// Get or create the member; a static member's new id takes over its
 	// instance's state.
 	var m *consumerMember
-	isNew := false
+	isNew, replaced := false, false
 	if req.InstanceID != nil {
 		if existing, ok := cg.static[*req.InstanceID]; ok && existing != memberID {
 			m = g.replaceConsumerMemberLocked(cg.members[existing], memberID)
 			m.epoch, m.prevEpoch = 0, 0
+			replaced = true
 		}
 	}
 	if m == nil {
@@ -391,6 +423,18 @@ func (g *group) classicJoinConsumerLocked(cl Client, req *kmsg.JoinGroupRequest,
 	}
 	g.reconcileLocked(m, owned)
 
+	if replaced && g.maybeDowngradeOnReplaceLocked() {
+		// The group is classic now and the member keeps its assignment.
+		cgc := &g.classic
+		cm := cgc.members[m.id]
+		var members []kmsg.JoinGroupResponseMember
+		if m.id == cgc.leader {
+			members = cgc.currentMembers()
+		}
+		g.rescheduleHeartbeatLocked(cm, cm.sessionTimeoutDuration())
+		respond(cgc.joinResponse(m.id, members))
+		return
+	}
 	if err := g.persistConsumerLocked(m); err != nil {
 		respond(joinError(req.MemberID, appendErrorCode(err)))
 		return
