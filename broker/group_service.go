@@ -50,6 +50,7 @@ func (s *Server) groupSettingsFrom(g config.Groups) groupSettings {
 	cfg.Streams.Session, cfg.Streams.Heartbeat = g.StreamsSessionTimeout, g.StreamsHeartbeatInterval
 	cfg.Streams.NumStandby, cfg.Streams.MaxSize = g.StreamsNumStandby, g.StreamsMaxSize
 	cfg.StreamsSettings = s.groupStreamsSettings(cfg.Streams)
+	cfg.MigrationPolicy = g.ConsumerMigrationPolicy
 	return groupSettings{
 		coord:             cfg,
 		replicationFactor: g.OffsetsTopicReplication,

@@ -57,7 +57,18 @@ func groupClient(c *conn, x *exchange) group.Client {
 	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
 		host = "/" + a.IP.String()
 	}
-	return group.Client{Version: x.req.Version, ID: clientID(x), Host: host}
+	cl := group.Client{Version: x.req.Version, ID: clientID(x), Host: host}
+	if a := c.srv.authz; a != nil {
+		// A regex subscription resolves only to the topics the principal
+		// whose request triggers the resolution may describe (KAFKA-18813):
+		// a ConsumerGroupHeartbeat's, or a classic member's JoinGroup in a
+		// mixed group.
+		rc := c.requestContext()
+		cl.MayDescribeTopic = func(topic string) bool {
+			return a.Authorize(rc, acl.OpDescribe, acl.ResourceTopic, topic)
+		}
+	}
+	return cl
 }
 
 // JoinGroup (key 11): answered when the rebalance completes the join.
@@ -231,16 +242,7 @@ func handleConsumerGroupHeartbeat(c *conn, x *exchange) {
 		x.respond(resp)
 		return
 	}
-	cl := groupClient(c, x)
-	if a := c.srv.authz; a != nil {
-		// A regex subscription resolves only to the topics this principal
-		// may describe (KAFKA-18813); names were checked above.
-		rc := c.requestContext()
-		cl.MayDescribeTopic = func(topic string) bool {
-			return a.Authorize(rc, acl.OpDescribe, acl.ResourceTopic, topic)
-		}
-	}
-	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(cl, req))
+	x.respond(c.srv.groups().coord.ConsumerGroupHeartbeat(groupClient(c, x), req))
 }
 
 // ConsumerGroupDescribe (key 69, KIP-848).

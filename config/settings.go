@@ -109,6 +109,9 @@ type Groups struct {
 	StreamsHeartbeatInterval time.Duration // group.streams.heartbeat.interval.ms (5 s)
 	StreamsNumStandby        int32         // group.streams.num.standby.replicas (0)
 	StreamsMaxSize           int32         // group.streams.max.size (unbounded)
+	// ConsumerMigrationPolicy is group.consumer.migration.policy in lower
+	// case: bidirectional, upgrade, downgrade or disabled.
+	ConsumerMigrationPolicy string
 }
 
 func parseGroups(p *props) (Groups, []string) {
@@ -141,6 +144,13 @@ func parseGroups(p *props) (Groups, []string) {
 		StreamsHeartbeatInterval:  ms("group.streams.heartbeat.interval.ms", 1),
 		StreamsNumStandby:         p.intAtLeast("group.streams.num.standby.replicas", 0),
 		StreamsMaxSize:            p.intAtLeast("group.streams.max.size", 1),
+	}
+	switch v := strings.ToLower(p.str("group.consumer.migration.policy")); v {
+	case "bidirectional", "upgrade", "downgrade", "disabled":
+		g.ConsumerMigrationPolicy = v
+	default:
+		p.fail(invalidValue("group.consumer.migration.policy", p.raw("group.consumer.migration.policy"),
+			"String must be one of (case insensitive): BIDIRECTIONAL, UPGRADE, DOWNGRADE, DISABLED"))
 	}
 	var warnings []string
 	for _, a := range parseCsvList(p.str("group.consumer.assignors")) {

@@ -133,6 +133,7 @@ var invalidCases = []struct {
 	{"group.streams.heartbeat.interval.ms", "0", nil, "Invalid value 0 for configuration group.streams.heartbeat.interval.ms: Value must be at least 1"},
 	{"group.streams.max.size", "0", nil, "Invalid value 0 for configuration group.streams.max.size: Value must be at least 1"},
 	{"group.streams.num.standby.replicas", "-1", nil, "Invalid value -1 for configuration group.streams.num.standby.replicas: Value must be at least 0"},
+	{"group.consumer.migration.policy", "sideways", nil, "Invalid value sideways for configuration group.consumer.migration.policy: String must be one of (case insensitive): BIDIRECTIONAL, UPGRADE, DOWNGRADE, DISABLED"},
 	{"group.coordinator.rebalance.protocols", "classic,eager", nil, "Invalid value eager for configuration group.coordinator.rebalance.protocols: String must be one of: consumer, classic, share, streams"},
 
 	// Transactions.

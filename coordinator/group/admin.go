@@ -255,6 +255,9 @@ func (c *Coordinator) consumerGroupDescribe(id string, includeOps bool) kmsg.Con
 		dm.Assignment = c.describeAssignment(m.assigned)
 		dm.TargetAssignment = c.describeAssignment(cg.target[m.id])
 		dm.MemberType = 1 // a consumer-protocol member
+		if m.classic != nil {
+			dm.MemberType = 0 // a classic member of a mixed group
+		}
 		dg.Members = append(dg.Members, dm)
 	}
 	return dg

@@ -671,6 +671,15 @@ func (g *group) propagateAssignmentLocked(code int16) {
 // storeGroupLocked writes the group's GroupMetadata record with the given
 // assignments (nil: the members' current ones).
 func (g *group) storeGroupLocked(assignment map[string][]byte) error {
+	if err := g.appendRecords([]record{g.groupMetadataRecordLocked(assignment)}); err != nil {
+		return err
+	}
+	g.classic.hasRecord = true
+	return nil
+}
+
+// groupMetadataRecordLocked is the group's GroupMetadata record.
+func (g *group) groupMetadataRecordLocked(assignment map[string][]byte) record {
 	cg := &g.classic
 	v := kmsg.NewGroupMetadataValue()
 	v.Version = groupValueVersion
@@ -698,11 +707,7 @@ func (g *group) storeGroupLocked(assignment map[string][]byte) error {
 		}
 		v.Members = append(v.Members, mv)
 	}
-	if err := g.appendRecords([]record{{key: groupMetadataKey(g.id), value: v.AppendTo(nil)}}); err != nil {
-		return err
-	}
-	cg.hasRecord = true
-	return nil
+	return record{key: groupMetadataKey(g.id), value: v.AppendTo(nil)}
 }
 
 // replaceStaticMemberLocked gives a static member a new member id (a

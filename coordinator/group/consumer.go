@@ -44,8 +44,14 @@ type consumerMember struct {
 	assigned          partitionSet
 	pendingRevocation partitionSet
 
+	// classic is set for a member that speaks the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat) in a mixed group (mixed.go).
+	classic *classicMeta
+
 	sessionTimer   groupTimer
 	rebalanceTimer groupTimer
+	joinTimer      groupTimer // a classic member must rejoin within its rebalance timeout
+	syncTimer      groupTimer // a classic member must sync within its rebalance timeout
 }
 
 // consumerGroup is the KIP-848 state of a group (Kafka's ConsumerGroup).
@@ -154,11 +160,25 @@ func (c *Coordinator) ConsumerGroupHeartbeat(cl Client, req *kmsg.ConsumerGroupH
 	defer g.mu.Unlock()
 	if g.kind != kindConsumer {
 		cg := &g.classic
-		if req.MemberEpoch != joinEpoch || !g.isEmptyLocked() || len(cg.pending) > 0 {
+		switch {
+		case req.MemberEpoch != joinEpoch:
 			return fail(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group.")
-		}
-		if err := g.convertToConsumerLocked(); err != nil {
-			return fail(appendErrorCode(err), "")
+		case g.isEmptyLocked() && len(cg.pending) == 0:
+			if err := g.convertToConsumerLocked(); err != nil {
+				return fail(appendErrorCode(err), "")
+			}
+		case g.canUpgradeLocked():
+			// Kafka's online upgrade: the classic members carry on in the
+			// consumer group and are asked to rejoin.
+			if err := g.upgradeLocked(); err != nil {
+				if err == errNotConvertible {
+					return fail(kerr.GroupIDNotFound.Code, "Cannot upgrade the classic group "+req.Group+
+						" to consumer group because the embedded consumer protocol is malformed.")
+				}
+				return fail(appendErrorCode(err), "")
+			}
+		default:
+			return fail(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group.")
 		}
 	}
 	if leaving {
@@ -166,7 +186,9 @@ func (c *Coordinator) ConsumerGroupHeartbeat(cl Client, req *kmsg.ConsumerGroupH
 	} else {
 		resp = g.consumerHeartbeatLocked(cl, req, resp)
 	}
-	if resp.ErrorCode != 0 {
+	if resp.ErrorCode != 0 || g.kind != kindConsumer {
+		// An error, or the leave downgraded the group (its records are
+		// written).
 		return resp
 	}
 	// The change is answered once its records are in the log, so a
@@ -262,6 +284,9 @@ func (g *group) consumerLeaveLocked(req *kmsg.ConsumerGroupHeartbeatRequest, res
 		return resp
 	}
 	g.c.logger.Info("member left consumer group", "group", g.id, "member", m.id)
+	if g.maybeDowngradeLocked(m) {
+		return resp
+	}
 	g.fenceConsumerMemberLocked(m)
 	return resp
 }
@@ -300,7 +325,9 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 			m = cg.members[memberID]
 		case req.MemberEpoch == joinEpoch:
 			old := cg.members[existing]
-			if old.epoch != staticLeaveEpoch {
+			// A classic member's instance is taken over at once (a
+			// rolling upgrade restarts it with the consumer protocol).
+			if old.epoch != staticLeaveEpoch && old.classic == nil {
 				return fail(kerr.UnreleasedInstanceID.Code, "Static member "+memberID+" with instance id "+*req.InstanceID+
 					" cannot join the group because the instance id is owned by "+existing+" member.")
 			}
@@ -362,22 +389,17 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 		subscriptionChanged = true
 	}
 	m.clientID, m.clientHost = cl.ID, cl.Host
+	if m.classic != nil {
+		// It speaks the consumer protocol now (Kafka clears its classic
+		// metadata).
+		m.classic = nil
+		g.cancelLocked(&m.joinTimer)
+		g.cancelLocked(&m.syncTimer)
+	}
 
 	// 2. Bump the group epoch on subscription or topic metadata changes,
 	// and compute a new target assignment for the new epoch.
-	bump := subscriptionChanged
-	if v := c.metaVersion.Load(); bump || !cg.metaValid || cg.metaVersion != v {
-		if g.refreshSubscriptionLocked(v, cl.MayDescribeTopic) {
-			bump = true
-		}
-	}
-	if bump {
-		cg.epoch++
-		c.logger.Info("bumped consumer group epoch", "group", g.id, "epoch", cg.epoch, "members", len(cg.members))
-	}
-	if cg.epoch > cg.assignmentEpoch {
-		g.computeTargetLocked()
-	}
+	g.maybeBumpAndAssignLocked(subscriptionChanged, cl.MayDescribeTopic)
 
 	// 3. Reconcile the member towards its target.
 	before := m.assigned
@@ -414,6 +436,25 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 		resp.Assignment = &a
 	}
 	return resp
+}
+
+// maybeBumpAndAssignLocked bumps the group epoch on subscription or topic
+// metadata changes and computes the target assignment of a new epoch.
+func (g *group) maybeBumpAndAssignLocked(subscriptionChanged bool, mayDescribe func(string) bool) {
+	c, cg := g.c, g.consumer
+	bump := subscriptionChanged
+	if v := c.metaVersion.Load(); bump || !cg.metaValid || cg.metaVersion != v {
+		if g.refreshSubscriptionLocked(v, mayDescribe) {
+			bump = true
+		}
+	}
+	if bump {
+		cg.epoch++
+		c.logger.Info("bumped consumer group epoch", "group", g.id, "epoch", cg.epoch, "members", len(cg.members))
+	}
+	if cg.epoch > cg.assignmentEpoch {
+		g.computeTargetLocked()
+	}
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
@@ -462,8 +503,7 @@ func checkMemberEpoch(m *consumerMember, epoch int32, owned partitionSet) int16 
 func (g *group) replaceConsumerMemberLocked(old *consumerMember, newID string) *consumerMember {
 	cg := g.consumer
 	g.releaseLocked(old)
-	g.cancelLocked(&old.sessionTimer)
-	g.cancelLocked(&old.rebalanceTimer)
+	g.cancelConsumerTimersLocked(old)
 	delete(cg.members, old.id)
 	m := &consumerMember{
 		id: newID, instanceID: old.instanceID, rackID: old.rackID, clientID: old.clientID, clientHost: old.clientHost,
@@ -517,6 +557,9 @@ func (g *group) expireConsumerMemberLocked(m *consumerMember, why string) {
 		return
 	}
 	g.c.logger.Info("fencing consumer group member", "group", g.id, "member", m.id, "reason", why)
+	if g.maybeDowngradeLocked(m) {
+		return
+	}
 	g.fenceConsumerMemberLocked(m)
 	// A failed write is logged; the next change writes the difference.
 	_ = g.persistConsumerLocked(nil)
@@ -526,17 +569,30 @@ func (g *group) expireConsumerMemberLocked(m *consumerMember, why string) {
 // its partitions are reassigned.
 func (g *group) fenceConsumerMemberLocked(m *consumerMember) {
 	cg := g.consumer
+	g.removeConsumerMemberLocked(m)
+	cg.metaValid = false // recompute the subscribed topics without this member
+	cg.epoch++
+	g.c.logger.Info("bumped consumer group epoch", "group", g.id, "epoch", cg.epoch, "members", len(cg.members))
+}
+
+// removeConsumerMemberLocked takes a member out of the group, its claims
+// and timers with it.
+func (g *group) removeConsumerMemberLocked(m *consumerMember) {
+	cg := g.consumer
 	g.releaseLocked(m)
-	g.cancelLocked(&m.sessionTimer)
-	g.cancelLocked(&m.rebalanceTimer)
+	g.cancelConsumerTimersLocked(m)
 	delete(cg.members, m.id)
 	delete(cg.target, m.id)
 	if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
 		delete(cg.static, *m.instanceID)
 	}
-	cg.metaValid = false // recompute the subscribed topics without this member
-	cg.epoch++
-	g.c.logger.Info("bumped consumer group epoch", "group", g.id, "epoch", cg.epoch, "members", len(cg.members))
+}
+
+func (g *group) cancelConsumerTimersLocked(m *consumerMember) {
+	g.cancelLocked(&m.sessionTimer)
+	g.cancelLocked(&m.rebalanceTimer)
+	g.cancelLocked(&m.joinTimer)
+	g.cancelLocked(&m.syncTimer)
 }
 
 // refreshSubscriptionLocked recomputes the subscribed topics (names and

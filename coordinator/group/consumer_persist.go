@@ -27,7 +27,7 @@ func newConsumerLog() *consumerLog {
 func (m *consumerMember) metadataValue() []byte {
 	v := cgMemberValue{
 		instanceID: m.instanceID, rackID: m.rackID, clientID: m.clientID, clientHost: m.clientHost,
-		names: m.names, rebalanceTimeout: m.rebalanceTimeout,
+		names: m.names, rebalanceTimeout: m.rebalanceTimeout, classic: m.classic,
 	}
 	if v.names == nil {
 		v.names = []string{}
@@ -326,7 +326,7 @@ func (g *group) restoreConsumer(rc *replayedConsumer) {
 	for id, mv := range rc.member {
 		m := &consumerMember{
 			id: id, instanceID: mv.instanceID, rackID: mv.rackID, clientID: mv.clientID, clientHost: mv.clientHost,
-			rebalanceTimeout: mv.rebalanceTimeout, names: mv.names,
+			rebalanceTimeout: mv.rebalanceTimeout, names: mv.names, classic: mv.classic,
 			assigned: partitionSet{}, pendingRevocation: partitionSet{},
 		}
 		if mv.regex != nil {
@@ -401,6 +401,9 @@ func (g *group) onLoadedConsumerLocked() {
 // scheduleConsumerSessionLocked (re)starts a member's session timeout.
 func (g *group) scheduleConsumerSessionLocked(m *consumerMember) {
 	sessionTimeout, _ := g.c.consumerTimeouts(g.id)
+	if m.classic != nil {
+		sessionTimeout = time.Duration(m.classic.sessionTimeout) * time.Millisecond
+	}
 	g.scheduleLocked(&m.sessionTimer, sessionTimeout, func() { g.expireConsumerMemberLocked(m, "session timeout") })
 }
 

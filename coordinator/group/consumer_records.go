@@ -2,6 +2,7 @@ package group
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 )
@@ -80,8 +81,9 @@ type cgMemberValue struct {
 	regex                *string
 	rebalanceTimeout     int32
 	serverAssignor       *string
-	// ClassicMemberMetadata (tag 0) is for classic members of a consumer
-	// group, which Strait does not run; it is skipped on read.
+	// classic is the tagged ClassicMemberMetadata (tag 0): set for a member
+	// that speaks the classic protocol in a consumer group.
+	classic *classicMeta
 }
 
 func (m *cgMemberValue) encode() []byte {
@@ -97,7 +99,48 @@ func (m *cgMemberValue) encode() []byte {
 	b = kbin.AppendCompactNullableString(b, m.regex)
 	b = kbin.AppendInt32(b, m.rebalanceTimeout)
 	b = kbin.AppendCompactNullableString(b, m.serverAssignor)
-	return kbin.AppendUvarint(b, 0)
+	if m.classic == nil {
+		return kbin.AppendUvarint(b, 0)
+	}
+	// A nullable struct in a tagged field: its size counts the presence
+	// byte (1) that precedes it, as Kafka's generated code writes it.
+	st := kbin.AppendInt32(nil, m.classic.sessionTimeout)
+	st = kbin.AppendCompactArrayLen(st, len(m.classic.protocols))
+	for _, p := range m.classic.protocols {
+		st = kbin.AppendCompactString(st, p.name)
+		st = kbin.AppendCompactBytes(st, p.metadata)
+		st = kbin.AppendUvarint(st, 0)
+	}
+	st = kbin.AppendUvarint(st, 0)
+	b = kbin.AppendUvarint(b, 1) // one tagged field
+	b = kbin.AppendUvarint(b, 0) // tag 0
+	b = kbin.AppendUvarint(b, uint32(len(st)+1))
+	b = kbin.AppendUvarint(b, 1)
+	return append(b, st...)
+}
+
+// readClassicMeta reads the ClassicMemberMetadata tagged field's bytes.
+func readClassicMeta(src []byte) (*classicMeta, error) {
+	r := kbin.Reader{Src: src}
+	if r.Uvarint() != 1 { // the presence byte; 0 (null) is not written by Kafka
+		return nil, nil
+	}
+	cm := &classicMeta{sessionTimeout: r.Int32()}
+	n := r.CompactArrayLen()
+	if n < 0 || int(n) > len(r.Src) {
+		return nil, errBadRecord
+	}
+	for i := int32(0); i < n && r.Ok(); i++ {
+		name := r.CompactString()
+		meta := slices.Clone(r.CompactBytes())
+		skipTags(&r)
+		cm.protocols = append(cm.protocols, protocolMeta{name: name, metadata: meta})
+	}
+	skipTags(&r)
+	if !r.Ok() {
+		return nil, errBadRecord
+	}
+	return cm, nil
 }
 
 func decodeMemberValue(v []byte) (cgMemberValue, error) {
@@ -118,7 +161,26 @@ func decodeMemberValue(v []byte) (cgMemberValue, error) {
 	m.regex = r.CompactNullableString()
 	m.rebalanceTimeout = r.Int32()
 	m.serverAssignor = r.CompactNullableString()
-	return m, finish(&r)
+	tags := r.Uvarint()
+	for i := uint32(0); i < tags && r.Ok(); i++ {
+		tag := r.Uvarint()
+		size := r.Uvarint()
+		if int(size) > len(r.Src) {
+			return m, errBadRecord
+		}
+		field := r.Span(int(size))
+		if tag == 0 {
+			cm, err := readClassicMeta(field)
+			if err != nil {
+				return m, err
+			}
+			m.classic = cm
+		}
+	}
+	if !r.Ok() {
+		return m, errBadRecord
+	}
+	return m, nil
 }
 
 // encodeTargetValue is ConsumerGroupTargetAssignmentMemberValue v0.

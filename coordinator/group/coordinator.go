@@ -37,6 +37,10 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms (5 s)
 	ConsumerMaxSize           int32         // group.consumer.max.size (unbounded)
 	ConsumerAssignors         []string      // group.consumer.assignors: "uniform", "range"; the first is the default
+	// MigrationPolicy is group.consumer.migration.policy, lower case:
+	// "bidirectional" (Kafka's default, also for ""), "upgrade",
+	// "downgrade" or "disabled".
+	MigrationPolicy string
 	// ConsumerTimeouts, when set, returns the session timeout and heartbeat
 	// interval of one consumer group: its group configs (consumer.session.timeout.ms,
 	// consumer.heartbeat.interval.ms) over the two above. It is called on every
@@ -312,9 +316,19 @@ const (
 type shard struct {
 	index int32
 
-	mu     sync.Mutex // guards state and groups, never held while taking a group's lock
+	mu     sync.Mutex // guards state, groups and completed, never held while taking a group's lock
 	state  shardState
 	groups map[string]*group
+	// completed holds the transaction markers reported while the shard
+	// loads: a marker appended after the load read the log's end would
+	// otherwise be lost and leave its offsets pending for good.
+	completed []txnCompletion
+}
+
+// txnCompletion is one transaction marker on the shard's partition.
+type txnCompletion struct {
+	producerID int64
+	commit     bool
 }
 
 // ensureLoaded starts loading the shard if it is unloaded and reports its
@@ -329,7 +343,7 @@ func (s *shard) ensureLoaded(c *Coordinator) int16 {
 	case shardLoading:
 		return kerr.CoordinatorLoadInProgress.Code
 	}
-	s.state = shardLoading
+	s.state, s.completed = shardLoading, nil
 	if !c.bg.Go(func() { c.load(s) }) {
 		s.state = shardUnloaded
 		return kerr.CoordinatorNotAvailable.Code
@@ -343,7 +357,7 @@ func (s *shard) unload(c *Coordinator) {
 	s.mu.Lock()
 	groups := s.groups
 	wasLoaded := s.state == shardLoaded
-	s.groups = nil
+	s.groups, s.completed = nil, nil
 	s.state = shardUnloaded
 	s.mu.Unlock()
 	for _, g := range groups {

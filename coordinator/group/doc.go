@@ -15,6 +15,9 @@
 //     (the internal topics it lacks are reported for the broker to create),
 //     broker-side task assignment (active and standby tasks, sticky) and the
 //     same revoke-before-reassign reconciliation, per task;
+//   - mixed groups (mixed.go): classic members inside a consumer-protocol
+//     group, with Kafka's online upgrade and downgrade between the two
+//     protocols under group.consumer.migration.policy;
 //   - committed offsets (OffsetCommit, OffsetFetch, OffsetDelete), their
 //     expiry after offsets.retention.minutes, and ListGroups, DescribeGroups,
 //     DeleteGroups.
@@ -45,7 +48,9 @@
 //	           tombstone deletes the group
 //	key v3  ConsumerGroupMetadataKey{group} -> the group epoch
 //	key v5  ConsumerGroupMemberMetadataKey{group, member} -> a member's
-//	        subscription, client, instance and rack ids, rebalance timeout
+//	        subscription, client, instance and rack ids, rebalance timeout,
+//	        and for a classic member its protocols and session timeout
+//	        (the tagged ClassicMemberMetadata)
 //	key v6  ConsumerGroupTargetAssignmentMetadataKey{group} -> the epoch of
 //	        the target assignment
 //	key v7  ConsumerGroupTargetAssignmentMemberKey{group, member} -> the

@@ -183,8 +183,7 @@ func (g *group) shutdownMembersLocked(code int16) {
 	g.cancelLocked(&cg.syncTimer)
 	if g.consumer != nil {
 		for _, m := range g.consumer.members {
-			g.cancelLocked(&m.sessionTimer)
-			g.cancelLocked(&m.rebalanceTimer)
+			g.cancelConsumerTimersLocked(m)
 		}
 	}
 	if g.streams != nil {

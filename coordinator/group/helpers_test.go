@@ -20,6 +20,9 @@ type memLog struct {
 	batches map[int32][][]byte
 	next    map[int32]int64
 	fail    error // returned by Append when set
+	// afterRead, when set, runs once when a ReadFrom has read the batches
+	// (a load that reached the end of the log).
+	afterRead func()
 }
 
 func newMemLog(parts int32) *memLog {
@@ -63,6 +66,13 @@ func (l *memLog) ReadFrom(p int32, offset int64, fn func([]byte) error) error {
 		for i := range buf {
 			buf[i] = 0xee
 		}
+	}
+	l.mu.Lock()
+	hook := l.afterRead
+	l.afterRead = nil
+	l.mu.Unlock()
+	if hook != nil {
+		hook()
 	}
 	return nil
 }

@@ -41,9 +41,8 @@ func (c *Coordinator) JoinGroup(cl Client, req *kmsg.JoinGroupRequest, respond f
 	defer g.mu.Unlock()
 	if g.kind != kindClassic {
 		if !g.isEmptyLocked() {
-			// Strait does not run classic members inside a consumer-protocol
-			// group (Kafka's online migration).
-			fail(kerr.InconsistentGroupProtocol.Code)
+			// A classic member of a consumer group (mixed.go).
+			g.classicJoinConsumerLocked(cl, req, respond)
 			return
 		}
 		if err := g.convertToClassicLocked(); err != nil {
@@ -270,8 +269,12 @@ func (c *Coordinator) SyncGroup(cl Client, req *kmsg.SyncGroupRequest, respond f
 		return
 	}
 	defer g.mu.Unlock()
-	if g.kind != kindClassic || g.isEmptyLocked() {
+	if g.isEmptyLocked() {
 		respond(syncError(kerr.UnknownMemberID.Code))
+		return
+	}
+	if g.kind == kindConsumer {
+		g.classicSyncConsumerLocked(req, respond)
 		return
 	}
 	g.syncLocked(req, respond)

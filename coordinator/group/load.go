@@ -212,7 +212,7 @@ func (c *Coordinator) load(s *shard) {
 		c.logger.Error("loading group coordinator partition failed", "partition", s.index, "err", err)
 		s.mu.Lock()
 		if s.state == shardLoading {
-			s.state = shardUnloaded
+			s.state, s.completed = shardUnloaded, nil
 		}
 		s.mu.Unlock()
 		return
@@ -247,6 +247,8 @@ func (c *Coordinator) load(s *shard) {
 		offsets += g.numOffsetsLocked()
 	}
 	s.mu.Lock()
+	completed := s.completed
+	s.completed = nil
 	if s.state != shardLoading || c.closed.Load() {
 		s.mu.Unlock()
 		return // unloaded meanwhile
@@ -261,6 +263,12 @@ func (c *Coordinator) load(s *shard) {
 		g.mu.Lock()
 		g.onLoadedLocked()
 		g.mu.Unlock()
+	}
+	// Markers reported during the load: the load may have read them
+	// already (their offsets are settled, and settling finds nothing
+	// pending), or they came after the log's end it read.
+	for _, tc := range completed {
+		settleTxn(c, s.index, loaded, tc.producerID, tc.commit)
 	}
 	level := slog.LevelInfo
 	if r.records == 0 {

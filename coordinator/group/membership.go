@@ -37,8 +37,8 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.HeartbeatRequest) *kmsg.Hea
 }
 
 func (g *group) heartbeatLocked(req *kmsg.HeartbeatRequest) int16 {
-	if g.kind != kindClassic {
-		return kerr.UnknownMemberID.Code
+	if g.kind == kindConsumer {
+		return g.classicHeartbeatConsumerLocked(req)
 	}
 	cg := &g.classic
 	if cg.state == stateDead {
@@ -96,12 +96,13 @@ func (c *Coordinator) LeaveGroup(cl Client, req *kmsg.LeaveGroupRequest) *kmsg.L
 		resp.ErrorCode = code
 		return finish()
 	}
-	if g == nil || g.kind != kindClassic {
-		// Unknown group (or a consumer-protocol group, which has no classic
-		// members here): every member is unknown.
-		if g != nil {
-			g.mu.Unlock()
-		}
+	if g != nil && g.kind == kindConsumer {
+		defer g.mu.Unlock()
+		resp.Members = g.classicLeaveConsumerLocked(members)
+		return finish()
+	}
+	if g == nil {
+		// Unknown group: every member is unknown.
 		for _, m := range members {
 			resp.Members = append(resp.Members, leaveResult(m, kerr.UnknownMemberID.Code))
 		}

@@ -129,6 +129,13 @@ func (g *group) validateOffsetCommitLocked(cl Client, req *kmsg.OffsetCommitRequ
 		if !ok {
 			return kerr.UnknownMemberID.Code
 		}
+		if g.isClassicMemberLocked(req.MemberID) {
+			// A classic member of a mixed group commits by its generation.
+			if req.Generation != m {
+				return kerr.IllegalGeneration.Code
+			}
+			return 0
+		}
 		if cl.Version < 9 {
 			// A consumer-protocol member must use OffsetCommit v9+.
 			return kerr.UnsupportedVersion.Code

@@ -128,6 +128,9 @@ func (g *group) validateTxnOffsetCommitLocked(req *kmsg.TxnOffsetCommitRequest, 
 		if !ok {
 			return kerr.UnknownMemberID.Code
 		}
+		if g.isClassicMemberLocked(req.MemberID) && generation != m {
+			return kerr.IllegalGeneration.Code
+		}
 		switch {
 		case generation > m:
 			return kerr.FencedMemberEpoch.Code
@@ -202,11 +205,22 @@ func (c *Coordinator) CompleteTransaction(partition int32, producerID int64, com
 	}
 	s := v.(*shard)
 	s.mu.Lock()
+	if s.state == shardLoading {
+		// Settled once the load is done (load applies them).
+		s.completed = append(s.completed, txnCompletion{producerID, commit})
+		s.mu.Unlock()
+		return
+	}
 	groups := make([]*group, 0, len(s.groups))
 	for _, g := range s.groups {
 		groups = append(groups, g)
 	}
 	s.mu.Unlock()
+	settleTxn(c, partition, groups, producerID, commit)
+}
+
+// settleTxn commits or drops a producer's pending offsets in groups.
+func settleTxn(c *Coordinator, partition int32, groups []*group, producerID int64, commit bool) {
 	n := 0
 	for _, g := range groups {
 		g.mu.Lock()

@@ -104,3 +104,39 @@ func TestTransactionalOffsetCommits(t *testing.T) {
 		t.Fatalf("after replay: %v", got)
 	}
 }
+
+// A transaction marker that reaches a partition while its new coordinator
+// loads it, after the load read the log's end, still settles the offsets:
+// they are not left pending (OffsetFetch with require_stable would answer
+// UNSTABLE_OFFSET_COMMIT for good).
+func TestTransactionMarkerDuringLoad(t *testing.T) {
+	log := newMemLog(1)
+	meta := newMemMeta(TopicMeta{Name: "t", ID: topicID(1), Partitions: 2})
+	c := testCoordinator(t, log, meta)
+	if r := txnCommit(c, "g", 7, "t", map[int32]int64{0: 10}); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("txn commit: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	c.Close()
+
+	cfg := DefaultConfig()
+	cfg.NumPartitions, cfg.InitialRebalanceDelay = 1, 0
+	cfg.Logger = c.logger
+	c2 := New(cfg, log, meta)
+	t.Cleanup(c2.Close)
+	log.afterRead = func() {
+		if err := log.Append(0, controlBatch(7, true)); err != nil {
+			t.Error(err)
+		}
+		c2.CompleteTransaction(0, 7, true)
+	}
+	c2.LoadOwned()
+	waitFor(t, "partition loaded", func() bool {
+		s := c2.shardFor(0)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.state == shardLoaded
+	})
+	if o, code := fetchStable(t, c2, "g", "t", 0); code != 0 || o != 10 {
+		t.Fatalf("offset after the marker: %d %v", o, kerr.ErrorForCode(code))
+	}
+}
