@@ -348,7 +348,7 @@ func (c *cluster) rawProduce(id int32, topic string, value string, timeout time.
 	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
 
 	// From Produce v13 (Kafka 4.1) the topic goes by its id.
-	md, err := c.metadata(id, topic)
+	md, err := c.Metadata(id, topic)
 	if err != nil {
 		return 0, err
 	}
