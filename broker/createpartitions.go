@@ -9,7 +9,9 @@ package broker
 // checks that the count is an increase (INVALID_PARTITIONS), that an explicit
 // assignment has one replica list per new partition, of the topic's
 // replication factor, on registered brokers (INVALID_REPLICA_ASSIGNMENT),
-// and places and writes the new partitions. validate_only writes nothing. A
+// and places and writes the new partitions: those of every topic that
+// passes in one etcd transaction, as Kafka's controller commits them in one
+// batch (controller.CreatePartitionsBatch). validate_only writes nothing. A
 // missing topic is UNKNOWN_TOPIC_OR_PARTITION.
 //
 // The controller returns once this broker's metadata cache, and with it the
@@ -53,13 +55,19 @@ func handleCreatePartitions(c *conn, x *exchange) {
 			resp.Topics = append(resp.Topics, st)
 		}
 	}
+	// The topics left go to the controller together: their new partitions
+	// are written in one transaction, as Kafka's controller commits one
+	// batch; each topic's result is its own.
+	var changes []controller.PartitionsChange
+	var slots []int // the response topic of each change
 	for _, rt := range req.Topics {
 		if count[rt.Topic] > 1 {
 			continue
 		}
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
 		if !c.authorizeTopic(acl.OpAlter, rt.Topic) { // authorize.go
-			st := kmsg.NewCreatePartitionsResponseTopic()
-			st.Topic, st.ErrorCode = rt.Topic, kerr.TopicAuthorizationFailed.Code
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
@@ -70,24 +78,26 @@ func handleCreatePartitions(c *conn, x *exchange) {
 				assignments = append(assignments, a.Replicas)
 			}
 		}
-		if c.mutationExceeded(mq) {
-			st := kmsg.NewCreatePartitionsResponseTopic()
-			st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(throttlingQuotaExceeded)
-			resp.Topics = append(resp.Topics, st)
-			continue
-		}
-		before := 0
-		if t, ok := s.ctrl.Topic(rt.Topic); ok {
-			before = len(t.Partitions)
-		}
-		_, err := s.ctrl.CreatePartitions(ctx, rt.Topic, rt.Count, assignments, req.ValidateOnly)
-		if err == nil {
-			c.recordMutation(mq, int(rt.Count)-before)
-		}
-		st := kmsg.NewCreatePartitionsResponseTopic()
-		st.Topic = rt.Topic
-		st.ErrorCode, st.ErrorMessage = s.apiErrorFields(err, "CreatePartitions", rt.Topic)
+		changes = append(changes, controller.PartitionsChange{Topic: rt.Topic, Count: rt.Count, Assignments: assignments})
+		slots = append(slots, len(resp.Topics))
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(changes) > 0 {
+		// controller_mutation_rate, taken per topic as the controller
+		// plans it (Kafka's applyPartitionChangeQuota): a strict quota
+		// already exceeded refuses the topic.
+		admit := func(i, added int) error {
+			if c.mutationExceeded(mq) {
+				return &controller.Error{Err: kerr.ThrottlingQuotaExceeded, Message: throttlingQuotaExceeded}
+			}
+			c.recordMutation(mq, added)
+			return nil
+		}
+		errs := s.ctrl.CreatePartitionsBatch(ctx, changes, req.ValidateOnly, admit)
+		for i, err := range errs {
+			st := &resp.Topics[slots[i]]
+			st.ErrorCode, st.ErrorMessage = s.apiErrorFields(err, "CreatePartitions", changes[i].Topic)
+		}
 	}
 	c.throttleMutations(x, mq)
 	x.respond(resp)

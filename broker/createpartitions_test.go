@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -185,4 +186,59 @@ func deref(s *string) string {
 		return "<null>"
 	}
 	return *s
+}
+
+// TestCreatePartitionsQuotaPerTopic: controller_mutation_rate is taken per
+// topic as the controller plans it (Kafka's applyPartitionChangeQuota, after
+// the topic and count are validated): in one strict (v3) request the first
+// topic spends the tokens, into debt, and the next is refused with
+// THROTTLING_QUOTA_EXCEEDED, while an unknown topic still answers
+// UNKNOWN_TOPIC_OR_PARTITION; the topics that pass are created.
+func TestCreatePartitionsQuotaPerTopic(t *testing.T) {
+	srv := startBroker(t, t.TempDir())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl := newClient(t, srv, kgo.ClientID("grower"))
+	adm := kadm.NewClient(cl)
+	createTopic(t, cl, "qa", 1, nil)
+	createTopic(t, cl, "qb", 1, nil)
+	r, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: kmsg.StringPtr("grower")}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "controller_mutation_rate", Value: 1}},
+	}})
+	if err != nil || r[0].Err != nil {
+		t.Fatalf("set quota: %v %+v", err, r)
+	}
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.SetVersion(3)
+	req.TimeoutMillis = 10000
+	for _, tc := range []struct {
+		name  string
+		count int32
+	}{{"qa", 13}, {"nope", 2}, {"qb", 2}} {
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = tc.name, tc.count
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]int16{}
+	for _, rt := range resp.Topics {
+		codes[rt.Topic] = rt.ErrorCode
+	}
+	if codes["qa"] != 0 || codes["nope"] != kerr.UnknownTopicOrPartition.Code || codes["qb"] != kerr.ThrottlingQuotaExceeded.Code {
+		t.Errorf("codes %v, want qa created, nope UNKNOWN_TOPIC_OR_PARTITION, qb THROTTLING_QUOTA_EXCEEDED", codes)
+	}
+	if resp.ThrottleMillis <= 0 {
+		t.Errorf("throttle %d ms, want the time to repay the debt", resp.ThrottleMillis)
+	}
+	if n := partitionCount(t, adm, "qa"); n != 13 {
+		t.Errorf("qa: %d partitions, want 13", n)
+	}
+	if n := partitionCount(t, adm, "qb"); n != 1 {
+		t.Errorf("qb: %d partitions, want 1", n)
+	}
 }

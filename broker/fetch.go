@@ -25,6 +25,15 @@ package broker
 // moves); Strait's followers do not send it and the leader ignores it, so
 // v18 answers as v17.
 //
+// Fetching from the closest replica (KIP-392): from v11 a consumer may fetch
+// from a follower, which serves it up to its own high watermark (from v4 to
+// v10, and for replicas, only the leader serves: NOT_LEADER_OR_FOLLOWER).
+// With replica.selector.class set to RackAwareReplicaSelector, the leader
+// answers a consumer's partition whose rack_id names the rack of an in-sync
+// follower (and not its own) with that follower as preferred_read_replica,
+// its offsets and no records, at once (replication.Partition's
+// PreferredReadReplica, Kafka's ReplicaManager.findPreferredReadReplica).
+//
 // A consumer on the same host (a loopback connection) gets its responses
 // without BBR's pacing (newConn calls unpaceLoopback, sendfile_linux.go).
 
@@ -49,6 +58,11 @@ type fetchTarget struct {
 	offset int64
 	max    int64
 	epoch  int32
+	// logStart is a follower's log start offset (-1 from a consumer).
+	logStart int64
+	// preferred: the partition is answered with a preferred read
+	// replica and read no further.
+	preferred bool
 }
 
 type fetchOp struct {
@@ -87,6 +101,7 @@ func handleFetch(c *conn, x *exchange) {
 	// waits (park) for data.
 	req.Topics, req.ForgottenTopics = nil, nil
 	f.resolve()
+	f.preferReadReplicas()
 	f.fetchQuotaMaxBytes()
 	if f.replica >= 0 {
 		f.recordFollowerFetch()
@@ -159,7 +174,7 @@ func (f *fetchOp) resolve() {
 			sp.Partition = fp.partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
-			ft := fetchTarget{t: ti, p: pi, offset: fp.fetchOffset, max: int64(fp.maxBytes), epoch: fp.leaderEpoch}
+			ft := fetchTarget{t: ti, p: pi, offset: fp.fetchOffset, max: int64(fp.maxBytes), epoch: fp.leaderEpoch, logStart: fp.logStartOffset}
 			switch {
 			case topicCode != 0:
 				ft.code = topicCode
@@ -168,7 +183,7 @@ func (f *fetchOp) resolve() {
 				if ft.part == nil {
 					ft.code = s.missingPartitionCode(st.Topic, fp.partition)
 				} else {
-					ft.code = checkLeader(ft.part, fp.leaderEpoch)
+					ft.code = checkReplica(ft.part, fp.leaderEpoch, f.leaderOnly())
 				}
 			}
 			if ft.code != 0 {
@@ -198,7 +213,7 @@ func (f *fetchOp) recordFollowerFetch() {
 		if ft.code != 0 || ft.part == nil {
 			continue
 		}
-		if !live || !ft.part.FollowerFetched(f.replica, f.brokerEpoch, ft.offset) {
+		if !live || !ft.part.FollowerFetched(f.replica, f.brokerEpoch, ft.offset, ft.logStart) {
 			ft.code = kerr.NotLeaderForPartition.Code
 			f.resp.Topics[ft.t].Partitions[ft.p].ErrorCode = ft.code
 			f.hasErr = true
@@ -209,6 +224,67 @@ func (f *fetchOp) recordFollowerFetch() {
 		s.logger.Warn("refused a replica fetch: not a live broker replicating these partitions",
 			"replica_id", f.replica, "broker_epoch", f.brokerEpoch, "live", live, "partitions", refused,
 			"remote", f.c.nc.RemoteAddr().String())
+	}
+}
+
+// leaderOnly reports whether only the leader may serve this fetch: one
+// from a replica, or from a consumer before v11, which gives no client
+// metadata (Kafka's FetchParams.fetchOnlyLeader).
+func (f *fetchOp) leaderOnly() bool { return f.replica >= 0 || f.x.req.Version < 11 }
+
+// checkReplica validates that this broker may serve p at the client's
+// epoch: as its leader (checkLeader), or, for a consumer that may read from
+// a follower, as any replica at the client's leader epoch (Kafka's
+// Partition.getLocalLog: the epoch checked first).
+func checkReplica(p *replication.Partition, clientEpoch int32, leaderOnly bool) int16 {
+	if leaderOnly {
+		return checkLeader(p, clientEpoch)
+	}
+	st := p.State()
+	if st == nil {
+		return kerr.NotLeaderForPartition.Code
+	}
+	switch {
+	case clientEpoch < 0:
+	case clientEpoch > st.LeaderEpoch:
+		return kerr.UnknownLeaderEpoch.Code
+	case clientEpoch < st.LeaderEpoch:
+		return kerr.FencedLeaderEpoch.Code
+	}
+	return 0
+}
+
+// preferReadReplicas, with RackAwareReplicaSelector and a consumer's fetch
+// naming its rack (v11+), marks each partition this broker leads that an
+// in-sync follower in that rack should serve instead: the response names
+// that follower and carries the partition's offsets but no records.
+func (f *fetchOp) preferReadReplicas() {
+	s := f.srv
+	if f.replica >= 0 || f.x.req.Version < 11 || f.req.Rack == "" || !s.cfg.Replication.RackAwareSelector {
+		return
+	}
+	var racks map[int32]string // live brokers with an endpoint on the client's listener
+	rackOf := func(id int32) (string, bool) {
+		if racks == nil {
+			racks = map[int32]string{}
+			for _, b := range s.ctrl.Brokers() {
+				if _, ok := endpointFor(b, f.c.listener); ok && !b.Fenced {
+					racks[b.NodeID] = b.Rack
+				}
+			}
+		}
+		r, ok := racks[id]
+		return r, ok
+	}
+	for i := range f.targets {
+		ft := &f.targets[i]
+		if ft.code != 0 || ft.part == nil || !ft.part.IsLeader() {
+			continue
+		}
+		if id := ft.part.PreferredReadReplica(f.req.Rack, ft.offset, rackOf); id >= 0 {
+			ft.preferred = true
+			f.resp.Topics[ft.t].Partitions[ft.p].PreferredReadReplica = id
+		}
 	}
 }
 
@@ -240,6 +316,7 @@ func (f *fetchOp) read() bool {
 	var total int64
 	minOne := true
 	errNow := f.hasErr
+	preferred := false
 	f.chunks = f.chunks[:0]
 	for i := range f.targets {
 		ft := &f.targets[i]
@@ -250,6 +327,13 @@ func (f *fetchOp) read() bool {
 		log := ft.part.Log()
 		hw := log.HighWatermark()
 		lso := min(log.LastStableOffset(), hw)
+		if ft.preferred {
+			// Kafka skips the read and answers at once with the
+			// partition's offsets.
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, log.LogStartOffset()
+			preferred = true
+			continue
+		}
 		readCommitted := f.req.IsolationLevel == 1 && f.replica < 0
 		upTo := hw
 		switch {
@@ -296,7 +380,7 @@ func (f *fetchOp) read() bool {
 			remaining -= res.Size
 		}
 	}
-	return errNow || total >= int64(f.req.MinBytes)
+	return errNow || preferred || total >= int64(f.req.MinBytes)
 }
 
 // park waits for appends to any requested partition until min_bytes is met,

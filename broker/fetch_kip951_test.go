@@ -107,10 +107,12 @@ func (c *replicatedCluster) fetchAt(i int, maxVersion int16, topic string, topic
 }
 
 // TestFetchNamesTheLeader: from Fetch v16 (KIP-951), a partition answered
-// NOT_LEADER_OR_FOLLOWER (fetched from a follower, or from a broker that
-// was the leader) or FENCED_LEADER_EPOCH (a stale leader epoch) carries
-// the current leader and its epoch, and node_endpoints lists the leader on
-// the client's listener; v15 carries neither, as in Kafka.
+// NOT_LEADER_OR_FOLLOWER (fetched from a broker that does not host it) or
+// FENCED_LEADER_EPOCH (a stale leader epoch, from the leader or a follower)
+// carries the current leader and its epoch, and node_endpoints lists the
+// leader on the client's listener; v15 carries neither, as in Kafka. A
+// follower at the client's leader epoch serves a consumer's fetch from v11
+// on (KIP-392), as Kafka's, so it answers no error there.
 func TestFetchNamesTheLeader(t *testing.T) {
 	c := startReplicatedCluster(t, 2, map[string]string{"auto.leader.rebalance.enable": "false"})
 	c.createAssignedTopic("kip951", [][]int32{{1, 2}}, nil)
@@ -147,17 +149,17 @@ func TestFetchNamesTheLeader(t *testing.T) {
 		}
 	}
 	nl := kerr.NotLeaderForPartition.Code
-	for _, v := range []int16{16, 17} {
-		check(fmt.Sprintf("v%d from the follower", v), c.fetchAt(1, v, "kip951", id, before.LeaderEpoch), nl, 1, before.LeaderEpoch, c.addrs[0])
+	for _, v := range []int16{15, 16, 17} {
+		check(fmt.Sprintf("v%d from the follower", v), c.fetchAt(1, v, "kip951", id, before.LeaderEpoch), 0, -1, -1, "")
 		check(fmt.Sprintf("v%d from the leader", v), c.fetchAt(0, v, "kip951", id, before.LeaderEpoch), 0, -1, -1, "")
 	}
-	check("v15 from the follower", c.fetchAt(1, 15, "kip951", id, before.LeaderEpoch), nl, -1, -1, "")
 
 	after := c.moveLeader("kip951", 0, 2)
 	if after.LeaderEpoch <= before.LeaderEpoch {
 		t.Fatalf("leader epoch %d after the move, %d before", after.LeaderEpoch, before.LeaderEpoch)
 	}
-	check("v16 from the old leader", c.fetchAt(0, 16, "kip951", id, after.LeaderEpoch), nl, 2, after.LeaderEpoch, c.addrs[1])
+	check("v16 from the old leader, now a follower", c.fetchAt(0, 16, "kip951", id, after.LeaderEpoch), 0, -1, -1, "")
+	check("v16 from the old leader with the old epoch", c.fetchAt(0, 16, "kip951", id, before.LeaderEpoch), kerr.FencedLeaderEpoch.Code, 2, after.LeaderEpoch, c.addrs[1])
 	check("v16 with the old epoch", c.fetchAt(1, 16, "kip951", id, before.LeaderEpoch), kerr.FencedLeaderEpoch.Code, 2, after.LeaderEpoch, c.addrs[1])
 	check("v15 with the old epoch", c.fetchAt(1, 15, "kip951", id, before.LeaderEpoch), kerr.FencedLeaderEpoch.Code, -1, -1, "")
 	check("v16 from the new leader", c.fetchAt(1, 16, "kip951", id, after.LeaderEpoch), 0, -1, -1, "")
@@ -184,9 +186,13 @@ func (m *metadataRequests) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int,
 
 // TestFetchLeaderMoveKgoConsumer: a franz-go consumer keeps consuming a
 // partition, in order and without gaps, while its leader moves to the other
-// broker and back, and follows the leader without a Metadata request:
-// franz-go moves a partition to the leader a Fetch response names (KIP-951)
-// and asks for metadata only when the response names none.
+// broker and back. The old leader stays a follower and answers the
+// consumer's next fetch, at the old leader epoch, FENCED_LEADER_EPOCH naming
+// the new leader, as Kafka 4.4 does (Partition.getLocalLog checks the epoch
+// before leadership, and a follower serves consumers from Fetch v11);
+// franz-go moves a partition without metadata only on NOT_LEADER_OR_FOLLOWER
+// (KIP-951, checked in TestFetchNamesTheLeader), so here it refreshes its
+// metadata.
 func TestFetchLeaderMoveKgoConsumer(t *testing.T) {
 	c := startReplicatedCluster(t, 2, map[string]string{"auto.leader.rebalance.enable": "false"})
 	c.createAssignedTopic("kip951-move", [][]int32{{1, 2}}, nil)
@@ -250,9 +256,7 @@ func TestFetchLeaderMoveKgoConsumer(t *testing.T) {
 		target := produced.Load() + 200
 		waitFor(t, 20*time.Second, "records after the move", func() bool { return produced.Load() >= target })
 		consumeTo(target, 10*time.Second)
-		if n := metadata.n.Load() - before; n != 0 {
-			t.Errorf("the consumer sent %d Metadata requests to follow the leader to broker %d, want none (KIP-951)", n, to)
-		}
+		t.Logf("the consumer sent %d Metadata requests to follow the leader to broker %d", metadata.n.Load()-before, to)
 	}
 	stop.Store(true)
 	wg.Wait()

@@ -11,7 +11,8 @@ import (
 // nothing). Strait cannot load classes: a key set to anything else would be
 // silently ignored, so it stops the broker instead (keys whose classes
 // Strait does recognise, authorizer.class.name and the OAUTHBEARER
-// callback handler, are checked where they are parsed).
+// callback handler, are checked where they are parsed; pluginClassesBuiltIn
+// lists the other classes Strait implements).
 var pluginClasses = map[string]string{
 	"principal.builder.class":                         "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
 	"client.quota.callback.class":                     "",
@@ -25,6 +26,22 @@ var pluginClasses = map[string]string{
 	"replica.selector.class":                          "",
 }
 
+// pluginClassesBuiltIn are the further values a plugin class key accepts:
+// Kafka's own classes whose behaviour Strait implements.
+var pluginClassesBuiltIn = map[string][]string{
+	// KIP-392: LeaderSelector is Kafka's explicit form of the default (the
+	// leader serves every fetch); RackAwareReplicaSelector sends a
+	// consumer to an in-sync replica in its rack (replication.Partition's
+	// PreferredReadReplica).
+	"replica.selector.class": {LeaderSelector, RackAwareReplicaSelector},
+}
+
+// Kafka's ReplicaSelector implementations.
+const (
+	LeaderSelector           = "org.apache.kafka.common.replica.LeaderSelector"
+	RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+)
+
 // checkPluginClasses fails on the first plugin class key (in sorted order,
 // so the error is stable) set to a class Strait would ignore.
 func checkPluginClasses(p *props) {
@@ -33,7 +50,7 @@ func checkPluginClasses(p *props) {
 			continue
 		}
 		v := strings.TrimSpace(p.raw(key))
-		if v == "" || v == pluginClasses[key] {
+		if v == "" || v == pluginClasses[key] || slices.Contains(pluginClassesBuiltIn[key], v) {
 			continue
 		}
 		p.fail(invalidValue(key, v, "Strait cannot load classes, and ignoring this one would change what the broker does; remove the key"))

@@ -42,6 +42,11 @@ type Replication struct {
 	// default's (WithDynamic); the static properties never set them.
 	LeaderThrottledRate   int64
 	FollowerThrottledRate int64
+	// RackAwareSelector is replica.selector.class set to Kafka's
+	// RackAwareReplicaSelector (KIP-392): a consumer giving its rack is sent
+	// to an in-sync replica in that rack. Unset, or LeaderSelector: the
+	// leader serves consumers.
+	RackAwareSelector bool
 }
 
 // LeaseTTLSeconds is SessionTimeout in whole seconds, rounded up (etcd
@@ -66,6 +71,7 @@ func parseReplication(p *props) Replication {
 		QuotaWindowSizeSeconds:    p.intAtLeast("replication.quota.window.size.seconds", 1),
 		LeaderThrottledRate:       math.MaxInt64,
 		FollowerThrottledRate:     math.MaxInt64,
+		RackAwareSelector:         strings.TrimSpace(p.raw("replica.selector.class")) == RackAwareReplicaSelector,
 	}
 }
 

@@ -3,9 +3,10 @@ package controller
 // CreatePartitions, as Kafka's ReplicationControlManager.createPartitions:
 // the new partitions are placed on the usable brokers with the striped
 // placer (or an explicit assignment), their ISR is their active replicas and
-// their leader the first of those, and all of them are written in one etcd
-// transaction that fails if the topic was re-created or grew meanwhile, or a
-// broker they rely on changed its registration (then it is planned again).
+// their leader the first of those, and those of every topic of the request
+// are written in one etcd transaction that fails if a topic was re-created
+// or grew meanwhile, or a broker they rely on changed its registration (then
+// the request is planned again).
 
 import (
 	"context"
@@ -30,47 +31,161 @@ import (
 // topic as this controller's cache shows it after the change (with
 // validateOnly: as it would be).
 func (c *Controller) CreatePartitions(ctx context.Context, topic string, newCount int32, assignments [][]int32, validateOnly bool) (TopicInfo, error) {
+	var planned TopicInfo
+	errs := c.createPartitions(ctx, []PartitionsChange{{Topic: topic, Count: newCount, Assignments: assignments}}, validateOnly, nil,
+		func(_ int, t TopicInfo) { planned = t })
+	if errs[0] != nil {
+		return TopicInfo{}, errs[0]
+	}
+	if validateOnly {
+		return planned, nil
+	}
+	t, _ := c.Topic(topic)
+	return t, nil
+}
+
+// PartitionsChange is one topic of a CreatePartitions request: grow Topic
+// to Count partitions, the new ones on Assignments (one replica list per new
+// partition) or, when nil, placed by the controller.
+type PartitionsChange struct {
+	Topic       string
+	Count       int32
+	Assignments [][]int32
+}
+
+// CreatePartitionsBatch applies the topics of one CreatePartitions request
+// as Kafka's ReplicationControlManager.createPartitions does: each topic is
+// validated and planned on its own (CreatePartitions' errors), and the new
+// partitions of every topic that passes are written in one etcd transaction,
+// Kafka's one atomic batch of records, so the request takes effect whole or
+// not at all. A topic whose partitions would take the request past 10,000
+// new partitions (Kafka's records per operation) fails with
+// POLICY_VIOLATION. admit, when not nil, is asked once per topic, after its
+// count is validated, with the partitions it would add (Kafka's
+// applyPartitionChangeQuota: the controller mutation quota); an error it
+// returns is the topic's result. The result has one error per change, nil
+// for a topic created (or, with validateOnly, valid); it returns once this
+// controller's cache has applied the change.
+func (c *Controller) CreatePartitionsBatch(ctx context.Context, changes []PartitionsChange, validateOnly bool, admit func(i, added int) error) []error {
+	return c.createPartitions(ctx, changes, validateOnly, admit, nil)
+}
+
+// createPartitions is CreatePartitionsBatch; planned, when not nil, gets the
+// topic as it would be after the change, for each topic that passes.
+func (c *Controller) createPartitions(ctx context.Context, changes []PartitionsChange, validateOnly bool,
+	admit func(i, added int) error, planned func(i int, t TopicInfo)) []error {
+	errs := make([]error, len(changes))
 	if !c.running() {
-		return TopicInfo{}, ErrNotStarted
+		for i := range errs {
+			errs[i] = ErrNotStarted
+		}
+		return errs
 	}
 	c.createMu.Lock()
 	defer c.createMu.Unlock()
+	// A topic is admitted once, on its first plan: planning again after a
+	// conflict must not take the quota twice.
+	admitted := make([]*error, len(changes))
+	admitOnce := func(i int) func(added int) error {
+		return func(added int) error {
+			if admitted[i] == nil {
+				var err error
+				if admit != nil {
+					err = admit(i, added)
+				}
+				admitted[i] = &err
+			}
+			return *admitted[i]
+		}
+	}
 	for {
-		plan, err := c.planPartitions(ctx, topic, newCount, assignments)
-		if err != nil {
-			return TopicInfo{}, err
+		plans := make([]*partitionPlan, len(changes))
+		total := 0
+		for i, ch := range changes {
+			plan, err := c.planPartitions(ctx, ch.Topic, ch.Count, ch.Assignments, admitOnce(i))
+			if err == nil && total+len(plan.added) > maxRecordsPerTopicCreation {
+				err = apiError(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+			}
+			errs[i] = err
+			if err != nil {
+				continue
+			}
+			total += len(plan.added)
+			plans[i] = plan
 		}
 		if validateOnly {
-			t := *plan.topic
-			t.Partitions = append(slices.Clone(plan.existing), plan.added...)
-			return t, nil
+			for i, plan := range plans {
+				if plan != nil && planned != nil {
+					t := *plan.topic
+					t.Partitions = append(slices.Clone(plan.existing), plan.added...)
+					planned(i, t)
+				}
+			}
+			return errs
 		}
-		ops := make([]clientv3.Op, 0, len(plan.added))
-		for _, p := range plan.added {
-			ops = append(ops, clientv3.OpPut(c.ks.partition(topic, p.Partition), encodePartition(p)))
+		var ops []clientv3.Op
+		var cmps []clientv3.Cmp
+		seenCmp := map[string]bool{}
+		for _, plan := range plans {
+			if plan == nil {
+				continue
+			}
+			for _, p := range plan.added {
+				ops = append(ops, clientv3.OpPut(c.ks.partition(plan.topic.Name, p.Partition), encodePartition(p)))
+			}
+			for _, cmp := range plan.cmps {
+				// The brokers relied on repeat across topics.
+				if k := fmt.Sprintf("%s/%v/%v/%v", cmp.Key, cmp.Target, cmp.Result, cmp.TargetUnion); !seenCmp[k] {
+					seenCmp[k] = true
+					cmps = append(cmps, cmp)
+				}
+			}
 		}
-		resp, err := c.client.Txn(ctx).If(plan.cmps...).Then(ops...).Commit()
-		if errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge) {
-			return TopicInfo{}, apiError(kerr.PolicyViolation,
-				"Unable to perform excessively large batch operation (etcd refused a transaction of %d operations: %v).",
-				len(ops), err)
+		if len(ops) == 0 {
+			return errs
 		}
+		resp, err := c.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {
-			return TopicInfo{}, fmt.Errorf("controller: creating partitions of %s: %w", topic, err)
+			if errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge) {
+				err = apiError(kerr.PolicyViolation,
+					"Unable to perform excessively large batch operation (etcd refused a transaction of %d operations: %v).",
+					len(ops), err)
+			} else {
+				err = fmt.Errorf("controller: creating partitions: %w", err)
+			}
+			for i, plan := range plans {
+				if plan != nil {
+					errs[i] = err
+				}
+			}
+			return errs
 		}
 		if !resp.Succeeded {
 			if err := ctx.Err(); err != nil {
-				return TopicInfo{}, err
+				for i, plan := range plans {
+					if plan != nil {
+						errs[i] = err
+					}
+				}
+				return errs
 			}
-			continue // the topic or a broker changed meanwhile: plan again
+			continue // a topic or a broker changed meanwhile: plan again
 		}
 		if err := c.cache.waitForRevision(ctx, c.stop, resp.Header.Revision); err != nil {
-			return TopicInfo{}, fmt.Errorf("controller: partitions of %s created, waiting for the metadata cache: %w", topic, err)
+			for i, plan := range plans {
+				if plan != nil {
+					errs[i] = fmt.Errorf("controller: partitions of %s created, waiting for the metadata cache: %w", plan.topic.Name, err)
+				}
+			}
+			return errs
 		}
-		c.log.Info("created partitions", "topic", topic, "partitions.before", len(plan.existing),
-			"partitions", newCount, "revision", resp.Header.Revision)
-		t, _ := c.Topic(topic)
-		return t, nil
+		for _, plan := range plans {
+			if plan != nil {
+				c.log.Info("created partitions", "topic", plan.topic.Name, "partitions.before", len(plan.existing),
+					"partitions", len(plan.existing)+len(plan.added), "revision", resp.Header.Revision)
+			}
+		}
+		return errs
 	}
 }
 
@@ -85,7 +200,7 @@ type partitionPlan struct {
 
 // planPartitions reads the topic and the brokers at one revision and
 // validates and plans the request as Kafka does.
-func (c *Controller) planPartitions(ctx context.Context, topic string, newCount int32, assignments [][]int32) (*partitionPlan, error) {
+func (c *Controller) planPartitions(ctx context.Context, topic string, newCount int32, assignments [][]int32, admit func(added int) error) (*partitionPlan, error) {
 	topicKey := c.ks.topic(topic)
 	resp, err := c.client.Txn(ctx).Then(
 		clientv3.OpGet(topicKey),
@@ -131,6 +246,9 @@ func (c *Controller) planPartitions(ctx context.Context, topic string, newCount 
 		return nil, apiError(kerr.InvalidReplicaAssignment,
 			"Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
 			additional, len(assignments))
+	}
+	if err := admit(additional); err != nil {
+		return nil, err
 	}
 	if err := validateBatchSize(additional, 0); err != nil {
 		return nil, err

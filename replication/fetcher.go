@@ -479,7 +479,15 @@ func (f *fetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResp
 		if len(records) > 0 || st.lag < 0 {
 			st.lag = max(0, rp.HighWatermark-p.log.LogEndOffset())
 		}
+		before := p.log.HighWatermark()
 		p.log.UpdateHighWatermark(min(rp.HighWatermark, p.log.LogEndOffset()))
+		if p.log.HighWatermark() != before {
+			// Consumers fetching from this follower (KIP-392) read up to
+			// its high watermark: a parked one may now complete, as
+			// Kafka's fetcher completes delayed fetches on a new high
+			// watermark.
+			p.wakeFetchWaiters()
+		}
 	}
 	// DeleteRecordsBefore refuses offsets above the high watermark: it
 	// moves first.

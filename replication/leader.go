@@ -63,10 +63,15 @@ type replicaState struct {
 // followerState is what the leader knows of one follower (Kafka's Replica).
 type followerState struct {
 	leo                int64 // -1 until its first fetch in this leadership
+	logStart           int64 // its log start offset, -1 until its first fetch
 	brokerEpoch        int64
 	lastCaughtUp       time.Time
 	lastFetch          time.Time
 	lastFetchLeaderLEO int64
+}
+
+func newFollowerState() *followerState {
+	return &followerState{leo: -1, logStart: -1, lastFetchLeaderLEO: -1}
 }
 
 // AckWaiter is a parked acks=all produce to one partition: Done delivers
@@ -106,7 +111,7 @@ func (p *Partition) becomeLeader(pi *controller.PartitionInfo) {
 		if id == m.cfg.NodeID {
 			continue
 		}
-		fs := &followerState{leo: -1, lastFetchLeaderLEO: -1}
+		fs := newFollowerState()
 		if slices.Contains(pi.ISR, id) {
 			fs.lastCaughtUp = now
 		}
@@ -125,7 +130,7 @@ func (p *Partition) leaderStateChanged(pi *controller.PartitionInfo) {
 	r.mu.Lock()
 	for _, id := range pi.Replicas {
 		if id != p.m.cfg.NodeID && r.followers[id] == nil {
-			r.followers[id] = &followerState{leo: -1, lastFetchLeaderLEO: -1}
+			r.followers[id] = newFollowerState()
 		}
 	}
 	for id := range r.followers {
@@ -312,11 +317,11 @@ func (p *Partition) MinISR() int32 {
 }
 
 // FollowerFetched records a follower's fetch at fetchOffset (its log end
-// offset) on a partition this broker leads, as Kafka's
+// offset), with its log start offset, on a partition this broker leads, as Kafka's
 // updateFollowerFetchState, then lets the ISR grow and the high watermark
 // move. It returns false when the fetching broker is not a replica of the
 // partition.
-func (p *Partition) FollowerFetched(replica int32, brokerEpoch, fetchOffset int64) bool {
+func (p *Partition) FollowerFetched(replica int32, brokerEpoch, fetchOffset, logStartOffset int64) bool {
 	now := p.now()
 	r := &p.repl
 	r.mu.Lock()
@@ -333,7 +338,7 @@ func (p *Partition) FollowerFetched(replica int32, brokerEpoch, fetchOffset int6
 		fs.lastCaughtUp = later(fs.lastCaughtUp, fs.lastFetch)
 	}
 	fs.lastFetchLeaderLEO, fs.lastFetch = leaderLEO, now
-	fs.leo, fs.brokerEpoch = fetchOffset, brokerEpoch
+	fs.leo, fs.logStart, fs.brokerEpoch = fetchOffset, logStartOffset, brokerEpoch
 	r.mu.Unlock()
 	p.maybeExpandISR(replica)
 	p.advanceHighWatermark()

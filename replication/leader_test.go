@@ -35,33 +35,33 @@ func TestHighWatermarkWaitsForInSyncFollowers(t *testing.T) {
 	if hw := p.Log().HighWatermark(); hw != 0 {
 		t.Fatalf("high watermark %d before any follower fetched, want 0", hw)
 	}
-	if !p.FollowerFetched(2, 102, 3) {
+	if !p.FollowerFetched(2, 102, 3, 0) {
 		t.Fatal("follower 2 refused")
 	}
 	if hw := p.Log().HighWatermark(); hw != 0 {
 		t.Fatalf("high watermark %d with follower 3 not fetched yet, want 0", hw)
 	}
-	p.FollowerFetched(3, 103, 2)
+	p.FollowerFetched(3, 103, 2, 0)
 	if hw := p.Log().HighWatermark(); hw != 2 {
 		t.Fatalf("high watermark %d with followers at 3 and 2, want 2", hw)
 	}
-	p.FollowerFetched(3, 103, 3)
+	p.FollowerFetched(3, 103, 3, 0)
 	if hw := p.Log().HighWatermark(); hw != 3 {
 		t.Fatalf("high watermark %d with both followers caught up, want 3", hw)
 	}
-	if p.FollowerFetched(4, 104, 3) {
+	if p.FollowerFetched(4, 104, 3, 0) {
 		t.Fatal("a broker that is not a replica was accepted as a follower")
 	}
 
 	// Follower 3 stops fetching: it holds the high watermark back, past
 	// replica.lag.time.max.ms too, until the ISR without it is committed.
 	produce(t, p, 2)
-	p.FollowerFetched(2, 102, 5)
+	p.FollowerFetched(2, 102, 5, 0)
 	if hw := p.Log().HighWatermark(); hw != 3 {
 		t.Fatalf("high watermark %d with follower 3 at 3, want 3", hw)
 	}
 	e.clock.Advance(11 * time.Second)
-	p.FollowerFetched(2, 102, 5)
+	p.FollowerFetched(2, 102, 5, 0)
 	if hw := p.Log().HighWatermark(); hw != 3 {
 		t.Fatalf("high watermark %d after follower 3 lagged past replica.lag.time.max.ms but still in the committed ISR, want 3", hw)
 	}
@@ -81,8 +81,8 @@ func TestHighWatermarkIgnoresReplicasOutsideISR(t *testing.T) {
 	e.meta.setPartition("outside", 0, func(pi *controller.PartitionInfo) { pi.ISR = []int32{1, 2}; pi.PartitionEpoch++ })
 	p := leaderOf(t, e, "outside")
 	produce(t, p, 4)
-	p.FollowerFetched(3, 103, 0)
-	p.FollowerFetched(2, 102, 4)
+	p.FollowerFetched(3, 103, 0, 0)
+	p.FollowerFetched(2, 102, 4, 0)
 	if hw := p.Log().HighWatermark(); hw != 4 {
 		t.Fatalf("high watermark %d, want 4 (replica 3 is not in the ISR)", hw)
 	}
@@ -106,13 +106,13 @@ func TestAckWaiters(t *testing.T) {
 		t.Fatalf("waiter completed (%d) before the follower fetched", code)
 	default:
 	}
-	p.FollowerFetched(2, 102, 1)
+	p.FollowerFetched(2, 102, 1, 0)
 	select {
 	case code := <-w.Done():
 		t.Fatalf("waiter completed (%d) with the follower short of its records", code)
 	default:
 	}
-	p.FollowerFetched(2, 102, 2)
+	p.FollowerFetched(2, 102, 2, 0)
 	select {
 	case code := <-w.Done():
 		if code != 0 {
@@ -199,16 +199,16 @@ func TestISRShrinksForLaggingFollower(t *testing.T) {
 	e.topic("shrink", []int32{1, 2, 3})
 	p := leaderOf(t, e, "shrink")
 	produce(t, p, 3)
-	p.FollowerFetched(2, 102, 3) // caught up
-	p.FollowerFetched(3, 103, 1) // behind
+	p.FollowerFetched(2, 102, 3, 0) // caught up
+	p.FollowerFetched(3, 103, 1, 0) // behind
 
 	e.clock.Advance(9 * time.Second)
-	p.FollowerFetched(2, 102, 3)
+	p.FollowerFetched(2, 102, 3, 0)
 	p.maybeShrinkISR(e.clock.Now())
 	e.isr.noISR(t)
 
 	e.clock.Advance(2 * time.Second)
-	p.FollowerFetched(2, 102, 3)
+	p.FollowerFetched(2, 102, 3, 0)
 	p.maybeShrinkISR(e.clock.Now())
 	if isr := e.isr.awaitISR(t); !slices.Equal(isr, []int32{1, 2}) {
 		t.Fatalf("proposed ISR %v, want [1 2]", isr)
@@ -216,7 +216,7 @@ func TestISRShrinksForLaggingFollower(t *testing.T) {
 	waitUntil(t, "the shrunk ISR to apply", func() bool { return slices.Equal(p.State().ISR, []int32{1, 2}) })
 
 	// Follower 3 catches up to the high watermark: it rejoins.
-	p.FollowerFetched(3, 103, 3)
+	p.FollowerFetched(3, 103, 3, 0)
 	if isr := e.isr.awaitISR(t); !slices.Equal(isr, []int32{1, 2, 3}) {
 		t.Fatalf("proposed ISR %v, want [1 2 3]", isr)
 	}

@@ -19,12 +19,39 @@ acl_port=$(free_port) acl_plain=$(free_port)
   --override 'listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-pw" user_alice="alice-pw";' \
   >"$work/acl-broker.log" 2>&1 &
 ACL_PID=$!
-trap 'kill $BROKER_PID $ACL_PID 2>/dev/null || true; wait $BROKER_PID $ACL_PID 2>/dev/null || true' EXIT
+# RackTest's cluster: brokers 1-3 in racks rack-a, rack-b, rack-c, their
+# embedded etcd members forming one cluster, with the rack-aware replica
+# selector (-Drack.bootstrap.servers).
+RACK_PIDS=""
+rack_initial="" rack_bootstrap=""
+declare -a rack_port rack_peer
+for i in 1 2 3; do
+  rack_port[$i]=$(free_port) rack_peer[$i]=$(free_port)
+  rack_initial="$rack_initial${rack_initial:+,}b$i=http://127.0.0.1:${rack_peer[$i]}"
+  rack_bootstrap="$rack_bootstrap${rack_bootstrap:+,}127.0.0.1:${rack_port[$i]}"
+done
+for i in 1 2 3; do
+  rack=$(echo abc | cut -c"$i")
+  "$root/bin/strait" --ephemeral --override node.id=$i \
+    --override listeners=PLAINTEXT://127.0.0.1:${rack_port[$i]} \
+    --override etcd.name=b$i --override etcd.initial.cluster="$rack_initial" \
+    --override etcd.listen.peer.urls=http://127.0.0.1:${rack_peer[$i]} \
+    --override broker.rack=rack-$rack \
+    --override replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector \
+    >"$work/rack-broker-$i.log" 2>&1 &
+  RACK_PIDS="$RACK_PIDS $!"
+done
+trap 'kill $BROKER_PID $ACL_PID $RACK_PIDS 2>/dev/null || true; wait $BROKER_PID $ACL_PID $RACK_PIDS 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do grep -q "strait ready" "$work/acl-broker.log" && break; sleep 0.1; done
 grep -q "strait ready" "$work/acl-broker.log" || { cat "$work/acl-broker.log"; echo "authorizer broker not ready" >&2; exit 1; }
+for i in 1 2 3; do
+  for _ in $(seq 1 300); do grep -q "strait ready" "$work/rack-broker-$i.log" && break; sleep 0.1; done
+  grep -q "strait ready" "$work/rack-broker-$i.log" || { cat "$work/rack-broker-$i.log"; echo "rack broker $i not ready" >&2; exit 1; }
+done
 cd "$here"
 status=0
-mvn -B -q -Dbootstrap.servers="$BROKER" -Dhttp.address="$BROKER_HTTP" -Dacl.bootstrap.servers=127.0.0.1:$acl_port test "$@" || status=1
+mvn -B -q -Dbootstrap.servers="$BROKER" -Dhttp.address="$BROKER_HTTP" -Dacl.bootstrap.servers=127.0.0.1:$acl_port \
+  -Drack.bootstrap.servers="$rack_bootstrap" test "$@" || status=1
 if [ $# -eq 0 ]; then
   "$here/cli.sh" "$BROKER" "$work" || status=1
 fi
