@@ -58,8 +58,19 @@ func TestElectLeadersPreferredMovesLeader(t *testing.T) {
 		return controller.PartitionInfo{}
 	}
 
+	// Broker 2 must be registered and unfenced before the topic is
+	// created, or the creation elects broker 1 (a fenced broker cannot
+	// lead; the fence lasts longer on a loaded machine).
+	b2Ready := func() bool {
+		for _, b := range srv.ctrl.Brokers() {
+			if b.NodeID == 2 && !b.Fenced {
+				return true
+			}
+		}
+		return false
+	}
 	b2 := startBroker2()
-	for ctx.Err() == nil && len(srv.ctrl.Brokers()) < 2 {
+	for ctx.Err() == nil && !b2Ready() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if _, err := srv.ctrl.CreateTopic(ctx, controller.CreateTopicRequest{
@@ -79,7 +90,7 @@ func TestElectLeadersPreferredMovesLeader(t *testing.T) {
 	})
 	b2 = startBroker2()
 	defer b2.Close()
-	for ctx.Err() == nil && len(srv.ctrl.Brokers()) < 2 {
+	for ctx.Err() == nil && !b2Ready() {
 		time.Sleep(10 * time.Millisecond)
 	}
 
