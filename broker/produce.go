@@ -288,6 +288,9 @@ func (s *Server) produceTo(lt *replication.Topic, topic string, idx int32, recor
 			}
 		}
 		code, msg := errorCode(err)
+		if code == kerr.CorruptMessage.Code {
+			msg = "" // Kafka answers CORRUPT_MESSAGE without a message
+		}
 		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
 			// An AppendError is about the request (a batch that fails
 			// validation, an unknown codec id): the client's doing, at

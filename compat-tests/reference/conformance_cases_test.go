@@ -1,6 +1,8 @@
 package reference
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -14,6 +16,8 @@ import (
 type step struct {
 	path       string // the case: "ok", "unknown topic", ...
 	minVersion int16  // not sent below this version (a field the path needs)
+	version    int16  // sent at this version only (clamped to what both serve)
+	eventually bool   // reads what Kafka applies asynchronously: Kafka is asked again until it agrees (2 s)
 	req        func(t *target) kmsg.Request
 	keep       func(t *target, r kmsg.Response)
 }
@@ -29,8 +33,11 @@ const (
 	cfProduce = "cf-p" // produced to by every Produce version
 	cfDelete  = "cf-d" // DeleteRecords
 	cfAlter   = "cf-a" // AlterConfigs and IncrementalAlterConfigs
-	baseTS    = int64(1_700_000_000_000)
 )
+
+// baseTS: the records' timestamps, recent so that retention (7 days) keeps
+// them on both brokers.
+var baseTS = time.Now().Add(-time.Hour).UnixMilli()
 
 // The records both brokers get, byte for byte.
 var (
@@ -236,7 +243,15 @@ func conformanceScenarios() []scenario {
 			// on the first FindCoordinator; until then group and
 			// transaction requests answer COORDINATOR_NOT_AVAILABLE.
 			{path: "group coordinator", req: findCoordinatorReq(0, "cf-fc-group")},
-			{path: "transaction coordinator", req: findCoordinatorReq(1, "cf-fc-tx")},
+			{path: "transaction coordinator", version: 1, req: findCoordinatorReq(1, "cf-fc-tx")}, // v0 has no key type
+			// ... and loads the partitions of __transaction_state a
+			// while later: NOT_COORDINATOR until then.
+			{path: "transaction coordinator loaded", req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrInitProducerIDRequest()
+				r.TransactionalID = kmsg.StringPtr("cf-tx-warm")
+				r.TransactionTimeoutMillis = 60000
+				return r
+			}},
 		}},
 		{name: "ApiVersions", steps: []step{
 			{path: "ok", req: func(t *target) kmsg.Request {

@@ -491,7 +491,7 @@ func otherScenarios() []scenario {
 			{path: "alter validate only", req: quotaAlterReq("consumer_byte_rate", 2048, true)},
 			{path: "alter unknown key", req: quotaAlterReq("no_such_quota", 1, false)},
 			{path: "alter negative", req: quotaAlterReq("producer_byte_rate", -5, false)},
-			{path: "describe exact", req: func(t *target) kmsg.Request {
+			{path: "describe exact", eventually: true, req: func(t *target) kmsg.Request {
 				r := kmsg.NewPtrDescribeClientQuotasRequest()
 				c := kmsg.NewDescribeClientQuotasRequestComponent()
 				c.EntityType = "user"
@@ -513,7 +513,7 @@ func otherScenarios() []scenario {
 		{name: "SCRAM credentials", steps: []step{
 			{path: "upsert", req: scramUpsert(8192)},
 			{path: "too few iterations", req: scramUpsert(10)},
-			{path: "describe", req: scramDescribe("cf-user")},
+			{path: "describe", eventually: true, req: scramDescribe("cf-user")},
 			{path: "describe unknown user", req: scramDescribe("cf-nobody")},
 			{path: "delete unknown user", req: func(t *target) kmsg.Request {
 				r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
