@@ -277,6 +277,12 @@ func conformanceScenarios() []scenario {
 				r.AllowAutoTopicCreation = false
 				return r
 			}},
+			{path: "cluster authorized operations", minVersion: 8, req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrMetadataRequest()
+				r.Topics = metadataTopics(cfTopic)
+				r.IncludeClusterAuthorizedOperations = true
+				return r
+			}},
 			{path: "by unknown topic id", minVersion: 10, req: func(t *target) kmsg.Request {
 				r := kmsg.NewPtrMetadataRequest()
 				mt := kmsg.NewMetadataRequestTopic()
@@ -383,6 +389,14 @@ func topicScenarios() []scenario {
 			{path: "validate only", req: func(t *target) kmsg.Request {
 				r := createTopicsReq(nil, t.name("cf-cv"))(t).(*kmsg.CreateTopicsRequest)
 				r.ValidateOnly = true
+				return r
+			}},
+			{path: "assignment to an unknown broker", req: func(t *target) kmsg.Request {
+				r := createTopicsReq(nil, t.name("cf-cbad"))(t).(*kmsg.CreateTopicsRequest)
+				r.Topics[0].NumPartitions, r.Topics[0].ReplicationFactor = -1, -1
+				a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+				a.Partition, a.Replicas = 0, []int32{77}
+				r.Topics[0].ReplicaAssignment = append(r.Topics[0].ReplicaAssignment, a)
 				return r
 			}},
 			{path: "duplicate in one request", req: func(t *target) kmsg.Request {
@@ -498,6 +512,11 @@ func topicScenarios() []scenario {
 		}},
 		{name: "DescribeCluster", steps: []step{
 			{path: "ok", req: func(t *target) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() }},
+			{path: "authorized operations", req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrDescribeClusterRequest()
+				r.IncludeClusterAuthorizedOperations = true
+				return r
+			}},
 			{path: "controllers endpoint type", minVersion: 1, req: func(t *target) kmsg.Request {
 				r := kmsg.NewPtrDescribeClusterRequest()
 				r.EndpointType = 2

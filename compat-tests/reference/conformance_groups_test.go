@@ -174,6 +174,16 @@ func groupScenarios() []scenario {
 			{path: "heartbeat", req: heartbeatReq(gen, member)},
 			{path: "heartbeat wrong generation", req: heartbeatReq(genPlus, member)},
 			{path: "heartbeat unknown member", req: heartbeatReq(gen, bogusMember)},
+			{path: "sync wrong generation", req: func(t *target) kmsg.Request {
+				r := syncReq(t).(*kmsg.SyncGroupRequest)
+				r.Generation++
+				return r
+			}},
+			{path: "heartbeat unknown group", req: func(t *target) kmsg.Request {
+				r := heartbeatReq(gen, member)(t).(*kmsg.HeartbeatRequest)
+				r.Group = "cf-absent-group"
+				return r
+			}},
 			{path: "commit", req: offsetCommitReq(classicGroup, gen, member, cfTopic, 3)},
 			{path: "commit wrong generation", req: offsetCommitReq(classicGroup, genPlus, member, cfTopic, 3)},
 			{path: "commit unknown member", req: offsetCommitReq(classicGroup, gen, bogusMember, cfTopic, 3)},
@@ -181,6 +191,16 @@ func groupScenarios() []scenario {
 			{path: "fetch offsets", req: offsetFetchReq(classicGroup, cfTopic)},
 			{path: "describe", req: describeGroupsReq(classicGroup, absentGroup)},
 			{path: "list", req: func(t *target) kmsg.Request { return kmsg.NewPtrListGroupsRequest() }},
+			{path: "list consumer type", minVersion: 5, req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrListGroupsRequest()
+				r.TypesFilter = []string{"consumer"}
+				return r
+			}},
+			{path: "fetch offsets require stable", minVersion: 7, req: func(t *target) kmsg.Request {
+				r := offsetFetchReq(classicGroup, cfTopic)(t).(*kmsg.OffsetFetchRequest)
+				r.RequireStable = true
+				return r
+			}},
 			{path: "list stable", req: func(t *target) kmsg.Request {
 				r := kmsg.NewPtrListGroupsRequest()
 				r.StatesFilter = []string{"Stable"}
