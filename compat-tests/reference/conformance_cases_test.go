@@ -234,8 +234,8 @@ func fixed(s string) func(*target) string { return func(*target) string { return
 func conformanceScenarios() []scenario {
 	return append(append(append([]scenario{
 		{name: "setup", once: true, steps: []step{
-			{path: "create the topics", req: createTopicsReq(nil, cfTopic, cfProduce, cfDelete, cfAlter)},
-			{path: "topic ids", req: metadataReq(cfTopic, cfProduce, cfDelete, cfAlter), keep: keepIDs},
+			{path: "create the topics", req: createTopicsReq(nil, cfTopic, cfProduce, cfDelete, cfAlter, cfIdem, cfTxp)},
+			{path: "topic ids", req: metadataReq(cfTopic, cfProduce, cfDelete, cfAlter, cfIdem, cfTxp), keep: keepIDs},
 			{path: "first batch", req: produceReq(cfTopic, 0, cfBatch1)},
 			{path: "second batch", req: produceReq(cfTopic, 0, cfBatch2)},
 			{path: "delete-records batch", req: produceReq(cfDelete, 0, cfBatch1)},
@@ -359,7 +359,7 @@ func conformanceScenarios() []scenario {
 			{path: "unknown topic", req: deleteRecordsReq("cf-absent", 0, 0)},
 			{path: "bad partition", req: deleteRecordsReq(cfDelete, 4, 0)},
 		}},
-	}, topicScenarios()...), groupScenarios()...), otherScenarios()...)
+	}, topicScenarios()...), groupScenarios()...), append(otherScenarios(), producerScenarios()...)...)
 }
 
 func topicScenarios() []scenario {

@@ -274,7 +274,7 @@ func bytesValue(path string, b []byte) string {
 	if b == nil {
 		return "null"
 	}
-	if strings.HasSuffix(path, ".Records") {
+	if strings.HasSuffix(path, ".Records") || strings.HasSuffix(path, ".RecordBatches") {
 		var parts []string
 		for len(b) >= 61 {
 			l := int(binary.BigEndian.Uint32(b[8:])) + 12
@@ -287,8 +287,14 @@ func bytesValue(path string, b []byte) string {
 				parts = append(parts, "undecodable batch")
 				break
 			}
-			parts = append(parts, fmt.Sprintf("{offset %d last delta %d records %d attributes %#x epoch %d seq %d body %x}",
-				rb.FirstOffset, rb.LastOffsetDelta, rb.NumRecords, rb.Attributes, rb.ProducerEpoch, rb.FirstSequence, sha256.Sum256(rb.Records)))
+			// The producer id is assigned (normalised); a control
+			// batch's body holds the coordinator epoch, compared.
+			pid := "-1"
+			if rb.ProducerID >= 0 {
+				pid = "<set>"
+			}
+			parts = append(parts, fmt.Sprintf("{offset %d last delta %d records %d attributes %#x producer %s epoch %d seq %d body %x}",
+				rb.FirstOffset, rb.LastOffsetDelta, rb.NumRecords, rb.Attributes, pid, rb.ProducerEpoch, rb.FirstSequence, sha256.Sum256(rb.Records)))
 			b = b[l:]
 		}
 		return strings.Join(parts, " ")
