@@ -67,9 +67,12 @@ compat-kgo-straittest:
 	STRAIT_KGO_SUITE=1 $(GO) test -count=1 -timeout 70m -run TestKgoSuite ./compat-tests/franz-go/
 
 # Apache Kafka 4.x from Maven Central beside Strait: the same topic configs and
-# batches must leave the same records after retention and compaction.
+# batches must leave the same records after retention and compaction; the
+# same authorization decisions; and the differential conformance harness
+# (every key and version Strait serves, field by field; report in
+# compat-tests/reference/work/conformance.md).
 compat-reference: build
-	STRAIT_KAFKA_REFERENCE=1 $(GO) test -count=1 -timeout 15m -run 'TestRetentionAndCompactionMatchKafka|TestClientQuotasMatchKafka|TestAuthorizationMatchesKafka' ./compat-tests/reference/
+	STRAIT_KAFKA_REFERENCE=1 $(GO) test -count=1 -timeout 20m -run 'TestRetentionAndCompactionMatchKafka|TestClientQuotasMatchKafka|TestAuthorizationMatchesKafka|TestConformanceMatchesKafka' ./compat-tests/reference/
 
 # kafkajs from npm with node's test runner.
 compat-js: build

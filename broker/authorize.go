@@ -583,10 +583,20 @@ func (c *conn) authorizedOperations(rt acl.ResourceType, name string, def int32)
 }
 
 // metadataAuthorizedOperations fills Metadata's authorized_operations when
-// asked for (v8+) and an authorizer decides them: per topic answered, and
-// the cluster's (v8-10).
+// asked for (v8+): per topic answered, and the cluster's (v8-10).
 func (c *conn) metadataAuthorizedOperations(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
 	if c.srv.authz == nil {
+		// Without an authorizer Kafka answers every supported operation.
+		if req.IncludeTopicAuthorizedOperations {
+			for i := range resp.Topics {
+				if resp.Topics[i].Topic != nil {
+					resp.Topics[i].AuthorizedOperations = topicAuthorizedOperations
+				}
+			}
+		}
+		if req.IncludeClusterAuthorizedOperations {
+			resp.AuthorizedOperations = clusterAuthorizedOperations
+		}
 		return
 	}
 	if req.IncludeTopicAuthorizedOperations {

@@ -123,6 +123,7 @@ func handleDeleteTopics(c *conn, x *exchange) {
 			t, ok := s.ctrl.TopicByID(tg.id)
 			if !ok {
 				st.ErrorCode = kerr.UnknownTopicID.Code
+				st.ErrorMessage = kmsg.StringPtr(kerr.UnknownTopicID.Description) // Kafka's has one
 				resp.Topics = append(resp.Topics, st)
 				continue
 			}

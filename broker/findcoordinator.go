@@ -62,6 +62,9 @@ func handleFindCoordinator(c *conn, x *exchange) {
 		n := c.findCoordinator(req.CoordinatorType, key)
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key, rc.ErrorCode, rc.NodeID, rc.Host, rc.Port = key, n.code, n.node, n.host, n.port
+		if ke, ok := kerr.ErrorForCode(n.code).(*kerr.Error); ok {
+			rc.ErrorMessage = kmsg.StringPtr(ke.Description) // as Kafka, with every error
+		}
 		resp.Coordinators = append(resp.Coordinators, rc)
 	}
 	x.respond(resp)

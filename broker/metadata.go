@@ -36,6 +36,24 @@ func handleMetadata(c *conn, x *exchange) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.SetVersion(v)
 
+	// v10-11 carry topic ids but Kafka looks topics up by id only from
+	// v12: a topic id or a null name there is INVALID_REQUEST for the
+	// whole request (KafkaApis.handleTopicMetadataRequest).
+	if v >= 10 && v < 12 && req.Topics != nil {
+		for _, t := range req.Topics {
+			if t.Topic == nil || t.TopicID != [16]byte{} {
+				resp.ControllerID = -1
+				for _, rt := range req.Topics {
+					mt := kmsg.NewMetadataResponseTopic()
+					mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.InvalidRequest.Code
+					resp.Topics = append(resp.Topics, mt)
+				}
+				x.respond(resp)
+				return
+			}
+		}
+	}
+
 	brokers := s.ctrl.Brokers()
 	live := make(map[int32]bool, len(brokers))
 	for _, b := range brokers {

@@ -111,7 +111,10 @@ func handleProduce(c *conn, x *exchange) {
 		if j.code == kerr.KafkaStorageError.Code {
 			s.checkLogDirsSoon() // is the dir gone?
 		}
-		if j.msg != "" && x.req.Version >= 8 {
+		// Kafka answers a message only with a record validation
+		// failure (ReplicaManager's hasCustomErrorMessage) and a failed
+		// transaction verification.
+		if j.msg != "" && x.req.Version >= 8 && (j.code == kerr.InvalidRecord.Code || j.code == kerr.InvalidTimestamp.Code || j.code == kerr.InvalidTxnState.Code) {
 			msg := j.msg
 			sp.ErrorMessage = &msg
 		}
@@ -298,6 +301,15 @@ func (s *Server) produceTo(lt *replication.Topic, topic string, idx int32, recor
 			}
 		}
 		code, msg := errorCode(err)
+		switch code {
+		case kerr.CorruptMessage.Code:
+			msg = "" // Kafka answers CORRUPT_MESSAGE without a message
+		case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.KafkaStorageError.Code:
+		default:
+			// Kafka's ReplicaManager answers the other refusals
+			// (sequence, epoch, validation) with the log start offset.
+			sp.LogStartOffset = p.Log().LogStartOffset()
+		}
 		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
 			// An AppendError is about the request (a batch that fails
 			// validation, an unknown codec id): the client's doing, at

@@ -192,6 +192,13 @@ def main(out):
             if m:
                 lines += ["", f"franz-go kgo integration suite ({what}): {m.group(1)} passed, {m.group(2)} failed, "
                               f"{m.group(3)} skipped (details: franz-go/{name})."]
+    conformance = os.path.join(HERE, "reference/work/conformance.md")
+    if os.path.exists(conformance):
+        # TestConformanceMatchesKafka's summary: requests, cases, divergences.
+        summary = [l for l in open(conformance).read().splitlines() if "distinct (key, version, error path) cases" in l]
+        if summary:
+            lines += ["", "Differential conformance with Apache Kafka 4.4: " + summary[0] +
+                      " (details: reference/work/conformance.md)."]
     failed = [(c, n) for c, n, ok in rows if ok is False]
     known = [(c, n) for c, n, ok in rows if ok is None]
     lines += ["", "## Failing tests", ""] + ([f"- {c}: {n}" for c, n in failed] or ["None."])

@@ -54,7 +54,10 @@ func repoRoot(t *testing.T) string {
 	return dir
 }
 
-func startKafka(t *testing.T) *broker {
+func startKafka(t *testing.T) *broker { return startKafkaWith(t, brokerSettings) }
+
+// startKafkaWith starts Kafka with settings appended to its server.properties.
+func startKafkaWith(t *testing.T, settings map[string]string) *broker {
 	root := repoRoot(t)
 	dir := t.TempDir()
 	script := filepath.Join(root, "bench/kafka/kafka.sh")
@@ -65,7 +68,7 @@ func startKafka(t *testing.T) *broker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range brokerSettings {
+	for k, v := range settings {
 		fmt.Fprintf(f, "%s=%s\n", k, v)
 	}
 	f.Close()
@@ -77,13 +80,16 @@ func startKafka(t *testing.T) *broker {
 	return connect(t, "kafka", strings.TrimSpace(string(out)))
 }
 
-func startStrait(t *testing.T) *broker {
+func startStrait(t *testing.T) *broker { return startStraitWith(t, brokerSettings) }
+
+// startStraitWith builds and starts Strait with settings as overrides.
+func startStraitWith(t *testing.T, settings map[string]string) *broker {
 	bin := filepath.Join(t.TempDir(), "strait")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/strait/strait/cmd/strait").CombinedOutput(); err != nil {
 		t.Fatalf("building strait: %v\n%s", err, out)
 	}
 	args := []string{"--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", "log.dirs=" + t.TempDir()}
-	for k, v := range brokerSettings {
+	for k, v := range settings {
 		args = append(args, "--override", k+"="+v)
 	}
 	cmd := exec.Command(bin, args...)

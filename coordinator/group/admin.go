@@ -10,8 +10,9 @@ import (
 )
 
 // groupOperations is the authorized-operations bit field of a group without
-// an authorizer: READ, DELETE and DESCRIBE (Kafka's AclOperation codes 3, 6, 8).
-const groupOperations = 1<<3 | 1<<6 | 1<<8
+// an authorizer: every operation a group supports in Kafka 4 (READ, DELETE,
+// DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: AclOperation codes 3, 6, 8, 10, 11).
+const groupOperations = 1<<3 | 1<<6 | 1<<8 | 1<<10 | 1<<11
 
 func describedOps(include bool) int32 {
 	if include {
@@ -98,6 +99,10 @@ func (c *Coordinator) describeGroup(cl Client, id string, includeOps bool) kmsg.
 		dg.State = stateDead.String()
 		if cl.Version >= 6 {
 			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+		} else {
+			// A dead group without an error is answered with its
+			// operations, as KafkaApis does for every error-free group.
+			dg.AuthorizedOperations = describedOps(includeOps)
 		}
 		return dg
 	}
@@ -248,10 +253,8 @@ func (c *Coordinator) consumerGroupDescribe(id string, includeOps bool) kmsg.Con
 		if dm.SubscribedTopics == nil {
 			dm.SubscribedTopics = []string{}
 		}
-		if m.regex != "" {
-			re := m.regex
-			dm.SubscribedTopicRegex = &re
-		}
+		re := m.regex // Kafka answers "" when the member has no regex
+		dm.SubscribedTopicRegex = &re
 		dm.Assignment = c.describeAssignment(m.assigned)
 		dm.TargetAssignment = c.describeAssignment(cg.target[m.id])
 		dm.MemberType = 1 // a consumer-protocol member
