@@ -42,6 +42,11 @@ func startBroker(t testing.TB, dir string, props ...string) *broker.Server {
 	if err := srv.Start(); err != nil {
 		t.Fatalf("start: %v", err)
 	}
+	// Closed at the latest when the test ends, before its temporary
+	// directory goes (registered after it, so run before it): an embedded
+	// etcd whose data dir vanishes ends the test process. Close is
+	// idempotent, so tests that close earlier are unaffected.
+	t.Cleanup(func() { srv.Close() })
 	<-srv.Ready()
 	return srv
 }

@@ -44,8 +44,10 @@ func newTestServer(t *testing.T, props map[string]string) (*Server, config.Confi
 
 // startTestBroker starts one broker listening on a free port of 127.0.0.1,
 // with layers over that (testProps) and its logs and etcd in a new
-// temporary directory unless a layer sets log.dirs. Closing it is the
-// caller's.
+// temporary directory unless a layer sets log.dirs. It is closed when the
+// test ends, before that directory is removed (an embedded etcd whose data
+// dir vanishes ends the test process); closing it earlier is the caller's
+// choice (Close is idempotent).
 func startTestBroker(t *testing.T, layers ...map[string]string) *Server {
 	t.Helper()
 	props := testProps(layers...)
@@ -56,6 +58,7 @@ func startTestBroker(t *testing.T, layers ...map[string]string) *Server {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() })
 	return srv
 }
 
