@@ -18,10 +18,10 @@ import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
@@ -79,11 +79,11 @@ class ShareConsumerTest {
     private static long startOffset(String group, String topic) throws Exception {
         try (Admin admin = Admin.create(Broker.props())) {
             TopicPartition tp = new TopicPartition(topic, 0);
-            Map<TopicPartition, OffsetAndMetadata> m = admin.listShareGroupOffsets(
+            Map<TopicPartition, SharePartitionOffsetInfo> m = admin.listShareGroupOffsets(
                     Map.of(group, new ListShareGroupOffsetsSpec().topicPartitions(List.of(tp))))
-                    .partitionsToOffsetAndMetadata(group).get();
-            OffsetAndMetadata o = m.get(tp);
-            return o == null ? -1 : o.offset();
+                    .partitionsToOffsetInfo(group).get();
+            SharePartitionOffsetInfo o = m.get(tp);
+            return o == null ? -1 : o.startOffset();
         }
     }
 
