@@ -53,6 +53,10 @@ func (s *Server) startShareCoordinator() *share.Coordinator {
 		}
 		return t.ID, int32(len(t.Partitions)), true
 	}
+	cfg.PartitionExists = func(tp share.TopicPartition) bool {
+		t, ok := s.ctrl.TopicByID(tp.Topic)
+		return ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions)
+	}
 	sc := share.New(cfg)
 	s.ctrl.Listen(func(ch controller.TopicChange) {
 		if ch.Deleted {

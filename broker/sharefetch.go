@@ -180,6 +180,11 @@ func handleShareFetch(c *conn, x *exchange) {
 	for _, tp := range parts {
 		op.target(tp).fetch = true
 	}
+	// Partitions the session did not keep (they do not exist) are answered
+	// with their error.
+	for _, tp := range add {
+		op.target(tp).fetch = true
+	}
 	// Forgotten partitions that only carried acknowledgements are answered,
 	// not fetched.
 	for _, tp := range forget {

@@ -112,11 +112,13 @@ func handleAlterShareGroupOffsets(c *conn, x *exchange) {
 	case !sc.GroupEmpty(req.GroupID):
 		resp.ErrorCode, resp.ErrorMessage = kerr.NonEmptyGroup.Code, strp("The group is not empty.")
 	}
+	if resp.ErrorCode == 0 && !sc.EnsureGroup(req.GroupID) {
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupMaxSizeReached.Code, strp("The maximum number of share groups has been reached.")
+	}
 	if resp.ErrorCode != 0 {
 		x.respond(resp)
 		return
 	}
-	sc.EnsureGroup(req.GroupID)
 	for _, rt := range req.Topics {
 		t := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		t.Topic = rt.Topic

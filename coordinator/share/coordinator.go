@@ -40,6 +40,22 @@ type Config struct {
 	MaxShareSessions  int           // group.share.max.share.sessions (2000)
 	MinLockDuration   time.Duration // group.share.min.record.lock.duration.ms
 	MaxLockDuration   time.Duration // group.share.max.record.lock.duration.ms
+	// MaxGroups bounds the share groups a broker keeps state for (members,
+	// sessions or share-partitions). Kafka 4.4 has no such setting: it
+	// keeps the state in __share_group_state and caches it; Strait's is
+	// only in memory, so without a bound any client naming new group ids
+	// would grow it for ever. At the bound, groups with no member and no
+	// session for EmptyGroupRetention are forgotten to make room; if none
+	// is, a new group is refused with GROUP_MAX_SIZE_REACHED.
+	MaxGroups int // 1000
+	// EmptyGroupRetention is how long a group keeps its state here with no
+	// member and no share session (default: the session timeout).
+	EmptyGroupRetention time.Duration
+
+	// PartitionExists reports whether a topic partition exists in the
+	// cluster; a share session keeps only those (so a request naming
+	// made-up partitions cannot grow it). Nil: every partition.
+	PartitionExists func(TopicPartition) bool
 
 	// Owns answers 0 when this broker coordinates the group, else the error
 	// code (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...).
@@ -65,6 +81,7 @@ func DefaultConfig() Config {
 		MaxShareSessions:  2000,
 		MinLockDuration:   15 * time.Second,
 		MaxLockDuration:   60 * time.Second,
+		MaxGroups:         1000,
 	}
 }
 
@@ -108,6 +125,9 @@ type Coordinator struct {
 	groups   map[string]*group
 	sessions map[sessionKey]*Session
 	parts    map[partKey]*Partition
+	// known is every group with state here (c.groups, c.sessions or
+	// c.parts) and when it was last used: at most cfg.MaxGroups.
+	known map[string]time.Time
 }
 
 // New returns a coordinator with cfg.
@@ -124,7 +144,16 @@ func New(cfg Config) *Coordinator {
 	if cfg.GroupConfigs == nil {
 		cfg.GroupConfigs = func(string) map[string]string { return nil }
 	}
-	return &Coordinator{cfg: cfg, groups: map[string]*group{}, sessions: map[sessionKey]*Session{}, parts: map[partKey]*Partition{}}
+	if cfg.MaxGroups <= 0 {
+		cfg.MaxGroups = DefaultConfig().MaxGroups
+	}
+	if cfg.EmptyGroupRetention <= 0 {
+		cfg.EmptyGroupRetention = cfg.SessionTimeout
+	}
+	if cfg.PartitionExists == nil {
+		cfg.PartitionExists = func(TopicPartition) bool { return true }
+	}
+	return &Coordinator{cfg: cfg, groups: map[string]*group{}, sessions: map[sessionKey]*Session{}, parts: map[partKey]*Partition{}, known: map[string]time.Time{}}
 }
 
 func newMemberID() string {
@@ -214,9 +243,13 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 		if req.MemberEpoch != 0 {
 			return fail(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+req.GroupID+".")
 		}
+		if !c.admitLocked(req.GroupID, now) {
+			return fail(kerr.GroupMaxSizeReached, "The maximum number of share groups ("+itoa(c.cfg.MaxGroups)+") has been reached.")
+		}
 		g = &group{id: req.GroupID, members: map[string]*member{}}
 		c.groups[req.GroupID] = g
 	}
+	c.known[req.GroupID] = now
 	c.expireLocked(g, now)
 	m := g.members[req.MemberID]
 	changed := false // the group epoch moves once per heartbeat that changes it
@@ -427,13 +460,75 @@ func (c *Coordinator) Delete(groupID string) (code int16, ok bool) {
 	if len(g.members) > 0 {
 		return kerr.NonEmptyGroup.Code, true
 	}
+	c.forgetLocked(groupID)
+	return 0, true
+}
+
+// admitLocked registers groupID as having state here, true if it already
+// has or there is room under cfg.MaxGroups (after forgetting groups empty
+// for EmptyGroupRetention, least recently used first). c.mu held.
+func (c *Coordinator) admitLocked(groupID string, now time.Time) bool {
+	if _, ok := c.known[groupID]; ok {
+		c.known[groupID] = now
+		return true
+	}
+	if len(c.known) >= c.cfg.MaxGroups {
+		c.sweepLocked(now)
+	}
+	if len(c.known) >= c.cfg.MaxGroups {
+		return false
+	}
+	c.known[groupID] = now
+	return true
+}
+
+// sweepLocked forgets every group with no live member and no share session
+// here that has not been used for EmptyGroupRetention: its membership
+// record and its share-partitions' progress go (as DeleteGroups would), so
+// a consumer of it that comes back starts from share.auto.offset.reset.
+// c.mu held.
+func (c *Coordinator) sweepLocked(now time.Time) {
+	c.evictIdleLocked(now)
+	inSession := map[string]bool{}
+	for k := range c.sessions {
+		inSession[k.group] = true
+	}
+	for id, last := range c.known {
+		if inSession[id] || now.Sub(last) < c.cfg.EmptyGroupRetention {
+			continue
+		}
+		if g := c.groups[id]; g != nil {
+			c.expireLocked(g, now)
+			if len(g.members) > 0 {
+				continue
+			}
+		}
+		c.forgetLocked(id)
+	}
+}
+
+// forgetLocked drops every piece of a group's state. c.mu held.
+func (c *Coordinator) forgetLocked(groupID string) {
 	delete(c.groups, groupID)
+	delete(c.known, groupID)
 	for k := range c.parts {
 		if k.group == groupID {
 			delete(c.parts, k)
 		}
 	}
-	return 0, true
+	for k := range c.sessions {
+		if k.group == groupID {
+			delete(c.sessions, k)
+		}
+	}
+}
+
+// Groups returns how many groups have state here, and the share-partitions
+// they hold (for tests and metrics).
+func (c *Coordinator) Groups() (groups, partitions int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.known), len(c.parts)
 }
 
 // GroupEmpty reports whether groupID has no live member (a missing group is
@@ -499,6 +594,10 @@ func (c *Coordinator) Partition(groupID string, topic [16]byte, part int32) *Par
 		p = NewPartition()
 		c.parts[k] = p
 	}
+	// Callers have admitted the group (a share session, an admin call); a
+	// fetch parked across the group's eviction may bring it back, which
+	// the next admission's sweep forgets again.
+	c.known[groupID] = c.cfg.Now()
 	return p
 }
 
@@ -559,13 +658,18 @@ func (c *Coordinator) TopicDeleted(id [16]byte) {
 }
 
 // EnsureGroup creates an empty share group of that id if there is none
-// (AlterShareGroupOffsets on a new group, as Kafka's).
-func (c *Coordinator) EnsureGroup(groupID string) {
+// (AlterShareGroupOffsets on a new group, as Kafka's). It answers false,
+// creating nothing, when the group is new and MaxGroups are here.
+func (c *Coordinator) EnsureGroup(groupID string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.admitLocked(groupID, c.cfg.Now()) {
+		return false
+	}
 	if c.groups[groupID] == nil {
 		c.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
 	}
+	return true
 }
 
 // Owns answers 0 when this broker coordinates groupID, else the error code.

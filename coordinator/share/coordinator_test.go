@@ -155,3 +155,94 @@ func TestShareSessionEpochs(t *testing.T) {
 		t.Fatalf("closed session: code %d", code)
 	}
 }
+
+// TestMaxGroupsBoundsState: at MaxGroups a new group is refused (by a
+// heartbeat, a share session, an admin call) until a group has had no
+// member and no session for EmptyGroupRetention; then that group's state,
+// share-partitions included, is forgotten to make room.
+func TestMaxGroupsBoundsState(t *testing.T) {
+	clk := &fakeClock{now: t0}
+	cfg := DefaultConfig()
+	cfg.Now, cfg.MaxGroups = clk.Now, 3
+	cfg.Topic = func(string) ([16]byte, int32, bool) { return [16]byte{1}, 1, true }
+	c := New(cfg)
+	tp := TopicPartition{Topic: [16]byte{1}}
+	if r := heartbeat(c, "a", "m", 0, "t"); r.ErrorCode != 0 {
+		t.Fatalf("join a: %d", r.ErrorCode)
+	}
+	if _, code := c.SessionUpdate("b", "m", InitialEpoch, []TopicPartition{tp}, nil, false); code != 0 {
+		t.Fatalf("session b: %d", code)
+	}
+	c.Partition("b", tp.Topic, 0).Init(0)
+	if !c.EnsureGroup("c") {
+		t.Fatal("alter offsets of c refused under the bound")
+	}
+	if r := heartbeat(c, "d", "m", 0, "t"); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("join d over the bound: code %d, want GROUP_MAX_SIZE_REACHED", r.ErrorCode)
+	}
+	if _, code := c.SessionUpdate("d", "m", InitialEpoch, nil, nil, false); code != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("session d over the bound: code %d", code)
+	}
+	if c.EnsureGroup("d") {
+		t.Fatal("EnsureGroup over the bound succeeded")
+	}
+	// b's session closes; a's member leaves. Within the retention nothing
+	// is forgotten.
+	c.CloseSession("b", "m")
+	if r := heartbeat(c, "a", "m", -1); r.ErrorCode != 0 {
+		t.Fatalf("leave a: %d", r.ErrorCode)
+	}
+	clk.now = clk.now.Add(cfg.SessionTimeout / 2)
+	if r := heartbeat(c, "d", "m", 0, "t"); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("join d within the retention: code %d", r.ErrorCode)
+	}
+	if n, _ := c.Groups(); n != 3 {
+		t.Fatalf("%d groups, want 3", n)
+	}
+	clk.now = clk.now.Add(cfg.SessionTimeout)
+	if r := heartbeat(c, "d", "m", 0, "t"); r.ErrorCode != 0 {
+		t.Fatalf("join d after the retention: code %d", r.ErrorCode)
+	}
+	if groups, parts := c.Groups(); groups != 1 || parts != 0 {
+		t.Fatalf("after the sweep: %d groups, %d share-partitions; want d alone", groups, parts)
+	}
+	if c.IsShareGroup("a") || c.LookupPartition("b", tp.Topic, 0) != nil {
+		t.Fatal("a forgotten group's state is still there")
+	}
+	// A group with a live member is never forgotten.
+	for _, g := range []string{"e", "f"} {
+		if r := heartbeat(c, g, "m", 0, "t"); r.ErrorCode != 0 {
+			t.Fatalf("join %s: %d", g, r.ErrorCode)
+		}
+	}
+	clk.now = clk.now.Add(cfg.SessionTimeout / 2)
+	for _, g := range []string{"d", "e", "f"} {
+		if r := heartbeat(c, g, "m", 1); r.ErrorCode != 0 {
+			t.Fatalf("heartbeat %s: %d", g, r.ErrorCode)
+		}
+	}
+	clk.now = clk.now.Add(cfg.SessionTimeout / 2)
+	if r := heartbeat(c, "g", "m", 0, "t"); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("join g with three live groups: code %d", r.ErrorCode)
+	}
+}
+
+// TestSessionKeepsOnlyExistingPartitions: a session does not grow with
+// partitions that do not exist.
+func TestSessionKeepsOnlyExistingPartitions(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PartitionExists = func(tp TopicPartition) bool { return tp.Partition < 2 }
+	c := New(cfg)
+	var add []TopicPartition
+	for p := range int32(1000) {
+		add = append(add, TopicPartition{Partition: p})
+	}
+	parts, code := c.SessionUpdate("g", "m", InitialEpoch, add, nil, false)
+	if code != 0 || len(parts) != 2 {
+		t.Fatalf("code %d, %d partitions kept, want 2", code, len(parts))
+	}
+	parts, code = c.SessionUpdate("g", "m", 1, add, nil, false)
+	if code != 0 || len(parts) != 2 {
+		t.Fatalf("code %d, %d partitions kept, want 2", code, len(parts))
+	}
+}

@@ -64,8 +64,11 @@ func (c *Coordinator) SessionUpdate(groupID, memberID string, epoch int32, add, 
 				return nil, kerr.ShareSessionLimitReached.Code
 			}
 		}
+		if !c.admitLocked(groupID, now) {
+			return nil, kerr.GroupMaxSizeReached.Code
+		}
 		s = &Session{epoch: 1, lastUsed: now, set: map[TopicPartition]struct{}{}}
-		s.add(add)
+		s.add(add, c.cfg.PartitionExists)
 		c.sessions[k] = s
 		return slices.Clone(s.parts), 0
 	case s == nil:
@@ -75,7 +78,8 @@ func (c *Coordinator) SessionUpdate(groupID, memberID string, epoch int32, add, 
 	case epoch != s.epoch:
 		return nil, kerr.InvalidShareSessionEpoch.Code
 	}
-	s.add(add)
+	s.add(add, c.cfg.PartitionExists)
+	c.known[groupID] = now
 	if len(forget) > 0 {
 		drop := make(map[TopicPartition]struct{}, len(forget))
 		for _, tp := range forget {
@@ -92,9 +96,12 @@ func (c *Coordinator) SessionUpdate(groupID, memberID string, epoch int32, add, 
 	return slices.Clone(s.parts), 0
 }
 
-func (s *Session) add(add []TopicPartition) {
+// add adds the partitions that exist: the session then names at most the
+// cluster's partitions, however many a client makes up (those are answered
+// with their error by the request that names them, and not kept).
+func (s *Session) add(add []TopicPartition, exists func(TopicPartition) bool) {
 	for _, tp := range add {
-		if _, ok := s.set[tp]; !ok {
+		if _, ok := s.set[tp]; !ok && exists(tp) {
 			s.set[tp] = struct{}{}
 			s.parts = append(s.parts, tp)
 		}
