@@ -69,7 +69,8 @@ type Manager struct {
 	mu     sync.Mutex // serializes metadata application and Close
 	byName atomic.Pointer[map[string]*Topic]
 	byID   atomic.Pointer[map[[16]byte]*Topic]
-	closed bool // under mu: Close has closed the logs
+	closed bool     // under mu: Close has closed the logs
+	dirs   dirState // offline log dirs and moves between dirs (logdirs.go)
 
 	fetchers *fetchers
 	// cleaner compacts the logs of compacted topics in the background
@@ -116,6 +117,7 @@ func New(cfg Config, deps Deps) *Manager {
 		}
 	}
 	m.stopCtx, m.cancel = context.WithCancel(context.Background())
+	m.initDirs()
 	m.fetchers = newFetchers(m)
 	m.byName.Store(&map[string]*Topic{})
 	m.byID.Store(&map[[16]byte]*Topic{})
@@ -230,6 +232,9 @@ func (m *Manager) applyTopic(t controller.TopicInfo) error {
 				m.stopReplica(p, "deleted replica moved to other brokers")
 			}
 			continue
+		}
+		if m.dirs.offlineParts[partitionKey(t.ID, int32(i))] {
+			continue // its dir failed: offline until restart, as in Kafka
 		}
 		p := old.Partition(int32(i))
 		if p != nil {
@@ -380,7 +385,7 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 	fsys := m.cfg.FS
 	name := fmt.Sprintf("%s-%d", t.Name, idx)
 	dir := ""
-	for _, d := range m.cfg.LogDirs {
+	for _, d := range m.onlineDirs() {
 		cand := filepath.Join(d, name)
 		if _, err := fsys.Stat(cand); err == nil {
 			dir = cand
@@ -440,13 +445,15 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 	return &Partition{m: m, topic: t.Name, topicID: t.ID, index: idx, log: l}, nil
 }
 
+// leastLoadedDir is the online log dir holding the fewest partitions, the
+// first of them on a tie (Kafka's LogManager.nextLogDirs). Under mu.
 func (m *Manager) leastLoadedDir() string {
-	dirs := m.cfg.LogDirs
-	if len(dirs) == 1 {
-		return dirs[0]
+	dirs := m.onlineDirs()
+	if len(dirs) == 0 {
+		return filepath.Clean(m.cfg.LogDirs[0]) // every dir failed: creating fails
 	}
 	count := make(map[string]int, len(dirs))
-	m.ForEach(func(p *Partition) { count[filepath.Dir(p.log.Dir())]++ })
+	m.ForEach(func(p *Partition) { count[filepath.Clean(LogDirOf(p))]++ })
 	best := dirs[0]
 	for _, d := range dirs[1:] {
 		if count[d] < count[best] {
