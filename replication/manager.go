@@ -71,6 +71,9 @@ type Manager struct {
 	byID   atomic.Pointer[map[[16]byte]*Topic]
 	closed bool     // under mu: Close has closed the logs
 	dirs   dirState // offline log dirs and moves between dirs (logdirs.go)
+	// opening is the topic applyTopic is opening, not published yet: its
+	// partitions count in leastLoadedDir. Under mu.
+	opening *Topic
 
 	fetchers *fetchers
 	// cleaner compacts the logs of compacted topics in the background
@@ -223,6 +226,8 @@ func (m *Manager) applyTopic(t controller.TopicInfo) error {
 		m.logger.Warn("invalid topic config, using broker defaults", "topic", t.Name, "err", err)
 	}
 	throttles := throttledOn(t.Configs, node)
+	m.opening = lt
+	defer func() { m.opening = nil }()
 	var errs []error
 	for i, pi := range t.Partitions {
 		if !slices.Contains(pi.Replicas, node) {
@@ -453,7 +458,18 @@ func (m *Manager) leastLoadedDir() string {
 		return filepath.Clean(m.cfg.LogDirs[0]) // every dir failed: creating fails
 	}
 	count := make(map[string]int, len(dirs))
-	m.ForEach(func(p *Partition) { count[filepath.Clean(LogDirOf(p))]++ })
+	m.ForEach(func(p *Partition) {
+		if m.opening == nil || p.topic != m.opening.name {
+			count[filepath.Clean(LogDirOf(p))]++
+		}
+	})
+	if m.opening != nil {
+		for _, p := range m.opening.parts {
+			if p != nil {
+				count[filepath.Clean(LogDirOf(p))]++
+			}
+		}
+	}
 	best := dirs[0]
 	for _, d := range dirs[1:] {
 		if count[d] < count[best] {
