@@ -317,7 +317,9 @@ func TestAclsNeedClusterPermission(t *testing.T) {
 		{apr, func(r kmsg.Response) int16 { return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
 		{kmsg.NewPtrListPartitionReassignmentsRequest(), func(r kmsg.Response) int16 { return r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
 		{kmsg.NewPtrDescribeLogDirsRequest(), func(r kmsg.Response) int16 { return r.(*kmsg.DescribeLogDirsResponse).ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
-		{arl, func(r kmsg.Response) int16 { return r.(*kmsg.AlterReplicaLogDirsResponse).Topics[0].Partitions[0].ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
+		{arl, func(r kmsg.Response) int16 {
+			return r.(*kmsg.AlterReplicaLogDirsResponse).Topics[0].Partitions[0].ErrorCode
+		}, kerr.ClusterAuthorizationFailed.Code},
 		{cp, func(r kmsg.Response) int16 { return r.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode }, kerr.TopicAuthorizationFailed.Code},
 		{dr, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode }, kerr.TopicAuthorizationFailed.Code},
 	} {
