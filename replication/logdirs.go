@@ -49,14 +49,15 @@ var (
 	ErrReplicaNotAvailable = errors.New("replica not hosted here") // REPLICA_NOT_AVAILABLE
 )
 
-// dirState is the Manager's view of its log dirs, guarded by Manager.mu
-// (futures also by futuresMu, which DescribeLogDirs takes).
+// dirState is the Manager's view of its log dirs. Written holding both
+// Manager.mu and mu; read holding either: the request path and
+// DescribeLogDirs take only mu, a leaf lock, so that they never wait for a
+// move, which holds Manager.mu while it copies.
 type dirState struct {
-	offline      map[string]bool // cleaned dir paths found failed
-	offlineParts map[string]bool // partitionKey of the replicas they held
-
-	futuresMu sync.Mutex
-	futures   map[string]FutureReplica // partitionKey -> the move under way
+	mu           sync.Mutex
+	offline      map[string]bool          // cleaned dir paths found failed
+	offlineParts map[string]bool          // partitionKey of the replicas they held
+	futures      map[string]FutureReplica // partitionKey -> the move under way
 }
 
 // FutureReplica is a partition being moved to another log dir (Kafka's
@@ -94,8 +95,8 @@ func LogDirOf(p *Partition) string { return filepath.Dir(p.log.Dir()) }
 // OfflineReplica reports whether a replica of topic id's partition idx was
 // in a dir that failed.
 func (m *Manager) OfflineReplica(id [16]byte, idx int32) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.dirs.mu.Lock()
+	defer m.dirs.mu.Unlock()
 	return m.dirs.offlineParts[partitionKey(id, idx)]
 }
 
@@ -110,7 +111,9 @@ func (m *Manager) MarkDirOffline(dir string) []controller.TopicPartitions {
 	if m.closed || m.dirs.offline[dir] {
 		return nil
 	}
+	m.dirs.mu.Lock()
 	m.dirs.offline[dir] = true
+	m.dirs.mu.Unlock()
 	var out []controller.TopicPartitions
 	for _, lt := range *m.byName.Load() {
 		var nt *Topic
@@ -124,7 +127,9 @@ func (m *Manager) MarkDirOffline(dir string) []controller.TopicPartitions {
 			}
 			nt.parts[i] = nil
 			out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, int32(i))
+			m.dirs.mu.Lock()
 			m.dirs.offlineParts[partitionKey(lt.id, int32(i))] = true
+			m.dirs.mu.Unlock()
 			m.fetchers.unfollow(p)
 			p.resignLeadership(roleNone, -1)
 			p.wakeFetchWaiters()
@@ -142,8 +147,8 @@ func (m *Manager) MarkDirOffline(dir string) []controller.TopicPartitions {
 
 // Futures lists the moves under way.
 func (m *Manager) Futures() []FutureReplica {
-	m.dirs.futuresMu.Lock()
-	defer m.dirs.futuresMu.Unlock()
+	m.dirs.mu.Lock()
+	defer m.dirs.mu.Unlock()
 	out := make([]FutureReplica, 0, len(m.dirs.futures))
 	for _, f := range m.dirs.futures {
 		out = append(out, f)
@@ -177,13 +182,13 @@ func (m *Manager) MoveReplica(topic string, idx int32, dest string) error {
 	var uid [16]byte
 	_, _ = rand.Read(uid[:])
 	future := filepath.Join(dest, fmt.Sprintf("%s.%s-future", name, hex.EncodeToString(uid[:])))
-	m.dirs.futuresMu.Lock()
+	m.dirs.mu.Lock()
 	m.dirs.futures[key] = FutureReplica{Topic: topic, Partition: idx, Dir: dest, FutureDir: future, Lag: p.log.LogEndOffset()}
-	m.dirs.futuresMu.Unlock()
+	m.dirs.mu.Unlock()
 	defer func() {
-		m.dirs.futuresMu.Lock()
+		m.dirs.mu.Lock()
 		delete(m.dirs.futures, key)
-		m.dirs.futuresMu.Unlock()
+		m.dirs.mu.Unlock()
 	}()
 
 	// Out of service: no append may land in the log once the copy starts.
@@ -237,7 +242,9 @@ func (m *Manager) MoveReplica(topic string, idx int32, dest string) error {
 		m.logger.Error("reopening a moved replica", "dir", openDir, "err", err)
 		nt := &Topic{name: lt.name, id: lt.id, parts: slices.Clone(lt.parts)}
 		nt.parts[idx] = nil
+		m.dirs.mu.Lock()
 		m.dirs.offlineParts[key] = true
+		m.dirs.mu.Unlock()
 		m.publishLocked(nt, lt)
 		return errors.Join(moveErr, err)
 	}
@@ -323,7 +330,7 @@ func copyFile(fsys storage.FS, src, dst string, buf []byte) error {
 
 // DirOffline reports whether dir was marked offline.
 func (m *Manager) DirOffline(dir string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.dirs.mu.Lock()
+	defer m.dirs.mu.Unlock()
 	return m.dirs.offline[filepath.Clean(dir)]
 }

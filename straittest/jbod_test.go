@@ -135,6 +135,19 @@ func TestJBODFailedLogDir(t *testing.T) {
 	if !b1.Running() {
 		t.Fatal("broker 1 stopped")
 	}
+	// Broker 1 answers for a replica of its failed dir as Kafka does for an
+	// offline replica.
+	preq := produceRequest(topic)
+	preq.Topics[0].Partitions[0].Partition = failed[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	presp, err := preq.RequestWith(ctx, cl.Broker(1))
+	cancel()
+	if err != nil {
+		t.Fatalf("produce to broker 1: %v", err)
+	}
+	if code := presp.Topics[0].Partitions[0].ErrorCode; code != kerr.KafkaStorageError.Code {
+		t.Errorf("produce to broker 1's offline replica of %d: error %d, want KAFKA_STORAGE_ERROR", failed[0], code)
+	}
 	resp := describeLogDirs(t, c, cl, 1)
 	for _, d := range resp.Dirs {
 		switch filepath.Clean(d.Dir) {
