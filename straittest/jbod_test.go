@@ -190,13 +190,23 @@ func TestJBODFailedLogDir(t *testing.T) {
 }
 
 // AlterReplicaLogDirs moves a partition from one log dir to the other and
-// back while an idempotent producer writes to it: every record is read
-// back exactly once, the partition serves from its new dir, and the
-// requests' errors are Kafka's.
+// back while an idempotent producer writes to it (acks=all): every record is
+// read back exactly once, the partition serves from its new dir, and the
+// requests' errors are Kafka's. On one broker, and on the leader of three
+// replicas (its followers fetch across the move).
 func TestAlterReplicaLogDirsUnderProduce(t *testing.T) {
+	t.Run("one broker", func(t *testing.T) { testMoveUnderProduce(t, 1) })
+	t.Run("leader of three", func(t *testing.T) { testMoveUnderProduce(t, 3) })
+}
+
+func testMoveUnderProduce(t *testing.T, brokers int) {
 	const topic = "moving"
-	c := straittest.Start(t, straittest.WithLogDirs(2), straittest.WithTopic(topic, 1, 1))
-	dirs := c.Broker(1).LogDirs()
+	c := straittest.StartCluster(t, brokers, straittest.WithLogDirs(2), straittest.WithTopic(topic, 1, int16(brokers)))
+	leader := c.WaitLeader(topic, 0, 20*time.Second)
+	if brokers > 1 {
+		c.WaitISR(topic, 0, brokers, 20*time.Second)
+	}
+	dirs := c.Broker(leader).LogDirs()
 	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
 	from := dirOf(dirs, topic, 0)
 	if from == "" {
@@ -217,7 +227,7 @@ func TestAlterReplicaLogDirsUnderProduce(t *testing.T) {
 		rt.Topic, rt.Partitions = topic, []int32{p}
 		rd.Topics = append(rd.Topics, rt)
 		req.Dirs = append(req.Dirs, rd)
-		resp, err := req.RequestWith(ctx, cl.Broker(1))
+		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
 		if err != nil {
 			t.Fatalf("AlterReplicaLogDirs: %v", err)
 		}
@@ -284,8 +294,15 @@ func TestAlterReplicaLogDirsUnderProduce(t *testing.T) {
 			t.Fatalf("record %d read %d times", i, k)
 		}
 	}
+	if brokers > 1 {
+		// The followers caught up with the moved leader.
+		st := c.WaitISR(topic, 0, brokers, 20*time.Second)
+		if st.Leader != leader {
+			t.Errorf("leader %d after the moves, want %d", st.Leader, leader)
+		}
+	}
 	// DescribeLogDirs lists it where it is, with its size.
-	resp := describeLogDirs(t, c, cl, 1)
+	resp := describeLogDirs(t, c, cl, leader)
 	for _, d := range resp.Dirs {
 		for _, dt := range d.Topics {
 			if dt.Topic != topic {
