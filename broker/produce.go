@@ -289,6 +289,11 @@ func (s *Server) produceTo(lt *replication.Topic, topic string, idx int32, recor
 			}
 		}
 		code, msg := errorCode(err)
+		if code == kerr.KafkaStorageError.Code && !p.IsLeader() {
+			// The replica stopped under the append (moved to another log
+			// dir, or its dir failed): the client retries elsewhere.
+			return kerr.NotLeaderForPartition.Code, "", nil
+		}
 		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
 			// An AppendError is about the request (a batch that fails
 			// validation, an unknown codec id): the client's doing, at

@@ -130,6 +130,7 @@ func (m *Manager) MarkDirOffline(dir string) []controller.TopicPartitions {
 			m.dirs.mu.Lock()
 			m.dirs.offlineParts[partitionKey(lt.id, int32(i))] = true
 			m.dirs.mu.Unlock()
+			p.stopped.Store(true)
 			m.fetchers.unfollow(p)
 			p.resignLeadership(roleNone, -1)
 			p.wakeFetchWaiters()
@@ -192,6 +193,7 @@ func (m *Manager) MoveReplica(topic string, idx int32, dest string) error {
 	}()
 
 	// Out of service: no append may land in the log once the copy starts.
+	p.stopped.Store(true)
 	m.fetchers.unfollow(p)
 	p.resignLeadership(roleNone, -1)
 	p.wakeFetchWaiters()

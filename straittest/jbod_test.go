@@ -99,19 +99,22 @@ func TestJBODFailedLogDir(t *testing.T) {
 	if len(byDir[dirs[0]]) != 3 || len(byDir[dirs[1]]) != 3 {
 		t.Fatalf("partitions by log dir: %v, want 3 in each", byDir)
 	}
-	// Broker 1 leads a partition of each dir (preferred leaders rotate).
-	failed, kept := byDir[dirs[1]], byDir[dirs[0]]
+	// The dir to fail holds a partition broker 1 leads (preferred leaders
+	// rotate: it leads 2 of the 6).
 	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
-	for _, p := range append(slices.Clone(failed), kept...) {
-		c.WaitISR(topic, p, 3, 20*time.Second)
+	failIdx := -1
+	for p := int32(0); p < 6 && failIdx < 0; p++ {
+		if c.Leader(topic, p) == 1 {
+			failIdx = slices.Index(dirs, dirOf(dirs, topic, p))
+		}
 	}
-	ledFailed := slices.ContainsFunc(failed, func(p int32) bool { return c.Leader(topic, p) == 1 })
-	if !ledFailed {
-		t.Fatalf("broker 1 leads none of the partitions %v of the dir to fail", failed)
+	if failIdx < 0 {
+		t.Fatal("broker 1 leads no partition")
 	}
+	failed, kept := byDir[dirs[failIdx]], byDir[dirs[1-failIdx]]
 	produceValues(t, cl, topic, 0, 600)
 
-	b1.Disk().FailDir(dirs[1])
+	b1.Disk().FailDir(dirs[failIdx])
 	for _, p := range failed {
 		st := c.WaitLeader(topic, p, 20*time.Second, 2, 3)
 		if st == 1 {
@@ -151,11 +154,11 @@ func TestJBODFailedLogDir(t *testing.T) {
 	resp := describeLogDirs(t, c, cl, 1)
 	for _, d := range resp.Dirs {
 		switch filepath.Clean(d.Dir) {
-		case filepath.Clean(dirs[1]):
+		case filepath.Clean(dirs[failIdx]):
 			if d.ErrorCode != kerr.KafkaStorageError.Code {
 				t.Errorf("failed dir %s: error %d, want KAFKA_STORAGE_ERROR", d.Dir, d.ErrorCode)
 			}
-		case filepath.Clean(dirs[0]):
+		case filepath.Clean(dirs[1-failIdx]):
 			var got []int32
 			for _, dt := range d.Topics {
 				for _, dp := range dt.Partitions {
