@@ -41,6 +41,18 @@ func dirOf(dirs []string, topic string, p int32) string {
 	return ""
 }
 
+// waitDirOf is dirOf once the broker has opened the partition (within 20 s),
+// "" if it did not.
+func waitDirOf(dirs []string, topic string, p int32) string {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if d := dirOf(dirs, topic, p); d != "" || time.Now().After(deadline) {
+			return d
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // produceValues produces values from..to-1 (as decimal strings) to topic,
 // spread over its partitions, each acknowledged by all in-sync replicas.
 func produceValues(t *testing.T, cl *kgo.Client, topic string, from, to int) {
@@ -89,8 +101,7 @@ func TestJBODFailedLogDir(t *testing.T) {
 	// New partitions go to the dir with the fewest: 3 and 3.
 	byDir := map[string][]int32{}
 	for p := int32(0); p < 6; p++ {
-		c.WaitISR(topic, p, 3, 20*time.Second) // broker 1 has opened it
-		d := dirOf(dirs, topic, p)
+		d := waitDirOf(dirs, topic, p)
 		if d == "" {
 			t.Fatalf("partition %d is in none of broker 1's log dirs %v", p, dirs)
 		}
@@ -175,6 +186,29 @@ func TestJBODFailedLogDir(t *testing.T) {
 			t.Errorf("unexpected dir %s", d.Dir)
 		}
 	}
+	// AlterReplicaLogDirs answers KAFKA_STORAGE_ERROR for a move into the
+	// failed dir and for a replica that was in it.
+	for _, tc := range []struct {
+		dir string
+		p   int32
+	}{{dirs[failIdx], kept[0]}, {dirs[1-failIdx], failed[0]}} {
+		req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+		rd := kmsg.NewAlterReplicaLogDirsRequestDir()
+		rd.Dir = tc.dir
+		rt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+		rt.Topic, rt.Partitions = topic, []int32{tc.p}
+		rd.Topics = append(rd.Topics, rt)
+		req.Dirs = append(req.Dirs, rd)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		aresp, err := req.RequestWith(ctx, cl.Broker(1))
+		cancel()
+		if err != nil {
+			t.Fatalf("AlterReplicaLogDirs: %v", err)
+		}
+		if code := aresp.Topics[0].Partitions[0].ErrorCode; code != kerr.KafkaStorageError.Code {
+			t.Errorf("move of %d to %s: error %d, want KAFKA_STORAGE_ERROR", tc.p, tc.dir, code)
+		}
+	}
 	// Clients go on: every partition takes records and every record reads back.
 	produceValues(t, cl, topic, 600, 1200)
 	seen := consumeValues(t, c, topic, 1200)
@@ -211,7 +245,7 @@ func testMoveUnderProduce(t *testing.T, brokers int) {
 	}
 	dirs := c.Broker(leader).LogDirs()
 	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
-	from := dirOf(dirs, topic, 0)
+	from := waitDirOf(dirs, topic, 0)
 	if from == "" {
 		t.Fatal("partition 0 in no log dir")
 	}
