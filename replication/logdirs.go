@@ -36,6 +36,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/strait/strait/controller"
@@ -225,7 +226,14 @@ func (m *Manager) MoveReplica(topic string, idx int32, dest string) error {
 	} else {
 		stale := fmt.Sprintf("%s.%s-delete", oldDir, hex.EncodeToString(uid[:]))
 		if err := fsys.Rename(oldDir, stale); err != nil {
-			m.logger.Error("removing the moved replica's old log", "dir", oldDir, "err", err)
+			// Two copies must not survive: a restart would open whichever
+			// dir comes first. The old one stays, the new one goes.
+			m.logger.Error("moving a replica between log dirs failed: its old log cannot be removed; it stays where it was",
+				"topic", topic, "partition", idx, "dir", oldDir, "err", err)
+			if rerr := fsys.RemoveAll(newDir); rerr != nil {
+				m.logger.Error("removing the copy of a replica whose move failed", "dir", newDir, "err", rerr)
+			}
+			moveErr, openDir = err, oldDir
 		} else {
 			_ = fsys.SyncDir(filepath.Dir(oldDir))
 			remove := func() {
@@ -335,4 +343,37 @@ func (m *Manager) DirOffline(dir string) bool {
 	m.dirs.mu.Lock()
 	defer m.dirs.mu.Unlock()
 	return m.dirs.offline[filepath.Clean(dir)]
+}
+
+// sweepLeftovers removes, in the background, what an interrupted move or
+// deletion left in the log dirs: <topic>-<p>.<id>-future (a copy not
+// renamed into place; the replica's log is intact where it was) and
+// <topic>-<p>.<id>-delete (a log already renamed away), as Kafka's
+// LogManager deletes the latter at start. Called before the metadata is
+// followed, so no move is under way.
+func (m *Manager) sweepLeftovers() {
+	fsys := m.cfg.FS
+	for _, d := range m.cfg.LogDirs {
+		entries, err := fsys.ReadDir(d)
+		if err != nil {
+			continue // the log-dir watcher reports a dir that cannot be read
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if !e.IsDir() || !(strings.HasSuffix(name, "-future") || strings.HasSuffix(name, "-delete")) || !strings.Contains(name, ".") {
+				continue
+			}
+			path := filepath.Join(d, name)
+			remove := func() {
+				if err := fsys.RemoveAll(path); err != nil {
+					m.logger.Warn("removing a leftover log directory", "dir", path, "err", err)
+				} else {
+					m.logger.Info("removed a leftover log directory", "dir", path)
+				}
+			}
+			if !m.tasks.Go(remove) {
+				remove()
+			}
+		}
+	}
 }

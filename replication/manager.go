@@ -132,6 +132,7 @@ func New(cfg Config, deps Deps) *Manager {
 // once; applying a change is idempotent anyway), then starts the cleaner
 // and the background loops.
 func (m *Manager) Start() error {
+	m.sweepLeftovers()
 	m.meta.Listen(m.apply)
 	if m.cfg.LogCleanerEnable {
 		c, err := storage.NewCleaner(m.cfg.Cleaner, m.Logs, storage.Options{
@@ -392,10 +393,16 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 	dir := ""
 	for _, d := range m.onlineDirs() {
 		cand := filepath.Join(d, name)
-		if _, err := fsys.Stat(cand); err == nil {
-			dir = cand
-			break
+		if _, err := fsys.Stat(cand); err != nil {
+			continue
 		}
+		if dir != "" {
+			// A move between log dirs cut short between its two renames:
+			// both copies hold the same log; the first dir's is used.
+			m.logger.Warn("partition found in two log dirs; using the first", "used", dir, "ignored", cand)
+			continue
+		}
+		dir = cand
 	}
 	if dir != "" {
 		id, err := storage.ReadPartitionMetadata(fsys, dir)
