@@ -5,18 +5,18 @@ package broker
 //
 // Every log directory of log.dirs (by its absolute path) with the partitions
 // it holds: all of them for a null topic list, else the requested ones found
-// there. A partition's size is the bytes of its segment files (.log), its
-// offset lag max(0, high watermark - log end offset), 0 on a leader. A
-// partition being moved by AlterReplicaLogDirs is listed in its destination
-// too, as a future replica (IsFuture) whose lag is the current replica's log
-// end offset minus its own (KIP-113); its size is what was copied so far.
-// A partition's size is what its segments hold (Kafka's log size), not the
-// length of their files, which preallocate extends. v4 adds the
-// directory's total and usable bytes (statfs: the space an unprivileged
-// writer can still use, as Java's FileStore.getUsableSpace). A directory that
-// failed (marked offline) or cannot be read is KAFKA_STORAGE_ERROR, without
-// partitions. The top-level error is NONE: there
-// is no authorizer.
+// there. A partition's size is what its segments hold (Kafka's log size),
+// not the length of their files, which preallocate extends; its offset lag
+// max(0, high watermark - log end offset), 0 on a leader. A partition being
+// moved by AlterReplicaLogDirs is listed in its destination too, as a future
+// replica (IsFuture, KIP-113) whose size is what was copied so far and whose
+// lag is the current replica's log end offset (the copy is of a paused log
+// and is caught up only once it is swapped in). v4 adds the directory's
+// total and usable bytes (statfs: the space an unprivileged writer can still
+// use, as Java's FileStore.getUsableSpace). A directory that failed (marked
+// offline) or cannot be read is KAFKA_STORAGE_ERROR, without partitions.
+// Without CLUSTER DESCRIBE the answer is CLUSTER_AUTHORIZATION_FAILED and no
+// directories.
 
 import (
 	"os"
