@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,7 +98,7 @@ func (s *Server) checkLogDirs() (allOffline bool) {
 // of their ISRs through the controller, as Kafka's broker reports an offline
 // dir to its controller. Kafka halts the broker when it cannot report the
 // failure within log.dir.failure.timeout.ms (30 s); so does Strait, through
-// Err.
+// Err. The ISR and leadership changes are etcd compare-and-swaps.
 func (s *Server) leaveOfflineDir(dir string) {
 	if s.replicas == nil || s.ctrl == nil {
 		return
@@ -106,7 +107,11 @@ func (s *Server) leaveOfflineDir(dir string) {
 	if len(parts) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, logDirFailureTimeout)
+	timeout := logDirFailureTimeout
+	if v, err := strconv.ParseInt(strings.TrimSpace(s.cfg.Props["log.dir.failure.timeout.ms"]), 10, 64); err == nil && v > 0 {
+		timeout = time.Duration(v) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
 	if err := s.ctrl.LeavePartitions(ctx, parts); err != nil {
 		if s.ctx.Err() != nil {
@@ -118,7 +123,8 @@ func (s *Server) leaveOfflineDir(dir string) {
 	}
 }
 
-// logDirFailureTimeout is log.dir.failure.timeout.ms's default.
+// logDirFailureTimeout is log.dir.failure.timeout.ms's default, used when
+// the key is not set.
 var logDirFailureTimeout = 30 * time.Second
 
 // logDirUsable returns why dir cannot hold logs, nil if it can.
