@@ -304,6 +304,8 @@ func TestAclsNeedClusterPermission(t *testing.T) {
 	apr.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0}}}}
 	cp := kmsg.NewPtrCreatePartitionsRequest()
 	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "t", Count: 2}}
+	arl := kmsg.NewPtrAlterReplicaLogDirsRequest()
+	arl.Dirs = []kmsg.AlterReplicaLogDirsRequestDir{{Dir: "/nowhere", Topics: []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: "t", Partitions: []int32{0}}}}}
 	dr := kmsg.NewPtrDeleteRecordsRequest()
 	dr.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: -1}}}}
 	for _, tc := range []struct {
@@ -315,6 +317,9 @@ func TestAclsNeedClusterPermission(t *testing.T) {
 		{apr, func(r kmsg.Response) int16 { return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
 		{kmsg.NewPtrListPartitionReassignmentsRequest(), func(r kmsg.Response) int16 { return r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
 		{kmsg.NewPtrDescribeLogDirsRequest(), func(r kmsg.Response) int16 { return r.(*kmsg.DescribeLogDirsResponse).ErrorCode }, kerr.ClusterAuthorizationFailed.Code},
+		{arl, func(r kmsg.Response) int16 {
+			return r.(*kmsg.AlterReplicaLogDirsResponse).Topics[0].Partitions[0].ErrorCode
+		}, kerr.ClusterAuthorizationFailed.Code},
 		{cp, func(r kmsg.Response) int16 { return r.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode }, kerr.TopicAuthorizationFailed.Code},
 		{dr, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode }, kerr.TopicAuthorizationFailed.Code},
 	} {

@@ -16,9 +16,6 @@ import (
 // A key listed here that Strait serves at Kafka's versions fails the test
 // too: remove it from the list.
 var kafka44Exceptions = map[kmsg.Key]string{
-	// Pending, issue 20: JBOD's log directory moves.
-	kmsg.AlterReplicaLogDirs: "pending, issue 20",
-
 	// Share groups (KIP-932), issue 19: their state is in memory, without
 	// the share coordinator's state calls.
 	kmsg.InitializeShareGroupState:  "share group state, issue 19",

@@ -361,7 +361,7 @@ func (s *Server) localPartitions() map[string]map[int32]localPartition {
 		if out[p.Topic()] == nil {
 			out[p.Topic()] = map[int32]localPartition{}
 		}
-		out[p.Topic()][p.Index()] = localPartition{size: segmentBytes(l.Dir()), start: l.LogStartOffset(), hw: l.HighWatermark(), end: l.LogEndOffset()}
+		out[p.Topic()][p.Index()] = localPartition{size: l.Size(), start: l.LogStartOffset(), hw: l.HighWatermark(), end: l.LogEndOffset()}
 	})
 	return out
 }

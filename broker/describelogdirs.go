@@ -5,16 +5,21 @@ package broker
 //
 // Every log directory of log.dirs (by its absolute path) with the partitions
 // it holds: all of them for a null topic list, else the requested ones found
-// there. A partition's size is the bytes of its segment files (.log), its
-// offset lag max(0, high watermark - log end offset), 0 on a leader; there are
-// no future replicas (AlterReplicaLogDirs is not supported). v4 adds the
-// directory's total and usable bytes (statfs: the space an unprivileged
-// writer can still use, as Java's FileStore.getUsableSpace). A directory that
-// cannot be read is KAFKA_STORAGE_ERROR. v5 (KIP-1066) says whether the
-// directory is cordoned: named in cordoned.log.dirs, or that key is "*".
-// Strait places new replicas without regard to it (a difference:
-// DIFFERENCES.md). The top-level error is NONE unless the principal may not
-// describe the cluster.
+// there. A partition's size is what its segments hold (Kafka's log size),
+// not the length of their files, which preallocate extends; its offset lag
+// max(0, high watermark - log end offset), 0 on a leader. A partition being
+// moved by AlterReplicaLogDirs is listed in its destination too, as a future
+// replica (IsFuture, KIP-113) whose size is what was copied so far and whose
+// lag is the current replica's log end offset (the copy is of a paused log
+// and is caught up only once it is swapped in). v4 adds the directory's
+// total and usable bytes (statfs: the space an unprivileged writer can still
+// use, as Java's FileStore.getUsableSpace). A directory that failed (marked
+// offline) or cannot be read is KAFKA_STORAGE_ERROR, without partitions.
+// v5 (KIP-1066) says whether the directory is cordoned: named in
+// cordoned.log.dirs, or that key is "*". Strait places new replicas without
+// regard to it (a difference: DIFFERENCES.md).
+// Without CLUSTER DESCRIBE the answer is CLUSTER_AUTHORIZATION_FAILED and no
+// directories.
 
 import (
 	"os"
@@ -60,6 +65,7 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 	})
 
 	cordoned := cordonedLogDirs(s.currentConfig().Props["cordoned.log.dirs"])
+	futures := s.replicas.Futures()
 	for _, dir := range s.cfg.Log.Dirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.IsCordoned = cordoned("*") || cordoned(filepath.Clean(dir))
@@ -69,6 +75,11 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 		}
 		rd.Dir = abs
 		var st syscall.Statfs_t
+		if s.replicas.DirOffline(dir) {
+			rd.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, rd)
+			continue
+		}
 		if err := syscall.Statfs(dir, &st); err != nil {
 			s.logger.Warn("describing log dir", "dir", dir, "err", err)
 			rd.ErrorCode = kerr.KafkaStorageError.Code
@@ -93,10 +104,25 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			rp.Partition = p.Index()
-			rp.Size = segmentBytes(p.Log().Dir())
+			rp.Size = p.Log().Size()
 			rp.OffsetLag = max(p.Log().HighWatermark()-p.Log().LogEndOffset(), 0)
 			rt := &rd.Topics[len(rd.Topics)-1]
 			rt.Partitions = append(rt.Partitions, rp)
+		}
+		for _, f := range futures {
+			if filepath.Clean(f.Dir) != filepath.Clean(dir) {
+				continue
+			}
+			if wanted != nil && !slices.Contains(wanted[f.Topic], f.Partition) {
+				continue
+			}
+			rt := kmsg.NewDescribeLogDirsResponseDirTopic()
+			rt.Topic = f.Topic
+			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			rp.Partition, rp.IsFuture, rp.OffsetLag = f.Partition, true, f.Lag
+			rp.Size = segmentBytes(f.FutureDir)
+			rt.Partitions = append(rt.Partitions, rp)
+			rd.Topics = append(rd.Topics, rt)
 		}
 		resp.Dirs = append(resp.Dirs, rd)
 	}
@@ -117,9 +143,8 @@ func cordonedLogDirs(v string) func(dir string) bool {
 	return func(dir string) bool { return set[dir] }
 }
 
-// segmentBytes is the size of a partition's log: the sum of its segment
-// files (Kafka's UnifiedLog.size), not counting segments being deleted or
-// swapped in by the cleaner.
+// segmentBytes is the length of the segment files (.log) in dir: the size
+// of a future log being copied.
 func segmentBytes(dir string) int64 {
 	entries, err := os.ReadDir(dir)
 	if err != nil {

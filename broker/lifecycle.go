@@ -13,10 +13,12 @@ package broker
 // append failed with KAFKA_STORAGE_ERROR.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -77,6 +79,9 @@ func (s *Server) checkLogDirs() (allOffline bool) {
 			s.offlineDirs[dir] = true
 			s.offlineDirN.Add(1)
 			s.logger.Error("log dir is offline", "dir", dir, "err", err)
+			if len(s.offlineDirs) < len(s.cfg.Log.Dirs) {
+				s.leaveOfflineDir(dir)
+			}
 		}
 	}
 	if len(s.offlineDirs) < len(s.cfg.Log.Dirs) {
@@ -87,6 +92,40 @@ func (s *Server) checkLogDirs() (allOffline bool) {
 	s.fail(err)
 	return true
 }
+
+// leaveOfflineDir stops the partitions of dir (replication's
+// MarkDirOffline) and has their leadership moved and this broker taken out
+// of their ISRs through the controller, as Kafka's broker reports an offline
+// dir to its controller. Kafka halts the broker when it cannot report the
+// failure within log.dir.failure.timeout.ms (30 s); so does Strait, through
+// Err. The ISR and leadership changes are etcd compare-and-swaps.
+func (s *Server) leaveOfflineDir(dir string) {
+	if s.replicas == nil || s.ctrl == nil {
+		return
+	}
+	parts := s.replicas.MarkDirOffline(dir)
+	if len(parts) == 0 {
+		return
+	}
+	timeout := logDirFailureTimeout
+	if v, err := strconv.ParseInt(strings.TrimSpace(s.cfg.Props["log.dir.failure.timeout.ms"]), 10, 64); err == nil && v > 0 {
+		timeout = time.Duration(v) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	defer cancel()
+	if err := s.ctrl.LeavePartitions(ctx, parts); err != nil {
+		if s.ctx.Err() != nil {
+			return // closing
+		}
+		s.logger.Error("could not report the offline log dir's partitions to the controller: the broker cannot go on",
+			"dir", dir, "err", err)
+		s.fail(fmt.Errorf("broker: reporting offline log dir %s: %w", dir, err))
+	}
+}
+
+// logDirFailureTimeout is log.dir.failure.timeout.ms's default, used when
+// the key is not set.
+var logDirFailureTimeout = 30 * time.Second
 
 // logDirUsable returns why dir cannot hold logs, nil if it can.
 func (s *Server) logDirUsable(dir string) error {

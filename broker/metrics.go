@@ -158,7 +158,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descLEO, float64(log.LogEndOffset()), topic, idx)
 		gauge(descLSO, float64(log.LogStartOffset()), topic, idx)
 		gauge(descHW, float64(log.HighWatermark()), topic, idx)
-		gauge(descLogSize, float64(segmentBytes(log.Dir())), topic, idx)
+		gauge(descLogSize, float64(log.Size()), topic, idx)
 		if !p.IsLeader() {
 			return
 		}

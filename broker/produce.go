@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -301,6 +302,11 @@ func (s *Server) produceTo(lt *replication.Topic, topic string, idx int32, recor
 			}
 		}
 		code, msg := errorCode(err)
+		if code == kerr.KafkaStorageError.Code && !p.IsLeader() {
+			// The replica stopped under the append (moved to another log
+			// dir, or its dir failed): the client retries elsewhere.
+			return kerr.NotLeaderForPartition.Code, "", nil
+		}
 		switch code {
 		case kerr.CorruptMessage.Code:
 			msg = "" // Kafka answers CORRUPT_MESSAGE without a message
@@ -412,10 +418,15 @@ func (s *Server) leaderEndpoints(leaders map[int32]bool, listener string, out []
 }
 
 // missingPartitionCode is the error for a partition this broker does not
-// host: NOT_LEADER_OR_FOLLOWER if it exists elsewhere, else
+// host: KAFKA_STORAGE_ERROR if its replica here is in a failed log dir,
+// NOT_LEADER_OR_FOLLOWER if it exists elsewhere, else
 // UNKNOWN_TOPIC_OR_PARTITION.
 func (s *Server) missingPartitionCode(topic string, idx int32) int16 {
 	if t, ok := s.ctrl.Topic(topic); ok && idx >= 0 && int(idx) < len(t.Partitions) {
+		if slices.Contains(t.Partitions[idx].Replicas, s.cfg.NodeID) && s.replicas.OfflineReplica(t.ID, idx) {
+			// Its log dir failed: Kafka's answer for an offline replica.
+			return kerr.KafkaStorageError.Code
+		}
 		return kerr.NotLeaderForPartition.Code
 	}
 	return kerr.UnknownTopicOrPartition.Code

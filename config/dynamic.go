@@ -20,8 +20,8 @@ const (
 	LeaderReplicationThrottledRate   = "leader.replication.throttled.rate"
 	FollowerReplicationThrottledRate = "follower.replication.throttled.rate"
 	// ReplicaAlterLogDirsIOMaxBytesPerSecond is stored and described
-	// only: Strait moves no replica between log directories
-	// (AlterReplicaLogDirs), so nothing is throttled by it.
+	// only: AlterReplicaLogDirs copies a paused replica at once rather than
+	// fetching into a future log, so nothing is throttled by it.
 	ReplicaAlterLogDirsIOMaxBytesPerSecond = "replica.alter.log.dirs.io.max.bytes.per.second"
 )
 

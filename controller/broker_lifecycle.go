@@ -334,3 +334,34 @@ func summarize(outcomes []changeOutcome, broker int32) changeSummary {
 	}
 	return s
 }
+
+// LeavePartitions takes this broker out of the given partitions as if it
+// had left for them alone: it leaves their ISRs (unless it is the last
+// member) and their leadership moves to another active ISR member, with the
+// leader epoch bumped (none: the partition is offline), as controlled
+// shutdown does for every partition. The broker calls it for the replicas
+// of a log dir that failed, the way Kafka's controller handles a broker's
+// offline log dir. It returns once this controller's cache shows the result.
+func (c *Controller) LeavePartitions(ctx context.Context, partitions []TopicPartitions) error {
+	if !c.running() {
+		return ErrNotStarted
+	}
+	var refs []partitionRef
+	for _, tp := range partitions {
+		for _, p := range tp.Partitions {
+			refs = append(refs, partitionRef{tp.Topic, p})
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	self := c.cfg.NodeID
+	outcomes, err := c.changePartitions(ctx, refs, changeOptions{waitForCache: true}, c.brokerChange(self))
+	if err != nil {
+		return fmt.Errorf("controller: leaving the partitions of a failed log dir: %w", err)
+	}
+	s := summarize(outcomes, self)
+	c.log.Info("left the partitions of a failed log dir", "node.id", self,
+		"leaders.moved", s.leaderMoved, "left.isr", s.leftISR, "offline", s.offline)
+	return nil
+}

@@ -69,7 +69,11 @@ type Manager struct {
 	mu     sync.Mutex // serializes metadata application and Close
 	byName atomic.Pointer[map[string]*Topic]
 	byID   atomic.Pointer[map[[16]byte]*Topic]
-	closed bool // under mu: Close has closed the logs
+	closed bool     // under mu: Close has closed the logs
+	dirs   dirState // offline log dirs and moves between dirs (logdirs.go)
+	// opening is the topic applyTopic is opening, not published yet: its
+	// partitions count in leastLoadedDir. Under mu.
+	opening *Topic
 
 	fetchers *fetchers
 	// cleaner compacts the logs of compacted topics in the background
@@ -116,6 +120,7 @@ func New(cfg Config, deps Deps) *Manager {
 		}
 	}
 	m.stopCtx, m.cancel = context.WithCancel(context.Background())
+	m.initDirs()
 	m.fetchers = newFetchers(m)
 	m.byName.Store(&map[string]*Topic{})
 	m.byID.Store(&map[[16]byte]*Topic{})
@@ -127,6 +132,7 @@ func New(cfg Config, deps Deps) *Manager {
 // once; applying a change is idempotent anyway), then starts the cleaner
 // and the background loops.
 func (m *Manager) Start() error {
+	m.sweepLeftovers()
 	m.meta.Listen(m.apply)
 	if m.cfg.LogCleanerEnable {
 		c, err := storage.NewCleaner(m.cfg.Cleaner, m.Logs, storage.Options{
@@ -221,6 +227,8 @@ func (m *Manager) applyTopic(t controller.TopicInfo) error {
 		m.logger.Warn("invalid topic config, using broker defaults", "topic", t.Name, "err", err)
 	}
 	throttles := throttledOn(t.Configs, node)
+	m.opening = lt
+	defer func() { m.opening = nil }()
 	var errs []error
 	for i, pi := range t.Partitions {
 		if !slices.Contains(pi.Replicas, node) {
@@ -230,6 +238,9 @@ func (m *Manager) applyTopic(t controller.TopicInfo) error {
 				m.stopReplica(p, "deleted replica moved to other brokers")
 			}
 			continue
+		}
+		if m.dirs.offlineParts[partitionKey(t.ID, int32(i))] {
+			continue // its dir failed: offline until restart, as in Kafka
 		}
 		p := old.Partition(int32(i))
 		if p != nil {
@@ -380,12 +391,18 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 	fsys := m.cfg.FS
 	name := fmt.Sprintf("%s-%d", t.Name, idx)
 	dir := ""
-	for _, d := range m.cfg.LogDirs {
+	for _, d := range m.onlineDirs() {
 		cand := filepath.Join(d, name)
-		if _, err := fsys.Stat(cand); err == nil {
-			dir = cand
-			break
+		if _, err := fsys.Stat(cand); err != nil {
+			continue
 		}
+		if dir != "" {
+			// A move between log dirs cut short between its two renames:
+			// both copies hold the same log; the first dir's is used.
+			m.logger.Warn("partition found in two log dirs; using the first", "used", dir, "ignored", cand)
+			continue
+		}
+		dir = cand
 	}
 	if dir != "" {
 		id, err := storage.ReadPartitionMetadata(fsys, dir)
@@ -440,13 +457,26 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 	return &Partition{m: m, topic: t.Name, topicID: t.ID, index: idx, log: l}, nil
 }
 
+// leastLoadedDir is the online log dir holding the fewest partitions, the
+// first of them on a tie (Kafka's LogManager.nextLogDirs). Under mu.
 func (m *Manager) leastLoadedDir() string {
-	dirs := m.cfg.LogDirs
-	if len(dirs) == 1 {
-		return dirs[0]
+	dirs := m.onlineDirs()
+	if len(dirs) == 0 {
+		return filepath.Clean(m.cfg.LogDirs[0]) // every dir failed: creating fails
 	}
 	count := make(map[string]int, len(dirs))
-	m.ForEach(func(p *Partition) { count[filepath.Dir(p.log.Dir())]++ })
+	m.ForEach(func(p *Partition) {
+		if m.opening == nil || p.topic != m.opening.name {
+			count[filepath.Clean(LogDirOf(p))]++
+		}
+	})
+	if m.opening != nil {
+		for _, p := range m.opening.parts {
+			if p != nil {
+				count[filepath.Clean(LogDirOf(p))]++
+			}
+		}
+	}
 	best := dirs[0]
 	for _, d := range dirs[1:] {
 		if count[d] < count[best] {

@@ -24,6 +24,9 @@ type Partition struct {
 	index   int32
 	log     *storage.Log
 	state   atomic.Pointer[controller.PartitionInfo]
+	// stopped: the replica no longer serves from this object (moved to
+	// another log dir, or its dir failed; logdirs.go). Its log is closed.
+	stopped atomic.Bool
 
 	waitMu  sync.Mutex
 	waiters map[*FetchWaiter]struct{}
@@ -53,10 +56,11 @@ func (p *Partition) Log() *storage.Log { return p.log }
 func (p *Partition) State() *controller.PartitionInfo { return p.state.Load() }
 
 // IsLeader reports whether this broker leads the partition, by the
-// metadata.
+// metadata, and this replica serves (not stopped by a log dir move or
+// failure).
 func (p *Partition) IsLeader() bool {
 	st := p.state.Load()
-	return st != nil && st.Leader == p.m.cfg.NodeID
+	return st != nil && st.Leader == p.m.cfg.NodeID && !p.stopped.Load()
 }
 
 // LeaderEpoch is the partition's leader epoch by the metadata, -1 before

@@ -165,13 +165,15 @@ func (c *Cluster) setUp(n int, dir string) error {
 	for _, b := range c.brokers {
 		// The broker does not create a missing log dir: its log-dir
 		// watcher would take it for a failed disk.
-		if err := os.MkdirAll(filepath.Join(b.dir, "logs"), 0o755); err != nil {
-			return err
+		for _, d := range b.LogDirs() {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
 		}
 		props := Defaults(n)
 		props["node.id"] = strconv.Itoa(int(b.id))
 		props["listeners"] = "PLAINTEXT://127.0.0.1:" + strconv.Itoa(b.port)
-		props["log.dirs"] = filepath.Join(b.dir, "logs")
+		props["log.dirs"] = strings.Join(b.LogDirs(), ",")
 		props["etcd.data.dir"] = filepath.Join(b.dir, "etcd")
 		if c.etcdEndpoint != "" {
 			p, err := newTCPProxy(strings.TrimPrefix(c.etcdEndpoint, "http://"))
@@ -497,6 +499,16 @@ func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.port) }
 
 // Dir is the broker's directory: its log dir (logs/) and etcd data (etcd/).
 func (b *Broker) Dir() string { return b.dir }
+
+// LogDirs are the broker's log dirs: logs/ in Dir, then logs2/ ... with
+// WithLogDirs.
+func (b *Broker) LogDirs() []string {
+	dirs := []string{filepath.Join(b.dir, "logs")}
+	for i := 2; i <= b.c.opts.logDirs; i++ {
+		dirs = append(dirs, filepath.Join(b.dir, fmt.Sprintf("logs%d", i)))
+	}
+	return dirs
+}
 
 // Disk is the broker's Disk (WithFaultyDisks), nil without that option.
 func (b *Broker) Disk() *Disk { return b.disk }

@@ -1,7 +1,11 @@
 package straittest
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -64,6 +68,16 @@ func (d *Disk) SetLatency(write, sync time.Duration) {
 	d.slow.syncDelay.Store(int64(sync))
 }
 
+// FailDir makes one directory (a log dir, say) and everything under it fail
+// with EIO: stat, open, reads and writes of files opened before, fsyncs,
+// renames, as a disk that died under a JBOD broker's log dir. Heal does not
+// undo it.
+func (d *Disk) FailDir(dir string) {
+	d.slow.failedMu.Lock()
+	d.slow.failedDirs = append(d.slow.failedDirs, filepath.Clean(dir))
+	d.slow.failedMu.Unlock()
+}
+
 // Heal disarms every fault and the latency.
 func (d *Disk) Heal() {
 	d.fault.SetWriteBudget(-1)
@@ -104,6 +118,22 @@ type slowFS struct {
 	writes, delayedWrites atomic.Int64
 	failedWrites          atomic.Int64
 	syncs, delayedSyncs   atomic.Int64
+
+	failedMu   sync.Mutex
+	failedDirs []string // FailDir
+}
+
+// failed returns EIO for an operation on path if it is in a failed dir.
+func (s *slowFS) failed(op, path string) error {
+	s.failedMu.Lock()
+	defer s.failedMu.Unlock()
+	path = filepath.Clean(path)
+	for _, d := range s.failedDirs {
+		if path == d || strings.HasPrefix(path, d+string(filepath.Separator)) {
+			return &os.PathError{Op: op, Path: path, Err: syscall.EIO}
+		}
+	}
+	return nil
 }
 
 func (s *slowFS) write() error {
@@ -128,38 +158,93 @@ func (s *slowFS) sync() {
 }
 
 func (s *slowFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
+	if err := s.failed("open", name); err != nil {
+		return nil, err
+	}
 	f, err := s.inner.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
-	return &slowFile{File: f, fs: s}, nil
+	return &slowFile{File: f, fs: s, name: name}, nil
 }
 
-func (s *slowFS) MkdirAll(path string, perm os.FileMode) error { return s.inner.MkdirAll(path, perm) }
-func (s *slowFS) ReadDir(name string) ([]os.DirEntry, error)   { return s.inner.ReadDir(name) }
-func (s *slowFS) Stat(name string) (os.FileInfo, error)        { return s.inner.Stat(name) }
-func (s *slowFS) Remove(name string) error                     { return s.inner.Remove(name) }
-func (s *slowFS) RemoveAll(path string) error                  { return s.inner.RemoveAll(path) }
-func (s *slowFS) Rename(oldpath, newpath string) error         { return s.inner.Rename(oldpath, newpath) }
+func (s *slowFS) MkdirAll(path string, perm os.FileMode) error {
+	if err := s.failed("mkdir", path); err != nil {
+		return err
+	}
+	return s.inner.MkdirAll(path, perm)
+}
+
+func (s *slowFS) ReadDir(name string) ([]os.DirEntry, error) {
+	if err := s.failed("readdir", name); err != nil {
+		return nil, err
+	}
+	return s.inner.ReadDir(name)
+}
+
+func (s *slowFS) Stat(name string) (os.FileInfo, error) {
+	if err := s.failed("stat", name); err != nil {
+		return nil, err
+	}
+	return s.inner.Stat(name)
+}
+
+func (s *slowFS) Remove(name string) error {
+	if err := s.failed("remove", name); err != nil {
+		return err
+	}
+	return s.inner.Remove(name)
+}
+
+func (s *slowFS) RemoveAll(path string) error {
+	if err := s.failed("remove", path); err != nil {
+		return err
+	}
+	return s.inner.RemoveAll(path)
+}
+
+func (s *slowFS) Rename(oldpath, newpath string) error {
+	if err := errors.Join(s.failed("rename", oldpath), s.failed("rename", newpath)); err != nil {
+		return err
+	}
+	return s.inner.Rename(oldpath, newpath)
+}
 
 func (s *slowFS) SyncDir(path string) error {
+	if err := s.failed("sync", path); err != nil {
+		return err
+	}
 	s.sync()
 	return s.inner.SyncDir(path)
 }
 
 type slowFile struct {
 	storage.File
-	fs *slowFS
+	fs   *slowFS
+	name string
 }
 
 func (f *slowFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.fs.failed("write", f.name); err != nil {
+		return 0, err
+	}
 	if err := f.fs.write(); err != nil {
 		return 0, err
 	}
 	return f.File.WriteAt(p, off)
 }
 
+func (f *slowFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.fs.failed("read", f.name); err != nil {
+		return 0, err
+	}
+	return f.File.ReadAt(p, off)
+}
+
 func (f *slowFile) Sync() error {
+	if err := f.fs.failed("sync", f.name); err != nil {
+		return err
+	}
 	f.fs.sync()
 	return f.File.Sync()
 }

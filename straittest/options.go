@@ -18,6 +18,7 @@ type options struct {
 	logLevel     slog.Level
 	logTo        []slog.Handler
 	embeddedEtcd bool
+	logDirs      int // log dirs per broker (WithLogDirs); 0: one
 }
 
 // Topic is a topic to create once the brokers are up.
@@ -63,6 +64,12 @@ func WithTopic(name string, partitions int32, replicationFactor int16) Option {
 // WithTopics creates topics as WithTopic does, with their configs.
 func WithTopics(topics ...Topic) Option {
 	return func(o *options) { o.topics = append(o.topics, topics...) }
+}
+
+// WithLogDirs gives every broker n log dirs (JBOD): logs/, then logs2/ to
+// logs<n>/ in its directory (Broker.LogDirs).
+func WithLogDirs(n int) Option {
+	return func(o *options) { o.logDirs = n }
 }
 
 // WithFaultyDisks puts each broker's partition logs on a Disk whose faults

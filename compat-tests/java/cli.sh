@@ -8,7 +8,9 @@
 # kafka-consumer-perf-test, kafka-acls, kafka-dump-log (a compression.type=zstd topic),
 # kafka-reassign-partitions --throttle (on a two-broker strait cluster),
 # kafka-client-metrics, kafka-metadata-quorum, kafka-features, kafka-cluster unregister and
-# unregister-controller, and VerifiableProducer/VerifiableConsumer (the
+# unregister-controller, kafka-log-dirs --describe and kafka-reassign-partitions
+# moving a replica between the log dirs of a JBOD broker (two log.dirs), and
+# VerifiableProducer/VerifiableConsumer (the
 # tools Kafka's own system tests drive).
 # Usage: cli.sh HOST:PORT WORKDIR; appends results to WORKDIR/results.tsv.
 set -uo pipefail
@@ -371,6 +373,46 @@ cm --delete --name cli-sub >"$out/client-metrics-delete" 2>&1
 cm --list >>"$out/client-metrics-delete" 2>&1
 if grep -q "^cli-sub$" "$out/client-metrics-delete"; then echo "still listed" >>"$out/client-metrics-delete"; else echo "not listed" >>"$out/client-metrics-delete"; fi
 check "kafka-client-metrics --delete" "$out/client-metrics-delete" "^not listed$"
+
+# JBOD: a broker of its own with two log.dirs. kafka-log-dirs --describe
+# lists both with the partition's size; kafka-reassign-partitions with a
+# "log_dirs" entry moves the replica to the other dir (AlterReplicaLogDirs)
+# and --verify sees it there (DescribeLogDirs).
+jbod="$work/jbod"; mkdir -p "$jbod/logs1" "$jbod/logs2"
+jbod_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$root/bin/strait" --override listeners=PLAINTEXT://127.0.0.1:$jbod_port \
+  --override log.dirs="$jbod/logs1,$jbod/logs2" --override etcd.data.dir="$jbod/etcd" >"$out/jbod-broker.log" 2>&1 &
+jbod_pid=$!
+for _ in $(seq 1 300); do grep -q "strait ready" "$out/jbod-broker.log" && break; sleep 0.1; done
+jb() { java -Dlog4j2.level=error -cp "$cp" "$@" --bootstrap-server 127.0.0.1:$jbod_port; }
+jb org.apache.kafka.tools.TopicCommand --create --topic cli-jbod --partitions 1 --replication-factor 1 >"$out/jbod-create" 2>&1
+java -Dlog4j2.level=error -cp "$cp" org.apache.kafka.tools.ProducerPerformance --topic cli-jbod --num-records 500 \
+  --record-size 100 --throughput -1 --producer-props "bootstrap.servers=127.0.0.1:$jbod_port" acks=all \
+  >>"$out/jbod-create" 2>&1
+jb org.apache.kafka.tools.LogDirsCommand --describe --broker-list 1 --topic-list cli-jbod >"$out/log-dirs" 2>&1
+check "kafka-log-dirs --describe lists both log dirs" "$out/log-dirs" "\"logDir\":\"$jbod/logs1\".*\"logDir\":\"$jbod/logs2\"|\"logDir\":\"$jbod/logs2\".*\"logDir\":\"$jbod/logs1\""
+check "kafka-log-dirs --describe shows the partition with its size" "$out/log-dirs" \
+  "\"partition\":\"cli-jbod-0\",\"size\":[1-9][0-9]*,\"offsetLag\":0,\"isFuture\":false"
+if [ -d "$jbod/logs1/cli-jbod-0" ]; then jbod_to="$jbod/logs2"; else jbod_to="$jbod/logs1"; fi
+echo "{\"version\":1,\"partitions\":[{\"topic\":\"cli-jbod\",\"partition\":0,\"replicas\":[1],\"log_dirs\":[\"$jbod_to\"]}]}" \
+  >"$out/jbod-reassign.json"
+jb org.apache.kafka.tools.reassign.ReassignPartitionsCommand --execute --reassignment-json-file "$out/jbod-reassign.json" \
+  >"$out/jbod-reassign-execute" 2>&1
+check "kafka-reassign-partitions --execute with log_dirs starts the log dir move" "$out/jbod-reassign-execute" \
+  "Successfully started moving log directory to $jbod_to for replica cli-jbod-0 with broker 1"
+for _ in $(seq 1 30); do
+  jb org.apache.kafka.tools.reassign.ReassignPartitionsCommand --verify --reassignment-json-file "$out/jbod-reassign.json" \
+    >"$out/jbod-reassign-verify" 2>&1
+  grep -q "Reassignment of replica cli-jbod-0-1 completed successfully" "$out/jbod-reassign-verify" && break
+  sleep 1
+done
+[ -d "$jbod_to/cli-jbod-0" ] && echo "replica directory is in $jbod_to" >>"$out/jbod-reassign-verify"
+check "kafka-reassign-partitions --verify sees the replica in its new log dir" "$out/jbod-reassign-verify" \
+  "Reassignment of replica cli-jbod-0-1 completed successfully"
+check "the moved replica's directory is in the new log dir" "$out/jbod-reassign-verify" "^replica directory is in "
+kill $jbod_pid 2>/dev/null
+for _ in $(seq 1 300); do kill -0 $jbod_pid 2>/dev/null || break; sleep 0.1; done
+kill -9 $jbod_pid 2>/dev/null; wait $jbod_pid 2>/dev/null
 
 echo "cli: $pass passed, $failed failed"
 [ "$failed" -eq 0 ]
