@@ -218,6 +218,9 @@ func (s *Server) consoleGroups(w http.ResponseWriter, r *http.Request) {
 			rows = append(rows, row)
 		})
 	}
+	for _, g := range s.consoleShareGroups() {
+		rows = append(rows, consoleGroupRow{ID: g.GroupID, Type: "share", State: g.GroupState, Members: len(g.Members)})
+	}
 	slices.SortFunc(rows, func(a, b consoleGroupRow) int { return strings.Compare(a.ID, b.ID) })
 	s.render(w, "groups.html", "Groups", rows)
 }
@@ -254,6 +257,10 @@ func (s *Server) consoleGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("group")
+	if s.shares() != nil && s.shares().IsShareGroup(id) {
+		s.consoleShareGroup(w, id)
+		return
+	}
 	var found *group.GroupStat
 	s.groupSvc.coord.Stats(func(g group.GroupStat) {
 		if g.ID == id {
@@ -281,6 +288,52 @@ func (s *Server) consoleGroup(w http.ResponseWriter, r *http.Request) {
 		return int(a.Partition - b.Partition)
 	})
 	s.render(w, "group.html", "Group "+found.ID, body)
+}
+
+// consoleShareGroups describes the share groups this broker coordinates,
+// as ShareGroupDescribe answers them.
+func (s *Server) consoleShareGroups(ids ...string) []kmsg.ShareGroupDescribeResponseGroup {
+	sc := s.shares()
+	if sc == nil {
+		return nil
+	}
+	if ids == nil {
+		for _, g := range sc.List() {
+			ids = append(ids, g.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.GroupIDs = ids
+	var out []kmsg.ShareGroupDescribeResponseGroup
+	for _, g := range sc.Describe(req, nil).Groups {
+		if g.ErrorCode == 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// consoleShareGroup is a share group's page: its members and what each is
+// assigned (a share group's partitions are shared, so it has no lag per
+// member; its delivery state is in the share-partitions).
+func (s *Server) consoleShareGroup(w http.ResponseWriter, id string) {
+	gs := s.consoleShareGroups(id)
+	if len(gs) != 1 {
+		http.Error(w, "no such share group on this broker's coordinator", http.StatusNotFound)
+		return
+	}
+	body := groupBody{ID: id, Type: "share", State: gs[0].GroupState}
+	for _, m := range gs[0].Members {
+		cm := consoleMember{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+		for _, t := range m.Assignment.TopicPartitions {
+			cm.assign(t.Topic, t.Partitions)
+		}
+		body.Members = append(body.Members, cm)
+	}
+	s.render(w, "group.html", "Group "+id, body)
 }
 
 // consoleMembers describes a group's members through the coordinator's own

@@ -28,8 +28,10 @@ import (
 )
 
 const (
-	topic = "console-orders"
-	group = "console-billing"
+	topic      = "console-orders"
+	group      = "console-billing"
+	shareGroup = "console-audit"
+	shareTopic = "console-audit-events"
 )
 
 func record(t *testing.T, name string) {
@@ -111,7 +113,7 @@ func TestConsolePages(t *testing.T) {
 	}
 	b := browser{bin: bin, profile: t.TempDir(), shots: work}
 	c := straittest.Start(t, straittest.WithConfig("strait.http.listener", "127.0.0.1:0"),
-		straittest.WithConfig("group.initial.rebalance.delay.ms", "0"), straittest.WithTopic(topic, 4, 1))
+		straittest.WithConfig("group.initial.rebalance.delay.ms", "0"), straittest.WithTopic(topic, 4, 1), straittest.WithTopic(shareTopic, 1, 1))
 	base := "http://" + c.Brokers()[0].Server().HTTPAddr()
 
 	// 400 records, 100 per partition; the group commits 60, 70, 80, 90:
@@ -147,6 +149,22 @@ func TestConsolePages(t *testing.T) {
 		t.Fatal(commitErr)
 	}
 
+	// A share group with one member, which fetches (and so acquires)
+	// records: the groups page lists it with its type.
+	// share.auto.offset.reset is latest: records produced once it joined
+	// reach it.
+	sharer := c.Client(kgo.ShareGroup(shareGroup), kgo.ConsumeTopics(shareTopic), kgo.ClientID("share-worker"))
+	shared := 0
+	for i := 0; i < 30 && shared == 0; i++ {
+		cl.Produce(ctx, &kgo.Record{Topic: shareTopic, Value: []byte("audit")}, nil)
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		shared = sharer.PollFetches(pctx).NumRecords()
+		pcancel()
+	}
+	if shared == 0 {
+		t.Fatal("the share consumer received nothing")
+	}
+
 	overview := b.dom(t, base+"/console/")
 	if !hasRow(overview, ">1<", "PLAINTEXT://127.0.0.1", "active controller") {
 		t.Errorf("overview lacks broker 1 as the active controller:\n%s", overview)
@@ -168,6 +186,13 @@ func TestConsolePages(t *testing.T) {
 	if !hasRow(groups, ">"+group+"</a>", "Stable", `<td class="n">100</td>`) {
 		t.Errorf("groups page lacks %s, Stable, lag 100:\n%s", group, groups)
 	}
+	if !hasRow(groups, ">"+shareGroup+"</a>", "<td>share</td>", `<td class="n">1</td>`) {
+		t.Errorf("groups page lacks the share group %s with its one member:\n%s", shareGroup, groups)
+	}
+	sp := b.dom(t, base+"/console/groups/"+shareGroup)
+	if !hasRow(sp, "share-worker", shareTopic+"-0") || strings.Contains(sp, "total-lag") {
+		t.Errorf("share group page lacks its member share-worker assigned %s-0, or shows a lag:\n%s", shareTopic, sp)
+	}
 	gp := b.dom(t, base+"/console/groups/"+group)
 	if !strings.Contains(gp, `<b id="total-lag">100</b>`) || !hasRow(gp, "billing-worker", topic+"-0") {
 		t.Errorf("group page lacks the total lag 100 or its member billing-worker with %s-0:\n%s", topic, gp)
@@ -185,7 +210,7 @@ func TestConsolePages(t *testing.T) {
 	}()
 	for _, s := range []struct{ path, name string }{
 		{"/console/", "overview"}, {"/console/topics", "topics"}, {"/console/topics/" + topic, "topic"},
-		{"/console/groups", "groups"}, {"/console/groups/" + group, "group"},
+		{"/console/groups", "groups"}, {"/console/groups/" + group, "group"}, {"/console/groups/" + shareGroup, "share-group"},
 	} {
 		b.screenshot(t, base+s.path, s.name)
 	}

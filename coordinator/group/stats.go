@@ -5,7 +5,7 @@ package group
 type GroupStat struct {
 	ID        string
 	State     string // as ListGroups answers it: Empty, Stable, ...
-	Type      string // "classic" or "consumer"
+	Type      string // "classic", "consumer" or "streams"
 	Members   int
 	Committed []CommittedOffset
 }
@@ -43,8 +43,11 @@ func (c *Coordinator) Stats(fn func(GroupStat)) {
 
 // memberCountLocked is how many members the group has.
 func (g *group) memberCountLocked() int {
-	if g.kind == kindConsumer {
+	switch g.kind {
+	case kindConsumer:
 		return len(g.consumer.members)
+	case kindStreams:
+		return len(g.streams.members)
 	}
 	return len(g.classic.members)
 }
