@@ -110,6 +110,7 @@ func handleShareFetch(c *conn, x *exchange) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	fail := func(e *kerr.Error, msg string) {
 		resp.ErrorCode = e.Code
+		resp.AcquisitionLockTimeoutMillis = 0 // Kafka's top-level errors carry none
 		if msg != "" {
 			resp.ErrorMessage = &msg
 		}
