@@ -89,6 +89,8 @@ var normalised = map[string]struct {
 	"IssueTimestamp":              {normSet, "timestamps"},
 	"ExpiryTimestamp":             {normSet, "timestamps"},
 	"MaxTimestamp":                {normSet, "timestamps"},
+	"LastFetchTimestamp":          {normSet, "timestamps"},
+	"LastCaughtUpTimestamp":       {normSet, "timestamps"},
 	"ApiVersionsResponse.ApiKeys": {normDrop, "the served keys and versions: issue 20's kversion test compares them"},
 	"SupportedFeatures":           {normDrop, "feature ranges: DescribeFeatures is issue 20's own"},
 	"FinalizedFeatures":           {normDrop, "feature levels: DescribeFeatures is issue 20's own"},
