@@ -26,6 +26,7 @@ func handleShareAcknowledge(c *conn, x *exchange) {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	fail := func(e *kerr.Error, msg string) {
 		resp.ErrorCode = e.Code
+		resp.AcquisitionLockTimeoutMillis = 0 // Kafka's top-level errors carry none
 		if msg != "" {
 			resp.ErrorMessage = &msg
 		}

@@ -110,6 +110,7 @@ func handleShareFetch(c *conn, x *exchange) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	fail := func(e *kerr.Error, msg string) {
 		resp.ErrorCode = e.Code
+		resp.AcquisitionLockTimeoutMillis = 0 // Kafka's top-level errors carry none
 		if msg != "" {
 			resp.ErrorMessage = &msg
 		}
@@ -157,10 +158,9 @@ func handleShareFetch(c *conn, x *exchange) {
 	case req.ShareSessionEpoch == share.InitialEpoch && len(acks) > 0:
 		fail(kerr.InvalidRequest, "Acknowledge data present on initial fetch request")
 		return
-	case final && len(acks) < len(add):
-		fail(kerr.InvalidRequest, "Final fetch request contains fetch data")
-		return
 	}
+	// A final fetch naming partitions without acknowledgements is not
+	// refused: Kafka 4.4 closes the session and answers no partitions.
 	parts, code := sc.SessionUpdate(op.group, op.member, req.ShareSessionEpoch, add, forget, false)
 	if code != 0 {
 		fail(kerr.ErrorForCode(code).(*kerr.Error), "")

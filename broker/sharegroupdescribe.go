@@ -31,7 +31,14 @@ func handleShareGroupDescribe(c *conn, x *exchange) {
 	all := req.GroupIDs
 	req.GroupIDs = allowed
 	resp := c.srv.shares().Describe(req, func(id string) int32 {
-		return c.authorizedOperations(acl.ResourceGroup, id, -2147483648)
+		// Without an authorizer every group operation is allowed, as
+		// Kafka answers (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS,
+		// ALTER_CONFIGS).
+		var all int32
+		for _, op := range operationsOf[acl.ResourceGroup] {
+			all |= 1 << op
+		}
+		return c.authorizedOperations(acl.ResourceGroup, id, all)
 	})
 	byID := map[string]kmsg.ShareGroupDescribeResponseGroup{}
 	for _, g := range resp.Groups {

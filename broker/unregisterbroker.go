@@ -14,6 +14,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,6 +38,8 @@ func handleUnregisterBroker(c *conn, x *exchange) {
 	switch err := c.srv.ctrl.UnregisterBroker(ctx, req.BrokerID); {
 	case errors.Is(err, controller.ErrBrokerNotRegistered):
 		resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
+		msg := fmt.Sprintf("Broker ID not registered: %d", req.BrokerID) // Kafka's BrokerIdNotRegisteredException
+		resp.ErrorMessage = &msg
 	case err != nil:
 		resp.ErrorCode, _ = c.srv.apiErrorFields(err, "UnregisterBroker", "")
 	}

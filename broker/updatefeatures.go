@@ -86,8 +86,14 @@ func handleUpdateFeatures(c *conn, x *exchange) {
 	}
 	features := c.srv.features()
 	for _, u := range req.FeatureUpdates {
-		// v0's AllowDowngrade is not read: the controller takes the
-		// upgrade type, UPGRADE by default, at every version.
+		// v0 has no upgrade type: Kafka's request takes AllowDowngrade
+		// as SAFE_DOWNGRADE, else UPGRADE.
+		if x.req.Version == 0 {
+			u.UpgradeType = upgradeTypeUpgrade
+			if u.AllowDowngrade {
+				u.UpgradeType = upgradeTypeSafeDowngrade
+			}
+		}
 		if msg, refused := featureUpdateRefused(features, c.srv.cfg.NodeID, u.Feature, u.MaxVersionLevel, u.UpgradeType); refused {
 			full := "The update failed for all features since the following feature had an error: " + msg
 			resp.ErrorCode, resp.ErrorMessage = kerr.InvalidUpdateVersion.Code, &full
@@ -99,6 +105,8 @@ func handleUpdateFeatures(c *conn, x *exchange) {
 		for _, u := range req.FeatureUpdates {
 			r := kmsg.NewUpdateFeaturesResponseResult()
 			r.Feature = u.Feature
+			none := "NONE" // Kafka's message of an ApiError without one
+			r.ErrorMessage = &none
 			resp.Results = append(resp.Results, r)
 		}
 	}

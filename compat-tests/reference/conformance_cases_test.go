@@ -359,7 +359,7 @@ func conformanceScenarios() []scenario {
 			{path: "unknown topic", req: deleteRecordsReq("cf-absent", 0, 0)},
 			{path: "bad partition", req: deleteRecordsReq(cfDelete, 4, 0)},
 		}},
-	}, topicScenarios()...), groupScenarios()...), append(otherScenarios(), producerScenarios()...)...)
+	}, topicScenarios()...), groupScenarios()...), append(append(otherScenarios(), producerScenarios()...), newerScenarios()...)...)
 }
 
 func topicScenarios() []scenario {

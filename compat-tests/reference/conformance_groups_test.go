@@ -616,10 +616,25 @@ var knownDivergences = map[string]knownDivergence{
 	"consumer group: describe":  {"**KIP-848 consumer groups**", []string{"Epoch="}},
 	"DescribeConfigs: topic": {"**`min.insync.replicas` as a cluster default**",
 		[]string{"[min.insync.replicas].Source=", "[min.insync.replicas].ConfigSynonyms"}},
-	"CreateTopics: ok":              {"**CreateTopics v5+ config sources**", []string{"].Source="}},
-	"CreateTopics: validate only":   {"**CreateTopics v5+ config sources**", []string{"].Source="}},
-	"CreatePartitions: setup topic": {"**CreateTopics v5+ config sources**", []string{"].Source="}},
-	"DeleteTopics: setup topic":     {"**CreateTopics v5+ config sources**", []string{"].Source="}},
+	"quorum: describe": {"**The metadata quorum is the etcd cluster**",
+		[]string{"LogEndOffset=", "HighWatermark=", "LeaderEpoch=", "ReplicaDirectoryID=", ".Listeners"}},
+	"quorum: add an unknown voter": {"**Quorum changes**", []string{".ErrorCode="}},
+	// Share groups: the first epoch, and Kafka's background assignment
+	// and share-partition initialization (its timing varies, so these
+	// steps may or may not differ).
+	"share group: join":                    {"**Share groups (KIP-932)**", []string{"Epoch=", "Assignment.TopicPartitions"}},
+	"share group: heartbeat":               {"**Share groups (KIP-932)**", []string{"Epoch=", "Assignment.TopicPartitions"}},
+	"share group: describe":                {"**Share groups (KIP-932)**", []string{"Epoch=", "Assignment.TopicPartitions"}},
+	"share group: fetch opening a session": {"**Share groups (KIP-932)**", []string{".Topics"}},
+	"share group: acknowledge":             {"**Share groups (KIP-932)**", []string{".Topics[0].Partitions[0].Error"}},
+	"share group: offsets":                 {"**Share groups (KIP-932)**", []string{"StartOffset=", "Lag="}},
+	"streams group: join":                  {"**Streams groups (KIP-1071)**", []string{"Epoch=", "AcceptableRecoveryLagLegacy="}},
+	"streams group: heartbeat":             {"**Streams groups (KIP-1071)**", []string{"Epoch=", "AcceptableRecoveryLagLegacy="}},
+	"streams group: describe":              {"**Streams groups (KIP-1071)**", []string{"Epoch="}},
+	"CreateTopics: ok":                     {"**CreateTopics v5+ config sources**", []string{"].Source="}},
+	"CreateTopics: validate only":          {"**CreateTopics v5+ config sources**", []string{"].Source="}},
+	"CreatePartitions: setup topic":        {"**CreateTopics v5+ config sources**", []string{"].Source="}},
+	"DeleteTopics: setup topic":            {"**CreateTopics v5+ config sources**", []string{"].Source="}},
 }
 
 // allows reports whether every line of diff touches one of k's fields.
