@@ -184,13 +184,13 @@ func aclCases() []aclCase {
 			r.Members = append(r.Members, m)
 			return r
 		}},
-		{8, "OffsetCommit", func(topicIDs) kmsg.Request {
+		{8, "OffsetCommit", func(ids topicIDs) kmsg.Request {
 			r := kmsg.NewPtrOffsetCommitRequest()
 			r.Group = aclGroup
 			r.Generation = -1
 			for _, n := range []string{aclTopic, aclSecret} {
 				t := kmsg.NewOffsetCommitRequestTopic()
-				t.Topic = n
+				t.Topic, t.TopicID = n, ids[n] // v10 names topics by id
 				p := kmsg.NewOffsetCommitRequestTopicPartition()
 				p.Offset = 0
 				t.Partitions = append(t.Partitions, p)
@@ -198,13 +198,13 @@ func aclCases() []aclCase {
 			}
 			return r
 		}},
-		{9, "OffsetFetch", func(topicIDs) kmsg.Request {
+		{9, "OffsetFetch", func(ids topicIDs) kmsg.Request {
 			r := kmsg.NewPtrOffsetFetchRequest()
 			g := kmsg.NewOffsetFetchRequestGroup()
 			g.Group = aclGroup
 			for _, n := range []string{aclTopic, aclSecret} {
 				t := kmsg.NewOffsetFetchRequestGroupTopic()
-				t.Topic = n
+				t.Topic, t.TopicID = n, ids[n] // v10 names topics by id
 				t.Partitions = []int32{0}
 				g.Topics = append(g.Topics, t)
 			}
@@ -309,7 +309,7 @@ func aclCases() []aclCase {
 			r.Group = aclGroup
 			return r
 		}},
-		{28, "TxnOffsetCommit", func(topicIDs) kmsg.Request {
+		{28, "TxnOffsetCommit", func(ids topicIDs) kmsg.Request {
 			r := kmsg.NewPtrTxnOffsetCommitRequest()
 			r.TransactionalID = aclTxn
 			r.Group = aclGroup
@@ -317,7 +317,7 @@ func aclCases() []aclCase {
 			r.Generation = -1
 			for _, n := range []string{aclTopic, aclSecret} {
 				t := kmsg.NewTxnOffsetCommitRequestTopic()
-				t.Topic = n
+				t.Topic, t.TopicID = n, ids[n] // v6 names topics by id
 				p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 				t.Partitions = append(t.Partitions, p)
 				r.Topics = append(r.Topics, t)
@@ -628,6 +628,12 @@ func aclCases() []aclCase {
 			return sgJoin("acl-sg2", aclTopic, aclSecret)
 		}},
 		{76, "ShareGroupHeartbeat join", func(topicIDs) kmsg.Request { return sgJoin("acl-sg", aclTopic) }},
+		{89, "StreamsGroupDescribe", func(topicIDs) kmsg.Request {
+			r := kmsg.NewPtrStreamsGroupDescribeRequest()
+			r.Groups = []string{"acl-streams", aclGroup, "secret-g"}
+			r.IncludeAuthorizedOperations = true
+			return r
+		}},
 		{77, "ShareGroupDescribe", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrShareGroupDescribeRequest()
 			r.GroupIDs = []string{"acl-sg", aclGroup, "secret-g"}

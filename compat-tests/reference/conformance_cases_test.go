@@ -471,6 +471,21 @@ func topicScenarios() []scenario {
 				return r
 			}},
 		}},
+		{name: "AlterReplicaLogDirs", steps: []step{
+			// A directory that is not one of the broker's log.dirs: both
+			// brokers have one, at different paths, so the move names one
+			// neither has.
+			{path: "to a directory not in log.dirs", req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+				d := kmsg.NewAlterReplicaLogDirsRequestDir()
+				d.Dir = "/nonexistent/strait-conformance"
+				dt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+				dt.Topic, dt.Partitions = cfTopic, []int32{0}
+				d.Topics = append(d.Topics, dt)
+				r.Dirs = append(r.Dirs, d)
+				return r
+			}},
+		}},
 		{name: "ElectLeaders", steps: []step{
 			{path: "preferred, not needed", req: electReq(cfTopic, 0)},
 			{path: "unknown partition", req: electReq(cfTopic, 8)},
