@@ -85,21 +85,22 @@ type metadataCache struct {
 	brokers       map[int32]BrokerInfo
 	candidates    map[string]electionCandidate
 	listeners     []func(TopicChange)
-	auth          authState          // the keys behind snapshot.auth; dirty when they changed
-	groupCfgs     groupConfigState   // the keys behind snapshot.groupConfigs
-	quotas        quotaState         // the keys behind snapshot.quotas
-	clientMetrics clientMetricsState // the keys behind snapshot.clientMetrics
+	auth          authState    // the keys behind snapshot.auth; dirty when they changed
+	groupCfgs     namedConfigs // the keys behind snapshot.groupConfigs
+	quotas        quotaState   // the keys behind snapshot.quotas
+	clientMetrics namedConfigs // the keys behind snapshot.clientMetrics
 }
 
 func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
 	c := &metadataCache{
-		ks:         ks,
-		log:        log,
-		topics:     map[string]*topicState{},
-		brokers:    map[int32]BrokerInfo{},
-		candidates: map[string]electionCandidate{},
-		auth:       newAuthState(),
-		groupCfgs:  groupConfigState{configs: map[string]map[string]string{}},
+		ks:            ks,
+		log:           log,
+		topics:        map[string]*topicState{},
+		brokers:       map[int32]BrokerInfo{},
+		candidates:    map[string]electionCandidate{},
+		auth:          newAuthState(),
+		groupCfgs:     namedConfigs{what: "group", configs: map[string]map[string]string{}},
+		clientMetrics: namedConfigs{what: "client metrics subscription"},
 	}
 	c.snap.Store(emptySnapshot)
 	c.prog.Store(&progress{snap: emptySnapshot, next: make(chan struct{})})

@@ -11,15 +11,9 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 const clientMetricsSegment = "configs/client_metrics/"
@@ -34,41 +28,6 @@ func parseClientMetricsKey(rest string) parsedKey {
 		return parsedKey{}
 	}
 	return parsedKey{kind: keyClientMetrics, group: name}
-}
-
-// clientMetricsState is the applier's copy of every subscription; the
-// snapshot shares it until the next change (copy on write).
-type clientMetricsState struct {
-	configs map[string]map[string]string
-	dirty   bool
-}
-
-func (s *clientMetricsState) reset() {
-	s.configs = map[string]map[string]string{}
-	s.dirty = true
-}
-
-func (s *clientMetricsState) put(pk parsedKey, kv *mvccpb.KeyValue, c *metadataCache) {
-	configs := map[string]string{}
-	if err := json.Unmarshal(kv.Value, &configs); err != nil {
-		c.log.Warn("ignoring undecodable client metrics subscription", "name", pk.group, "err", err)
-		return
-	}
-	if s.configs == nil {
-		s.configs = map[string]map[string]string{}
-	}
-	s.configs[pk.group] = configs
-	s.dirty = true
-}
-
-func (s *clientMetricsState) delete(pk parsedKey) {
-	delete(s.configs, pk.group)
-	s.dirty = true
-}
-
-func (s *clientMetricsState) snapshot() map[string]map[string]string {
-	s.dirty = false
-	return maps.Clone(s.configs)
 }
 
 // ClientMetricsConfigs returns the configs of subscription name (nil: none).
@@ -94,16 +53,5 @@ func (c *Controller) ClientMetricsNames() []string {
 // what update returns for the current ones, as UpdateGroupConfigs does: an
 // empty result deletes the subscription.
 func (c *Controller) UpdateClientMetricsConfigs(ctx context.Context, name string, update ConfigUpdate) error {
-	rev, err := c.updateConfigMap(ctx, c.ks.clientMetrics(name), "the client metrics subscription "+name, update)
-	switch {
-	case errors.Is(err, errConfigsKeptChanging):
-		return apiError(kerr.ConcurrentTransactions, "The configs of client metrics subscription %s kept changing during the update; try again.", name)
-	case err != nil || rev == 0:
-		return err
-	}
-	if err := c.cache.waitForRevision(ctx, c.stop, rev); err != nil {
-		return fmt.Errorf("controller: client metrics subscription %s written, waiting for the metadata cache: %w", name, err)
-	}
-	c.log.Info("altered client metrics subscription", "name", name, "revision", rev)
-	return nil
+	return c.updateNamedConfigs(ctx, c.ks.clientMetrics(name), "client metrics subscription", name, update)
 }

@@ -37,38 +37,63 @@ func parseGroupConfigKey(rest string) parsedKey {
 	return parsedKey{kind: keyGroupConfig, group: group}
 }
 
-// groupConfigState is the applier's copy of every group's configs; the
-// snapshot shares it until the next change (copy on write).
-type groupConfigState struct {
+// namedConfigs is the applier's copy of configs stored one key per name
+// (group configs here, client metrics subscriptions); the snapshot shares it
+// until the next change (copy on write).
+type namedConfigs struct {
+	what    string // what a name is, for the log: "group", "client metrics subscription"
 	configs map[string]map[string]string
 	dirty   bool
 }
 
-func (s *groupConfigState) reset() {
+func (s *namedConfigs) reset() {
 	s.configs = map[string]map[string]string{}
 	s.dirty = true
 }
 
-func (s *groupConfigState) put(pk parsedKey, kv *mvccpb.KeyValue, c *metadataCache) {
+func (s *namedConfigs) put(pk parsedKey, kv *mvccpb.KeyValue, c *metadataCache) {
 	configs := map[string]string{}
 	if err := json.Unmarshal(kv.Value, &configs); err != nil {
-		c.log.Warn("ignoring undecodable group configs", "group", pk.group, "err", err)
+		c.log.Warn("ignoring undecodable configs", "of", s.what, "name", pk.group, "err", err)
 		return
+	}
+	if s.configs == nil {
+		s.configs = map[string]map[string]string{}
 	}
 	s.configs[pk.group] = configs
 	s.dirty = true
 }
 
-func (s *groupConfigState) delete(pk parsedKey) {
+func (s *namedConfigs) delete(pk parsedKey) {
 	delete(s.configs, pk.group)
 	s.dirty = true
 }
 
 // snapshot returns a copy for a metadataSnapshot (the inner maps are never
 // modified once stored, so they are shared) and clears dirty.
-func (s *groupConfigState) snapshot() map[string]map[string]string {
+func (s *namedConfigs) snapshot() map[string]map[string]string {
 	s.dirty = false
 	return maps.Clone(s.configs)
+}
+
+// updateNamedConfigs replaces the configs at key (those of name, a what) by
+// what update returns for the current ones, as one compare-and-swap
+// (retried on conflict), and returns once this controller's cache has
+// applied it. An empty result deletes the key; an unchanged one writes
+// nothing.
+func (c *Controller) updateNamedConfigs(ctx context.Context, key, what, name string, update ConfigUpdate) error {
+	rev, err := c.updateConfigMap(ctx, key, "the configs of "+what+" "+name, update)
+	switch {
+	case errors.Is(err, errConfigsKeptChanging):
+		return apiError(kerr.ConcurrentTransactions, "The configs of %s %s kept changing during the update; try again.", what, name)
+	case err != nil || rev == 0:
+		return err
+	}
+	if err := c.cache.waitForRevision(ctx, c.stop, rev); err != nil {
+		return fmt.Errorf("controller: configs of %s %s written, waiting for the metadata cache: %w", what, name, err)
+	}
+	c.log.Info("altered configs", "of", what, "name", name, "revision", rev)
+	return nil
 }
 
 // GroupConfigs returns the configs set on group (nil: none). The map is
@@ -78,22 +103,9 @@ func (c *Controller) GroupConfigs(group string) map[string]string {
 }
 
 // UpdateGroupConfigs replaces the configs of group by what update returns
-// for the current ones, as one compare-and-swap (retried on conflict), and
-// returns once this controller's cache has applied it. An empty result
-// deletes the group's key; an unchanged one writes nothing.
+// for the current ones (updateNamedConfigs).
 func (c *Controller) UpdateGroupConfigs(ctx context.Context, group string, update ConfigUpdate) error {
-	rev, err := c.updateConfigMap(ctx, c.ks.groupConfigs(group), "the configs of group "+group, update)
-	switch {
-	case errors.Is(err, errConfigsKeptChanging):
-		return apiError(kerr.ConcurrentTransactions, "The configs of group %s kept changing during the update; try again.", group)
-	case err != nil || rev == 0:
-		return err
-	}
-	if err := c.cache.waitForRevision(ctx, c.stop, rev); err != nil {
-		return fmt.Errorf("controller: configs of group %s written, waiting for the metadata cache: %w", group, err)
-	}
-	c.log.Info("altered group configs", "group", group, "revision", rev)
-	return nil
+	return c.updateNamedConfigs(ctx, c.ks.groupConfigs(group), "group", group, update)
 }
 
 // GroupConfigIDs returns the groups that have configs, sorted.
