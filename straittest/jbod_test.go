@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/strait/strait/straittest"
 )
@@ -116,7 +117,10 @@ func TestJBODFailedLogDir(t *testing.T) {
 	}
 	// The dir to fail holds a partition broker 1 leads (preferred leaders
 	// rotate: it leads 2 of the 6).
-	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	// The raw Produce below names its topic: up to v12 (v13 goes by id).
+	byName := kversion.V4_4_0()
+	byName.SetMaxKeyVersion(int16(kmsg.Produce), 12)
+	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxVersions(byName))
 	failIdx := -1
 	for p := int32(0); p < 6 && failIdx < 0; p++ {
 		if c.Leader(topic, p) == 1 {
