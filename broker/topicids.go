@@ -42,65 +42,72 @@ func (ids topicIDs) id(s *Server, name string) ([16]byte, bool) {
 	return [16]byte{}, false
 }
 
+// nameByID names each of topics from its id (ref gives the id and where the
+// name goes). The topics with unknown ids are left out of kept, and each
+// gets the answer unknown builds for it.
+func nameByID[T, A any](s *Server, ids topicIDs, topics []T, ref func(*T) ([16]byte, *string), unknown func(T) A) (kept []T, answers []A) {
+	kept = topics[:0]
+	for _, t := range topics {
+		id, name := ref(&t)
+		if n, ok := ids.resolve(s, id); ok {
+			*name = n
+			kept = append(kept, t)
+			continue
+		}
+		answers = append(answers, unknown(t))
+	}
+	return kept, answers
+}
+
+// fillIDs sets the id of each named topic of a response (ref gives the
+// topic's name and where its id goes).
+func fillIDs[T any](s *Server, ids topicIDs, topics []T, ref func(*T) (string, *[16]byte)) {
+	for i := range topics {
+		if name, id := ref(&topics[i]); name != "" {
+			*id, _ = ids.id(s, name)
+		}
+	}
+}
+
 // offsetCommitTopicIDs names the topics of an OffsetCommit v10 request from
 // their ids. The topics with unknown ids are removed from req and their
 // answers returned; fill sets the ids of the response's topics.
 func (s *Server) offsetCommitTopicIDs(req *kmsg.OffsetCommitRequest) (unknown []kmsg.OffsetCommitResponseTopic, fill func(*kmsg.OffsetCommitResponse)) {
 	ids := topicIDs{}
-	kept := req.Topics[:0]
-	for _, rt := range req.Topics {
-		name, ok := ids.resolve(s, rt.TopicID)
-		if ok {
-			rt.Topic = name
-			kept = append(kept, rt)
-			continue
-		}
-		st := kmsg.NewOffsetCommitResponseTopic()
-		st.TopicID = rt.TopicID
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewOffsetCommitResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownTopicID.Code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		unknown = append(unknown, st)
-	}
-	req.Topics = kept
-	return unknown, func(resp *kmsg.OffsetCommitResponse) {
-		for i := range resp.Topics {
-			if t := &resp.Topics[i]; t.Topic != "" {
-				t.TopicID, _ = ids.id(s, t.Topic)
+	req.Topics, unknown = nameByID(s, ids, req.Topics,
+		func(t *kmsg.OffsetCommitRequestTopic) ([16]byte, *string) { return t.TopicID, &t.Topic },
+		func(rt kmsg.OffsetCommitRequestTopic) kmsg.OffsetCommitResponseTopic {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.TopicID = rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownTopicID.Code
+				st.Partitions = append(st.Partitions, sp)
 			}
-		}
+			return st
+		})
+	return unknown, func(resp *kmsg.OffsetCommitResponse) {
+		fillIDs(s, ids, resp.Topics, func(t *kmsg.OffsetCommitResponseTopic) (string, *[16]byte) { return t.Topic, &t.TopicID })
 	}
 }
 
 // txnOffsetCommitTopicIDs is offsetCommitTopicIDs for TxnOffsetCommit v6.
 func (s *Server) txnOffsetCommitTopicIDs(req *kmsg.TxnOffsetCommitRequest) (unknown []kmsg.TxnOffsetCommitResponseTopic, fill func(*kmsg.TxnOffsetCommitResponse)) {
 	ids := topicIDs{}
-	kept := req.Topics[:0]
-	for _, rt := range req.Topics {
-		name, ok := ids.resolve(s, rt.TopicID)
-		if ok {
-			rt.Topic = name
-			kept = append(kept, rt)
-			continue
-		}
-		st := kmsg.NewTxnOffsetCommitResponseTopic()
-		st.TopicID = rt.TopicID
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownTopicID.Code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		unknown = append(unknown, st)
-	}
-	req.Topics = kept
-	return unknown, func(resp *kmsg.TxnOffsetCommitResponse) {
-		for i := range resp.Topics {
-			if t := &resp.Topics[i]; t.Topic != "" {
-				t.TopicID, _ = ids.id(s, t.Topic)
+	req.Topics, unknown = nameByID(s, ids, req.Topics,
+		func(t *kmsg.TxnOffsetCommitRequestTopic) ([16]byte, *string) { return t.TopicID, &t.Topic },
+		func(rt kmsg.TxnOffsetCommitRequestTopic) kmsg.TxnOffsetCommitResponseTopic {
+			st := kmsg.NewTxnOffsetCommitResponseTopic()
+			st.TopicID = rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownTopicID.Code
+				st.Partitions = append(st.Partitions, sp)
 			}
-		}
+			return st
+		})
+	return unknown, func(resp *kmsg.TxnOffsetCommitResponse) {
+		fillIDs(s, ids, resp.Topics, func(t *kmsg.TxnOffsetCommitResponseTopic) (string, *[16]byte) { return t.Topic, &t.TopicID })
 	}
 }
 
@@ -118,25 +125,21 @@ func (s *Server) offsetFetchTopicIDs(req *kmsg.OffsetFetchRequest) (fill func(*k
 		if g.Topics == nil {
 			continue
 		}
-		kept := g.Topics[:0]
-		for _, rt := range g.Topics {
-			name, ok := ids.resolve(s, rt.TopicID)
-			if ok {
-				rt.Topic = name
-				kept = append(kept, rt)
-				continue
-			}
-			st := kmsg.NewOffsetFetchResponseGroupTopic()
-			st.TopicID = rt.TopicID
-			for _, p := range rt.Partitions {
-				sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-				sp.Partition, sp.Offset, sp.LeaderEpoch, sp.ErrorCode = p, -1, -1, kerr.UnknownTopicID.Code
-				sp.Metadata = kmsg.StringPtr("")
-				st.Partitions = append(st.Partitions, sp)
-			}
-			unknown[g.Group] = append(unknown[g.Group], st)
-		}
-		g.Topics = kept
+		var answers []kmsg.OffsetFetchResponseGroupTopic
+		g.Topics, answers = nameByID(s, ids, g.Topics,
+			func(t *kmsg.OffsetFetchRequestGroupTopic) ([16]byte, *string) { return t.TopicID, &t.Topic },
+			func(rt kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroupTopic {
+				st := kmsg.NewOffsetFetchResponseGroupTopic()
+				st.TopicID = rt.TopicID
+				for _, p := range rt.Partitions {
+					sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					sp.Partition, sp.Offset, sp.LeaderEpoch, sp.ErrorCode = p, -1, -1, kerr.UnknownTopicID.Code
+					sp.Metadata = kmsg.StringPtr("")
+					st.Partitions = append(st.Partitions, sp)
+				}
+				return st
+			})
+		unknown[g.Group] = append(unknown[g.Group], answers...)
 	}
 	return func(resp *kmsg.OffsetFetchResponse) {
 		for gi := range resp.Groups {
