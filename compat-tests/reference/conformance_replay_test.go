@@ -59,6 +59,7 @@ type replayResult struct {
 	sessions []string
 	requests int
 	cases    map[[2]int16]int // (key, version): requests
+	skipped  int              // recorded requests answered with a transient error, not replayed
 	// unfaithful: requests whose error codes from Kafka differ between the
 	// recording and the replay.
 	unfaithful []string
@@ -121,12 +122,16 @@ func scopeOf(req kmsg.Request) string {
 	return ""
 }
 
-// meaningful: a value that names something (not -1, 0, "" or a zero id).
-func meaningful(v reflect.Value) bool {
+// meaningful: a value that names something (not -1, 0, "" or a zero id;
+// producer ids start at 0).
+func meaningful(field string, v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.Pointer:
-		return !v.IsNil() && meaningful(v.Elem())
+		return !v.IsNil() && meaningful(field, v.Elem())
 	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if field == "ProducerID" {
+			return v.Int() >= 0
+		}
 		return v.Int() > 0
 	case reflect.String:
 		return v.String() != ""
@@ -174,10 +179,10 @@ func (rw *rewriter) learn(scope string, recorded, live kmsg.Response) {
 	learnedValues(reflect.ValueOf(live), "", liv)
 	for p, rv := range rec {
 		lv, ok := liv[p]
-		if !ok || !meaningful(rv) {
+		field := pairName(p[strings.LastIndex(p, ".")+1:])
+		if !ok || !meaningful(field, rv) {
 			continue
 		}
-		field := pairName(p[strings.LastIndex(p, ".")+1:])
 		s := ""
 		if groupScoped[field] {
 			s = scope
@@ -230,7 +235,7 @@ func (rw *rewriter) walk(v reflect.Value, scope string) {
 			}
 			switch r, ok := recordedRewrites[f.Name]; {
 			case ok && r.learned:
-				if !meaningful(fv) || !fv.CanSet() {
+				if !meaningful(f.Name, fv) || !fv.CanSet() {
 					break
 				}
 				if fv.Kind() == reflect.Pointer {
@@ -273,7 +278,7 @@ func (rw *rewriter) rewriteBatches(b []byte) []byte {
 			break
 		}
 		batch := rest[:n]
-		if pid := int64(binary.BigEndian.Uint64(batch[43:])); pid > 0 {
+		if pid := int64(binary.BigEndian.Uint64(batch[43:])); pid >= 0 {
 			if v, ok := rw.lookup("ProducerID", "", pid); ok {
 				binary.BigEndian.PutUint64(batch[43:], uint64(v.(int64)))
 			}
@@ -340,6 +345,15 @@ func replayRecordings(t *testing.T, addrs [2]string, common map[int16][2]int16, 
 		rws := [2]*rewriter{newRewriter(shift), newRewriter(shift)}
 		conns := [2]map[int]*target{{}, {}}
 		for _, fr := range rec.Frames {
+			// A request the recording's broker answered with a
+			// transient error (a coordinator loading, a leader not yet
+			// elected) is not replayed: the client sent it again, and
+			// that is replayed (sending both would, for one, bump a
+			// transactional producer's epoch twice).
+			if _, recResp, err := decodeRecorded(fr); err == nil && recResp != nil && transient(flatten(recResp)) {
+				res.skipped++
+				continue
+			}
 			var lines [2][]string
 			var sent [2]kmsg.Request
 			ok := true
@@ -474,7 +488,8 @@ func registerTopicNames(resp kmsg.Response) {
 func writeReplayReport(b *strings.Builder, r replayResult) {
 	fmt.Fprintf(b, "\n## Recorded traffic\n\n")
 	fmt.Fprintf(b, "%d recorded requests replayed to each broker, covering %d (key, version) cases, from: %s. "+
-		"Their divergences are listed with the others below (path `recorded SESSION #SEQ`).\n\n", r.requests, len(r.cases), strings.Join(r.sessions, "; "))
+		"Not replayed: %d requests the recording's broker answered with a transient error (the client's retry that follows is replayed). "+
+		"Their divergences are listed with the others below (path `recorded SESSION #SEQ`).\n\n", r.requests, len(r.cases), strings.Join(r.sessions, "; "), r.skipped)
 	fmt.Fprintf(b, "Rewritten in the recorded requests (the one declared list, conformance_replay_test.go `recordedRewrites`):\n\n")
 	var names []string
 	for n := range recordedRewrites {

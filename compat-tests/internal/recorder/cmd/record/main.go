@@ -77,8 +77,9 @@ func conns(frames []recorder.Frame) int {
 
 // franzGoSession: topics created, described, configured; records produced
 // (idempotently, franz-go's default); consumed in a KIP-848 consumer group
-// (the broker assigns); offsets committed; the group described and its
-// offsets and lag fetched; a topic deleted.
+// (the broker assigns) and in a classic one, offsets committed; a record
+// produced in a committed transaction; the group described and its offsets
+// and end offsets fetched; a topic deleted.
 func franzGoSession(ctx context.Context, addr string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("rec-franz-go"))
 	if err != nil {
@@ -133,6 +134,47 @@ func franzGoSession(ctx context.Context, addr string) error {
 		return fmt.Errorf("commit: %v", err)
 	}
 	cons.Close() // leaves the group
+
+	// The classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
+	// with franz-go's default cooperative-sticky balancer.
+	classic, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("rec-franz-go-classic"),
+		kgo.ConsumerGroup(group+"-classic"), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.FetchMaxWait(500*time.Millisecond), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return err
+	}
+	for got = 0; got < len(recs); {
+		fs := classic.PollFetches(ctx)
+		if ctx.Err() != nil {
+			classic.Close()
+			return fmt.Errorf("classic group: consumed %d of %d records: %v", got, len(recs), ctx.Err())
+		}
+		got += fs.NumRecords()
+	}
+	if err := classic.CommitUncommittedOffsets(ctx); err != nil {
+		classic.Close()
+		return fmt.Errorf("classic group: commit: %v", err)
+	}
+	classic.Close()
+
+	// A committed transaction.
+	txn, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("rec-franz-go-txn"), kgo.TransactionalID("rec-franz-txn"))
+	if err != nil {
+		return err
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		txn.Close()
+		return err
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("k0"), Value: []byte("in a transaction")}).FirstErr(); err != nil {
+		txn.Close()
+		return fmt.Errorf("transactional produce: %v", err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		txn.Close()
+		return fmt.Errorf("commit transaction: %v", err)
+	}
+	txn.Close()
 
 	if _, err := adm.DescribeConsumerGroups(ctx, group); err != nil {
 		return err
