@@ -96,3 +96,20 @@ func TestSkipTags(t *testing.T) {
 		t.Fatal("a truncated tag section was accepted")
 	}
 }
+
+// Produce with acks=0 has no answer, so the proxy does not wait for one
+// (it would pair the next answer with the wrong request otherwise).
+func TestExpectsResponse(t *testing.T) {
+	for _, acks := range []int16{0, 1, -1} {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks = 13, acks
+		fr := Frame{Key: req.Key(), Version: req.Version, Request: req.AppendTo(nil)}
+		if got := expectsResponse(fr); got != (acks != 0) {
+			t.Errorf("acks=%d: expectsResponse %v", acks, got)
+		}
+	}
+	meta := kmsg.NewPtrMetadataRequest()
+	if !expectsResponse(Frame{Key: meta.Key(), Version: 13, Request: meta.AppendTo(nil)}) {
+		t.Error("Metadata: no answer expected")
+	}
+}
