@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit unit-rest race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-prometheus compat-console compat-streams compat-connect compat-reference compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-partition partition-long compat-kgo-straittest bench clean bench-compare bench-testbroker fuzz fuzz-short powerloss-long test-quota-long
+.PHONY: all build run test vet unit unit-rest race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-prometheus compat-console compat-streams compat-connect compat-reference record-conformance compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-partition partition-long compat-kgo-straittest bench clean bench-compare bench-testbroker fuzz fuzz-short powerloss-long test-quota-long
 
 all: build
 
@@ -86,6 +86,11 @@ compat-kgo-straittest:
 # compat-tests/reference/work/conformance.md).
 compat-reference: build
 	STRAIT_KAFKA_REFERENCE=1 $(GO) test -count=1 -timeout 20m -run 'TestRetentionAndCompactionMatchKafka|TestClientQuotasMatchKafka|TestAuthorizationMatchesKafka|TestConformanceMatchesKafka' ./compat-tests/reference/
+
+# Re-records the client sessions the conformance harness replays
+# (compat-tests/reference/testdata/recorded) against Kafka 4.4: about a minute.
+record-conformance:
+	./compat-tests/reference/record.sh
 
 # kafkajs from npm with node's test runner.
 compat-js: build

@@ -100,6 +100,7 @@ var normalised = map[string]struct {
 	"UsableBytes":                 {normSet, "disk sizes"},
 	"ErrorMessage":                {normMessage, "Kafka's messages name Java classes; only whether there is one is compared (null and empty alike)"},
 	"UnknownTags":                 {normDrop, "not in any schema"},
+	"SessionID":                   {normSet, "fetch session ids are random"},
 }
 
 // A target is one broker reached over a raw connection, with the state the
@@ -116,13 +117,34 @@ type target struct {
 
 var formatter = kmsg.NewRequestFormatter(kmsg.FormatterClientID("strait-conformance"))
 
-func (t *target) send(req kmsg.Request) (kmsg.Response, error) {
+func (t *target) send(req kmsg.Request) (kmsg.Response, error) { return t.sendWith(formatter, req) }
+
+// sendOneWay sends a request that has no answer (Produce with acks=0).
+func (t *target) sendOneWay(f *kmsg.RequestFormatter, req kmsg.Request) error {
+	if err := t.dial(); err != nil {
+		return err
+	}
+	t.corr++
+	t.conn.SetDeadline(time.Now().Add(15 * time.Second))
+	_, err := t.conn.Write(f.AppendRequest(nil, req, t.corr))
+	return err
+}
+
+func (t *target) dial() error {
 	if t.conn == nil {
 		c, err := net.DialTimeout("tcp", t.addr, 5*time.Second)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		t.conn, t.rd = c, bufio.NewReader(c)
+	}
+	return nil
+}
+
+// sendWith sends req with f's client id and reads its answer.
+func (t *target) sendWith(f *kmsg.RequestFormatter, req kmsg.Request) (kmsg.Response, error) {
+	if err := t.dial(); err != nil {
+		return nil, err
 	}
 	fail := func(err error) (kmsg.Response, error) {
 		t.conn.Close()
@@ -131,7 +153,7 @@ func (t *target) send(req kmsg.Request) (kmsg.Response, error) {
 	}
 	t.corr++
 	t.conn.SetDeadline(time.Now().Add(15 * time.Second))
-	if _, err := t.conn.Write(formatter.AppendRequest(nil, req, t.corr)); err != nil {
+	if _, err := t.conn.Write(f.AppendRequest(nil, req, t.corr)); err != nil {
 		return fail(err)
 	}
 	var size [4]byte
@@ -522,6 +544,12 @@ func TestConformanceMatchesKafka(t *testing.T) {
 		}
 	}
 
+	// The recorded sessions, after the scripted ones so that those run on
+	// fresh brokers as they were written to (conformance_replay_test.go).
+	t.Logf("%s: recorded traffic", time.Since(started).Round(time.Millisecond))
+	replayed, replayDivs := replayRecordings(t, [2]string{kb.addr, sb.addr}, common, dump)
+	divs = append(divs, replayDivs...)
+
 	// Every version of every key both serve must have been sent.
 	var uncovered []string
 	for k, r := range common {
@@ -546,9 +574,9 @@ func TestConformanceMatchesKafka(t *testing.T) {
 			t.Errorf("knownDivergences points at %q, which DIFFERENCES.md does not contain", d.known)
 		}
 	}
-	report := writeConformanceReport(t, common, keyCases, cases, requests, divs, uncovered, time.Since(started))
-	t.Logf("%d requests, %d distinct (key, version, path) cases over %d keys; %d divergences (%d listed in DIFFERENCES.md); report: %s",
-		requests, len(cases), len(keyCases), len(divs), len(divs)-len(unknown), report)
+	report := writeConformanceReport(t, common, keyCases, cases, requests, divs, uncovered, replayed, time.Since(started))
+	t.Logf("%d requests, %d distinct (key, version, path) cases over %d keys; %d recorded requests replayed, covering %d (key, version) cases; %d divergences (%d listed in DIFFERENCES.md); report: %s",
+		requests, len(cases), len(keyCases), replayed.requests, len(replayed.cases), len(divs), len(divs)-len(unknown), report)
 	if len(uncovered) > 0 {
 		t.Errorf("versions both brokers serve that no step sent: %s", strings.Join(uncovered, ", "))
 	}
@@ -558,7 +586,7 @@ func TestConformanceMatchesKafka(t *testing.T) {
 }
 
 func writeConformanceReport(t *testing.T, common map[int16][2]int16, keyCases map[int16]map[int16]bool, cases map[caseID]bool,
-	requests int, divs []divergence, uncovered []string, took time.Duration) string {
+	requests int, divs []divergence, uncovered []string, replayed replayResult, took time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Differential conformance: Strait against Apache Kafka 4.4\n\n")
 	fmt.Fprintf(&b, "Written by TestConformanceMatchesKafka (compat-tests/reference, `make compat-reference`); do not edit.\n\n")
@@ -599,6 +627,7 @@ func writeConformanceReport(t *testing.T, common map[int16][2]int16, keyCases ma
 	if len(uncovered) > 0 {
 		fmt.Fprintf(&b, "\nNot sent: %s\n", strings.Join(uncovered, ", "))
 	}
+	writeReplayReport(&b, replayed)
 	fmt.Fprintf(&b, "\n## Divergences\n\n")
 	if len(divs) == 0 {
 		fmt.Fprintf(&b, "None.\n")

@@ -3,7 +3,10 @@
 // configs and the same record batches to both, and checks that retention and
 // compaction leave the same records at the same offsets; with the
 // StandardAuthorizer on both (acl_test.go), that every API key both serve
-// is authorized with the same error codes and filtered the same way. It
+// is authorized with the same error codes and filtered the same way; and
+// that both answer the same, field by field, to scripted requests of every
+// key and version (conformance_test.go) and to client sessions recorded
+// against Kafka (conformance_replay_test.go, testdata/recorded). It
 // needs Java and
 // Maven, so it runs only with STRAIT_KAFKA_REFERENCE=1 (`make
 // compat-reference`, part of `make test`).

@@ -234,10 +234,9 @@ func (c *Coordinator) consumerGroupDescribe(id string, includeOps bool) kmsg.Con
 	}
 	cg := g.consumer
 	dg.State, dg.Epoch, dg.AssignmentEpoch = cg.stateName(), cg.epoch, cg.assignmentEpoch
-	dg.AssignorName = cg.assignor
-	if dg.AssignorName == "" {
-		dg.AssignorName = g.preferredAssignorLocked()
-	}
+	// Kafka names the assignor its current members prefer (the default
+	// once they have left), not the one the last assignment was made with.
+	dg.AssignorName = g.preferredAssignorLocked()
 	dg.AuthorizedOperations = describedOps(includeOps)
 	ids := make([]string, 0, len(cg.members))
 	for mid := range cg.members {
