@@ -222,3 +222,37 @@ func TestELRBrokerLifecycle(t *testing.T) {
 	back := step(gone, -1)
 	checkPartition(t, back, PartitionInfo{Replicas: []int32{1, 2, 3}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 2, PartitionEpoch: 5})
 }
+
+// A follower that leaves while the ISR is at min.insync.replicas becomes
+// eligible (ELR); after a clean shutdown (Close) and with the ISR emptied,
+// it comes back and leads from the ELR, the ISR then just itself.
+func TestCleanShutdownKeepsELR(t *testing.T) {
+	t.Parallel()
+	endpoints := sharedEtcd(t)
+	cs := startMembers(t, endpoints, 3)
+	createAssigned(t, cs[0], "t", [][]int32{{1, 2, 3}}, map[string]string{"min.insync.replicas": "2"})
+	// Broker 3 falls behind: the ISR is at min ISR, nobody is eligible.
+	if _, err := cs[0].AlterPartition(ctxT(t), "t", 0, 0, 0, []int32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	requireELR(t, partitionOn(t, cs[0], "t", 0), nil, nil)
+	if err := cs[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPartition(t, []*Controller{cs[0], cs[2]}, "t", 0, "broker 2 to leave the ISR",
+		func(p PartitionInfo) bool { return len(p.ISR) == 1 })
+	requirePartition(t, p, 1, []int32{1}, []int32{1, 2, 3}, 0, 2)
+	requireELR(t, p, []int32{2}, nil)
+	if err := cs[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	p = waitPartition(t, cs[2:], "t", 0, "broker 1 to leave the ISR", func(p PartitionInfo) bool { return len(p.ISR) == 0 })
+	requirePartition(t, p, -1, nil, []int32{1, 2, 3}, 1, 3)
+	requireELR(t, p, []int32{1, 2}, []int32{1})
+
+	back := restart(t, endpoints, 2, nil)
+	p = waitPartition(t, []*Controller{cs[2], back}, "t", 0, "broker 2 to lead from the ELR",
+		func(p PartitionInfo) bool { return p.Leader == 2 })
+	requirePartition(t, p, 2, []int32{2}, []int32{1, 2, 3}, 2, 4)
+	requireELR(t, p, []int32{1}, nil)
+}
