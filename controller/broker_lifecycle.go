@@ -6,17 +6,17 @@ package controller
 // (handleBrokerInControlledShutdown), all through generateLeaderAndIsrUpdates:
 //
 //   - A broker whose registration is gone (lease expired or revoked) or that
-//     is in controlled shutdown is inactive: it leaves every ISR, except that
-//     an ISR is never emptied (its last member stays, without ELR, so the
-//     partition can come back with it), and every partition it led gets the
-//     first active ISR member, in replica order, as leader with the leader
-//     epoch bumped; with no active ISR member the leader is -1 and the
-//     partition is offline, unless unclean.leader.election.enable lets the
-//     first active replica outside the ISR take over (the ISR is then reset
-//     to it).
-//   - An active broker that is in the ISR of a leaderless partition becomes
-//     its leader (the partition comes back online when its last ISR member
-//     returns). A broker that comes back is otherwise not leader of anything
+//     is in controlled shutdown is inactive: it leaves every ISR (into the
+//     ELR when the ISR falls below min.insync.replicas, KIP-966: the ISR may
+//     become empty), and every partition it led gets the first active ISR
+//     member, in replica order, as leader with the leader epoch bumped, or
+//     with the ISR empty the first active ELR member, or the last leader;
+//     with none the leader is -1 and the partition is offline, unless
+//     unclean.leader.election.enable lets the first active replica outside
+//     the ISR take over (the ISR is then reset to it).
+//   - An active broker that is in the ISR or ELR of a leaderless partition,
+//     or was its last leader, becomes its leader (the partition comes back
+//     online when one returns). A broker that comes back is otherwise not leader of anything
 //     until an election makes it (preferred leader election, auto rebalance)
 //     and is not in any ISR until a leader adds it (AlterPartition).
 //
@@ -103,10 +103,13 @@ func partitionsWithBroker(snap *metadataSnapshot, id int32, inELR bool) []partit
 //  1. it leaves the ISRs and leaderships its previous incarnation may still
 //     hold (its log may have lost unflushed records), as if that
 //     incarnation's end had been processed; nobody adds a fenced broker to an
-//     ISR, so the cache at regRev lists every partition concerned;
+//     ISR, so the cache at regRev lists every partition concerned; after an
+//     unclean shutdown (elr.go) it leaves the ELRs too
+//     (handleBrokerUncleanShutdown);
 //  2. it clears the fenced mark (handleBrokerUnfenced);
-//  3. it leads the partitions that have no leader and whose ISR it is in
-//     (it was their last member), as the active controller would too.
+//  3. it leads the partitions that have no leader and whose ISR or ELR it
+//     is in, or whose last leader it was, as the active controller would
+//     too.
 //
 // It returns the revision of its last write.
 func (c *Controller) rejoin(ctx context.Context, regRev int64) (int64, error) {
@@ -117,7 +120,7 @@ func (c *Controller) rejoin(ctx context.Context, regRev int64) (int64, error) {
 	}
 	// After an unclean shutdown the log may lack records it had
 	// acknowledged: it leaves the ELRs too.
-	clean, err := c.takeCleanShutdown(ctx)
+	clean, err := c.previousShutdownClean(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -155,6 +158,7 @@ func (c *Controller) rejoin(ctx context.Context, regRev int64) (int64, error) {
 			"node.id", self, "clean.shutdown", clean, "left.leadership", fenced.leaderMoved, "left.isr", fenced.leftISR,
 			"leading.again", led.ledBy, "elapsed", time.Since(began))
 	}
+	c.incarnation.rejoined()
 	return max(rev, c.cache.snapshot().rev), nil
 }
 

@@ -71,6 +71,9 @@ type Controller struct {
 	// paused is non-nil between Pause and Resume (faults.go, tests only).
 	paused chan struct{}
 
+	// incarnation is what rejoin knows of this process's registrations
+	// (elr.go).
+	incarnation incarnation
 	// shuttingDown is set by ControlledShutdown; a registration made after it
 	// (the lease was lost meanwhile) keeps the mark.
 	shuttingDown atomic.Bool

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -58,6 +59,43 @@ const cleanShutdownSegment = "clean_shutdown/"
 
 func (k keyspace) cleanShutdown(id int32) string {
 	return k.root() + cleanShutdownSegment + strconv.Itoa(int(id))
+}
+
+// incarnation tracks whether this process registered already and how the
+// previous process ended. Registering again after a lost lease is the same
+// incarnation (Kafka's broker keeps its incarnation id when its session
+// expires): its logs are as they were, so it counts as clean.
+type incarnation struct {
+	mu         sync.Mutex
+	registered bool // a rejoin of this process succeeded
+	known      bool // the clean shutdown record was read (and deleted)
+	clean      bool
+}
+
+// previousShutdownClean reports whether this registration follows a clean
+// shutdown: the record the previous process left, read once per process.
+func (c *Controller) previousShutdownClean(ctx context.Context) (bool, error) {
+	in := &c.incarnation
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.registered {
+		return true, nil
+	}
+	if !in.known {
+		clean, err := c.takeCleanShutdown(ctx)
+		if err != nil {
+			return false, err
+		}
+		in.known, in.clean = true, clean
+	}
+	return in.clean, nil
+}
+
+// rejoined notes that a rejoin of this process succeeded.
+func (in *incarnation) rejoined() {
+	in.mu.Lock()
+	in.registered = true
+	in.mu.Unlock()
 }
 
 // writeCleanShutdown records that this broker's registration of epoch
