@@ -42,9 +42,9 @@ const (
 //     epoch;
 //   - without ELR an empty target ISR is never written: the ISR keeps its
 //     last member(s) so that the partition can come back when one of them
-//     returns, with leader -1 meanwhile; with ELR the ISR may be empty, and
-//     lastKnownElr then records the last leader (cleared once a leader is
-//     back);
+//     returns, with leader -1 meanwhile; with ELR the ISR may be empty;
+//   - with ELR, lastKnownElr records the last leader of a partition left
+//     without one (cleared once a leader is back);
 //   - removing a replica bumps the leader epoch even without a leader change;
 //     an ISR shrink does not (Kafka's metadata versions from 3.6);
 //   - every change bumps the partition epoch by one.
@@ -132,7 +132,7 @@ func (b *partitionChange) build() (PartitionInfo, bool) {
 	if lastKnownSet {
 		next.LastKnownELR = nilIfEmpty(b.targetLastKnownELR)
 	}
-	if b.updateLastKnownLeader(&next, isrSet, leaderSet) {
+	if b.updateLastKnownLeader(&next, leaderSet) {
 		lastKnownSet = true
 	}
 	changed := leaderSet || isrSet || elrSet || lastKnownSet
@@ -202,16 +202,19 @@ func (b *partitionChange) updateELR(isrSet bool) (elrSet, lastKnownSet bool) {
 	return elrSet, !slices.Equal(b.targetLastKnownELR, b.cur.LastKnownELR)
 }
 
-// updateLastKnownLeader is maybeUpdateLastKnownLeader: when the ISR becomes
-// empty, lastKnownElr records the leader it had (once); when the partition
-// gets or keeps a leader, lastKnownElr is cleared. It reports whether
-// lastKnownElr changes.
-func (b *partitionChange) updateLastKnownLeader(next *PartitionInfo, isrSet, leaderSet bool) bool {
+// updateLastKnownLeader is maybeUpdateLastKnownLeader (as simplified in
+// Kafka 4.2): when the partition loses its leader, lastKnownElr records it
+// unless it holds one already; when the partition gets or keeps a leader,
+// lastKnownElr is cleared. It reports whether lastKnownElr changes.
+func (b *partitionChange) updateLastKnownLeader(next *PartitionInfo, leaderSet bool) bool {
 	if !b.elrEnabled || b.noLastKnownLeader {
 		return false
 	}
 	cur := b.cur.LastKnownELR
-	if isrSet && len(next.ISR) == 0 && (len(cur) != 1 || cur[0] != b.cur.Leader) {
+	if leaderSet && next.Leader == noLeader && len(cur) == 0 {
+		if b.cur.Leader == noLeader {
+			return false // a replica removal's epoch bump: no leader to record
+		}
 		next.LastKnownELR = []int32{b.cur.Leader}
 		return true
 	}
