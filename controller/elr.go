@@ -98,6 +98,42 @@ func (in *incarnation) rejoined() {
 	in.mu.Unlock()
 }
 
+// clearELRs empties the ELR and lastKnownElr of every partition of topic
+// after its min.insync.replicas changed, as Kafka's ClearElrRecord: the
+// eligible replicas were chosen against the old value, which the high
+// watermark no longer follows. Each cleared partition's epoch is bumped.
+func (c *Controller) clearELRs(ctx context.Context, topic string) error {
+	t, ok := c.Topic(topic)
+	if !ok {
+		return nil
+	}
+	var refs []partitionRef
+	for _, p := range t.Partitions {
+		if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
+			refs = append(refs, partitionRef{topic, p.Partition})
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	outcomes, err := c.changePartitions(ctx, refs, changeOptions{waitForCache: true},
+		func(v *partitionView, _ brokerSet) (*PartitionInfo, []int32, error) {
+			if !v.exists || len(v.state.ELR) == 0 && len(v.state.LastKnownELR) == 0 {
+				return nil, nil, nil
+			}
+			next := v.state
+			next.ELR, next.LastKnownELR = nil, nil
+			next.PartitionEpoch++
+			return &next, nil, nil
+		})
+	if err != nil {
+		return fmt.Errorf("controller: clearing the eligible leader replicas of topic %s: %w", topic, err)
+	}
+	c.log.Info("cleared the eligible leader replicas after a min.insync.replicas change", "topic", topic,
+		"partitions", summarize(outcomes, noLeader).changed)
+	return nil
+}
+
 // writeCleanShutdown records that this broker's registration of epoch
 // ended cleanly (see the file comment). Best effort: without it the next
 // start counts as unclean, which only costs eligibility.

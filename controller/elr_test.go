@@ -225,7 +225,8 @@ func TestELRBrokerLifecycle(t *testing.T) {
 
 // A follower that leaves while the ISR is at min.insync.replicas becomes
 // eligible (ELR); after a clean shutdown (Close) and with the ISR emptied,
-// it comes back and leads from the ELR, the ISR then just itself.
+// it comes back and leads from the ELR, the ISR then just itself. A change
+// of min.insync.replicas clears the ELR.
 func TestCleanShutdownKeepsELR(t *testing.T) {
 	t.Parallel()
 	endpoints := sharedEtcd(t)
@@ -255,4 +256,16 @@ func TestCleanShutdownKeepsELR(t *testing.T) {
 		func(p PartitionInfo) bool { return p.Leader == 2 })
 	requirePartition(t, p, 2, []int32{2}, []int32{1, 2, 3}, 2, 4)
 	requireELR(t, p, []int32{1}, nil)
+
+	// A new min.insync.replicas clears the ELR (Kafka's ClearElrRecord).
+	err := back.UpdateTopicConfigs(ctxT(t), "t", func(cur map[string]string) (map[string]string, error) {
+		cur["min.insync.replicas"] = "3"
+		return cur, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = partitionOn(t, back, "t", 0)
+	requirePartition(t, p, 2, []int32{2}, []int32{1, 2, 3}, 2, 5)
+	requireELR(t, p, nil, nil)
 }
