@@ -10,10 +10,11 @@ package controller
 // registration revoked) writes clean_shutdown/<id> with the epoch of the
 // registration it ends; a broker that registers again reads and deletes it
 // (rejoin): found, its last shutdown was clean and it keeps its place in the
-// ELRs; missing (killed, crashed, lost its lease), it is removed from every
-// ELR as well as every ISR, as Kafka's controller does when a broker
-// registers with a previous broker epoch other than the one it last had
-// (ReplicationControlManager.handleBrokerUncleanShutdown).
+// ELRs; missing (killed, crashed), it is removed from every ELR as well as
+// every ISR, as Kafka's controller does when a broker registers with a
+// previous broker epoch other than the one it last had
+// (ReplicationControlManager.handleBrokerUncleanShutdown). Registering again
+// after a lost lease, in the same process, counts as clean.
 
 import (
 	"context"
