@@ -269,3 +269,31 @@ func TestCleanShutdownKeepsELR(t *testing.T) {
 	requirePartition(t, p, 2, []int32{2}, []int32{1, 2, 3}, 2, 5)
 	requireELR(t, p, nil, nil)
 }
+
+// A broker whose lease lapsed (Pause: no keepalives) leaves the ISR into the
+// ELR; registering again from the same process is no unclean shutdown, so
+// it stays eligible and leads once the last ISR member goes.
+func TestLostLeaseKeepsELR(t *testing.T) {
+	t.Parallel() // mostly waiting for a lease to expire
+	endpoints := sharedEtcd(t)
+	cs := startMembers(t, endpoints, 3)
+	createAssigned(t, cs[0], "t", [][]int32{{1, 2, 3}}, map[string]string{"min.insync.replicas": "2"})
+	if _, err := cs[0].AlterPartition(ctxT(t), "t", 0, 0, 0, []int32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	cs[1].Pause()
+	p := waitPartition(t, []*Controller{cs[0], cs[2]}, "t", 0, "broker 2's lease to expire",
+		func(p PartitionInfo) bool { return len(p.ISR) == 1 })
+	requirePartition(t, p, 1, []int32{1}, []int32{1, 2, 3}, 0, 2)
+	requireELR(t, p, []int32{2}, nil)
+	cs[1].Resume()
+	eventually(t, "broker 2 registered again", func() bool { return activeBrokers(cs[0]) == 3 })
+	requireELR(t, partitionOn(t, cs[0], "t", 0), []int32{2}, nil)
+
+	if err := cs[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	p = waitPartition(t, cs[1:], "t", 0, "broker 2 to lead from the ELR", func(p PartitionInfo) bool { return p.Leader == 2 })
+	requirePartition(t, p, 2, []int32{2}, []int32{1, 2, 3}, 1, 3)
+	requireELR(t, p, []int32{1}, nil)
+}
