@@ -5,8 +5,9 @@ package broker
 // --describe and the Java admin client's describeTopics use in Kafka 4.
 //
 // Topics are answered in name order, with every partition's leader, leader
-// epoch, replicas, ISR and offline replicas; the eligible leader replicas
-// lists are empty (Strait has no ELR). An empty topic list means every topic.
+// epoch, replicas, ISR, eligible leader replicas and last known ELR
+// (KIP-966, kept by the controller: controller/elr.go) and offline
+// replicas. An empty topic list means every topic.
 // At most response_partition_limit partitions are returned (capped by
 // max.request.partition.size.limit, default 2000, and at least 1); when more
 // remain, next_cursor names the topic and partition to continue from, and a
@@ -156,7 +157,9 @@ func describedPartition(pi controller.PartitionInfo, live map[int32]bool) kmsg.D
 	p.LeaderEpoch = pi.LeaderEpoch
 	p.Replicas = slices.Clone(pi.Replicas)
 	p.ISR = slices.Clone(pi.ISR)
-	p.EligibleLeaderReplicas, p.LastKnownELR, p.OfflineReplicas = []int32{}, []int32{}, []int32{}
+	p.EligibleLeaderReplicas = append([]int32{}, pi.ELR...)
+	p.LastKnownELR = append([]int32{}, pi.LastKnownELR...)
+	p.OfflineReplicas = []int32{}
 	for _, r := range pi.Replicas {
 		if !live[r] {
 			p.OfflineReplicas = append(p.OfflineReplicas, r)

@@ -52,7 +52,7 @@ func TestUpdateFeatures(t *testing.T) {
 		{"metadata.version", 25, 2, "Invalid metadata.version 25. Refusing to perform the requested downgrade because it might delete metadata information."},
 		{"metadata.version", 25, 3, "Invalid metadata.version 25. Unsafe metadata downgrade is not supported in this version."},
 		{"transaction.version", 3, 1, "Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2"},
-		{"eligible.leader.replicas.version", 1, 2, "Invalid update version 1 for feature eligible.leader.replicas.version. Can't downgrade to a newer version."},
+		{"eligible.leader.replicas.version", 0, 2, "Invalid update version 0 for feature eligible.leader.replicas.version. Strait implements only level 1 of this feature."},
 		{"no.such.feature", 1, 1, "Invalid update version 1 for feature no.such.feature. Local controller 1 does not support this feature."},
 		{"group.version", -1, 1, "Invalid update version -1 for feature group.version. A feature version cannot be less than 0."},
 		{"group.version", 1, 9, "Invalid update version 1 for feature group.version. The controller does not support the given upgrade type."},

@@ -265,6 +265,7 @@ func (s *Server) start() error {
 		DelegationTokens:             controllerTokenConfig(s.cfg.Security.DelegationTokens), // credentials.go
 
 		UncleanLeaderElectionEnable:  s.cfg.Controller.UncleanLeaderElectionEnable,
+		MinInsyncReplicas:            s.cfg.Topics.MinInsyncReplicas,
 		AutoLeaderRebalanceEnable:    &s.cfg.Controller.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: time.Duration(s.cfg.Controller.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		Logger:                       s.logger,

@@ -126,9 +126,8 @@ func (c *Controller) reconcile(ctx context.Context, guard []clientv3.Cmp, prev, 
 		if !all && prev.topics[t.Name] == t {
 			continue // unchanged since the last pass: the cache shares the pointer
 		}
-		unclean := c.uncleanElectionEnabled(t)
 		for _, p := range t.Partitions {
-			if _, changed := isrAndLeaderChange(p, cached.active, unclean); changed {
+			if _, changed := isrAndLeaderChange(c.leaveChange(t, p, cached.active, noLeader)); changed {
 				refs = append(refs, partitionRef{t.Name, p.Partition})
 			}
 		}
@@ -137,7 +136,7 @@ func (c *Controller) reconcile(ctx context.Context, guard []clientv3.Cmp, prev, 
 		return nil
 	}
 	began := time.Now()
-	outcomes, err := c.changePartitions(ctx, refs, changeOptions{guard: guard}, c.brokerChange(noLeader))
+	outcomes, err := c.changePartitions(ctx, refs, changeOptions{guard: guard}, c.brokerChange(noLeader, false))
 	if err != nil {
 		return err
 	}

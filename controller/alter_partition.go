@@ -156,7 +156,7 @@ func (c *Controller) alterPartitionChange(self int32, req AlterPartitionRequest,
 		return nil, nil, apiError(kerr.IneligibleReplica, "replica %d in the new ISR %v is ineligible: %s",
 			m.BrokerID, newISR, reason)
 	}
-	b := newPartitionChange(p, brokers.active)
+	b := c.changeOf(v.topic, p, brokers.active)
 	b.targetISR = newISR
 	if c.uncleanElectionEnabled(v.topic) {
 		b.election = electionUnclean

@@ -123,7 +123,7 @@ func TestAlterPartitionRefusesIneligibleReplicas(t *testing.T) {
 
 // Controlled shutdown moves every leadership of the broker to another ISR
 // member with the leader epoch bumped, takes it out of every ISR it is not
-// the last member of, leaves offline the partitions it alone was in sync
+// the last member of (into the ELR), leaves offline the partitions it alone was in sync
 // for, and keeps new partitions off it. Close does it by itself.
 func TestControlledShutdown(t *testing.T) {
 	endpoints := sharedEtcd(t)
@@ -138,7 +138,11 @@ func TestControlledShutdown(t *testing.T) {
 	// Returned only once its own cache shows the result.
 	requirePartition(t, partitionOn(t, cs[1], "t", 0), 1, []int32{1, 3}, []int32{2, 1, 3}, 1, 1)
 	requirePartition(t, partitionOn(t, cs[1], "t", 1), 1, []int32{1, 3}, []int32{1, 2, 3}, 0, 1)
-	requirePartition(t, partitionOn(t, cs[1], "t", 2), -1, []int32{2}, []int32{2, 3, 1}, 1, 2)
+	// Its last ISR member gone, the ISR is empty and broker 2 eligible
+	// (ELR) and the last known leader.
+	p2 := partitionOn(t, cs[1], "t", 2)
+	requirePartition(t, p2, -1, nil, []int32{2, 3, 1}, 1, 2)
+	requireELR(t, p2, []int32{2}, []int32{2})
 	eventually(t, "broker 1 to see broker 2 in controlled shutdown", func() bool {
 		for _, b := range cs[0].Brokers() {
 			if b.NodeID == 2 {

@@ -6,17 +6,17 @@ package controller
 // (handleBrokerInControlledShutdown), all through generateLeaderAndIsrUpdates:
 //
 //   - A broker whose registration is gone (lease expired or revoked) or that
-//     is in controlled shutdown is inactive: it leaves every ISR, except that
-//     an ISR is never emptied (its last member stays, without ELR, so the
-//     partition can come back with it), and every partition it led gets the
-//     first active ISR member, in replica order, as leader with the leader
-//     epoch bumped; with no active ISR member the leader is -1 and the
-//     partition is offline, unless unclean.leader.election.enable lets the
-//     first active replica outside the ISR take over (the ISR is then reset
-//     to it).
-//   - An active broker that is in the ISR of a leaderless partition becomes
-//     its leader (the partition comes back online when its last ISR member
-//     returns). A broker that comes back is otherwise not leader of anything
+//     is in controlled shutdown is inactive: it leaves every ISR (into the
+//     ELR when the ISR falls below min.insync.replicas, KIP-966: the ISR may
+//     become empty), and every partition it led gets the first active ISR
+//     member, in replica order, as leader with the leader epoch bumped, or
+//     with the ISR empty the first active ELR member, or the last leader;
+//     with none the leader is -1 and the partition is offline, unless
+//     unclean.leader.election.enable lets the first active replica outside
+//     the ISR take over (the ISR is then reset to it).
+//   - An active broker that is in the ISR or ELR of a leaderless partition,
+//     or was its last leader, becomes its leader (the partition comes back
+//     online when one returns). A broker that comes back is otherwise not leader of anything
 //     until an election makes it (preferred leader election, auto rebalance)
 //     and is not in any ISR until a leader adds it (AlterPartition).
 //
@@ -38,26 +38,44 @@ import (
 )
 
 // isrAndLeaderChange is generateLeaderAndIsrUpdates for one partition:
-// inactive brokers (acceptable false) leave the ISR unless none would remain,
-// and the leader is re-elected if it is no longer acceptable or missing.
-func isrAndLeaderChange(cur PartitionInfo, acceptable func(int32) bool, unclean bool) (PartitionInfo, bool) {
-	b := newPartitionChange(cur, acceptable)
-	b.targetISR = slices.DeleteFunc(slices.Clone(cur.ISR), func(r int32) bool { return !acceptable(r) })
-	if unclean {
-		b.election = electionUnclean
-	}
+// inactive brokers (b.acceptable false) leave the ISR (into the ELR while
+// the ISR is smaller than min.insync.replicas; without ELR an ISR is never
+// emptied) and the leader is re-elected if it is no longer acceptable or
+// missing.
+func isrAndLeaderChange(b *partitionChange) (PartitionInfo, bool) {
+	b.targetISR = slices.DeleteFunc(slices.Clone(b.cur.ISR), func(r int32) bool { return !b.acceptable(r) })
 	return b.build()
 }
 
+// leaveChange prepares isrAndLeaderChange for partition p of topic t;
+// uncleanShutdown (unless -1) is a broker that restarted after an unclean
+// shutdown, which leaves the ELR too.
+func (c *Controller) leaveChange(t *TopicInfo, p PartitionInfo, acceptable func(int32) bool, uncleanShutdown int32) *partitionChange {
+	b := c.changeOf(t, p, acceptable)
+	if c.uncleanElectionEnabled(t) {
+		b.election = electionUnclean
+	}
+	if uncleanShutdown >= 0 {
+		b.uncleanShutdown = []int32{uncleanShutdown}
+	}
+	return b
+}
+
 // brokerChange returns the changeFunc applying isrAndLeaderChange with the
-// brokers read, treating excluded (unless -1) as inactive too.
-func (c *Controller) brokerChange(excluded int32) changeFunc {
+// brokers read, treating excluded (unless -1) as inactive too; with
+// unclean, excluded restarted after an unclean shutdown and leaves the ELRs
+// as well (Kafka's brokerWithUncleanShutdown).
+func (c *Controller) brokerChange(excluded int32, unclean bool) changeFunc {
 	return func(v *partitionView, brokers brokerSet) (*PartitionInfo, []int32, error) {
 		if !v.exists || v.topic == nil {
 			return nil, nil, nil // deleted meanwhile
 		}
 		acceptable := func(id int32) bool { return id != excluded && brokers.active(id) }
-		next, changed := isrAndLeaderChange(v.state, acceptable, c.uncleanElectionEnabled(v.topic))
+		uncleanShutdown := noLeader
+		if unclean {
+			uncleanShutdown = excluded
+		}
+		next, changed := isrAndLeaderChange(c.leaveChange(v.topic, v.state, acceptable, uncleanShutdown))
 		if !changed {
 			return nil, nil, nil
 		}
@@ -66,12 +84,12 @@ func (c *Controller) brokerChange(excluded int32) changeFunc {
 }
 
 // partitionsWithBroker returns the partitions in snap that id leads or is in
-// the ISR of.
-func partitionsWithBroker(snap *metadataSnapshot, id int32) []partitionRef {
+// the ISR of, and with inELR those whose ELR holds it too.
+func partitionsWithBroker(snap *metadataSnapshot, id int32, inELR bool) []partitionRef {
 	var refs []partitionRef
 	for _, t := range snap.topicList {
 		for _, p := range t.Partitions {
-			if p.Leader == id || slices.Contains(p.ISR, id) {
+			if p.Leader == id || slices.Contains(p.ISR, id) || inELR && slices.Contains(p.ELR, id) {
 				refs = append(refs, partitionRef{t.Name, p.Partition})
 			}
 		}
@@ -85,10 +103,13 @@ func partitionsWithBroker(snap *metadataSnapshot, id int32) []partitionRef {
 //  1. it leaves the ISRs and leaderships its previous incarnation may still
 //     hold (its log may have lost unflushed records), as if that
 //     incarnation's end had been processed; nobody adds a fenced broker to an
-//     ISR, so the cache at regRev lists every partition concerned;
+//     ISR, so the cache at regRev lists every partition concerned; after an
+//     unclean shutdown (elr.go) it leaves the ELRs too
+//     (handleBrokerUncleanShutdown);
 //  2. it clears the fenced mark (handleBrokerUnfenced);
-//  3. it leads the partitions that have no leader and whose ISR it is in
-//     (it was their last member), as the active controller would too.
+//  3. it leads the partitions that have no leader and whose ISR or ELR it
+//     is in, or whose last leader it was, as the active controller would
+//     too.
 //
 // It returns the revision of its last write.
 func (c *Controller) rejoin(ctx context.Context, regRev int64) (int64, error) {
@@ -97,9 +118,15 @@ func (c *Controller) rejoin(ctx context.Context, regRev int64) (int64, error) {
 	if err := c.cache.waitForRevision(ctx, c.stop, regRev); err != nil {
 		return 0, err
 	}
+	// After an unclean shutdown the log may lack records it had
+	// acknowledged: it leaves the ELRs too.
+	clean, err := c.previousShutdownClean(ctx)
+	if err != nil {
+		return 0, err
+	}
 	var fenced changeSummary
-	if refs := partitionsWithBroker(c.cache.snapshot(), self); len(refs) > 0 {
-		outcomes, err := c.changePartitions(ctx, refs, changeOptions{waitForCache: true}, c.brokerChange(self))
+	if refs := partitionsWithBroker(c.cache.snapshot(), self, !clean); len(refs) > 0 {
+		outcomes, err := c.changePartitions(ctx, refs, changeOptions{waitForCache: true}, c.brokerChange(self, !clean))
 		if err != nil {
 			return 0, fmt.Errorf("controller: fencing this broker's previous registration: %w", err)
 		}
@@ -120,7 +147,7 @@ func (c *Controller) rejoin(ctx context.Context, regRev int64) (int64, error) {
 	}
 	var led changeSummary
 	if refs := leaderlessWithBroker(c.cache.snapshot(), self); len(refs) > 0 {
-		outcomes, err := c.changePartitions(ctx, refs, changeOptions{waitForCache: true}, c.brokerChange(noLeader))
+		outcomes, err := c.changePartitions(ctx, refs, changeOptions{waitForCache: true}, c.brokerChange(noLeader, false))
 		if err != nil {
 			return 0, fmt.Errorf("controller: electing this broker for its leaderless partitions: %w", err)
 		}
@@ -128,19 +155,21 @@ func (c *Controller) rejoin(ctx context.Context, regRev int64) (int64, error) {
 	}
 	if fenced.changed > 0 || led.changed > 0 {
 		c.log.Info("registered: fenced the previous registration of this broker, then unfenced",
-			"node.id", self, "left.leadership", fenced.leaderMoved, "left.isr", fenced.leftISR,
+			"node.id", self, "clean.shutdown", clean, "left.leadership", fenced.leaderMoved, "left.isr", fenced.leftISR,
 			"leading.again", led.ledBy, "elapsed", time.Since(began))
 	}
+	c.incarnation.rejoined()
 	return max(rev, c.cache.snapshot().rev), nil
 }
 
 // leaderlessWithBroker returns the partitions in snap without a leader whose
-// ISR holds id.
+// ISR, ELR or last known leader is id.
 func leaderlessWithBroker(snap *metadataSnapshot, id int32) []partitionRef {
 	var refs []partitionRef
 	for _, t := range snap.topicList {
 		for _, p := range t.Partitions {
-			if p.Leader == noLeader && slices.Contains(p.ISR, id) {
+			if p.Leader == noLeader && (slices.Contains(p.ISR, id) || slices.Contains(p.ELR, id) ||
+				slices.Equal(p.LastKnownELR, []int32{id})) {
 				refs = append(refs, partitionRef{t.Name, p.Partition})
 			}
 		}
@@ -221,11 +250,11 @@ func (c *Controller) controlledShutdown(ctx context.Context, fromClose bool) err
 		if err := c.cache.waitForRevision(ctx, stop, rev); err != nil {
 			return fmt.Errorf("controller: controlled shutdown: waiting for the metadata cache: %w", err)
 		}
-		refs := partitionsWithBroker(c.cache.snapshot(), self)
+		refs := partitionsWithBroker(c.cache.snapshot(), self, false)
 		if len(refs) == 0 {
 			break
 		}
-		outcomes, err := c.changePartitions(ctx, refs, changeOptions{}, c.brokerChange(self))
+		outcomes, err := c.changePartitions(ctx, refs, changeOptions{}, c.brokerChange(self, false))
 		if err != nil {
 			return fmt.Errorf("controller: controlled shutdown: %w", err)
 		}
@@ -356,7 +385,7 @@ func (c *Controller) LeavePartitions(ctx context.Context, partitions []TopicPart
 		return nil
 	}
 	self := c.cfg.NodeID
-	outcomes, err := c.changePartitions(ctx, refs, changeOptions{waitForCache: true}, c.brokerChange(self))
+	outcomes, err := c.changePartitions(ctx, refs, changeOptions{waitForCache: true}, c.brokerChange(self, false))
 	if err != nil {
 		return fmt.Errorf("controller: leaving the partitions of a failed log dir: %w", err)
 	}

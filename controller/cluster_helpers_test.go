@@ -135,6 +135,14 @@ func requirePartition(t *testing.T, p PartitionInfo, leader int32, isr, replicas
 	}
 }
 
+// requireELR checks p's eligible leader replicas and last known ELR.
+func requireELR(t *testing.T, p PartitionInfo, elr, lastKnown []int32) {
+	t.Helper()
+	if !slices.Equal(p.ELR, elr) || !slices.Equal(p.LastKnownELR, lastKnown) {
+		t.Fatalf("partition %d: elr %v lastKnownElr %v, want %v and %v", p.Partition, p.ELR, p.LastKnownELR, elr, lastKnown)
+	}
+}
+
 // activeControllers returns the node ids of the controllers performing the
 // active controller's duties.
 func activeControllers(cs ...*Controller) []int32 {

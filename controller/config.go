@@ -64,6 +64,10 @@ type Config struct {
 	// UncleanLeaderElectionEnable is the cluster default of
 	// unclean.leader.election.enable (default false); a topic config overrides it.
 	UncleanLeaderElectionEnable bool
+	// MinInsyncReplicas is the cluster default of min.insync.replicas
+	// (default 1); a topic config overrides it. The eligible leader replicas
+	// are kept against it.
+	MinInsyncReplicas int32
 	// AutoLeaderRebalanceEnable is auto.leader.rebalance.enable; nil means
 	// Kafka's default, true.
 	AutoLeaderRebalanceEnable *bool

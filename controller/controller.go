@@ -71,6 +71,9 @@ type Controller struct {
 	// paused is non-nil between Pause and Resume (faults.go, tests only).
 	paused chan struct{}
 
+	// incarnation is what rejoin knows of this process's registrations
+	// (elr.go).
+	incarnation incarnation
 	// shuttingDown is set by ControlledShutdown; a registration made after it
 	// (the lease was lost meanwhile) keeps the mark.
 	shuttingDown atomic.Bool
@@ -275,6 +278,11 @@ func (c *Controller) shutdown() error {
 	if session != nil {
 		session.Orphan()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// Replication has stopped (the broker stops its replica manager
+		// first): the next registration may keep this one's ELR places.
+		if err := c.writeCleanShutdown(ctx, c.BrokerEpoch()); err != nil {
+			c.log.Warn("the next start will count as after an unclean shutdown", "err", err)
+		}
 		if _, err := c.client.Revoke(ctx, session.Lease()); err != nil {
 			// Not an error of this broker's shutdown: the lease expires on
 			// its own (etcd without quorum, the last broker of a cluster

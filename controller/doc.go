@@ -35,7 +35,10 @@
 //	                                     the lowest create revision is the active controller
 //	<prefix>/topics/<name>               {"name","id" (base64url of the 16-byte topic id),"internal","configs"}
 //	<prefix>/partitions/<name>/<p>       {"replicas","leader","leaderEpoch","isr","partitionEpoch",
-//	                                      "addingReplicas","removingReplicas"} (the last two while reassigning)
+//	                                      "addingReplicas","removingReplicas"} (the last two while reassigning),
+//	                                      "elr","lastKnownElr" (eligible leader replicas, when not empty; elr.go)
+//	<prefix>/clean_shutdown/<node id>    the epoch of the broker's registration that ended with Close, until
+//	                                     it registers again (no lease; elr.go)
 //	<prefix>/producer_ids                the last producer id block handed out (producer_ids.go)
 //	<prefix>/etcd_members/<member id>    the node id of the broker whose embedded etcd member that is
 //	                                     (hex member id; no lease; quorum.go)

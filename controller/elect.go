@@ -123,7 +123,7 @@ func (c *Controller) leaderElection(typ ElectionType) changeFunc {
 			typ == ElectionUnclean && p.Leader != noLeader {
 			return nil, nil, &Error{Err: kerr.ElectionNotNeeded}
 		}
-		b := newPartitionChange(p, brokers.active)
+		b := c.changeOf(v.topic, p, brokers.active)
 		b.election = electionPreferred
 		if typ == ElectionUnclean {
 			b.election = electionUnclean

@@ -204,6 +204,12 @@ func checkTLSURLs(urls []url.URL, urlKey string, haveCert bool, certKey string) 
 
 // replicationDefaults validates and fills the leader-balancing settings.
 func (cfg *Config) replicationDefaults() error {
+	if cfg.MinInsyncReplicas == 0 {
+		cfg.MinInsyncReplicas = 1
+	}
+	if cfg.MinInsyncReplicas < 0 {
+		return errors.New("controller: min.insync.replicas must be positive")
+	}
 	if cfg.LeaderImbalanceCheckInterval == 0 {
 		cfg.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInterval
 	}

@@ -137,27 +137,36 @@ func TestPartitionChangeDemotesRemovedLeaderWithoutEligibleSuccessor(t *testing.
 		LeaderEpoch: 1, PartitionEpoch: 1})
 }
 
-// A partition whose last ISR member leaves keeps it in the ISR and goes
-// offline; its return brings the partition back.
+// leaving is isrAndLeaderChange without ELR, with unclean election or not.
+func leaving(p PartitionInfo, acceptable func(int32) bool, unclean bool) (PartitionInfo, bool) {
+	b := newPartitionChange(p, acceptable)
+	if unclean {
+		b.election = electionUnclean
+	}
+	return isrAndLeaderChange(b)
+}
+
+// Without ELR, a partition whose last ISR member leaves keeps it in the ISR
+// and goes offline; its return brings the partition back.
 func TestIsrAndLeaderChangeKeepsLastISRMember(t *testing.T) {
 	p := PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 4, PartitionEpoch: 9}
 	gone := func(r int32) bool { return r != 1 }
-	next, changed := isrAndLeaderChange(p, gone, false)
+	next, changed := leaving(p, gone, false)
 	if !changed || next.Leader != -1 || !slices.Equal(next.ISR, []int32{1}) || next.LeaderEpoch != 5 || next.PartitionEpoch != 10 {
 		t.Fatalf("after losing the last ISR member: %+v", next)
 	}
-	if _, changed := isrAndLeaderChange(next, gone, false); changed {
+	if _, changed := leaving(next, gone, false); changed {
 		t.Fatal("an offline partition changed again without a broker change")
 	}
-	back, changed := isrAndLeaderChange(next, func(int32) bool { return true }, false)
+	back, changed := leaving(next, func(int32) bool { return true }, false)
 	if !changed || back.Leader != 1 || !slices.Equal(back.ISR, []int32{1}) || back.LeaderEpoch != 6 {
 		t.Fatalf("after the last ISR member returned: %+v", back)
 	}
 	// Broker 2 is not in the ISR: it does not become leader on its own.
-	if _, changed := isrAndLeaderChange(next, func(r int32) bool { return r == 2 }, false); changed {
+	if _, changed := leaving(next, func(r int32) bool { return r == 2 }, false); changed {
 		t.Fatal("a replica outside the ISR was elected without unclean election")
 	}
-	unclean, _ := isrAndLeaderChange(next, func(r int32) bool { return r == 2 }, true)
+	unclean, _ := leaving(next, func(r int32) bool { return r == 2 }, true)
 	if unclean.Leader != 2 || !slices.Equal(unclean.ISR, []int32{2}) {
 		t.Fatalf("unclean election: %+v", unclean)
 	}

@@ -73,7 +73,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Par
 			if reqs[v.index].Replicas == nil {
 				return c.cancelReassignment(v, brokers)
 			}
-			return changeReassignment(v, reqs[v.index].Replicas, brokers, !opts.DisallowReplicationFactorChange)
+			return c.changeReassignment(v, reqs[v.index].Replicas, brokers, !opts.DisallowReplicationFactorChange)
 		})
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Par
 }
 
 // changeReassignment is ReplicationControlManager.changePartitionReassignment.
-func changeReassignment(v *partitionView, target []int32, brokers brokerSet, allowRFChange bool) (*PartitionInfo, []int32, error) {
+func (c *Controller) changeReassignment(v *partitionView, target []int32, brokers brokerSet, allowRFChange bool) (*PartitionInfo, []int32, error) {
 	if err := validateReassignmentTarget(target, brokers); err != nil {
 		return nil, nil, err
 	}
@@ -114,7 +114,7 @@ func changeReassignment(v *partitionView, target []int32, brokers brokerSet, all
 	slices.Sort(adding)
 	replicas := append(slices.Clone(target), removing...)
 
-	b := newPartitionChange(p, brokers.active)
+	b := c.changeOf(v.topic, p, brokers.active)
 	if !slices.Equal(replicas, p.Replicas) {
 		b.targetReplicas = replicas
 	}
@@ -203,7 +203,7 @@ func (c *Controller) cancelReassignment(v *partitionView, brokers brokerSet) (*P
 		}
 		isr = original[:1]
 	}
-	b := newPartitionChange(p, brokers.active)
+	b := c.changeOf(v.topic, p, brokers.active)
 	if unclean {
 		b.election = electionUnclean
 	}

@@ -24,6 +24,9 @@ type partitionRecord struct {
 	// Set only while a reassignment is in progress.
 	AddingReplicas   []int32 `json:"addingReplicas,omitempty"`
 	RemovingReplicas []int32 `json:"removingReplicas,omitempty"`
+	// Eligible leader replicas (KIP-966), set only when not empty.
+	ELR          []int32 `json:"elr,omitempty"`
+	LastKnownELR []int32 `json:"lastKnownElr,omitempty"`
 }
 
 type endpointRecord struct {
@@ -87,6 +90,7 @@ func encodePartition(p PartitionInfo) string {
 		Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 		ISR: p.ISR, PartitionEpoch: p.PartitionEpoch,
 		AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
+		ELR: p.ELR, LastKnownELR: p.LastKnownELR,
 	})
 	return string(out)
 }
@@ -100,5 +104,6 @@ func decodePartition(index int32, value []byte) (PartitionInfo, error) {
 		Partition: index, Replicas: slices.Clip(rec.Replicas), Leader: rec.Leader,
 		LeaderEpoch: rec.LeaderEpoch, ISR: slices.Clip(rec.ISR), PartitionEpoch: rec.PartitionEpoch,
 		AddingReplicas: slices.Clip(rec.AddingReplicas), RemovingReplicas: slices.Clip(rec.RemovingReplicas),
+		ELR: nilIfEmpty(rec.ELR), LastKnownELR: nilIfEmpty(rec.LastKnownELR),
 	}, nil
 }

@@ -138,6 +138,9 @@ func (c *Controller) UpdateTopicConfigs(ctx context.Context, name string, update
 			return fmt.Errorf("controller: configs of topic %s written, waiting for the metadata cache: %w", name, err)
 		}
 		c.log.Info("altered topic configs", "topic", name, "revision", txn.Header.Revision)
+		if current[minInsyncReplicasConfig] != next[minInsyncReplicasConfig] {
+			return c.clearELRs(ctx, name)
+		}
 		return nil
 	}
 	return apiError(kerr.ConcurrentTransactions, "The configs of topic %s kept changing during the update; try again.", name)

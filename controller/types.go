@@ -43,6 +43,12 @@ type PartitionInfo struct {
 	// PartitionRegistration.
 	AddingReplicas   []int32
 	RemovingReplicas []int32
+	// ELR is the eligible leader replicas (KIP-966): replicas that left the
+	// ISR while it was smaller than min.insync.replicas, so they hold every
+	// committed record and may lead when the ISR is empty. LastKnownELR holds
+	// the last leader once the ISR became empty. Both are nil when empty.
+	ELR          []int32
+	LastKnownELR []int32
 }
 
 // TopicInfo is a topic as the cache knows it.

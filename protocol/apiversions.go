@@ -45,8 +45,8 @@ type Features struct {
 // with the given epoch. Only the features whose levels Strait implements are
 // listed: share.version at level 1 (KIP-932 share groups; level 2, the dead
 // letter queue of KIP-1191, is not served), streams.version at level 1
-// (KIP-1071 streams groups), and eligible.leader.replicas.version stays
-// finalized at 0. From
+// (KIP-1071 streams groups), and eligible.leader.replicas.version at level
+// 1 (KIP-966, which Kafka enables on new clusters from 4.1). From
 // MetadataVersion.java and the feature enums at 4.4 (franz-go kversion f44).
 func Kafka44Features(epoch int64) Features {
 	return Features{
@@ -60,7 +60,7 @@ func Kafka44Features(epoch int64) Features {
 			{"transaction.version", 0, 2},
 		},
 		Finalized: []FinalizedFeature{
-			{"eligible.leader.replicas.version", 0},
+			{"eligible.leader.replicas.version", 1},
 			{"group.version", 1},
 			{"metadata.version", 33},
 			{"share.version", 1},

@@ -7,7 +7,8 @@ package replication
 // high watermark is the smallest log end offset among the leader and the
 // in-sync followers that are caught up (a member silent for longer than
 // replica.lag.time.max.ms no longer holds it back, as in Kafka), and never
-// moves backwards while the leadership lasts. Produce with acks=all waits in
+// moves backwards while the leadership lasts, nor while the ISR is smaller
+// than min.insync.replicas (KIP-966). Produce with acks=all waits in
 // ackWaiters until the high watermark passes its records; min.insync.replicas
 // refuses it before the append when the ISR is too small
 // (NOT_ENOUGH_REPLICAS), and after it when the ISR shrank meanwhile
@@ -193,6 +194,14 @@ func (p *Partition) advanceHighWatermark() bool {
 	r := &p.repl
 	r.mu.Lock()
 	if r.role != roleLeader {
+		r.mu.Unlock()
+		return false
+	}
+	// Under min ISR the high watermark stays (Kafka 4's
+	// maybeIncrementLeaderHW, KIP-966): the replicas that left the ISR
+	// meanwhile are eligible leaders (ELR) only because they hold every
+	// record below it.
+	if int32(len(st.ISR)) < min(r.minISR, int32(len(st.Replicas))) {
 		r.mu.Unlock()
 		return false
 	}

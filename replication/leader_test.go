@@ -164,10 +164,12 @@ func TestAckWaiters(t *testing.T) {
 	}
 }
 
-// TestNotEnoughReplicasAfterAppend: an acks=all produce appended while the
-// ISR met min.insync.replicas (2 here) completes with
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank meanwhile.
-func TestNotEnoughReplicasAfterAppend(t *testing.T) {
+// TestHighWatermarkStaysUnderMinISR: as Kafka 4 (KIP-966), the high
+// watermark does not move while the ISR is smaller than min.insync.replicas
+// (2 here), even with every ISR member caught up, so an acks=all produce
+// appended before the shrink stays parked; the ISR growing back lets it
+// complete.
+func TestHighWatermarkStaysUnderMinISR(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.isr.apply = false
 	e.topic("minisr", []int32{1, 2})
@@ -181,13 +183,26 @@ func TestNotEnoughReplicasAfterAppend(t *testing.T) {
 	if !p.NotEnoughReplicas() {
 		t.Fatal("ISR of 1 accepted with min.insync.replicas=2")
 	}
+	if hw := p.Log().HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d under min ISR, want 0", hw)
+	}
 	select {
 	case code := <-w.Done():
-		if code != kerr.NotEnoughReplicasAfterAppend.Code {
-			t.Fatalf("waiter completed with %d, want NOT_ENOUGH_REPLICAS_AFTER_APPEND", code)
+		t.Fatalf("waiter completed with %d under min ISR", code)
+	default:
+	}
+	e.meta.setPartition("minisr", 0, func(pi *controller.PartitionInfo) { pi.ISR = []int32{1, 2}; pi.PartitionEpoch++ })
+	p.FollowerFetched(2, 102, info.LastOffset+1, 0)
+	select {
+	case code := <-w.Done():
+		if code != 0 {
+			t.Fatalf("waiter completed with %d, want 0", code)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("waiter not completed when the ISR shrank to the leader")
+		t.Fatal("waiter not completed once the ISR met min ISR again")
+	}
+	if hw := p.Log().HighWatermark(); hw != info.LastOffset+1 {
+		t.Fatalf("high watermark %d, want %d", hw, info.LastOffset+1)
 	}
 }
 

@@ -31,6 +31,9 @@ run org.apache.kafka.tools.TopicCommand --create --topic cli-topic --partitions 
 check "kafka-topics --create topic" "$out/create" "Created topic cli-topic"
 run org.apache.kafka.tools.TopicCommand --describe --topic cli-topic >"$out/describe" 2>&1
 check "kafka-topics --describe topic" "$out/describe" "PartitionCount: 3"
+# Kafka 4.4's columns for eligible leader replicas (KIP-966): empty lists on
+# a healthy partition ("N/A" would mean the broker sent none).
+check "kafka-topics --describe shows Elr and LastKnownElr" "$out/describe" $'Isr: [0-9]+\tElr: \tLastKnownElr:'
 run org.apache.kafka.tools.TopicCommand --list >"$out/list" 2>&1
 check "kafka-topics --list topic" "$out/list" "^cli-topic$"
 
