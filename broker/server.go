@@ -120,6 +120,7 @@ type Server struct {
 	// leaderQuota and followerQuota are the replication throttles, their
 	// bounds set from the dynamic configs (replication.go).
 	leaderQuota, followerQuota *quota.Replication
+	alterLogDirsQuota          *quota.Replication // replica.alter.log.dirs.io.max.bytes.per.second
 	// coarseNow (UnixNano) is advanced by the idle sweeper, which closes
 	// connections idle past connections.max.idle.ms (idleconns.go);
 	// idleExpired counts them.
