@@ -69,8 +69,9 @@ type Server struct {
 	replicas *replication.Manager
 	handlers handlerTable
 	versions protocol.VersionTable
-	// apiVersions answers ApiVersions from frames encoded once per version.
-	apiVersions *protocol.ApiVersionsFrames
+	// featureFrames answer ApiVersions from frames encoded once per version
+	// and epoch of the finalized features (apiVersionFrames).
+	featureFrames atomic.Pointer[featureFrames]
 
 	ready     chan struct{}
 	errc      chan error
@@ -188,8 +189,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers = registered // read-only: shared by every Server
 	s.versions = s.handlers.versionTable()
-	s.apiVersions = protocol.NewApiVersionsFramesWith(s.versions, s.features()) // updatefeatures.go
-	s.apiVersions.SetIdentity(func() (string, int32) { return s.ClusterID(), s.cfg.NodeID })
+	s.featureFrames.Store(&featureFrames{frames: s.newApiVersionFrames(s.features())}) // updatefeatures.go
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
 	s.clientQuotas = newClientQuotas(&cfg)

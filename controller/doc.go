@@ -37,6 +37,7 @@
 //	<prefix>/partitions/<name>/<p>       {"replicas","leader","leaderEpoch","isr","partitionEpoch",
 //	                                      "addingReplicas","removingReplicas"} (the last two while reassigning)
 //	<prefix>/producer_ids                the last producer id block handed out (producer_ids.go)
+//	<prefix>/features                    {"feature":level,...} the levels UpdateFeatures finalized (features.go)
 //	<prefix>/etcd_members/<member id>    the node id of the broker whose embedded etcd member that is
 //	                                     (hex member id; no lease; quorum.go)
 //	<prefix>/configs/brokers/<node id>   {"key":"value",...} one broker's dynamic configs (topic_configs.go)

@@ -489,7 +489,11 @@ func topicScenarios() []scenario {
 			// DescribeLogDirs): nothing to move, NONE (the move itself is
 			// asynchronous in both: a future log that catches up).
 			{path: "to the directory it is in", req: func(t *target) kmsg.Request {
-				return kmsg.NewPtrDescribeLogDirsRequest()
+				r := kmsg.NewPtrDescribeLogDirsRequest()
+				rt := kmsg.NewDescribeLogDirsRequestTopic()
+				rt.Topic, rt.Partitions = cfTopic, []int32{0}
+				r.Topics = append(r.Topics, rt)
+				return r
 			}, keep: func(t *target, r kmsg.Response) {
 				if resp, ok := r.(*kmsg.DescribeLogDirsResponse); ok && len(resp.Dirs) > 0 {
 					t.set("logdir", resp.Dirs[0].Dir)
