@@ -335,10 +335,10 @@ func (m *Manager) swap(mv *move, buf *[]byte) bool {
 	p.wakeFetchWaiters()
 	cfg := p.log.Config()
 	oldDir := p.log.Dir()
-	hw := p.log.HighWatermark()
 	if err := p.log.Close(); err != nil {
 		m.logger.Error("closing a log to swap in its future log", "topic", p.topic, "partition", p.index, "err", err)
 	}
+	hw := p.log.HighWatermark() // after the last append the close waited for
 	fsys := m.cfg.FS
 	opts := func(dir string) storage.Options {
 		return storage.Options{FS: fsys, Logger: m.logger.With("partition", filepath.Base(dir)), Now: m.now}
