@@ -336,3 +336,58 @@ func TestAlterReplicaLogDirsResumedAfterCrash(t *testing.T) {
 		}
 	}
 }
+
+// A follower's replica moves too: its future log copies the current one
+// while the replica fetcher appends to that, and after the swap the
+// replica follows again from its new dir and rejoins the ISR; every record
+// is there.
+func TestAlterReplicaLogDirsFollower(t *testing.T) {
+	const topic = "follower-move"
+	c := straittest.StartCluster(t, 3, straittest.WithLogDirs(2), straittest.WithTopic(topic, 1, 3),
+		straittest.WithConfig("replica.fetch.max.bytes", "65536"))
+	leader := c.WaitLeader(topic, 0, 20*time.Second)
+	c.WaitISR(topic, 0, 3, 20*time.Second)
+	follower := int32(1)
+	if follower == leader {
+		follower = 2
+	}
+	dirs := c.Broker(follower).LogDirs()
+	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	from := waitDirOf(dirs, topic, 0)
+	to := dirs[0]
+	if from == to {
+		to = dirs[1]
+	}
+	produceBig(t, cl, topic, 0, 300)
+	if code := alterLogDir(t, cl, follower, to, topic, 0); code != 0 {
+		t.Fatalf("move to %s: error %d", to, code)
+	}
+	produceBig(t, cl, topic, 300, 600) // while the follower's future log copies
+	waitMoved(t, c, cl, follower, topic, 0, to)
+	if got := dirOf(dirs, topic, 0); got != to {
+		t.Fatalf("the follower's partition directory is in %q, want %q", got, to)
+	}
+	produceBig(t, cl, topic, 600, 700)
+	c.WaitISR(topic, 0, 3, 30*time.Second)
+	// The moved follower is left alone, so that what it holds is read.
+	for _, b := range c.Brokers() {
+		if b.ID() != follower {
+			c.Stop(b.ID())
+		}
+	}
+	c.WaitLeader(topic, 0, 30*time.Second, follower)
+	cons := c.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := map[string]int{}
+	deadline := time.Now().Add(time.Minute)
+	for len(got) < 700 && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		fs := cons.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) { got[keyOf(r.Value)]++ })
+	}
+	for i := range 700 {
+		if got[strconv.Itoa(i)] == 0 {
+			t.Fatalf("record %d lost after the follower's move and the leader's stop", i)
+		}
+	}
+}
