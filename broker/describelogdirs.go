@@ -115,13 +115,18 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 			if wanted != nil && !slices.Contains(wanted[f.Topic], f.Partition) {
 				continue
 			}
-			rt := kmsg.NewDescribeLogDirsResponseDirTopic()
-			rt.Topic = f.Topic
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			rp.Partition, rp.IsFuture, rp.OffsetLag = f.Partition, true, f.Lag
 			rp.Size = f.Size
-			rt.Partitions = append(rt.Partitions, rp)
-			rd.Topics = append(rd.Topics, rt)
+			// With the topic's partitions of this dir, as Kafka groups them.
+			i := slices.IndexFunc(rd.Topics, func(t kmsg.DescribeLogDirsResponseDirTopic) bool { return t.Topic == f.Topic })
+			if i < 0 {
+				rt := kmsg.NewDescribeLogDirsResponseDirTopic()
+				rt.Topic = f.Topic
+				rd.Topics = append(rd.Topics, rt)
+				i = len(rd.Topics) - 1
+			}
+			rd.Topics[i].Partitions = append(rd.Topics[i].Partitions, rp)
 		}
 		resp.Dirs = append(resp.Dirs, rd)
 	}
