@@ -2,16 +2,16 @@ package broker
 
 // AlterReplicaLogDirs (key 34), v1-2 (v0 was removed in Kafka 4): moves
 // replicas hosted here to another of this broker's log dirs
-// (replication.Manager.MoveReplica: copied, then swapped in, while the
-// replica pauses; Kafka copies into a future log that catches up while the
-// current one serves). Authorized as Kafka: CLUSTER ALTER, else every
+// (replication.Manager.MoveReplica: a future log is created in the
+// destination and the answer sent; it catches up while the current log
+// serves and is swapped in then, as Kafka's ReplicaAlterLogDirsThread;
+// DescribeLogDirs shows it meanwhile). Authorized as Kafka: CLUSTER ALTER, else every
 // partition is CLUSTER_AUTHORIZATION_FAILED. Per partition, as Kafka's
 // ReplicaManager.alterReplicaLogDirs: LOG_DIR_NOT_FOUND for a dir that is
 // not one of log.dirs, KAFKA_STORAGE_ERROR for an offline dir or a replica
 // whose dir failed (or a move whose copy failed), REPLICA_NOT_AVAILABLE for
 // a partition not hosted here (kafka-reassign-partitions retries it until
-// the reassignment created the replica). The moves run one after another,
-// and the response is sent once they are done.
+// the reassignment created the replica).
 
 import (
 	"errors"

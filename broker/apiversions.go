@@ -19,7 +19,7 @@ func handleApiVersions(c *conn, x *exchange) {
 		c.software.Store(&[2]string{truncate(r.ClientSoftwareName, 256), truncate(r.ClientSoftwareVersion, 256)})
 	}
 	buf := frames.Get().(*[]byte)
-	x.frame = c.srv.apiVersions.AppendResponse((*buf)[:0], x.req)
+	x.frame = c.srv.apiVersionFrames().AppendResponse((*buf)[:0], x.req)
 	x.pooled = buf
 	x.c.complete(x, true)
 }

@@ -9,9 +9,9 @@ package broker
 // not the length of their files, which preallocate extends; its offset lag
 // max(0, high watermark - log end offset), 0 on a leader. A partition being
 // moved by AlterReplicaLogDirs is listed in its destination too, as a future
-// replica (IsFuture, KIP-113) whose size is what was copied so far and whose
-// lag is the current replica's log end offset (the copy is of a paused log
-// and is caught up only once it is swapped in). v4 adds the directory's
+// replica (IsFuture, KIP-113) whose size is its future log's and whose lag
+// is the current log end offset minus the future log's (Kafka's
+// getLogEndOffsetLag for a future replica). v4 adds the directory's
 // total and usable bytes (statfs: the space an unprivileged writer can still
 // use, as Java's FileStore.getUsableSpace). A directory that failed (marked
 // offline) or cannot be read is KAFKA_STORAGE_ERROR, without partitions.
@@ -22,7 +22,6 @@ package broker
 // directories.
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,13 +115,18 @@ func handleDescribeLogDirs(c *conn, x *exchange) {
 			if wanted != nil && !slices.Contains(wanted[f.Topic], f.Partition) {
 				continue
 			}
-			rt := kmsg.NewDescribeLogDirsResponseDirTopic()
-			rt.Topic = f.Topic
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			rp.Partition, rp.IsFuture, rp.OffsetLag = f.Partition, true, f.Lag
-			rp.Size = segmentBytes(f.FutureDir)
-			rt.Partitions = append(rt.Partitions, rp)
-			rd.Topics = append(rd.Topics, rt)
+			rp.Size = f.Size
+			// With the topic's partitions of this dir, as Kafka groups them.
+			i := slices.IndexFunc(rd.Topics, func(t kmsg.DescribeLogDirsResponseDirTopic) bool { return t.Topic == f.Topic })
+			if i < 0 {
+				rt := kmsg.NewDescribeLogDirsResponseDirTopic()
+				rt.Topic = f.Topic
+				rd.Topics = append(rd.Topics, rt)
+				i = len(rd.Topics) - 1
+			}
+			rd.Topics[i].Partitions = append(rd.Topics[i].Partitions, rp)
 		}
 		resp.Dirs = append(resp.Dirs, rd)
 	}
@@ -141,23 +145,4 @@ func cordonedLogDirs(v string) func(dir string) bool {
 		}
 	}
 	return func(dir string) bool { return set[dir] }
-}
-
-// segmentBytes is the length of the segment files (.log) in dir: the size
-// of a future log being copied.
-func segmentBytes(dir string) int64 {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0
-	}
-	var n int64
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".log") || e.IsDir() {
-			continue
-		}
-		if info, err := e.Info(); err == nil {
-			n += info.Size()
-		}
-	}
-	return n
 }

@@ -126,10 +126,11 @@ func (d *dynamicConfigs) apply(set controller.BrokerConfigSet, rev int64) {
 			"max.connections.per.ip", l.MaxConnectionsPerIP, "listener_max_connections", l.ListenerMaxConnections, "revision", rev)
 	}
 	if r, or := effective.Replication, old.effective.Replication; r.LeaderThrottledRate != or.LeaderThrottledRate ||
-		r.FollowerThrottledRate != or.FollowerThrottledRate {
+		r.FollowerThrottledRate != or.FollowerThrottledRate || r.AlterLogDirsIORate != or.AlterLogDirsIORate {
 		s.setReplicationThrottles(r)
 		s.logger.Info("replication throttles changed", "leader.replication.throttled.rate", r.LeaderThrottledRate,
-			"follower.replication.throttled.rate", r.FollowerThrottledRate, "revision", rev)
+			"follower.replication.throttled.rate", r.FollowerThrottledRate,
+			"replica.alter.log.dirs.io.max.bytes.per.second", r.AlterLogDirsIORate, "revision", rev)
 	}
 	if effective.Log.Defaults != old.effective.Log.Defaults {
 		s.logger.Info("dynamic broker configs changed the log defaults", "revision", rev)

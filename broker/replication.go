@@ -27,8 +27,9 @@ func (s *Server) newReplicaManager() *replication.Manager {
 		Logger:      s.logger,
 		Now:         s.clock.Now,
 
-		LeaderQuota:   s.leaderQuota,
-		FollowerQuota: s.followerQuota,
+		LeaderQuota:       s.leaderQuota,
+		AlterLogDirsQuota: s.alterLogDirsQuota,
+		FollowerQuota:     s.followerQuota,
 	})
 }
 
@@ -40,6 +41,7 @@ func (s *Server) newReplicationQuotas() {
 	r := s.cfg.Replication
 	qc := quota.Config{Samples: int(r.QuotaWindowNum), WindowSeconds: int(r.QuotaWindowSizeSeconds)}
 	s.leaderQuota, s.followerQuota = quota.NewReplication(qc), quota.NewReplication(qc)
+	s.alterLogDirsQuota = quota.NewReplication(qc)
 	s.setReplicationThrottles(s.cfg.Replication)
 }
 
@@ -48,6 +50,7 @@ func (s *Server) newReplicationQuotas() {
 func (s *Server) setReplicationThrottles(r config.Replication) {
 	s.leaderQuota.SetBound(r.LeaderThrottledRate)
 	s.followerQuota.SetBound(r.FollowerThrottledRate)
+	s.alterLogDirsQuota.SetBound(r.AlterLogDirsIORate)
 }
 
 // topicReplicationConfig resolves a topic's overrides over the broker's

@@ -69,8 +69,9 @@ type Server struct {
 	replicas *replication.Manager
 	handlers handlerTable
 	versions protocol.VersionTable
-	// apiVersions answers ApiVersions from frames encoded once per version.
-	apiVersions *protocol.ApiVersionsFrames
+	// featureFrames answer ApiVersions from frames encoded once per version
+	// and epoch of the finalized features (apiVersionFrames).
+	featureFrames atomic.Pointer[featureFrames]
 
 	ready     chan struct{}
 	errc      chan error
@@ -120,6 +121,7 @@ type Server struct {
 	// leaderQuota and followerQuota are the replication throttles, their
 	// bounds set from the dynamic configs (replication.go).
 	leaderQuota, followerQuota *quota.Replication
+	alterLogDirsQuota          *quota.Replication // replica.alter.log.dirs.io.max.bytes.per.second
 	// coarseNow (UnixNano) is advanced by the idle sweeper, which closes
 	// connections idle past connections.max.idle.ms (idleconns.go);
 	// idleExpired counts them.
@@ -187,8 +189,7 @@ func New(cfg config.Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers = registered // read-only: shared by every Server
 	s.versions = s.handlers.versionTable()
-	s.apiVersions = protocol.NewApiVersionsFramesWith(s.versions, s.features()) // updatefeatures.go
-	s.apiVersions.SetIdentity(func() (string, int32) { return s.ClusterID(), s.cfg.NodeID })
+	s.featureFrames.Store(&featureFrames{frames: s.newApiVersionFrames(s.features())}) // updatefeatures.go
 	s.dynCfg = newDynamicConfigs(s)
 	s.fetchSessions = newFetchSessionCache(cfg.FetchSessions.CacheSlots)
 	s.clientQuotas = newClientQuotas(&cfg)

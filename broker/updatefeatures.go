@@ -4,10 +4,13 @@ package broker
 //
 // `kafka-features upgrade/downgrade` and Admin.updateFeatures. Kafka's
 // broker forwards the request to the controller, whose
-// FeatureControlManager checks every update in request order and stops at
-// the first refusal; this handler runs the same checks on the levels Strait
-// advertises (protocol.Kafka44Features, the levels of Kafka 4.4's latest
-// production metadata.version):
+// FeatureControlManager checks every update in request order against the
+// finalized levels, stops at the first refusal, and otherwise writes them
+// all at once (nothing with validate_only); this handler runs the same
+// checks inside a compare-and-swap of the levels stored in etcd
+// (controller.UpdateFeatures), so that every broker's ApiVersions
+// (finalized features and their epoch: `kafka-features describe`) reports
+// them, across restarts:
 //
 //   - ALTER on the CLUSTER, else CLUSTER_AUTHORIZATION_FAILED for the whole
 //     request (the forwarding broker's getErrorResponse: no results);
@@ -17,25 +20,31 @@ package broker
 //     downgrade with the UPGRADE type, an upgrade with a downgrade type, a
 //     metadata.version below 3.3-IV3 or below the current one: Kafka's
 //     INVALID_UPDATE_VERSION and message;
-//   - a level Kafka would accept but Strait does not implement (a downgrade
-//     Kafka allows: Strait's behaviour is that of its one set of levels):
-//     INVALID_UPDATE_VERSION with a message saying which level Strait
-//     implements (DIFFERENCES.md).
+//   - kraft.version, which the quorum's kind decides (1 with the embedded
+//     etcd, 0 with an external one): any other level is refused with
+//     INVALID_UPDATE_VERSION saying which level Strait implements.
 //
-// An update to the level in effect succeeds and changes nothing. As the
+// A feature updated to level 0 is no longer listed as finalized (Kafka's
+// FeatureControlManager.replay). Strait's behaviour stays that of Kafka
+// 4.4's latest levels whatever is stored (DIFFERENCES.md). As the
 // controller answers, a refusal is reported at the top level prefixed with
 // "The update failed for all features since the following feature had an
 // error: ", and only v0-1 successes list per-feature results.
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/controller"
 	"github.com/strait/strait/protocol"
 	"github.com/strait/strait/security/acl"
 )
@@ -46,14 +55,69 @@ func init() { register(kmsg.UpdateFeatures, 0, 2, handleUpdateFeatures) }
 // (protocol.Kafka44Features), with kraft.version finalized at 1 (a dynamic
 // quorum: AddRaftVoter and RemoveRaftVoter change the embedded etcd's
 // membership, raftvoters.go) unless etcd is external, whose membership is
-// not Strait's to change (a static quorum: level 0, not listed).
+// not Strait's to change (a static quorum: level 0, not listed); over them
+// the levels UpdateFeatures stored, whose etcd revision is the epoch.
 func (s *Server) features() protocol.Features {
-	f := protocol.Kafka44Features(0)
+	var stored controller.FinalizedFeatures
+	if s.ctrl != nil {
+		stored = s.ctrl.FinalizedFeatures()
+	}
+	return s.featuresWith(stored)
+}
+
+func (s *Server) featuresWith(stored controller.FinalizedFeatures) protocol.Features {
+	f := protocol.Kafka44Features(stored.Epoch)
 	if s.kraftVersion() > 0 {
 		f.Finalized = append(f.Finalized, protocol.FinalizedFeature{Name: "kraft.version", Level: 1})
-		slices.SortFunc(f.Finalized, func(a, b protocol.FinalizedFeature) int { return strings.Compare(a.Name, b.Name) })
 	}
+	for name, level := range stored.Levels {
+		if name == "kraft.version" {
+			continue
+		}
+		i := slices.IndexFunc(f.Finalized, func(ff protocol.FinalizedFeature) bool { return ff.Name == name })
+		switch {
+		case level == 0 && i >= 0:
+			f.Finalized = slices.Delete(f.Finalized, i, i+1)
+		case level != 0 && i >= 0:
+			f.Finalized[i].Level = level
+		case level != 0:
+			f.Finalized = append(f.Finalized, protocol.FinalizedFeature{Name: name, Level: level})
+		}
+	}
+	slices.SortFunc(f.Finalized, func(a, b protocol.FinalizedFeature) int { return strings.Compare(a.Name, b.Name) })
 	return f
+}
+
+// featureFrames are the ApiVersions frames of one epoch of the finalized
+// features.
+type featureFrames struct {
+	epoch  int64
+	frames *protocol.ApiVersionsFrames
+}
+
+// apiVersionFrames returns the ApiVersions frames for the features in
+// effect: one atomic load and a comparison, the frames being encoded again
+// only after UpdateFeatures changed the levels.
+func (s *Server) apiVersionFrames() *protocol.ApiVersionsFrames {
+	cur := s.featureFrames.Load()
+	if s.ctrl == nil {
+		return cur.frames
+	}
+	stored := s.ctrl.FinalizedFeatures()
+	if stored.Epoch == cur.epoch {
+		return cur.frames
+	}
+	next := &featureFrames{epoch: stored.Epoch, frames: s.newApiVersionFrames(s.featuresWith(stored))}
+	if s.featureFrames.CompareAndSwap(cur, next) {
+		return next.frames
+	}
+	return s.featureFrames.Load().frames
+}
+
+func (s *Server) newApiVersionFrames(f protocol.Features) *protocol.ApiVersionsFrames {
+	fr := protocol.NewApiVersionsFramesWith(s.versions, f)
+	fr.SetIdentity(func() (string, int32) { return s.ClusterID(), s.cfg.NodeID })
+	return fr
 }
 
 // kraftVersion is the finalized kraft.version: 1 with the embedded etcd.
@@ -84,22 +148,64 @@ func handleUpdateFeatures(c *conn, x *exchange) {
 		x.respond(resp)
 		return
 	}
-	features := c.srv.features()
-	for _, u := range req.FeatureUpdates {
+	s := c.srv
+	for i := range req.FeatureUpdates {
 		// v0 has no upgrade type: Kafka's request takes AllowDowngrade
 		// as SAFE_DOWNGRADE, else UPGRADE.
-		if x.req.Version == 0 {
+		if u := &req.FeatureUpdates[i]; x.req.Version == 0 {
 			u.UpgradeType = upgradeTypeUpgrade
 			if u.AllowDowngrade {
 				u.UpgradeType = upgradeTypeSafeDowngrade
 			}
 		}
-		if msg, refused := featureUpdateRefused(features, c.srv.cfg.NodeID, u.Feature, u.MaxVersionLevel, u.UpgradeType); refused {
-			full := "The update failed for all features since the following feature had an error: " + msg
-			resp.ErrorCode, resp.ErrorMessage = kerr.InvalidUpdateVersion.Code, &full
+	}
+	// The checks, against the levels in effect, then the new levels.
+	check := func(stored controller.FinalizedFeatures) (map[string]int16, string) {
+		features := s.featuresWith(stored)
+		next := maps.Clone(stored.Levels)
+		if next == nil {
+			next = map[string]int16{}
+		}
+		for _, u := range req.FeatureUpdates {
+			if msg, refused := featureUpdateRefused(features, s.cfg.NodeID, u.Feature, u.MaxVersionLevel, u.UpgradeType); refused {
+				return nil, "The update failed for all features since the following feature had an error: " + msg
+			}
+			if u.Feature != "kraft.version" {
+				next[u.Feature] = u.MaxVersionLevel
+			}
+		}
+		return next, ""
+	}
+	var refusal string
+	if req.ValidateOnly || s.ctrl == nil {
+		var stored controller.FinalizedFeatures
+		if s.ctrl != nil {
+			stored = s.ctrl.FinalizedFeatures()
+		}
+		_, refusal = check(stored)
+	} else {
+		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		err := s.ctrl.UpdateFeatures(ctx, func(stored controller.FinalizedFeatures) (map[string]int16, error) {
+			next, msg := check(stored)
+			if msg != "" {
+				refusal = msg
+				return nil, errFeatureRefused
+			}
+			return next, nil
+		})
+		cancel()
+		if err != nil && !errors.Is(err, errFeatureRefused) {
+			s.logger.Warn("storing the finalized features", "err", err)
+			code, msg := errorCode(err)
+			resp.ErrorCode, resp.ErrorMessage = code, &msg
 			x.respond(resp)
 			return
 		}
+	}
+	if refusal != "" {
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidUpdateVersion.Code, &refusal
+		x.respond(resp)
+		return
 	}
 	if x.req.Version <= 1 {
 		for _, u := range req.FeatureUpdates {
@@ -112,6 +218,9 @@ func handleUpdateFeatures(c *conn, x *exchange) {
 	}
 	x.respond(resp)
 }
+
+// errFeatureRefused stops a features update whose checks failed.
+var errFeatureRefused = errors.New("feature update refused")
 
 // featureUpdateRefused is FeatureControlManager.updateFeature's verdict on
 // setting feature to level, with Strait's own refusal last: the message of
@@ -170,7 +279,9 @@ func featureUpdateRefused(f protocol.Features, nodeID int32, feature string, lev
 			return bad("Refusing to perform the requested downgrade because it might delete metadata information.")
 		}
 	}
-	if level != current {
+	if feature == "kraft.version" && level != current {
+		// The quorum's kind decides it: the embedded etcd's (dynamic) or an
+		// external one's (static).
 		return invalid("Strait implements only level " + strconv.Itoa(int(current)) + " of this feature.")
 	}
 	return "", false

@@ -19,9 +19,9 @@ import (
 const (
 	LeaderReplicationThrottledRate   = "leader.replication.throttled.rate"
 	FollowerReplicationThrottledRate = "follower.replication.throttled.rate"
-	// ReplicaAlterLogDirsIOMaxBytesPerSecond is stored and described
-	// only: AlterReplicaLogDirs copies a paused replica at once rather than
-	// fetching into a future log, so nothing is throttled by it.
+	// ReplicaAlterLogDirsIOMaxBytesPerSecond bounds the bytes copied into
+	// future logs by AlterReplicaLogDirs moves (Kafka's
+	// ReplicaAlterLogDirsThread quota).
 	ReplicaAlterLogDirsIOMaxBytesPerSecond = "replica.alter.log.dirs.io.max.bytes.per.second"
 )
 
@@ -80,6 +80,7 @@ var dynamicConnectionKeys = map[string]bool{"max.connections": true, "max.connec
 func (c Config) WithDynamic(l *Layers) (Config, error) {
 	c.Replication.LeaderThrottledRate = l.throttledRate(LeaderReplicationThrottledRate)
 	c.Replication.FollowerThrottledRate = l.throttledRate(FollowerReplicationThrottledRate)
+	c.Replication.AlterLogDirsIORate = l.throttledRate(ReplicaAlterLogDirsIOMaxBytesPerSecond)
 	props := maps.Clone(c.Props)
 	if props == nil {
 		props = map[string]string{}

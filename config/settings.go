@@ -42,6 +42,9 @@ type Replication struct {
 	// default's (WithDynamic); the static properties never set them.
 	LeaderThrottledRate   int64
 	FollowerThrottledRate int64
+	// AlterLogDirsIORate is replica.alter.log.dirs.io.max.bytes.per.second
+	// (dynamic only, as the two above): the bound on copying into future logs.
+	AlterLogDirsIORate int64
 	// RackAwareSelector is replica.selector.class set to Kafka's
 	// RackAwareReplicaSelector (KIP-392): a consumer giving its rack is sent
 	// to an in-sync replica in that rack. Unset, or LeaderSelector: the
@@ -71,6 +74,7 @@ func parseReplication(p *props) Replication {
 		QuotaWindowSizeSeconds:    p.intAtLeast("replication.quota.window.size.seconds", 1),
 		LeaderThrottledRate:       math.MaxInt64,
 		FollowerThrottledRate:     math.MaxInt64,
+		AlterLogDirsIORate:        math.MaxInt64,
 		RackAwareSelector:         strings.TrimSpace(p.raw("replica.selector.class")) == RackAwareReplicaSelector,
 	}
 }

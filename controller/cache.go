@@ -30,6 +30,7 @@ type metadataSnapshot struct {
 	groupConfigs  map[string]map[string]string // group id -> its configs (group_configs.go)
 	quotas        *quota.Snapshot              // client quotas (quotas.go)
 	clientMetrics map[string]map[string]string // subscription name -> its configs (client_metrics_configs.go)
+	features      FinalizedFeatures            // UpdateFeatures' levels (features.go)
 }
 
 var emptySnapshot = &metadataSnapshot{
@@ -89,6 +90,7 @@ type metadataCache struct {
 	groupCfgs     namedConfigs // the keys behind snapshot.groupConfigs
 	quotas        quotaState   // the keys behind snapshot.quotas
 	clientMetrics namedConfigs // the keys behind snapshot.clientMetrics
+	features      featureState // the key behind snapshot.features
 }
 
 func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
@@ -157,6 +159,7 @@ func (c *metadataCache) load(kvs []*mvccpb.KeyValue, rev int64) {
 	c.groupCfgs.reset()
 	c.quotas.reset()
 	c.clientMetrics.reset()
+	c.features.reset()
 	for _, kv := range kvs {
 		c.applyPutLocked(kv)
 	}
@@ -228,6 +231,8 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 		c.quotas.put(pk, kv, c.log)
 	case keyClientMetrics:
 		c.clientMetrics.put(pk, kv, c)
+	case keyFeatures:
+		c.features.put(kv, c)
 	case keyElection:
 		id, err := strconv.ParseInt(string(kv.Value), 10, 32)
 		if err != nil {
@@ -269,6 +274,8 @@ func (c *metadataCache) applyDeleteLocked(pk parsedKey, key string) {
 		c.quotas.delete(pk)
 	case keyClientMetrics:
 		c.clientMetrics.delete(pk)
+	case keyFeatures:
+		c.features.delete()
 	case keyElection:
 		delete(c.candidates, key)
 	case keyTopic:
@@ -298,6 +305,7 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 		groupConfigs:  prev.groupConfigs,
 		quotas:        prev.quotas,
 		clientMetrics: prev.clientMetrics,
+		features:      prev.features,
 	}
 	if c.auth.dirty {
 		next.auth = c.auth.snapshot()
@@ -310,6 +318,9 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 	}
 	if c.clientMetrics.dirty {
 		next.clientMetrics = c.clientMetrics.snapshot()
+	}
+	if c.features.dirty {
+		next.features, c.features.dirty = c.features.cur, false
 	}
 	var changes []TopicChange
 	if len(changedTopics) > 0 {

@@ -40,6 +40,7 @@
 //	<prefix>/clean_shutdown/<node id>    the epoch of the broker's registration that ended with Close, until
 //	                                     it registers again (no lease; elr.go)
 //	<prefix>/producer_ids                the last producer id block handed out (producer_ids.go)
+//	<prefix>/features                    {"feature":level,...} the levels UpdateFeatures finalized (features.go)
 //	<prefix>/etcd_members/<member id>    the node id of the broker whose embedded etcd member that is
 //	                                     (hex member id; no lease; quorum.go)
 //	<prefix>/configs/brokers/<node id>   {"key":"value",...} one broker's dynamic configs (topic_configs.go)

@@ -25,9 +25,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// elrEnabled is eligible.leader.replicas.version >= 1: always, since Strait
-// finalizes level 1 as a new Kafka 4.4 cluster does.
-const elrEnabled = true
+// elrFeature is the feature that turns eligible leader replicas on.
+const elrFeature = "eligible.leader.replicas.version"
+
+// elrEnabled is eligible.leader.replicas.version >= 1: level 1 unless
+// UpdateFeatures stored another, as a new Kafka 4.4 cluster finalizes it.
+func (c *Controller) elrEnabled() bool {
+	level, ok := c.FinalizedFeatures().Levels[elrFeature]
+	return !ok || level >= 1
+}
 
 // minInsyncReplicasConfig is the topic (and broker) config key.
 const minInsyncReplicasConfig = "min.insync.replicas"
@@ -48,7 +54,7 @@ func (c *Controller) effectiveMinISR(t *TopicInfo, p PartitionInfo) int {
 // changeOf starts a partitionChange of p of topic t with ELR maintained.
 func (c *Controller) changeOf(t *TopicInfo, p PartitionInfo, acceptable func(int32) bool) *partitionChange {
 	b := newPartitionChange(p, acceptable)
-	if elrEnabled {
+	if c.elrEnabled() {
 		b.withELR(c.effectiveMinISR(t, p))
 	}
 	return b

@@ -297,3 +297,47 @@ func TestLostLeaseKeepsELR(t *testing.T) {
 	requirePartition(t, p, 2, []int32{2}, []int32{1, 2, 3}, 1, 3)
 	requireELR(t, p, []int32{1}, nil)
 }
+
+// eligible.leader.replicas.version stored at 0 (kafka-features downgrade)
+// turns ELR off: a follower leaving an ISR at min ISR is not made eligible,
+// and the ISR keeps its last member. Back at 1, ELR is maintained again.
+func TestELRFollowsFeatureLevel(t *testing.T) {
+	t.Parallel()
+	endpoints := sharedEtcd(t)
+	cs := startMembers(t, endpoints, 3)
+	setELR := func(level int16) {
+		t.Helper()
+		err := cs[0].UpdateFeatures(ctxT(t), func(FinalizedFeatures) (map[string]int16, error) {
+			return map[string]int16{elrFeature: level}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			eventually(t, "the feature level to reach every controller", func() bool {
+				l, ok := c.FinalizedFeatures().Levels[elrFeature]
+				return ok && l == level
+			})
+		}
+	}
+	createAssigned(t, cs[0], "t", [][]int32{{1, 2, 3}}, map[string]string{"min.insync.replicas": "2"})
+	setELR(0)
+	if _, err := cs[0].AlterPartition(ctxT(t), "t", 0, 0, 0, []int32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[0].AlterPartition(ctxT(t), "t", 0, 0, 1, []int32{1}); err != nil {
+		t.Fatal(err)
+	}
+	p := partitionOn(t, cs[0], "t", 0)
+	requirePartition(t, p, 1, []int32{1}, []int32{1, 2, 3}, 0, 2)
+	requireELR(t, p, nil, nil)
+
+	setELR(1)
+	if _, err := cs[0].AlterPartition(ctxT(t), "t", 0, 0, 2, []int32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[0].AlterPartition(ctxT(t), "t", 0, 0, 3, []int32{1}); err != nil {
+		t.Fatal(err)
+	}
+	requireELR(t, partitionOn(t, cs[0], "t", 0), []int32{2}, nil)
+}

@@ -28,6 +28,7 @@ const (
 	keyACL           // acls/<id> (acls.go)
 	keyQuota         // client_quotas/... (quotas.go)
 	keyClientMetrics // configs/client_metrics/<name> (client_metrics_configs.go)
+	keyFeatures      // features (features.go)
 )
 
 const (
@@ -75,6 +76,8 @@ func (k keyspace) parse(key string) parsedKey {
 	switch {
 	case rest == clusterIDSegment:
 		return parsedKey{kind: keyClusterID}
+	case rest == featuresSegment:
+		return parsedKey{kind: keyFeatures}
 	case strings.HasPrefix(rest, electionSegment+"/"):
 		return parsedKey{kind: keyElection}
 	case strings.HasPrefix(rest, brokersSegment):

@@ -137,6 +137,9 @@ type Deps struct {
 	// whose bounds the broker changes at runtime; nil: unlimited ones.
 	LeaderQuota   *quota.Replication
 	FollowerQuota *quota.Replication
-	Logger        *slog.Logger     // nil: slog.Default()
-	Now           func() time.Time // nil: time.Now; tests move the clock
+	// AlterLogDirsQuota bounds the copying into future logs
+	// (replica.alter.log.dirs.io.max.bytes.per.second); nil: unlimited.
+	AlterLogDirsQuota *quota.Replication
+	Logger            *slog.Logger     // nil: slog.Default()
+	Now               func() time.Time // nil: time.Now; tests move the clock
 }

@@ -61,6 +61,7 @@ type Manager struct {
 	// leaderQuota and followerQuota are the replication throttles
 	// (throttle.go).
 	leaderQuota, followerQuota *quota.Replication
+	alterLogDirsQuota          *quota.Replication // future logs' copying (logdirmove.go)
 
 	// isrShrinks and isrExpands count the ISR changes this broker proposed
 	// as a leader and the controller committed (ISRChanges).
@@ -99,7 +100,7 @@ func New(cfg Config, deps Deps) *Manager {
 	m := &Manager{
 		cfg: cfg, meta: deps.Metadata, isr: deps.ISR, client: deps.Brokers,
 		topicConfig: deps.TopicConfig, logger: deps.Logger, now: deps.Now,
-		leaderQuota: deps.LeaderQuota, followerQuota: deps.FollowerQuota,
+		leaderQuota: deps.LeaderQuota, followerQuota: deps.FollowerQuota, alterLogDirsQuota: deps.AlterLogDirsQuota,
 		stop: make(chan struct{}),
 	}
 	if m.leaderQuota == nil {
@@ -107,6 +108,9 @@ func New(cfg Config, deps Deps) *Manager {
 	}
 	if m.followerQuota == nil {
 		m.followerQuota = quota.NewReplication(quota.DefaultConfig)
+	}
+	if m.alterLogDirsQuota == nil {
+		m.alterLogDirsQuota = quota.NewReplication(quota.DefaultConfig)
 	}
 	if m.logger == nil {
 		m.logger = slog.Default()
@@ -134,6 +138,7 @@ func New(cfg Config, deps Deps) *Manager {
 func (m *Manager) Start() error {
 	m.sweepLeftovers()
 	m.meta.Listen(m.apply)
+	m.sweepUnclaimedFutures()
 	if m.cfg.LogCleanerEnable {
 		c, err := storage.NewCleaner(m.cfg.Cleaner, m.Logs, storage.Options{
 			FS: m.cfg.FS, Logger: m.logger.With("component", "log-cleaner"), Now: m.now,
@@ -255,6 +260,7 @@ func (m *Manager) applyTopic(t controller.TopicInfo) error {
 				// A single replica's high watermark is its log end offset.
 				p.log.UpdateHighWatermark(p.log.LogEndOffset())
 			}
+			defer m.resumeMoveLocked(p) // once published
 		}
 		p.repl.mu.Lock()
 		p.repl.minISR = minISR
@@ -307,6 +313,7 @@ func (m *Manager) transition(p *Partition, pi *controller.PartitionInfo) {
 
 // stopReplica ends this broker's part in a partition and deletes its log.
 func (m *Manager) stopReplica(p *Partition, why string) {
+	m.cancelMovesOfLocked(p)
 	m.fetchers.unfollow(p)
 	p.resignLeadership(roleNone, -1)
 	p.wakeFetchWaiters()
@@ -397,9 +404,15 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 			continue
 		}
 		if dir != "" {
-			// A move between log dirs cut short between its two renames:
-			// both copies hold the same log; the first dir's is used.
-			m.logger.Warn("partition found in two log dirs; using the first", "used", dir, "ignored", cand)
+			// A move between log dirs cut short between its two renames
+			// (logdirmove.go): both copies hold the same closed log; the
+			// first dir's is used, the other goes.
+			m.logger.Warn("partition found in two log dirs; using the first", "used", dir, "removed", cand)
+			stale := cand + ".duplicate-delete"
+			if err := fsys.Rename(cand, stale); err != nil {
+				return nil, fmt.Errorf("moving a duplicate log %s aside: %w", cand, err)
+			}
+			m.removeLater(stale)
 			continue
 		}
 		dir = cand

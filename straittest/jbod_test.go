@@ -319,6 +319,7 @@ func testMoveUnderProduce(t *testing.T, brokers int) {
 	if code := alter(to, topic, 0); code != 0 {
 		t.Fatalf("move to %s: error %d", to, code)
 	}
+	waitMoved(t, c, cl, leader, topic, 0, to)
 	if got := dirOf(dirs, topic, 0); got != to {
 		t.Fatalf("after the move the partition is in %q, want %q", got, to)
 	}
@@ -326,6 +327,7 @@ func testMoveUnderProduce(t *testing.T, brokers int) {
 	if code := alter(from, topic, 0); code != 0 {
 		t.Fatalf("move back to %s: error %d", from, code)
 	}
+	waitMoved(t, c, cl, leader, topic, 0, from)
 	wg.Wait()
 	if err := <-produced; err != nil {
 		t.Fatalf("producer: %v", err)
@@ -335,7 +337,8 @@ func testMoveUnderProduce(t *testing.T, brokers int) {
 	}
 	if brokers == 1 {
 		// A restart opens the partition where it now is and removes what
-		// an interrupted move or deletion leaves behind.
+		// an interrupted deletion leaves behind, and a future log that is
+		// not this topic's (no partition.metadata of its own).
 		leftovers := []string{filepath.Join(to, topic+"-0.0123456789abcdef0123456789abcdef-future"),
 			filepath.Join(from, "gone-0.0123456789abcdef0123456789abcdef-delete")}
 		for _, d := range leftovers {

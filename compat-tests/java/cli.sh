@@ -264,6 +264,18 @@ check "kafka-features upgrade to the level in effect" "$out/features-upgrade" "m
 features downgrade --metadata 4.0-IV3 >"$out/features-downgrade" 2>&1
 check "kafka-features downgrade refused as Kafka refuses it" "$out/features-downgrade" \
   "Refusing to perform the requested downgrade because it might delete metadata information"
+# A level Kafka accepts is stored (etcd) and reported by describe: ELR is
+# turned off, then on again (the level a new Kafka 4.4 cluster has).
+features downgrade --feature eligible.leader.replicas.version=0 >"$out/features-downgrade-elr" 2>&1
+check "kafka-features downgrade --feature" "$out/features-downgrade-elr" "eligible.leader.replicas.version was downgraded to 0"
+features upgrade --feature eligible.leader.replicas.version=1 >"$out/features-upgrade-elr" 2>&1
+check "kafka-features upgrade --feature" "$out/features-upgrade-elr" "eligible.leader.replicas.version was upgraded to 1"
+features describe >"$out/features-describe-elr" 2>&1
+check "kafka-features describe shows the upgraded level" "$out/features-describe-elr" \
+  "^Feature: eligible.leader.replicas.version +SupportedMinVersion: 0 +SupportedMaxVersion: 1 +FinalizedVersionLevel: 1"
+features upgrade --feature transaction.version=3 >"$out/features-upgrade-invalid" 2>&1
+check "kafka-features upgrade beyond the supported range refused" "$out/features-upgrade-invalid" \
+  "only supports versions 0-2"
 java -Dlog4j2.level=error -cp "$cp" org.apache.kafka.tools.ClusterTool unregister --bootstrap-server "$broker" --id 99 \
   >"$out/cluster-unregister-unknown" 2>&1
 check "kafka-cluster unregister of an id nobody holds" "$out/cluster-unregister-unknown" "BrokerIdNotRegisteredException"

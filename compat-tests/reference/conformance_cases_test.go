@@ -485,6 +485,30 @@ func topicScenarios() []scenario {
 				r.Dirs = append(r.Dirs, d)
 				return r
 			}},
+			// The dir the replica is in (each broker's own, read by
+			// DescribeLogDirs): nothing to move, NONE (the move itself is
+			// asynchronous in both: a future log that catches up).
+			{path: "to the directory it is in", req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrDescribeLogDirsRequest()
+				rt := kmsg.NewDescribeLogDirsRequestTopic()
+				rt.Topic, rt.Partitions = cfTopic, []int32{0}
+				r.Topics = append(r.Topics, rt)
+				return r
+			}, keep: func(t *target, r kmsg.Response) {
+				if resp, ok := r.(*kmsg.DescribeLogDirsResponse); ok && len(resp.Dirs) > 0 {
+					t.set("logdir", resp.Dirs[0].Dir)
+				}
+			}},
+			{path: "to the directory it is in", req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+				d := kmsg.NewAlterReplicaLogDirsRequestDir()
+				d.Dir = t.str("logdir")
+				dt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+				dt.Topic, dt.Partitions = cfTopic, []int32{0}
+				d.Topics = append(d.Topics, dt)
+				r.Dirs = append(r.Dirs, d)
+				return r
+			}},
 		}},
 		{name: "ElectLeaders", steps: []step{
 			{path: "preferred, not needed", req: electReq(cfTopic, 0)},

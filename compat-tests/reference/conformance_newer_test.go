@@ -117,6 +117,16 @@ func updateFeaturesReq(feature string, level int16, validate bool) func(*target)
 	}
 }
 
+// updateFeaturesTypeReq validates (only) an update of feature to level
+// with the given upgrade type (v1+).
+func updateFeaturesTypeReq(feature string, level int16, typ int8) func(*target) kmsg.Request {
+	return func(t *target) kmsg.Request {
+		r := updateFeaturesReq(feature, level, true)(t).(*kmsg.UpdateFeaturesRequest)
+		r.FeatureUpdates[0].UpgradeType = typ
+		return r
+	}
+}
+
 func newerScenarios() []scenario {
 	return []scenario{
 		{name: "quorum", steps: []step{
@@ -170,6 +180,12 @@ func newerScenarios() []scenario {
 			{path: "current level", req: updateFeaturesReq("group.version", 1, true)},
 			{path: "unknown feature", req: updateFeaturesReq("cf.no.such.feature", 1, true)},
 			{path: "level above the supported", minVersion: 1, req: updateFeaturesReq("group.version", 99, true)},
+			// Levels Kafka accepts and Strait now stores too, validated only
+			// (stored, group.version 0 would turn the consumer group
+			// protocol off for the scenarios after this one).
+			{path: "safe downgrade, validate only", minVersion: 1, req: updateFeaturesTypeReq("group.version", 0, 2)},
+			{path: "upgrade, validate only", minVersion: 1, req: updateFeaturesTypeReq("eligible.leader.replicas.version", 1, 1)},
+			{path: "downgrade with the upgrade type", minVersion: 1, req: updateFeaturesTypeReq("group.version", 0, 1)},
 		}},
 		{name: "share group", steps: []step{
 			{path: "join", req: shareHeartbeat(func(*target) int32 { return 0 }, true), keep: func(t *target, r kmsg.Response) {
