@@ -48,6 +48,11 @@ type Config struct {
 	ConsumerTimeouts func(groupID string) (session, heartbeat time.Duration)
 
 	StreamsProtocol bool // group.coordinator.rebalance.protocols has "streams"
+	// TopologyDescriptions is group.streams.topology.description.plugin.class
+	// naming Kafka's InMemoryTopologyDescriptionPlugin (KIP-1331): the
+	// coordinator asks streams members for their topology description and
+	// keeps it (streams_description.go).
+	TopologyDescriptions bool
 	// Streams is what a streams group runs with unless StreamsSettings says
 	// otherwise: the broker's group.streams.* settings.
 	Streams StreamsSettings

@@ -7,16 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Topology description statuses of StreamsGroupDescribe v1 (KIP-1331).
-const (
-	topologyDescriptionNotRequested int8 = 0
-	topologyDescriptionNotStored    int8 = 1
-)
-
 // StreamsGroupDescribe (key 89), versions 0-1: epochs, the topology as
 // configured, and each member's process, endpoint, assignment and target.
-// Strait stores no topology description (KIP-1331): asked for one, it says
-// NOT_STORED.
+// The topology description (KIP-1331) comes from streams_description.go.
 func (c *Coordinator) StreamsGroupDescribe(cl Client, req *kmsg.StreamsGroupDescribeRequest) *kmsg.StreamsGroupDescribeResponse {
 	resp := req.ResponseKind().(*kmsg.StreamsGroupDescribeResponse)
 	for _, id := range req.Groups {
@@ -59,10 +52,7 @@ func (c *Coordinator) streamsGroupDescribe(id string, req *kmsg.StreamsGroupDesc
 	dg.AuthorizedOperations = describedOps(req.IncludeAuthorizedOperations)
 	assignor := "sticky"
 	dg.AssignorName = &assignor
-	dg.TopologyDescriptionStatus = topologyDescriptionNotRequested
-	if req.IncludeTopologyDescription {
-		dg.TopologyDescriptionStatus = topologyDescriptionNotStored
-	}
+	c.describeDescriptionLocked(sg, req, &dg)
 	if sg.topology != nil {
 		t := kmsg.NewStreamsGroupDescribeResponseGroupTopology()
 		t.Epoch = sg.topology.Epoch

@@ -16,7 +16,7 @@ import (
 // encoded values last appended or replayed.
 type streamsLog struct {
 	written         bool // the StreamsGroupMetadata record exists
-	epoch           int32
+	meta            sgMetadataValue
 	assignmentEpoch int32  // -1: no target assignment metadata record
 	topology        []byte // nil: no topology record
 	member          map[string][]byte
@@ -25,7 +25,7 @@ type streamsLog struct {
 }
 
 func newStreamsLog() *streamsLog {
-	return &streamsLog{assignmentEpoch: -1, member: map[string][]byte{}, target: map[string][]byte{}, current: map[string][]byte{}}
+	return &streamsLog{meta: sgMetadataValue{storedDesc: -1, failedDesc: -1}, assignmentEpoch: -1, member: map[string][]byte{}, target: map[string][]byte{}, current: map[string][]byte{}}
 }
 
 // streamsRecordsLocked returns the records that bring the log to the
@@ -45,7 +45,8 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 	if sg.topology != nil {
 		topology = encodeTopologyValue(sg.topology)
 	}
-	full := only == nil || sg.dirty || !l.written || l.epoch != sg.epoch || l.assignmentEpoch != sg.assignmentEpoch ||
+	meta := sg.metadataValue()
+	full := only == nil || sg.dirty || !l.written || l.meta.epoch != sg.epoch || l.assignmentEpoch != sg.assignmentEpoch ||
 		len(l.member) != len(sg.members) || !bytes.Equal(l.topology, topology)
 	var members []*streamsMember
 	if full {
@@ -101,8 +102,8 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 	if topology != nil && !bytes.Equal(l.topology, topology) {
 		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTopology, g.id, ""), value: topology})
 	}
-	if !l.written || l.epoch != sg.epoch {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupMetadata, g.id, ""), value: encodeStreamsGroupValue(sg.epoch)})
+	if !l.written || l.meta != meta {
+		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupMetadata, g.id, ""), value: encodeStreamsGroupValue(meta)})
 	}
 	if full {
 		for _, id := range sortedKeys(sg.target) {
@@ -120,7 +121,7 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 	for _, m := range members {
 		add(keyStreamsGroupCurrentMember, l.current, m.id, m.currentValue())
 	}
-	epoch, assignmentEpoch := sg.epoch, sg.assignmentEpoch
+	assignmentEpoch := sg.assignmentEpoch
 	return recs, func() {
 		for _, u := range updates {
 			if u.tomb {
@@ -129,7 +130,7 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 				u.m[u.id] = u.v
 			}
 		}
-		l.written, l.epoch, l.assignmentEpoch, l.topology = true, epoch, assignmentEpoch, topology
+		l.written, l.meta, l.assignmentEpoch, l.topology = true, meta, assignmentEpoch, topology
 		if full {
 			sg.dirty = false
 		}
@@ -190,7 +191,7 @@ func (g *group) streamsTombstonesLocked() []record {
 // replayedStreams gathers a streams group's records during load.
 type replayedStreams struct {
 	exists          bool
-	epoch           int32
+	meta            sgMetadataValue
 	assignmentEpoch int32
 	member          map[string]sgMemberValue
 	target          map[string]tasksTuple
@@ -213,11 +214,11 @@ func (rs *replayedStreams) replay(k cgKey, value []byte) error {
 			*rs = *newReplayedStreams()
 			return nil
 		}
-		e, err := decodeStreamsGroupValue(value)
+		v, err := decodeStreamsGroupValue(value)
 		if err != nil {
 			return err
 		}
-		rs.exists, rs.epoch = true, e
+		rs.exists, rs.meta = true, v
 	case keyStreamsGroupTopology:
 		if tomb {
 			rs.raw.topology = nil
@@ -280,7 +281,17 @@ func (rs *replayedStreams) replay(k cgKey, value []byte) error {
 // restoreStreams makes g the streams group the records describe.
 func (g *group) restoreStreams(rs *replayedStreams) {
 	sg := newStreamsGroup()
-	sg.epoch = rs.epoch
+	sg.epoch = rs.meta.epoch
+	sg.failedDesc = rs.meta.failedDesc
+	// The description itself is held in memory by the coordinator that
+	// took the push (as Kafka's InMemoryTopologyDescriptionPlugin holds
+	// it): a coordinator loading the group has none, so an epoch the
+	// records say is stored becomes uncertain (-2), which asks the members
+	// to push it again.
+	sg.storedDesc = rs.meta.storedDesc
+	if sg.storedDesc != -1 {
+		sg.storedDesc = descEpochUncertain
+	}
 	sg.assignmentEpoch = max(rs.assignmentEpoch, 0)
 	if rs.raw.topology != nil {
 		sg.topology, _ = decodeTopologyValue(rs.raw.topology)
@@ -316,7 +327,7 @@ func (g *group) restoreStreams(rs *replayedStreams) {
 		}
 	}
 	raw := rs.raw
-	raw.written, raw.epoch, raw.assignmentEpoch = true, rs.epoch, rs.assignmentEpoch
+	raw.written, raw.meta, raw.assignmentEpoch = true, rs.meta, rs.assignmentEpoch
 	sg.log = raw
 	g.kind = kindStreams
 	g.consumer = nil
