@@ -53,6 +53,10 @@ type Config struct {
 	// coordinator asks streams members for their topology description and
 	// keeps it (streams_description.go).
 	TopologyDescriptions bool
+	// IsShareGroup reports whether a share group (coordinator/share) has
+	// the id: Kafka's groups share one namespace, so a classic JoinGroup
+	// naming it is refused. Nil: none.
+	IsShareGroup func(groupID string) bool
 	// Streams is what a streams group runs with unless StreamsSettings says
 	// otherwise: the broker's group.streams.* settings.
 	Streams StreamsSettings
