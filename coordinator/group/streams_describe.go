@@ -3,7 +3,6 @@ package group
 import (
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -28,25 +27,11 @@ func (c *Coordinator) streamsGroupDescribe(id string, req *kmsg.StreamsGroupDesc
 		}
 		return dg
 	}
-	switch {
-	case !c.cfg.StreamsProtocol:
-		return fail(kerr.UnsupportedVersion.Code, "")
-	case c.closed.Load():
-		return fail(kerr.CoordinatorNotAvailable.Code, "")
-	case id == "":
-		return fail(kerr.InvalidGroupID.Code, "")
-	}
-	g, code := c.lockGroup(id, false)
+	g, code, msg := c.lockGroupOfKind(id, c.cfg.StreamsProtocol, kindStreams, "streams")
 	if code != 0 {
-		return fail(code, "")
-	}
-	if g == nil {
-		return fail(kerr.GroupIDNotFound.Code, "Group "+id+" not found.")
+		return fail(code, msg)
 	}
 	defer g.mu.Unlock()
-	if g.kind != kindStreams {
-		return fail(kerr.GroupIDNotFound.Code, "Group "+id+" is not a streams group.")
-	}
 	sg := g.streams
 	dg.State, dg.Epoch, dg.AssignmentEpoch = sg.stateName(), sg.epoch, sg.assignmentEpoch
 	dg.AuthorizedOperations = describedOps(req.IncludeAuthorizedOperations)

@@ -19,13 +19,11 @@ type streamsLog struct {
 	meta            sgMetadataValue
 	assignmentEpoch int32  // -1: no target assignment metadata record
 	topology        []byte // nil: no topology record
-	member          map[string][]byte
-	target          map[string][]byte
-	current         map[string][]byte
+	memberLogs
 }
 
 func newStreamsLog() *streamsLog {
-	return &streamsLog{meta: sgMetadataValue{storedDesc: -1, failedDesc: -1}, assignmentEpoch: -1, member: map[string][]byte{}, target: map[string][]byte{}, current: map[string][]byte{}}
+	return &streamsLog{meta: sgMetadataValue{storedDesc: -1, failedDesc: -1}, assignmentEpoch: -1, memberLogs: newMemberLogs()}
 }
 
 // streamsRecordsLocked returns the records that bring the log to the
@@ -56,80 +54,39 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 	} else {
 		members = []*streamsMember{only}
 	}
-	type update struct {
-		m    map[string][]byte
-		id   string
-		v    []byte
-		tomb bool
-	}
-	var updates []update
-	add := func(version int16, m map[string][]byte, id string, v []byte) {
-		if v == nil {
-			if _, ok := m[id]; !ok {
-				return
-			}
-			recs = append(recs, record{key: encodeStreamsKey(version, g.id, id)})
-			updates = append(updates, update{m: m, id: id, tomb: true})
-			return
-		}
-		if old, ok := m[id]; ok && bytes.Equal(old, v) {
-			return
-		}
-		recs = append(recs, record{key: encodeStreamsKey(version, g.id, id), value: v})
-		updates = append(updates, update{m: m, id: id, v: v})
-	}
+	d := &recordDiff{key: func(version int16, id string) []byte { return cgMemberKey(version, g.id, id) }}
 	if full {
-		seen := map[string]bool{}
-		var gone []string
-		for _, lm := range []map[string][]byte{l.member, l.target, l.current} {
-			for id := range lm {
-				if sg.members[id] == nil && !seen[id] {
-					seen[id] = true
-					gone = append(gone, id)
-				}
-			}
-		}
-		slices.Sort(gone)
-		for _, id := range gone {
-			add(keyStreamsGroupCurrentMember, l.current, id, nil)
-			add(keyStreamsGroupTargetMember, l.target, id, nil)
-			add(keyStreamsGroupMember, l.member, id, nil)
-		}
+		gone := l.ids(func(id string) bool { return sg.members[id] == nil })
+		d.tombstones(&l.memberLogs, gone, keyStreamsGroupCurrentMember, keyStreamsGroupTargetMember, keyStreamsGroupMember)
 	}
 	for _, m := range members {
-		add(keyStreamsGroupMember, l.member, m.id, m.metadataValue())
+		d.set(keyStreamsGroupMember, l.member, m.id, m.metadataValue())
 	}
 	if topology != nil && !bytes.Equal(l.topology, topology) {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTopology, g.id, ""), value: topology})
+		d.recs = append(d.recs, record{key: cgKey{version: keyStreamsGroupTopology, group: g.id}.encode(), value: topology})
 	}
 	if !l.written || l.meta != meta {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupMetadata, g.id, ""), value: encodeStreamsGroupValue(meta)})
+		d.recs = append(d.recs, record{key: cgKey{version: keyStreamsGroupMetadata, group: g.id}.encode(), value: encodeStreamsGroupValue(meta)})
 	}
 	if full {
 		for _, id := range sortedKeys(sg.target) {
-			add(keyStreamsGroupTargetMember, l.target, id, encodeStreamsTargetValue(sg.target[id]))
+			d.set(keyStreamsGroupTargetMember, l.target, id, encodeStreamsTargetValue(sg.target[id]))
 		}
 		for id := range l.target {
 			if _, ok := sg.target[id]; !ok && sg.members[id] != nil {
-				add(keyStreamsGroupTargetMember, l.target, id, nil)
+				d.set(keyStreamsGroupTargetMember, l.target, id, nil)
 			}
 		}
 	}
 	if l.assignmentEpoch != sg.assignmentEpoch {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTargetMetadata, g.id, ""), value: encodeEpochValue(sg.assignmentEpoch)})
+		d.recs = append(d.recs, record{key: cgKey{version: keyStreamsGroupTargetMetadata, group: g.id}.encode(), value: encodeEpochValue(sg.assignmentEpoch)})
 	}
 	for _, m := range members {
-		add(keyStreamsGroupCurrentMember, l.current, m.id, m.currentValue())
+		d.set(keyStreamsGroupCurrentMember, l.current, m.id, m.currentValue())
 	}
 	assignmentEpoch := sg.assignmentEpoch
-	return recs, func() {
-		for _, u := range updates {
-			if u.tomb {
-				delete(u.m, u.id)
-			} else {
-				u.m[u.id] = u.v
-			}
-		}
+	return d.recs, func() {
+		d.commit()
 		l.written, l.meta, l.assignmentEpoch, l.topology = true, meta, assignmentEpoch, topology
 		if full {
 			sg.dirty = false
@@ -141,16 +98,7 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 // the change is answered.
 func (g *group) persistStreamsLocked(only *streamsMember) error {
 	recs, commit := g.streamsRecordsLocked(only)
-	if len(recs) == 0 {
-		commit()
-		return nil
-	}
-	if err := g.appendRecords(recs); err != nil {
-		g.c.logger.Warn("writing streams group state failed", "group", g.id, "records", len(recs), "err", err)
-		return err
-	}
-	commit()
-	return nil
+	return g.appendChangesLocked("streams", recs, commit)
 }
 
 // streamsTombstonesLocked deletes an empty streams group's records, as
@@ -160,32 +108,14 @@ func (g *group) streamsTombstonesLocked() []record {
 	if sg == nil || sg.log == nil || !sg.log.written {
 		return nil
 	}
-	l := sg.log
-	var ids []string
-	seen := map[string]bool{}
-	for _, m := range []map[string][]byte{l.member, l.target, l.current} {
-		for id := range m {
-			if !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-	}
-	slices.Sort(ids)
-	var recs []record
-	for _, id := range ids {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupCurrentMember, g.id, id)})
-	}
-	for _, id := range ids {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTargetMember, g.id, id)})
-	}
-	recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTargetMetadata, g.id, "")})
-	for _, id := range ids {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupMember, g.id, id)})
-	}
-	recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTopology, g.id, "")})
-	recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupMetadata, g.id, "")})
-	return recs
+	ids := sg.log.ids(nil)
+	key := func(version int16, id string) []byte { return cgMemberKey(version, g.id, id) }
+	recs := memberTombstones(ids, key, keyStreamsGroupCurrentMember)
+	recs = append(recs, memberTombstones(ids, key, keyStreamsGroupTargetMember)...)
+	recs = append(recs, cgGroupTombstone(keyStreamsGroupTargetMetadata, g.id))
+	recs = append(recs, memberTombstones(ids, key, keyStreamsGroupMember)...)
+	recs = append(recs, cgGroupTombstone(keyStreamsGroupTopology, g.id))
+	return append(recs, cgGroupTombstone(keyStreamsGroupMetadata, g.id))
 }
 
 // replayedStreams gathers a streams group's records during load.
@@ -239,41 +169,11 @@ func (rs *replayedStreams) replay(k cgKey, value []byte) error {
 		}
 		rs.assignmentEpoch = e
 	case keyStreamsGroupMember:
-		if tomb {
-			delete(rs.member, k.member)
-			delete(rs.raw.member, k.member)
-			return nil
-		}
-		v, err := decodeStreamsMemberValue(value)
-		if err != nil {
-			return err
-		}
-		rs.member[k.member] = v
-		rs.raw.member[k.member] = slices.Clone(value)
+		return replayMemberRecord(k.member, value, rs.member, rs.raw.member, decodeStreamsMemberValue)
 	case keyStreamsGroupTargetMember:
-		if tomb {
-			delete(rs.target, k.member)
-			delete(rs.raw.target, k.member)
-			return nil
-		}
-		v, err := decodeStreamsTargetValue(value)
-		if err != nil {
-			return err
-		}
-		rs.target[k.member] = v
-		rs.raw.target[k.member] = slices.Clone(value)
+		return replayMemberRecord(k.member, value, rs.target, rs.raw.target, decodeStreamsTargetValue)
 	case keyStreamsGroupCurrentMember:
-		if tomb {
-			delete(rs.current, k.member)
-			delete(rs.raw.current, k.member)
-			return nil
-		}
-		v, err := decodeStreamsCurrentValue(value)
-		if err != nil {
-			return err
-		}
-		rs.current[k.member] = v
-		rs.raw.current[k.member] = slices.Clone(value)
+		return replayMemberRecord(k.member, value, rs.current, rs.raw.current, decodeStreamsCurrentValue)
 	}
 	return nil
 }

@@ -30,32 +30,6 @@ func isStreamsKey(version int16) bool {
 	return false
 }
 
-func hasStreamsMemberKey(version int16) bool {
-	return version == keyStreamsGroupMember || version == keyStreamsGroupTargetMember || version == keyStreamsGroupCurrentMember
-}
-
-func encodeStreamsKey(version int16, group, member string) []byte {
-	b := kbin.AppendInt16(nil, version)
-	b = kbin.AppendString(b, group)
-	if hasStreamsMemberKey(version) {
-		b = kbin.AppendString(b, member)
-	}
-	return b
-}
-
-func decodeStreamsKey(key []byte) (cgKey, error) {
-	r := kbin.Reader{Src: key}
-	k := cgKey{version: r.Int16()}
-	k.group = r.String()
-	if hasStreamsMemberKey(k.version) {
-		k.member = r.String()
-	}
-	if !r.Ok() || len(r.Src) != 0 {
-		return k, errBadRecord
-	}
-	return k, nil
-}
-
 // sgMetadataValue is StreamsGroupMetadataValue v0: the epoch, a metadata
 // hash, which Strait does not compute (0: topics are checked again on
 // load), and the topology description epochs of KIP-1331 (tags 2 and 3,
