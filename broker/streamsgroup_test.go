@@ -203,7 +203,8 @@ func TestStreamsGroupTopologyDescriptionOverTheWire(t *testing.T) {
 // A classic JoinGroup naming a share group, or a streams group with a
 // member, is refused with INCONSISTENT_GROUP_PROTOCOL and no member id, as
 // Kafka 4.4's classicGroupJoin refuses it (one namespace for every group
-// type); an empty streams group would be converted.
+// type); an empty streams group would be converted. A streams heartbeat
+// naming a share group is GROUP_ID_NOT_FOUND.
 func TestJoinGroupRefusesShareAndStreamsGroups(t *testing.T) {
 	srv := startBroker(t, t.TempDir(), groupBrokerProps...)
 	cl := newClient(t, srv, kgo.MaxVersions(kversion.V4_4_0()))
@@ -239,5 +240,11 @@ func TestJoinGroupRefusesShareAndStreamsGroups(t *testing.T) {
 		if err != nil || r.ErrorCode != kerr.InconsistentGroupProtocol.Code || r.MemberID != "" {
 			t.Fatalf("JoinGroup of %s: %v %+v", g, err, r)
 		}
+	}
+	// Nor does a streams member take the share group's id.
+	sj = streamsJoin("jg-share", "m2")
+	if r, err := sj.RequestWith(ctx, node); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code ||
+		r.ErrorMessage == nil || *r.ErrorMessage != "Group jg-share is not a streams group." {
+		t.Fatalf("streams join of the share group: %v %+v", err, r)
 	}
 }

@@ -54,8 +54,8 @@ type Config struct {
 	// keeps it (streams_description.go).
 	TopologyDescriptions bool
 	// IsShareGroup reports whether a share group (coordinator/share) has
-	// the id: Kafka's groups share one namespace, so a classic JoinGroup
-	// naming it is refused. Nil: none.
+	// the id: Kafka's groups share one namespace, so a classic JoinGroup or
+	// a StreamsGroupHeartbeat naming it is refused. Nil: none.
 	IsShareGroup func(groupID string) bool
 	// Streams is what a streams group runs with unless StreamsSettings says
 	// otherwise: the broker's group.streams.* settings.

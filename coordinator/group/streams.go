@@ -141,6 +141,9 @@ func (c *Coordinator) StreamsGroupHeartbeat(cl Client, req *kmsg.StreamsGroupHea
 	if code, msg := validateStreamsHeartbeat(req); code != 0 {
 		return fail(code, msg)
 	}
+	if c.cfg.IsShareGroup != nil && c.cfg.IsShareGroup(req.Group) {
+		return fail(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a streams group.")
+	}
 	leaving := req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch
 	g, code := c.lockGroup(req.Group, req.MemberEpoch == joinEpoch)
 	if code != 0 {
