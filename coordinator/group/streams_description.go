@@ -39,8 +39,9 @@ const (
 // plugin): beyond them the push fails permanently, as a plugin refusing it
 // would, and the members are not asked again for that topology epoch.
 const (
-	maxDescriptionParts = 10_000  // subtopologies and global stores
-	maxDescriptionItems = 200_000 // nodes and the names they list
+	maxDescriptionParts = 10_000   // subtopologies and global stores
+	maxDescriptionItems = 200_000  // nodes and the names they list
+	maxDescriptionBytes = 16 << 20 // the names' bytes
 )
 
 // descBackoff is Kafka's StreamsGroupTopologyDescriptionBackoff for one
@@ -171,8 +172,8 @@ func (c *Coordinator) StreamsGroupTopologyDescriptionUpdate(req *kmsg.StreamsGro
 		// records the failed one, which stops the asking.
 		sg.description, sg.descEpoch = nil, 0
 		sg.storedDesc, sg.failedDesc = descEpochUncertain, max(sg.failedDesc, req.TopologyEpoch)
-		msg = fmt.Sprintf("The topology description exceeds this broker's bounds (%d subtopologies and global stores, %d nodes and names).",
-			maxDescriptionParts, maxDescriptionItems)
+		msg = fmt.Sprintf("The topology description exceeds this broker's bounds (%d subtopologies and global stores, %d nodes and names, %d bytes of names).",
+			maxDescriptionParts, maxDescriptionItems, maxDescriptionBytes)
 		code = kerr.StreamsTopologyDescriptionUpdateFailed.Code
 	} else {
 		sg.description, sg.descEpoch = desc, req.TopologyEpoch
@@ -273,9 +274,18 @@ func tooLarge(d *kmsg.StreamsGroupDescribeResponseGroupTopologyDescription) bool
 	if len(d.Subtopologies)+len(d.GlobalStores) > maxDescriptionParts {
 		return true
 	}
-	items := 0
+	items, size := 0, 0
 	count := func(n *kmsg.TopologyDescriptionNode) {
 		items += 1 + len(n.SourceTopics) + len(n.Stores) + len(n.Successors)
+		size += len(n.Name)
+		if n.SinkTopic != nil {
+			size += len(*n.SinkTopic)
+		}
+		for _, l := range [][]string{n.SourceTopics, n.Stores, n.Successors} {
+			for _, s := range l {
+				size += len(s)
+			}
+		}
 	}
 	for i := range d.Subtopologies {
 		for j := range d.Subtopologies[i].Nodes {
@@ -286,7 +296,10 @@ func tooLarge(d *kmsg.StreamsGroupDescribeResponseGroupTopologyDescription) bool
 		count(&d.GlobalStores[i].Source)
 		count(&d.GlobalStores[i].Processor)
 	}
-	return items > maxDescriptionItems
+	for i := range d.Subtopologies {
+		size += len(d.Subtopologies[i].SubtopologyID)
+	}
+	return items > maxDescriptionItems || size > maxDescriptionBytes
 }
 
 // describeDescriptionLocked fills a described group's topology

@@ -3,6 +3,7 @@ package group
 import (
 	"reflect"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,6 +189,12 @@ func TestStreamsTopologyDescriptionTooLarge(t *testing.T) {
 	r := pushDescription(c, "app", "a", 0, d)
 	if r.ErrorCode != kerr.StreamsTopologyDescriptionUpdateFailed.Code {
 		t.Fatalf("oversize push: code %d %q", r.ErrorCode, errMsg(r.ErrorMessage))
+	}
+	// So is one of fewer but longer names.
+	long := wordCountDescription()
+	long.Subtopologies[0].Nodes[0].Name = strings.Repeat("n", maxDescriptionBytes+1)
+	if r := pushDescription(c, "app", "a", 0, long); r.ErrorCode != kerr.StreamsTopologyDescriptionUpdateFailed.Code {
+		t.Fatalf("push of a long name: code %d %q", r.ErrorCode, errMsg(r.ErrorMessage))
 	}
 	offset.Store(int64(2 * time.Hour))
 	if resp, _ := a.heartbeat(t, c, "app"); resp.ErrorCode != 0 || resp.TopologyDescriptionRequired {
