@@ -23,9 +23,6 @@ var kafka44Exceptions = map[kmsg.Key]string{
 	kmsg.WriteShareGroupState:       "share group state, issue 19",
 	kmsg.DeleteShareGroupState:      "share group state, issue 19",
 	kmsg.ReadShareGroupStateSummary: "share group state, issue 19",
-
-	// Streams groups (KIP-1071), issue 19: no topology descriptions.
-	kmsg.StreamsGroupTopologyDescriptionUpdate: "streams groups, issue 19",
 }
 
 // kafka44Range is Kafka 4.4's advertised range for key from kversion, or

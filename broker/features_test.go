@@ -52,7 +52,6 @@ func TestUpdateFeatures(t *testing.T) {
 		{"metadata.version", 25, 2, "Invalid metadata.version 25. Refusing to perform the requested downgrade because it might delete metadata information."},
 		{"metadata.version", 25, 3, "Invalid metadata.version 25. Unsafe metadata downgrade is not supported in this version."},
 		{"transaction.version", 3, 1, "Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2"},
-		{"eligible.leader.replicas.version", 0, 2, "Invalid update version 0 for feature eligible.leader.replicas.version. Strait implements only level 1 of this feature."},
 		{"no.such.feature", 1, 1, "Invalid update version 1 for feature no.such.feature. Local controller 1 does not support this feature."},
 		{"group.version", -1, 1, "Invalid update version -1 for feature group.version. A feature version cannot be less than 0."},
 		{"group.version", 1, 9, "Invalid update version 1 for feature group.version. The controller does not support the given upgrade type."},
@@ -115,38 +114,40 @@ func TestUpdateFeaturesStored(t *testing.T) {
 		return u
 	}
 	before, epoch0 := finalizedFeatures(t, cl)
-	if before["group.version"] != 1 || before["eligible.leader.replicas.version"] != 0 || epoch0 != 0 {
+	if before["group.version"] != 1 || before["eligible.leader.replicas.version"] != 1 || epoch0 != 0 {
 		t.Fatalf("before any update: %v epoch %d", before, epoch0)
 	}
 	// validate_only: accepted, nothing stored.
-	if r := update(true, up("eligible.leader.replicas.version", 1, 1)); r.ErrorCode != 0 {
+	if r := update(true, up("eligible.leader.replicas.version", 0, 2)); r.ErrorCode != 0 {
 		t.Fatalf("validate only: %d %v", r.ErrorCode, r.ErrorMessage)
 	}
-	if got, e := finalizedFeatures(t, cl); got["eligible.leader.replicas.version"] != 0 || e != 0 {
+	if got, e := finalizedFeatures(t, cl); got["eligible.leader.replicas.version"] != 1 || e != 0 {
 		t.Fatalf("validate only changed the features: %v epoch %d", got, e)
 	}
 	// A request whose second update is refused stores neither.
-	if r := update(false, up("eligible.leader.replicas.version", 1, 1), up("transaction.version", 9, 1)); r.ErrorCode != kerr.InvalidUpdateVersion.Code {
+	if r := update(false, up("eligible.leader.replicas.version", 0, 2), up("transaction.version", 9, 1)); r.ErrorCode != kerr.InvalidUpdateVersion.Code {
 		t.Fatalf("half-invalid request: %d", r.ErrorCode)
 	}
-	if got, e := finalizedFeatures(t, cl); got["eligible.leader.replicas.version"] != 0 || e != 0 {
+	if got, e := finalizedFeatures(t, cl); got["eligible.leader.replicas.version"] != 1 || e != 0 {
 		t.Fatalf("a refused request changed the features: %v epoch %d", got, e)
 	}
-	if r := update(false, up("eligible.leader.replicas.version", 1, 1), up("group.version", 0, 2)); r.ErrorCode != 0 {
-		t.Fatalf("upgrade and downgrade: %d %v", r.ErrorCode, r.ErrorMessage)
+	if r := update(false, up("eligible.leader.replicas.version", 0, 2), up("group.version", 0, 2)); r.ErrorCode != 0 {
+		t.Fatalf("two downgrades: %d %v", r.ErrorCode, r.ErrorMessage)
 	}
 	check := func(when string) int64 {
 		t.Helper()
 		got, e := finalizedFeatures(t, cl)
-		if _, listed := got["group.version"]; listed || got["eligible.leader.replicas.version"] != 1 || got["metadata.version"] != 33 || e <= 0 {
-			t.Fatalf("%s: finalized %v epoch %d, want eligible.leader.replicas.version 1, no group.version, a positive epoch", when, got, e)
+		_, groupListed := got["group.version"]
+		_, elrListed := got["eligible.leader.replicas.version"]
+		if groupListed || elrListed || got["metadata.version"] != 33 || e <= 0 {
+			t.Fatalf("%s: finalized %v epoch %d, want neither group.version nor eligible.leader.replicas.version, a positive epoch", when, got, e)
 		}
 		return e
 	}
 	epoch := check("after the update")
-	// Now a downgrade of eligible.leader.replicas.version needs its type.
-	if r := update(false, up("eligible.leader.replicas.version", 0, 1)); r.ErrorCode != kerr.InvalidUpdateVersion.Code {
-		t.Fatalf("downgrade with the UPGRADE type: %d", r.ErrorCode)
+	// Now an upgrade of eligible.leader.replicas.version needs its type.
+	if r := update(false, up("eligible.leader.replicas.version", 1, 2)); r.ErrorCode != kerr.InvalidUpdateVersion.Code {
+		t.Fatalf("upgrade with a downgrade type: %d", r.ErrorCode)
 	}
 	srv.Close()
 	srv = startBroker(t, dir)
@@ -154,10 +155,10 @@ func TestUpdateFeaturesStored(t *testing.T) {
 	if e := check("after a restart"); e != epoch {
 		t.Fatalf("epoch %d after the restart, was %d", e, epoch)
 	}
-	if r := update(false, up("group.version", 1, 1)); r.ErrorCode != 0 {
+	if r := update(false, up("group.version", 1, 1), up("eligible.leader.replicas.version", 1, 1)); r.ErrorCode != 0 {
 		t.Fatalf("upgrade back: %d %v", r.ErrorCode, r.ErrorMessage)
 	}
-	if got, e := finalizedFeatures(t, cl); got["group.version"] != 1 || e <= epoch {
+	if got, e := finalizedFeatures(t, cl); got["group.version"] != 1 || got["eligible.leader.replicas.version"] != 1 || e <= epoch {
 		t.Fatalf("after upgrading group.version back: %v epoch %d (was %d)", got, e, epoch)
 	}
 }

@@ -47,6 +47,8 @@ func (s *Server) groupSettingsFrom(g config.Groups) groupSettings {
 	}
 	cfg.ConsumerProtocol = g.ConsumerProtocol
 	cfg.StreamsProtocol = g.StreamsProtocol
+	cfg.TopologyDescriptions = g.StreamsTopologyDescriptions
+	cfg.IsShareGroup = func(id string) bool { return s.shares() != nil && s.shares().IsShareGroup(id) }
 	cfg.Streams.Session, cfg.Streams.Heartbeat = g.StreamsSessionTimeout, g.StreamsHeartbeatInterval
 	cfg.Streams.NumStandby, cfg.Streams.MaxSize = g.StreamsNumStandby, g.StreamsMaxSize
 	cfg.StreamsSettings = s.groupStreamsSettings(cfg.Streams)

@@ -515,6 +515,12 @@ func (op *shareFetchOp) respond(async bool) {
 		rp.AcknowledgeErrorCode = t.ackCode
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = op.c.srv.currentLeader(t.part, t.topic, t.tp.Partition)
 		rp.Records = t.records
+		if rp.Records == nil {
+			// Not nullable from v1: a partition answered only for its
+			// acknowledgements carries empty records, as Kafka's
+			// MemoryRecords.EMPTY (the Java client fails on null).
+			rp.Records = []byte{}
+		}
 		for _, a := range t.acquired {
 			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -152,4 +153,98 @@ func hasConfig(cs []kadm.Config, key, value string) bool {
 		}
 	}
 	return false
+}
+
+// KIP-1331 over the wire, with Kafka's InMemoryTopologyDescriptionPlugin
+// named in the broker's config: the join's answer asks for the topology
+// description, the member pushes it, and StreamsGroupDescribe v1 serves it.
+func TestStreamsGroupTopologyDescriptionOverTheWire(t *testing.T) {
+	props := append([]string{"group.streams.topology.description.plugin.class",
+		"org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin"}, groupBrokerProps...)
+	srv := startBroker(t, t.TempDir(), props...)
+	cl := newClient(t, srv, kgo.MaxVersions(kversion.V4_4_0()))
+	node := cl.Broker(int(srv.NodeID()))
+	createTopic(t, cl, "st-lines", 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"td"}
+	if _, err := fc.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	join := streamsJoin("td", "m1")
+	resp, err := join.RequestWith(ctx, node)
+	for i := 0; i < 600 && err == nil && isCoordinatorRetry(resp.ErrorCode); i++ {
+		time.Sleep(50 * time.Millisecond)
+		resp, err = join.RequestWith(ctx, node)
+	}
+	if err != nil || resp.ErrorCode != 0 || !resp.TopologyDescriptionRequired {
+		t.Fatalf("join: %v %+v", err, resp)
+	}
+	up := kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest()
+	up.Group, up.MemberID, up.TopologyEpoch = "td", "m1", join.Topology.Epoch
+	n := kmsg.NewTopologyDescriptionNode()
+	n.Name, n.NodeType, n.SourceTopics = "KSTREAM-SOURCE-0000000000", 1, []string{"st-lines"}
+	st := kmsg.NewTopologyDescriptionSubtopology()
+	st.SubtopologyID, st.Nodes = "0", []kmsg.TopologyDescriptionNode{n}
+	up.TopologyDescription.Subtopologies = []kmsg.TopologyDescriptionSubtopology{st}
+	if r, err := up.RequestWith(ctx, node); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("update: %v %+v", err, r)
+	}
+	dreq := kmsg.NewPtrStreamsGroupDescribeRequest()
+	dreq.Groups, dreq.IncludeTopologyDescription = []string{"td"}, true
+	dresp, err := dreq.RequestWith(ctx, node)
+	if err != nil || len(dresp.Groups) != 1 || dresp.Groups[0].TopologyDescriptionStatus != 3 ||
+		dresp.Groups[0].TopologyDescription == nil || dresp.Groups[0].TopologyDescription.Subtopologies[0].Nodes[0].Name != n.Name {
+		t.Fatalf("describe: %v %+v", err, dresp)
+	}
+}
+
+// A classic JoinGroup naming a share group, or a streams group with a
+// member, is refused with INCONSISTENT_GROUP_PROTOCOL and no member id, as
+// Kafka 4.4's classicGroupJoin refuses it (one namespace for every group
+// type); an empty streams group would be converted. A streams heartbeat
+// naming a share group is GROUP_ID_NOT_FOUND.
+func TestJoinGroupRefusesShareAndStreamsGroups(t *testing.T) {
+	srv := startBroker(t, t.TempDir(), groupBrokerProps...)
+	cl := newClient(t, srv, kgo.MaxVersions(kversion.V4_4_0()))
+	node := cl.Broker(int(srv.NodeID()))
+	createTopic(t, cl, "st-lines", 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"jg-streams"}
+	if _, err := fc.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	sj := streamsJoin("jg-streams", "m1")
+	sresp, err := sj.RequestWith(ctx, node)
+	for i := 0; i < 600 && err == nil && isCoordinatorRetry(sresp.ErrorCode); i++ {
+		time.Sleep(50 * time.Millisecond)
+		sresp, err = sj.RequestWith(ctx, node)
+	}
+	if err != nil || sresp.ErrorCode != 0 {
+		t.Fatalf("streams join: %v %+v", err, sresp)
+	}
+	shj := kmsg.NewPtrShareGroupHeartbeatRequest()
+	shj.GroupID, shj.MemberID, shj.SubscribedTopicNames = "jg-share", "share-member", []string{"st-lines"}
+	if r, err := shj.RequestWith(ctx, node); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("share join: %v %+v", err, r)
+	}
+	for _, g := range []string{"jg-streams", "jg-share"} {
+		join := kmsg.NewPtrJoinGroupRequest()
+		join.Group, join.ProtocolType = g, "consumer"
+		join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
+		join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 1}}}
+		r, err := join.RequestWith(ctx, node)
+		if err != nil || r.ErrorCode != kerr.InconsistentGroupProtocol.Code || r.MemberID != "" {
+			t.Fatalf("JoinGroup of %s: %v %+v", g, err, r)
+		}
+	}
+	// Nor does a streams member take the share group's id.
+	sj = streamsJoin("jg-share", "m2")
+	if r, err := sj.RequestWith(ctx, node); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code ||
+		r.ErrorMessage == nil || *r.ErrorMessage != "Group jg-share is not a streams group." {
+		t.Fatalf("streams join of the share group: %v %+v", err, r)
+	}
 }

@@ -34,6 +34,9 @@ var pluginClassesBuiltIn = map[string][]string{
 	// consumer to an in-sync replica in its rack (replication.Partition's
 	// PreferredReadReplica).
 	"replica.selector.class": {LeaderSelector, RackAwareReplicaSelector},
+	// KIP-1331: Kafka's in-memory plugin; the group coordinator keeps the
+	// streams groups' topology descriptions (coordinator/group).
+	"group.streams.topology.description.plugin.class": {InMemoryTopologyDescriptionPlugin},
 }
 
 // Kafka's ReplicaSelector implementations.
@@ -41,6 +44,10 @@ const (
 	LeaderSelector           = "org.apache.kafka.common.replica.LeaderSelector"
 	RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 )
+
+// InMemoryTopologyDescriptionPlugin is Kafka's StreamsGroupTopologyDescriptionPlugin
+// that keeps the descriptions in the broker's memory.
+const InMemoryTopologyDescriptionPlugin = "org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin"
 
 // checkPluginClasses fails on the first plugin class key (in sorted order,
 // so the error is stable) set to a class Strait would ignore.

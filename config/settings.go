@@ -119,6 +119,9 @@ type Groups struct {
 	StreamsHeartbeatInterval time.Duration // group.streams.heartbeat.interval.ms (5 s)
 	StreamsNumStandby        int32         // group.streams.num.standby.replicas (0)
 	StreamsMaxSize           int32         // group.streams.max.size (unbounded)
+	// StreamsTopologyDescriptions: group.streams.topology.description.plugin.class
+	// is Kafka's InMemoryTopologyDescriptionPlugin (KIP-1331).
+	StreamsTopologyDescriptions bool
 	// ConsumerMigrationPolicy is group.consumer.migration.policy in lower
 	// case: bidirectional, upgrade, downgrade or disabled.
 	ConsumerMigrationPolicy string
@@ -154,6 +157,8 @@ func parseGroups(p *props) (Groups, []string) {
 		StreamsHeartbeatInterval:  ms("group.streams.heartbeat.interval.ms", 1),
 		StreamsNumStandby:         p.intAtLeast("group.streams.num.standby.replicas", 0),
 		StreamsMaxSize:            p.intAtLeast("group.streams.max.size", 1),
+		StreamsTopologyDescriptions: strings.TrimSpace(p.raw("group.streams.topology.description.plugin.class")) ==
+			InMemoryTopologyDescriptionPlugin,
 	}
 	switch v := strings.ToLower(p.str("group.consumer.migration.policy")); v {
 	case "bidirectional", "upgrade", "downgrade", "disabled":

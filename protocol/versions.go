@@ -110,6 +110,7 @@ var KafkaVersions = VersionTable{
 	90: {Min: 0, Max: 1},                  // DescribeShareGroupOffsets (v1: KIP-1226, 4.2)
 	91: {Min: 0, Max: 0},                  // AlterShareGroupOffsets
 	92: {Min: 0, Max: 0},                  // DeleteShareGroupOffsets
+	93: {Min: 0, Max: 0},                  // StreamsGroupTopologyDescriptionUpdate (KIP-1331, 4.4)
 	94: {Min: 0, Max: 0},                  // UnregisterController (KIP-1312, 4.4)
 }
 

@@ -10,7 +10,7 @@
 # kafka-client-metrics, kafka-metadata-quorum, kafka-features, kafka-cluster unregister and
 # unregister-controller, kafka-log-dirs --describe and kafka-reassign-partitions
 # moving a replica between the log dirs of a JBOD broker (two log.dirs), and
-# VerifiableProducer/VerifiableConsumer (the
+# VerifiableProducer/VerifiableConsumer/VerifiableShareConsumer (the
 # tools Kafka's own system tests drive).
 # Usage: cli.sh HOST:PORT WORKDIR; appends results to WORKDIR/results.tsv.
 set -uo pipefail
@@ -241,6 +241,43 @@ for protocol in classic consumer; do
   verifiable_summary "$out/verifiable-consumer-$protocol.json" >"$out/verifiable-consumer-$protocol"
   check "VerifiableConsumer consume 3000 and commit them ($protocol group protocol)" \
     "$out/verifiable-consumer-$protocol" "^consumed 3000 committed 3000 commit_failures 0$"
+done
+# VerifiableShareConsumer (KIP-932) on the same 3000 records, one share group
+# per acknowledgement mode (auto: implicit, acknowledged by the next
+# ShareFetch; sync: explicit, commitSync): every record received and
+# acknowledged, no acknowledgement failing.
+verifiable_share_summary() { # JSON lines file -> one summary line
+  python3 - "$1" <<'EOF'
+import json, sys
+consumed, acked = set(), set()
+acked_count = ack_failures = 0
+for line in open(sys.argv[1]):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    n = e.get("name")
+    if n == "records_consumed":
+        for p in e["partitions"]:
+            consumed.update((p["topic"], p["partition"], o) for o in p["offsets"])
+    elif n == "offsets_acknowledged":
+        if not e.get("success") or e.get("error"):
+            ack_failures += 1
+        acked_count += e["count"]
+        for p in e["partitions"]:
+            acked.update((p["topic"], p["partition"], o) for o in p["offsets"])
+print("received %d acknowledged %d (counts %d) failures %d" % (len(consumed), len(acked & consumed), acked_count, ack_failures))
+EOF
+}
+for mode in auto sync; do
+  timeout -k 5 40 java -Dlog4j2.level=error -cp "$cp" org.apache.kafka.tools.VerifiableShareConsumer --bootstrap-server "$broker" \
+    --topic cli-verifiable --group-id "cli-verifiable-share-$mode" --acknowledgement-mode "$mode" \
+    --offset-reset-strategy earliest --max-messages 3000 \
+    >"$out/verifiable-share-$mode.json" 2>"$out/verifiable-share-$mode.err"
+  verifiable_share_summary "$out/verifiable-share-$mode.json" >"$out/verifiable-share-$mode"
+  # The counts may exceed 3000 only if a record was delivered again.
+  check "VerifiableShareConsumer receives and acknowledges 3000, none failing (--acknowledgement-mode $mode)" \
+    "$out/verifiable-share-$mode" "^received 3000 acknowledged 3000 \(counts [0-9]+\) failures 0$"
 done
 
 # The metadata quorum (Strait's: the etcd members, DescribeQuorum), the

@@ -634,6 +634,9 @@ func aclCases() []aclCase {
 			r.IncludeAuthorizedOperations = true
 			return r
 		}},
+		{93, "StreamsGroupTopologyDescriptionUpdate", func(topicIDs) kmsg.Request {
+			return topologyDescriptionUpdate("acl-streams", "acl-streams-member", 1)
+		}},
 		{77, "ShareGroupDescribe", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrShareGroupDescribeRequest()
 			r.GroupIDs = []string{"acl-sg", aclGroup, "secret-g"}

@@ -631,6 +631,7 @@ var knownDivergences = map[string]knownDivergence{
 	"streams group: join":                  {"**Streams groups (KIP-1071)**", []string{"Epoch=", "AcceptableRecoveryLagLegacy="}},
 	"streams group: heartbeat":             {"**Streams groups (KIP-1071)**", []string{"Epoch=", "AcceptableRecoveryLagLegacy="}},
 	"streams group: describe":              {"**Streams groups (KIP-1071)**", []string{"Epoch="}},
+	"streams group: describe description":  {"**Streams groups (KIP-1071)**", []string{"Epoch="}},
 	"CreateTopics: ok":                     {"**CreateTopics v5+ config sources**", []string{"].Source="}},
 	"CreateTopics: validate only":          {"**CreateTopics v5+ config sources**", []string{"].Source="}},
 	"CreatePartitions: setup topic":        {"**CreateTopics v5+ config sources**", []string{"].Source="}},

@@ -105,6 +105,19 @@ func streamsHeartbeat(epoch func(*target) int32, join bool) func(*target) kmsg.R
 	}
 }
 
+// topologyDescriptionUpdate is a StreamsGroupTopologyDescriptionUpdate of
+// a one-node topology.
+func topologyDescriptionUpdate(group, member string, epoch int32) *kmsg.StreamsGroupTopologyDescriptionUpdateRequest {
+	r := kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest()
+	r.Group, r.MemberID, r.TopologyEpoch = group, member, epoch
+	n := kmsg.NewTopologyDescriptionNode()
+	n.Name, n.NodeType, n.SourceTopics = "KSTREAM-SOURCE-0000000000", 1, []string{cfTopic}
+	st := kmsg.NewTopologyDescriptionSubtopology()
+	st.SubtopologyID, st.Nodes = "0", []kmsg.TopologyDescriptionNode{n}
+	r.TopologyDescription.Subtopologies = []kmsg.TopologyDescriptionSubtopology{st}
+	return r
+}
+
 func updateFeaturesReq(feature string, level int16, validate bool) func(*target) kmsg.Request {
 	return func(t *target) kmsg.Request {
 		r := kmsg.NewPtrUpdateFeaturesRequest()
@@ -250,6 +263,20 @@ func newerScenarios() []scenario {
 			}},
 			{path: "heartbeat", req: streamsHeartbeat(func(t *target) int32 { return t.i32("stepoch") }, false)},
 			{path: "fenced epoch", req: streamsHeartbeat(func(t *target) int32 { return t.i32("stepoch") + 5 }, false)},
+			// KIP-1331 without a topology description plugin (the default):
+			// UNSUPPORTED_VERSION, and describe says NOT_STORED.
+			{path: "topology description update", req: func(t *target) kmsg.Request {
+				return topologyDescriptionUpdate(streamsGroup(t), t.name("cf-streams-member-0000"), 1)
+			}},
+			{path: "topology description update with an empty member id", req: func(t *target) kmsg.Request {
+				return topologyDescriptionUpdate(streamsGroup(t), "", 1)
+			}},
+			{path: "describe description", minVersion: 1, req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrStreamsGroupDescribeRequest()
+				r.Groups = []string{streamsGroup(t)}
+				r.IncludeTopologyDescription = true
+				return r
+			}},
 			{path: "describe", req: func(t *target) kmsg.Request {
 				r := kmsg.NewPtrStreamsGroupDescribeRequest()
 				r.Groups = []string{streamsGroup(t), "cf-absent-group"}

@@ -213,25 +213,11 @@ func (c *Coordinator) consumerGroupDescribe(id string, includeOps bool) kmsg.Con
 		}
 		return dg
 	}
-	switch {
-	case !c.cfg.ConsumerProtocol:
-		return fail(kerr.UnsupportedVersion.Code, "")
-	case c.closed.Load():
-		return fail(kerr.CoordinatorNotAvailable.Code, "")
-	case id == "":
-		return fail(kerr.InvalidGroupID.Code, "")
-	}
-	g, code := c.lockGroup(id, false)
+	g, code, msg := c.lockGroupOfKind(id, c.cfg.ConsumerProtocol, kindConsumer, "consumer")
 	if code != 0 {
-		return fail(code, "")
-	}
-	if g == nil {
-		return fail(kerr.GroupIDNotFound.Code, "Group "+id+" not found.")
+		return fail(code, msg)
 	}
 	defer g.mu.Unlock()
-	if g.kind != kindConsumer {
-		return fail(kerr.GroupIDNotFound.Code, "Group "+id+" is not a consumer group.")
-	}
 	cg := g.consumer
 	dg.State, dg.Epoch, dg.AssignmentEpoch = cg.stateName(), cg.epoch, cg.assignmentEpoch
 	// Kafka names the assignor its current members prefer (the default
@@ -277,4 +263,33 @@ func (c *Coordinator) describeAssignment(s partitionSet) kmsg.Assignment {
 		a.TopicPartitions = append(a.TopicPartitions, tp)
 	}
 	return a
+}
+
+// lockGroupOfKind locks group id for a describe of a consumer or streams
+// group, with Kafka's errors otherwise: UNSUPPORTED_VERSION when the
+// protocol is disabled, COORDINATOR_NOT_AVAILABLE once closed,
+// INVALID_GROUP_ID for an empty id, the coordinator's own errors, and
+// GROUP_ID_NOT_FOUND for an unknown group or one of another kind. With
+// code 0 the caller holds g.mu.
+func (c *Coordinator) lockGroupOfKind(id string, enabled bool, kind groupKind, kindName string) (g *group, code int16, msg string) {
+	switch {
+	case !enabled:
+		return nil, kerr.UnsupportedVersion.Code, ""
+	case c.closed.Load():
+		return nil, kerr.CoordinatorNotAvailable.Code, ""
+	case id == "":
+		return nil, kerr.InvalidGroupID.Code, ""
+	}
+	g, code = c.lockGroup(id, false)
+	if code != 0 {
+		return nil, code, ""
+	}
+	if g == nil {
+		return nil, kerr.GroupIDNotFound.Code, "Group " + id + " not found."
+	}
+	if g.kind != kind {
+		g.mu.Unlock()
+		return nil, kerr.GroupIDNotFound.Code, "Group " + id + " is not a " + kindName + " group."
+	}
+	return g, 0, ""
 }

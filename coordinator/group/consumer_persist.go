@@ -1,8 +1,6 @@
 package group
 
 import (
-	"bytes"
-	"slices"
 	"time"
 )
 
@@ -15,13 +13,11 @@ type consumerLog struct {
 	written         bool // the ConsumerGroupMetadata record exists
 	epoch           int32
 	assignmentEpoch int32 // -1: no target assignment metadata record
-	member          map[string][]byte
-	target          map[string][]byte
-	current         map[string][]byte
+	memberLogs
 }
 
 func newConsumerLog() *consumerLog {
-	return &consumerLog{assignmentEpoch: -1, member: map[string][]byte{}, target: map[string][]byte{}, current: map[string][]byte{}}
+	return &consumerLog{assignmentEpoch: -1, memberLogs: newMemberLogs()}
 }
 
 func (m *consumerMember) metadataValue() []byte {
@@ -74,95 +70,42 @@ func (g *group) consumerRecordsLocked(only *consumerMember) (recs []record, comm
 		len(l.member) != len(cg.members)
 	var members []*consumerMember
 	if full {
-		ids := make([]string, 0, len(cg.members))
-		for id := range cg.members {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
+		for _, id := range sortedKeys(cg.members) {
 			members = append(members, cg.members[id])
 		}
 	} else {
 		members = []*consumerMember{only}
 	}
-	type update struct {
-		m    map[string][]byte
-		id   string
-		v    []byte
-		tomb bool
-	}
-	var updates []update
-	add := func(version int16, m map[string][]byte, id string, v []byte) {
-		if v == nil {
-			if _, ok := m[id]; !ok {
-				return
-			}
-			recs = append(recs, record{key: cgMemberKey(version, g.id, id)})
-			updates = append(updates, update{m: m, id: id, tomb: true})
-			return
-		}
-		if old, ok := m[id]; ok && bytes.Equal(old, v) {
-			return
-		}
-		recs = append(recs, record{key: cgMemberKey(version, g.id, id), value: v})
-		updates = append(updates, update{m: m, id: id, v: v})
-	}
+	d := &recordDiff{key: func(version int16, id string) []byte { return cgMemberKey(version, g.id, id) }}
 	if full {
-		seen := map[string]bool{}
-		var gone []string
-		for _, lm := range []map[string][]byte{l.member, l.target, l.current} {
-			for id := range lm {
-				if cg.members[id] == nil && !seen[id] {
-					seen[id] = true
-					gone = append(gone, id)
-				}
-			}
-		}
-		slices.Sort(gone)
-		for _, id := range gone {
-			add(keyConsumerGroupCurrentMember, l.current, id, nil)
-			add(keyConsumerGroupTargetMember, l.target, id, nil)
-			add(keyConsumerGroupMember, l.member, id, nil)
-		}
+		gone := l.ids(func(id string) bool { return cg.members[id] == nil })
+		d.tombstones(&l.memberLogs, gone, keyConsumerGroupCurrentMember, keyConsumerGroupTargetMember, keyConsumerGroupMember)
 	}
 	for _, m := range members {
-		add(keyConsumerGroupMember, l.member, m.id, m.metadataValue())
+		d.set(keyConsumerGroupMember, l.member, m.id, m.metadataValue())
 	}
-	epochChanged := !l.written || l.epoch != cg.epoch
-	if epochChanged {
-		recs = append(recs, cgEpochRecord(g.id, cg.epoch))
+	if !l.written || l.epoch != cg.epoch {
+		d.recs = append(d.recs, cgEpochRecord(g.id, cg.epoch))
 	}
-	targetEpochChanged := l.assignmentEpoch != cg.assignmentEpoch
 	if full {
-		ids := make([]string, 0, len(cg.target))
-		for id := range cg.target {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
-			add(keyConsumerGroupTargetMember, l.target, id, encodeTargetValue(cg.target[id]))
+		for _, id := range sortedKeys(cg.target) {
+			d.set(keyConsumerGroupTargetMember, l.target, id, encodeTargetValue(cg.target[id]))
 		}
 		for id := range l.target {
 			if _, ok := cg.target[id]; !ok && cg.members[id] != nil {
-				add(keyConsumerGroupTargetMember, l.target, id, nil)
+				d.set(keyConsumerGroupTargetMember, l.target, id, nil)
 			}
 		}
 	}
-	if targetEpochChanged {
-		recs = append(recs, cgTargetEpochRecord(g.id, cg.assignmentEpoch))
+	if l.assignmentEpoch != cg.assignmentEpoch {
+		d.recs = append(d.recs, cgTargetEpochRecord(g.id, cg.assignmentEpoch))
 	}
 	for _, m := range members {
-		add(keyConsumerGroupCurrentMember, l.current, m.id, m.currentValue())
+		d.set(keyConsumerGroupCurrentMember, l.current, m.id, m.currentValue())
 	}
 	epoch, assignmentEpoch := cg.epoch, cg.assignmentEpoch
-	return recs, func() {
-		for _, u := range updates {
-			if u.tomb {
-				delete(u.m, u.id)
-			} else {
-				u.m[u.id] = u.v
-			}
-		}
+	return d.recs, func() {
+		d.commit()
 		l.written, l.epoch, l.assignmentEpoch = true, epoch, assignmentEpoch
 		if full {
 			cg.dirty = false
@@ -175,16 +118,7 @@ func (g *group) consumerRecordsLocked(only *consumerMember) (recs []record, comm
 // heartbeat once its records are committed.
 func (g *group) persistConsumerLocked(only *consumerMember) error {
 	recs, commit := g.consumerRecordsLocked(only)
-	if len(recs) == 0 {
-		commit()
-		return nil
-	}
-	if err := g.appendRecords(recs); err != nil {
-		g.c.logger.Warn("writing consumer group state failed", "group", g.id, "records", len(recs), "err", err)
-		return err
-	}
-	commit()
-	return nil
+	return g.appendChangesLocked("consumer", recs, commit)
 }
 
 // consumerTombstonesLocked deletes an empty consumer group's records, as
@@ -194,31 +128,13 @@ func (g *group) consumerTombstonesLocked() []record {
 	if cg == nil || cg.log == nil || !cg.log.written {
 		return nil
 	}
-	l := cg.log
-	var ids []string
-	seen := map[string]bool{}
-	for _, m := range []map[string][]byte{l.member, l.target, l.current} {
-		for id := range m {
-			if !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-	}
-	slices.Sort(ids)
-	var recs []record
-	for _, id := range ids {
-		recs = append(recs, record{key: cgMemberKey(keyConsumerGroupCurrentMember, g.id, id)})
-	}
-	for _, id := range ids {
-		recs = append(recs, record{key: cgMemberKey(keyConsumerGroupTargetMember, g.id, id)})
-	}
+	ids := cg.log.ids(nil)
+	key := func(version int16, id string) []byte { return cgMemberKey(version, g.id, id) }
+	recs := memberTombstones(ids, key, keyConsumerGroupCurrentMember)
+	recs = append(recs, memberTombstones(ids, key, keyConsumerGroupTargetMember)...)
 	recs = append(recs, cgGroupTombstone(keyConsumerGroupTargetMetadata, g.id))
-	for _, id := range ids {
-		recs = append(recs, record{key: cgMemberKey(keyConsumerGroupMember, g.id, id)})
-	}
-	recs = append(recs, cgGroupTombstone(keyConsumerGroupMetadata, g.id))
-	return recs
+	recs = append(recs, memberTombstones(ids, key, keyConsumerGroupMember)...)
+	return append(recs, cgGroupTombstone(keyConsumerGroupMetadata, g.id))
 }
 
 // groupTombstonesLocked are the records deleting the group itself (not its
@@ -278,41 +194,11 @@ func (rc *replayedConsumer) replay(k cgKey, value []byte) error {
 		}
 		rc.assignmentEpoch = e
 	case keyConsumerGroupMember:
-		if tomb {
-			delete(rc.member, k.member)
-			delete(rc.raw.member, k.member)
-			return nil
-		}
-		v, err := decodeMemberValue(value)
-		if err != nil {
-			return err
-		}
-		rc.member[k.member] = v
-		rc.raw.member[k.member] = slices.Clone(value)
+		return replayMemberRecord(k.member, value, rc.member, rc.raw.member, decodeMemberValue)
 	case keyConsumerGroupTargetMember:
-		if tomb {
-			delete(rc.target, k.member)
-			delete(rc.raw.target, k.member)
-			return nil
-		}
-		v, err := decodeTargetValue(value)
-		if err != nil {
-			return err
-		}
-		rc.target[k.member] = v
-		rc.raw.target[k.member] = slices.Clone(value)
+		return replayMemberRecord(k.member, value, rc.target, rc.raw.target, decodeTargetValue)
 	case keyConsumerGroupCurrentMember:
-		if tomb {
-			delete(rc.current, k.member)
-			delete(rc.raw.current, k.member)
-			return nil
-		}
-		v, err := decodeCurrentValue(value)
-		if err != nil {
-			return err
-		}
-		rc.current[k.member] = v
-		rc.raw.current[k.member] = slices.Clone(value)
+		return replayMemberRecord(k.member, value, rc.current, rc.raw.current, decodeCurrentValue)
 	}
 	return nil
 }

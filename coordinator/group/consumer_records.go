@@ -21,8 +21,9 @@ const (
 	keyConsumerGroupCurrentMember     = 8 // ConsumerGroupCurrentMemberAssignmentKey{group, member} -> current
 )
 
-// cgKey is one of the ConsumerGroup* keys; member is empty for the group
-// level ones (3, 4, 6).
+// cgKey is one of the ConsumerGroup* or StreamsGroup* keys (the same
+// layout: the record type, the group, and for the per-member ones the
+// member); member is empty for the group level ones.
 type cgKey struct {
 	version       int16
 	group, member string
@@ -38,8 +39,12 @@ func (k cgKey) encode() []byte {
 }
 
 func hasMemberKey(version int16) bool {
-	return version == keyConsumerGroupMember || version == keyConsumerGroupTargetMember ||
-		version == keyConsumerGroupCurrentMember
+	switch version {
+	case keyConsumerGroupMember, keyConsumerGroupTargetMember, keyConsumerGroupCurrentMember,
+		keyStreamsGroupMember, keyStreamsGroupTargetMember, keyStreamsGroupCurrentMember:
+		return true
+	}
+	return false
 }
 
 var errBadRecord = errors.New("malformed consumer group record")

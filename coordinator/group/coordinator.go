@@ -48,6 +48,15 @@ type Config struct {
 	ConsumerTimeouts func(groupID string) (session, heartbeat time.Duration)
 
 	StreamsProtocol bool // group.coordinator.rebalance.protocols has "streams"
+	// TopologyDescriptions is group.streams.topology.description.plugin.class
+	// naming Kafka's InMemoryTopologyDescriptionPlugin (KIP-1331): the
+	// coordinator asks streams members for their topology description and
+	// keeps it (streams_description.go).
+	TopologyDescriptions bool
+	// IsShareGroup reports whether a share group (coordinator/share) has
+	// the id: Kafka's groups share one namespace, so a classic JoinGroup or
+	// a StreamsGroupHeartbeat naming it is refused. Nil: none.
+	IsShareGroup func(groupID string) bool
 	// Streams is what a streams group runs with unless StreamsSettings says
 	// otherwise: the broker's group.streams.* settings.
 	Streams StreamsSettings

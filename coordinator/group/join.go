@@ -27,6 +27,13 @@ func (c *Coordinator) JoinGroup(cl Client, req *kmsg.JoinGroupRequest, respond f
 	if req.RebalanceTimeoutMillis <= 0 {
 		req.RebalanceTimeoutMillis = req.SessionTimeoutMillis
 	}
+	// Kafka's classicGroupJoin: a share group, or a streams group with
+	// members, is not joined with the classic protocol (an empty streams
+	// group is converted below).
+	if c.cfg.IsShareGroup != nil && c.cfg.IsShareGroup(req.Group) {
+		respond(joinError("", kerr.InconsistentGroupProtocol.Code))
+		return
+	}
 	// A group is created only for a member without an id; a known member id
 	// of an unknown group is rejected.
 	g, code := c.lockGroup(req.Group, req.MemberID == "")
@@ -40,6 +47,10 @@ func (c *Coordinator) JoinGroup(cl Client, req *kmsg.JoinGroupRequest, respond f
 	}
 	defer g.mu.Unlock()
 	if g.kind != kindClassic {
+		if g.kind == kindStreams && !g.isEmptyLocked() {
+			respond(joinError("", kerr.InconsistentGroupProtocol.Code))
+			return
+		}
 		if !g.isEmptyLocked() {
 			// A classic member of a consumer group (mixed.go).
 			g.classicJoinConsumerLocked(cl, req, respond)

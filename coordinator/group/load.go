@@ -139,7 +139,7 @@ func (r *replayer) record(h *recordbatch.Header, key, value []byte) error {
 		}
 	case keyStreamsGroupMetadata, keyStreamsGroupMember, keyStreamsGroupTargetMetadata,
 		keyStreamsGroupTargetMember, keyStreamsGroupCurrentMember, keyStreamsGroupTopology:
-		k, err := decodeStreamsKey(key)
+		k, err := decodeCGKey(key)
 		if err != nil {
 			r.c.logger.Warn("skipping unreadable streams group key", "partition", r.s.index, "offset", h.BaseOffset, "err", err)
 			return nil

@@ -58,6 +58,15 @@ type streamsGroup struct {
 	numStandby    int32 // the standby replicas the target was computed with
 	shutdown      bool  // a member asked every client to shut down
 
+	// The topology description (KIP-1331, streams_description.go): what
+	// the members pushed, the epochs the metadata record carries, and when
+	// the coordinator may ask for it again.
+	description *kmsg.StreamsGroupDescribeResponseGroupTopologyDescription
+	descEpoch   int32 // the topology epoch description describes
+	storedDesc  int32 // StoredDescriptionTopologyEpoch: -1 none, -2 uncertain
+	failedDesc  int32 // FailedDescriptionTopologyEpoch: -1 none
+	solicit     descBackoff
+
 	// log is what the group's records in __consumer_offsets say; dirty
 	// asks the next write to compare every member (a member id changed).
 	log   *streamsLog
@@ -65,7 +74,13 @@ type streamsGroup struct {
 }
 
 func newStreamsGroup() *streamsGroup {
-	return &streamsGroup{members: map[string]*streamsMember{}, static: map[string]string{}, target: map[string]tasksTuple{}}
+	return &streamsGroup{members: map[string]*streamsMember{}, static: map[string]string{}, target: map[string]tasksTuple{},
+		storedDesc: -1, failedDesc: -1}
+}
+
+// metadataValue is the group's StreamsGroupMetadata record.
+func (sg *streamsGroup) metadataValue() sgMetadataValue {
+	return sgMetadataValue{epoch: sg.epoch, storedDesc: sg.storedDesc, failedDesc: sg.failedDesc}
 }
 
 // stateName is Kafka's StreamsGroupState as a string.
@@ -126,6 +141,9 @@ func (c *Coordinator) StreamsGroupHeartbeat(cl Client, req *kmsg.StreamsGroupHea
 	if code, msg := validateStreamsHeartbeat(req); code != 0 {
 		return fail(code, msg)
 	}
+	if c.cfg.IsShareGroup != nil && c.cfg.IsShareGroup(req.Group) {
+		return fail(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a streams group.")
+	}
 	leaving := req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch
 	g, code := c.lockGroup(req.Group, req.MemberEpoch == joinEpoch)
 	if code != 0 {
@@ -161,6 +179,9 @@ func (c *Coordinator) StreamsGroupHeartbeat(cl Client, req *kmsg.StreamsGroupHea
 		failed := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
 		failed.ErrorCode = appendErrorCode(err)
 		return failed, nil
+	}
+	if !leaving {
+		g.maybeRequireDescriptionLocked(req, resp)
 	}
 	return resp, missing
 }

@@ -3,20 +3,12 @@ package group
 import (
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
-// Topology description statuses of StreamsGroupDescribe v1 (KIP-1331).
-const (
-	topologyDescriptionNotRequested int8 = 0
-	topologyDescriptionNotStored    int8 = 1
 )
 
 // StreamsGroupDescribe (key 89), versions 0-1: epochs, the topology as
 // configured, and each member's process, endpoint, assignment and target.
-// Strait stores no topology description (KIP-1331): asked for one, it says
-// NOT_STORED.
+// The topology description (KIP-1331) comes from streams_description.go.
 func (c *Coordinator) StreamsGroupDescribe(cl Client, req *kmsg.StreamsGroupDescribeRequest) *kmsg.StreamsGroupDescribeResponse {
 	resp := req.ResponseKind().(*kmsg.StreamsGroupDescribeResponse)
 	for _, id := range req.Groups {
@@ -35,34 +27,17 @@ func (c *Coordinator) streamsGroupDescribe(id string, req *kmsg.StreamsGroupDesc
 		}
 		return dg
 	}
-	switch {
-	case !c.cfg.StreamsProtocol:
-		return fail(kerr.UnsupportedVersion.Code, "")
-	case c.closed.Load():
-		return fail(kerr.CoordinatorNotAvailable.Code, "")
-	case id == "":
-		return fail(kerr.InvalidGroupID.Code, "")
-	}
-	g, code := c.lockGroup(id, false)
+	g, code, msg := c.lockGroupOfKind(id, c.cfg.StreamsProtocol, kindStreams, "streams")
 	if code != 0 {
-		return fail(code, "")
-	}
-	if g == nil {
-		return fail(kerr.GroupIDNotFound.Code, "Group "+id+" not found.")
+		return fail(code, msg)
 	}
 	defer g.mu.Unlock()
-	if g.kind != kindStreams {
-		return fail(kerr.GroupIDNotFound.Code, "Group "+id+" is not a streams group.")
-	}
 	sg := g.streams
 	dg.State, dg.Epoch, dg.AssignmentEpoch = sg.stateName(), sg.epoch, sg.assignmentEpoch
 	dg.AuthorizedOperations = describedOps(req.IncludeAuthorizedOperations)
 	assignor := "sticky"
 	dg.AssignorName = &assignor
-	dg.TopologyDescriptionStatus = topologyDescriptionNotRequested
-	if req.IncludeTopologyDescription {
-		dg.TopologyDescriptionStatus = topologyDescriptionNotStored
-	}
+	c.describeDescriptionLocked(sg, req, &dg)
 	if sg.topology != nil {
 		t := kmsg.NewStreamsGroupDescribeResponseGroupTopology()
 		t.Epoch = sg.topology.Epoch

@@ -16,16 +16,14 @@ import (
 // encoded values last appended or replayed.
 type streamsLog struct {
 	written         bool // the StreamsGroupMetadata record exists
-	epoch           int32
+	meta            sgMetadataValue
 	assignmentEpoch int32  // -1: no target assignment metadata record
 	topology        []byte // nil: no topology record
-	member          map[string][]byte
-	target          map[string][]byte
-	current         map[string][]byte
+	memberLogs
 }
 
 func newStreamsLog() *streamsLog {
-	return &streamsLog{assignmentEpoch: -1, member: map[string][]byte{}, target: map[string][]byte{}, current: map[string][]byte{}}
+	return &streamsLog{meta: sgMetadataValue{storedDesc: -1, failedDesc: -1}, assignmentEpoch: -1, memberLogs: newMemberLogs()}
 }
 
 // streamsRecordsLocked returns the records that bring the log to the
@@ -45,7 +43,8 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 	if sg.topology != nil {
 		topology = encodeTopologyValue(sg.topology)
 	}
-	full := only == nil || sg.dirty || !l.written || l.epoch != sg.epoch || l.assignmentEpoch != sg.assignmentEpoch ||
+	meta := sg.metadataValue()
+	full := only == nil || sg.dirty || !l.written || l.meta.epoch != sg.epoch || l.assignmentEpoch != sg.assignmentEpoch ||
 		len(l.member) != len(sg.members) || !bytes.Equal(l.topology, topology)
 	var members []*streamsMember
 	if full {
@@ -55,81 +54,40 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 	} else {
 		members = []*streamsMember{only}
 	}
-	type update struct {
-		m    map[string][]byte
-		id   string
-		v    []byte
-		tomb bool
-	}
-	var updates []update
-	add := func(version int16, m map[string][]byte, id string, v []byte) {
-		if v == nil {
-			if _, ok := m[id]; !ok {
-				return
-			}
-			recs = append(recs, record{key: encodeStreamsKey(version, g.id, id)})
-			updates = append(updates, update{m: m, id: id, tomb: true})
-			return
-		}
-		if old, ok := m[id]; ok && bytes.Equal(old, v) {
-			return
-		}
-		recs = append(recs, record{key: encodeStreamsKey(version, g.id, id), value: v})
-		updates = append(updates, update{m: m, id: id, v: v})
-	}
+	d := &recordDiff{key: func(version int16, id string) []byte { return cgMemberKey(version, g.id, id) }}
 	if full {
-		seen := map[string]bool{}
-		var gone []string
-		for _, lm := range []map[string][]byte{l.member, l.target, l.current} {
-			for id := range lm {
-				if sg.members[id] == nil && !seen[id] {
-					seen[id] = true
-					gone = append(gone, id)
-				}
-			}
-		}
-		slices.Sort(gone)
-		for _, id := range gone {
-			add(keyStreamsGroupCurrentMember, l.current, id, nil)
-			add(keyStreamsGroupTargetMember, l.target, id, nil)
-			add(keyStreamsGroupMember, l.member, id, nil)
-		}
+		gone := l.ids(func(id string) bool { return sg.members[id] == nil })
+		d.tombstones(&l.memberLogs, gone, keyStreamsGroupCurrentMember, keyStreamsGroupTargetMember, keyStreamsGroupMember)
 	}
 	for _, m := range members {
-		add(keyStreamsGroupMember, l.member, m.id, m.metadataValue())
+		d.set(keyStreamsGroupMember, l.member, m.id, m.metadataValue())
 	}
 	if topology != nil && !bytes.Equal(l.topology, topology) {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTopology, g.id, ""), value: topology})
+		d.recs = append(d.recs, record{key: cgKey{version: keyStreamsGroupTopology, group: g.id}.encode(), value: topology})
 	}
-	if !l.written || l.epoch != sg.epoch {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupMetadata, g.id, ""), value: encodeStreamsGroupValue(sg.epoch)})
+	if !l.written || l.meta != meta {
+		d.recs = append(d.recs, record{key: cgKey{version: keyStreamsGroupMetadata, group: g.id}.encode(), value: encodeStreamsGroupValue(meta)})
 	}
 	if full {
 		for _, id := range sortedKeys(sg.target) {
-			add(keyStreamsGroupTargetMember, l.target, id, encodeStreamsTargetValue(sg.target[id]))
+			d.set(keyStreamsGroupTargetMember, l.target, id, encodeStreamsTargetValue(sg.target[id]))
 		}
 		for id := range l.target {
 			if _, ok := sg.target[id]; !ok && sg.members[id] != nil {
-				add(keyStreamsGroupTargetMember, l.target, id, nil)
+				d.set(keyStreamsGroupTargetMember, l.target, id, nil)
 			}
 		}
 	}
 	if l.assignmentEpoch != sg.assignmentEpoch {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTargetMetadata, g.id, ""), value: encodeEpochValue(sg.assignmentEpoch)})
+		d.recs = append(d.recs, record{key: cgKey{version: keyStreamsGroupTargetMetadata, group: g.id}.encode(), value: encodeEpochValue(sg.assignmentEpoch)})
 	}
 	for _, m := range members {
-		add(keyStreamsGroupCurrentMember, l.current, m.id, m.currentValue())
+		d.set(keyStreamsGroupCurrentMember, l.current, m.id, m.currentValue())
 	}
-	epoch, assignmentEpoch := sg.epoch, sg.assignmentEpoch
-	return recs, func() {
-		for _, u := range updates {
-			if u.tomb {
-				delete(u.m, u.id)
-			} else {
-				u.m[u.id] = u.v
-			}
-		}
-		l.written, l.epoch, l.assignmentEpoch, l.topology = true, epoch, assignmentEpoch, topology
+	assignmentEpoch := sg.assignmentEpoch
+	return d.recs, func() {
+		d.commit()
+		l.written, l.meta, l.assignmentEpoch, l.topology = true, meta, assignmentEpoch, topology
 		if full {
 			sg.dirty = false
 		}
@@ -140,16 +98,7 @@ func (g *group) streamsRecordsLocked(only *streamsMember) (recs []record, commit
 // the change is answered.
 func (g *group) persistStreamsLocked(only *streamsMember) error {
 	recs, commit := g.streamsRecordsLocked(only)
-	if len(recs) == 0 {
-		commit()
-		return nil
-	}
-	if err := g.appendRecords(recs); err != nil {
-		g.c.logger.Warn("writing streams group state failed", "group", g.id, "records", len(recs), "err", err)
-		return err
-	}
-	commit()
-	return nil
+	return g.appendChangesLocked("streams", recs, commit)
 }
 
 // streamsTombstonesLocked deletes an empty streams group's records, as
@@ -159,38 +108,20 @@ func (g *group) streamsTombstonesLocked() []record {
 	if sg == nil || sg.log == nil || !sg.log.written {
 		return nil
 	}
-	l := sg.log
-	var ids []string
-	seen := map[string]bool{}
-	for _, m := range []map[string][]byte{l.member, l.target, l.current} {
-		for id := range m {
-			if !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-	}
-	slices.Sort(ids)
-	var recs []record
-	for _, id := range ids {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupCurrentMember, g.id, id)})
-	}
-	for _, id := range ids {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTargetMember, g.id, id)})
-	}
-	recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTargetMetadata, g.id, "")})
-	for _, id := range ids {
-		recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupMember, g.id, id)})
-	}
-	recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupTopology, g.id, "")})
-	recs = append(recs, record{key: encodeStreamsKey(keyStreamsGroupMetadata, g.id, "")})
-	return recs
+	ids := sg.log.ids(nil)
+	key := func(version int16, id string) []byte { return cgMemberKey(version, g.id, id) }
+	recs := memberTombstones(ids, key, keyStreamsGroupCurrentMember)
+	recs = append(recs, memberTombstones(ids, key, keyStreamsGroupTargetMember)...)
+	recs = append(recs, cgGroupTombstone(keyStreamsGroupTargetMetadata, g.id))
+	recs = append(recs, memberTombstones(ids, key, keyStreamsGroupMember)...)
+	recs = append(recs, cgGroupTombstone(keyStreamsGroupTopology, g.id))
+	return append(recs, cgGroupTombstone(keyStreamsGroupMetadata, g.id))
 }
 
 // replayedStreams gathers a streams group's records during load.
 type replayedStreams struct {
 	exists          bool
-	epoch           int32
+	meta            sgMetadataValue
 	assignmentEpoch int32
 	member          map[string]sgMemberValue
 	target          map[string]tasksTuple
@@ -213,11 +144,11 @@ func (rs *replayedStreams) replay(k cgKey, value []byte) error {
 			*rs = *newReplayedStreams()
 			return nil
 		}
-		e, err := decodeStreamsGroupValue(value)
+		v, err := decodeStreamsGroupValue(value)
 		if err != nil {
 			return err
 		}
-		rs.exists, rs.epoch = true, e
+		rs.exists, rs.meta = true, v
 	case keyStreamsGroupTopology:
 		if tomb {
 			rs.raw.topology = nil
@@ -238,41 +169,11 @@ func (rs *replayedStreams) replay(k cgKey, value []byte) error {
 		}
 		rs.assignmentEpoch = e
 	case keyStreamsGroupMember:
-		if tomb {
-			delete(rs.member, k.member)
-			delete(rs.raw.member, k.member)
-			return nil
-		}
-		v, err := decodeStreamsMemberValue(value)
-		if err != nil {
-			return err
-		}
-		rs.member[k.member] = v
-		rs.raw.member[k.member] = slices.Clone(value)
+		return replayMemberRecord(k.member, value, rs.member, rs.raw.member, decodeStreamsMemberValue)
 	case keyStreamsGroupTargetMember:
-		if tomb {
-			delete(rs.target, k.member)
-			delete(rs.raw.target, k.member)
-			return nil
-		}
-		v, err := decodeStreamsTargetValue(value)
-		if err != nil {
-			return err
-		}
-		rs.target[k.member] = v
-		rs.raw.target[k.member] = slices.Clone(value)
+		return replayMemberRecord(k.member, value, rs.target, rs.raw.target, decodeStreamsTargetValue)
 	case keyStreamsGroupCurrentMember:
-		if tomb {
-			delete(rs.current, k.member)
-			delete(rs.raw.current, k.member)
-			return nil
-		}
-		v, err := decodeStreamsCurrentValue(value)
-		if err != nil {
-			return err
-		}
-		rs.current[k.member] = v
-		rs.raw.current[k.member] = slices.Clone(value)
+		return replayMemberRecord(k.member, value, rs.current, rs.raw.current, decodeStreamsCurrentValue)
 	}
 	return nil
 }
@@ -280,7 +181,17 @@ func (rs *replayedStreams) replay(k cgKey, value []byte) error {
 // restoreStreams makes g the streams group the records describe.
 func (g *group) restoreStreams(rs *replayedStreams) {
 	sg := newStreamsGroup()
-	sg.epoch = rs.epoch
+	sg.epoch = rs.meta.epoch
+	sg.failedDesc = rs.meta.failedDesc
+	// The description itself is held in memory by the coordinator that
+	// took the push (as Kafka's InMemoryTopologyDescriptionPlugin holds
+	// it): a coordinator loading the group has none, so an epoch the
+	// records say is stored becomes uncertain (-2), which asks the members
+	// to push it again.
+	sg.storedDesc = rs.meta.storedDesc
+	if sg.storedDesc != -1 {
+		sg.storedDesc = descEpochUncertain
+	}
 	sg.assignmentEpoch = max(rs.assignmentEpoch, 0)
 	if rs.raw.topology != nil {
 		sg.topology, _ = decodeTopologyValue(rs.raw.topology)
@@ -316,7 +227,7 @@ func (g *group) restoreStreams(rs *replayedStreams) {
 		}
 	}
 	raw := rs.raw
-	raw.written, raw.epoch, raw.assignmentEpoch = true, rs.epoch, rs.assignmentEpoch
+	raw.written, raw.meta, raw.assignmentEpoch = true, rs.meta, rs.assignmentEpoch
 	sg.log = raw
 	g.kind = kindStreams
 	g.consumer = nil

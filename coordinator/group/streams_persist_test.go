@@ -20,11 +20,25 @@ func TestStreamsGroupRecordBytes(t *testing.T) {
 			t.Fatalf("%s:\n got % x\nwant % x", name, got, want)
 		}
 	}
-	check("StreamsGroupMetadataKey", encodeStreamsKey(17, "g1", ""), []byte{0, 17, 0, 2, 'g', '1'})
-	check("StreamsGroupMemberMetadataKey", encodeStreamsKey(19, "g", "m"), []byte{0, 19, 0, 1, 'g', 0, 1, 'm'})
-	check("StreamsGroupTopologyKey", encodeStreamsKey(23, "g", "ignored"), []byte{0, 23, 0, 1, 'g'})
+	check("StreamsGroupMetadataKey", cgMemberKey(17, "g1", ""), []byte{0, 17, 0, 2, 'g', '1'})
+	check("StreamsGroupMemberMetadataKey", cgMemberKey(19, "g", "m"), []byte{0, 19, 0, 1, 'g', 0, 1, 'm'})
+	check("StreamsGroupTopologyKey", cgMemberKey(23, "g", "ignored"), []byte{0, 23, 0, 1, 'g'})
 	// StreamsGroupMetadataValue v0: Epoch int32, MetadataHash int64, tags.
-	check("StreamsGroupMetadataValue", encodeStreamsGroupValue(7), []byte{0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	check("StreamsGroupMetadataValue", encodeStreamsGroupValue(sgMetadataValue{epoch: 7, storedDesc: -1, failedDesc: -1}),
+		[]byte{0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	// With StoredDescriptionTopologyEpoch (tag 2) and
+	// FailedDescriptionTopologyEpoch (tag 3), each an int32 of 4 bytes.
+	withDesc := sgMetadataValue{epoch: 7, storedDesc: 3, failedDesc: 2}
+	check("StreamsGroupMetadataValue with description epochs", encodeStreamsGroupValue(withDesc),
+		[]byte{0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 4, 0, 0, 0, 3, 3, 4, 0, 0, 0, 2})
+	if got, err := decodeStreamsGroupValue(encodeStreamsGroupValue(withDesc)); err != nil || got != withDesc {
+		t.Fatalf("StreamsGroupMetadataValue round trip: %+v, %v", got, err)
+	}
+	// Kafka's tags 0 (ValidatedTopologyEpoch) and 1 are skipped.
+	kafkaTags := []byte{0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 4, 0, 0, 0, 5, 2, 4, 0xff, 0xff, 0xff, 0xfe}
+	if got, err := decodeStreamsGroupValue(kafkaTags); err != nil || got != (sgMetadataValue{epoch: 7, storedDesc: -2, failedDesc: -1}) {
+		t.Fatalf("StreamsGroupMetadataValue with tags 0 and 2: %+v, %v", got, err)
+	}
 
 	m := &streamsMember{id: "m", clientID: "c", clientHost: "/h", rebalanceTimeout: 300000, topologyEpoch: 2, processID: "p",
 		endpoint:   &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: "h", Port: 8080},
@@ -144,9 +158,9 @@ func FuzzStreamsGroupValues(f *testing.F) {
 	f.Add(m.metadataValue())
 	f.Add(m.currentValue())
 	f.Add(encodeStreamsTargetValue(m.assigned))
-	f.Add(encodeStreamsGroupValue(9))
+	f.Add(encodeStreamsGroupValue(sgMetadataValue{epoch: 9, storedDesc: 1, failedDesc: -1}))
 	f.Add(encodeTopologyValue(wordCountTopology()))
-	f.Add(encodeStreamsKey(22, "g", "m"))
+	f.Add(cgMemberKey(22, "g", "m"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if v, err := decodeStreamsMemberValue(b); err == nil {
 			back := &streamsMember{instanceID: v.instanceID, rackID: v.rackID, clientID: v.clientID, clientHost: v.clientHost,
@@ -175,8 +189,8 @@ func FuzzStreamsGroupValues(f *testing.F) {
 			}
 		}
 		decodeStreamsGroupValue(b)
-		if k, err := decodeStreamsKey(b); err == nil && hasStreamsMemberKey(k.version) {
-			if k2, err := decodeStreamsKey(encodeStreamsKey(k.version, k.group, k.member)); err != nil || k2 != k {
+		if k, err := decodeCGKey(b); err == nil && hasMemberKey(k.version) {
+			if k2, err := decodeCGKey(cgMemberKey(k.version, k.group, k.member)); err != nil || k2 != k {
 				t.Fatalf("key: %+v then %+v %v", k, k2, err)
 			}
 		}

@@ -30,48 +30,63 @@ func isStreamsKey(version int16) bool {
 	return false
 }
 
-func hasStreamsMemberKey(version int16) bool {
-	return version == keyStreamsGroupMember || version == keyStreamsGroupTargetMember || version == keyStreamsGroupCurrentMember
+// sgMetadataValue is StreamsGroupMetadataValue v0: the epoch, a metadata
+// hash, which Strait does not compute (0: topics are checked again on
+// load), and the topology description epochs of KIP-1331 (tags 2 and 3,
+// written when not -1, their default).
+type sgMetadataValue struct {
+	epoch      int32
+	storedDesc int32 // StoredDescriptionTopologyEpoch
+	failedDesc int32 // FailedDescriptionTopologyEpoch
 }
 
-func encodeStreamsKey(version int16, group, member string) []byte {
-	b := kbin.AppendInt16(nil, version)
-	b = kbin.AppendString(b, group)
-	if hasStreamsMemberKey(version) {
-		b = kbin.AppendString(b, member)
+func encodeStreamsGroupValue(v sgMetadataValue) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	b = kbin.AppendInt32(b, v.epoch)
+	b = kbin.AppendInt64(b, 0)
+	var tags [][2]int32
+	if v.storedDesc != -1 {
+		tags = append(tags, [2]int32{2, v.storedDesc})
+	}
+	if v.failedDesc != -1 {
+		tags = append(tags, [2]int32{3, v.failedDesc})
+	}
+	b = kbin.AppendUvarint(b, uint32(len(tags)))
+	for _, t := range tags {
+		b = kbin.AppendUvarint(b, uint32(t[0]))
+		b = kbin.AppendUvarint(b, 4)
+		b = kbin.AppendInt32(b, t[1])
 	}
 	return b
 }
 
-func decodeStreamsKey(key []byte) (cgKey, error) {
-	r := kbin.Reader{Src: key}
-	k := cgKey{version: r.Int16()}
-	k.group = r.String()
-	if hasStreamsMemberKey(k.version) {
-		k.member = r.String()
-	}
-	if !r.Ok() || len(r.Src) != 0 {
-		return k, errBadRecord
-	}
-	return k, nil
-}
-
-// encodeStreamsGroupValue is StreamsGroupMetadataValue v0: the epoch and a
-// metadata hash, which Strait does not compute (0: topics are checked
-// again on load).
-func encodeStreamsGroupValue(epoch int32) []byte {
-	b := kbin.AppendInt16(nil, 0)
-	b = kbin.AppendInt32(b, epoch)
-	b = kbin.AppendInt64(b, 0)
-	return kbin.AppendUvarint(b, 0)
-}
-
-func decodeStreamsGroupValue(v []byte) (int32, error) {
+func decodeStreamsGroupValue(v []byte) (sgMetadataValue, error) {
+	out := sgMetadataValue{storedDesc: -1, failedDesc: -1}
 	r := kbin.Reader{Src: v}
 	r.Int16()
-	e := r.Int32()
+	out.epoch = r.Int32()
 	r.Int64()
-	return e, finish(&r)
+	n := r.Uvarint()
+	for i := uint32(0); i < n && r.Ok(); i++ {
+		tag, size := r.Uvarint(), r.Uvarint()
+		if int(size) > len(r.Src) {
+			return out, errBadRecord
+		}
+		field := kbin.Reader{Src: r.Span(int(size))}
+		switch tag {
+		case 2:
+			out.storedDesc = field.Int32()
+		case 3:
+			out.failedDesc = field.Int32()
+		}
+		if !field.Ok() {
+			return out, errBadRecord
+		}
+	}
+	if !r.Ok() {
+		return out, errBadRecord
+	}
+	return out, nil
 }
 
 // sgMemberValue is StreamsGroupMemberMetadataValue v0.

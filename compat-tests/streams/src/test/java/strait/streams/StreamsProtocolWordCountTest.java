@@ -108,7 +108,8 @@ class StreamsProtocolWordCountTest extends WordCountTest {
      * Kafka's kafka-streams-groups --describe show both members and the four active tasks
      * (two subtopologies, two partitions each) split between them; ListGroups types it "streams";
      * kafka-streams-groups --list, --describe --state and --describe --offsets show the group,
-     * its state and the committed offsets (lag 0) of the input and repartition topics.
+     * its state and the committed offsets (lag 0) of the input and repartition topics, and
+     * --describe --topology the topology description a member pushed (KIP-1331).
      */
     @Test
     void streamsGroupDescribedWithMembersAndTasks() throws Exception {
@@ -169,6 +170,19 @@ class StreamsProtocolWordCountTest extends WordCountTest {
         String offsets = runCli(cp, "--describe", "--group", app, "--offsets");
         assertTrue(offsets.contains(input) && offsets.contains(app + "-words-repartition"),
                 "committed offsets of the input and repartition topics in:\n" + offsets);
+        // KIP-1331: the broker asked a member for the topology description
+        // (StreamsGroupTopologyDescriptionUpdate); the tool shows it.
+        String topology = "";
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (System.nanoTime() < deadline && !topology.contains("Sub-topology: 1")) {
+            topology = runCli(cp, "--describe", "--group", app, "--topology");
+            if (!topology.contains("Sub-topology: 1")) {
+                Thread.sleep(500);
+            }
+        }
+        assertTrue(topology.contains("Sub-topology: 0") && topology.contains("Sub-topology: 1")
+                && topology.contains(input) && topology.contains(app + "-words-repartition"),
+                "the topology description (two sub-topologies, the input and repartition topics) in:\n" + topology);
         assertTrue(streams.state().isRunningOrRebalancing(), "application running: " + streams.state());
     }
 
