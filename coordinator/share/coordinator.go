@@ -6,10 +6,11 @@
 // archived) with its acquisition locks, delivery count limit and in-flight
 // window. The broker reads the log and calls in; this package does no I/O.
 //
-// State is in memory only: Strait does not write __share_group_state, so a
-// broker restart or a coordinator move forgets the groups (members rejoin)
-// and the share-partitions' progress (they start again from
-// share.auto.offset.reset).
+// The share-partitions' state (start offset, in-flight batches, delivery
+// counts) is persisted in __share_group_state (state.go has its records;
+// the broker appends and reads them), so it survives a leader or
+// coordinator move; the groups' membership is in memory only (members
+// rejoin after a coordinator move).
 package share
 
 import (
@@ -64,6 +65,11 @@ type Config struct {
 	GroupConfigs func(groupID string) map[string]string
 	// Topic returns a topic's ID and partition count by name.
 	Topic func(name string) (id [16]byte, partitions int32, ok bool)
+
+	// Released is told of a share-partition whose records a member's
+	// leaving released (called with the coordinator's lock held, so it
+	// must not block: the broker writes the state on a goroutine).
+	Released func(groupID string, tp TopicPartition, p *Partition)
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -643,6 +649,9 @@ func (c *Coordinator) releaseMemberLocked(groupID, memberID string) {
 		p.Lock()
 		p.ReleaseMember(memberID, lim)
 		p.Unlock()
+		if c.cfg.Released != nil {
+			c.cfg.Released(groupID, TopicPartition{Topic: k.topic, Partition: k.part}, p)
+		}
 	}
 }
 
