@@ -280,6 +280,9 @@ func (ss *shareStateService) persistRead(k share.StateKey, leaderEpoch int32) (s
 		return share.SPState{}, false, kerr.CoordinatorNotAvailable.Code
 	}
 	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode == kerr.InvalidRequest.Code {
+		return share.SPState{}, false, 0 // no state (Kafka's "Data not found")
+	}
 	if p.ErrorCode != 0 {
 		return share.SPState{}, false, p.ErrorCode
 	}

@@ -9,9 +9,13 @@ package broker
 // CLUSTER_ACTION on the cluster, else every partition answers
 // CLUSTER_AUTHORIZATION_FAILED. A partition not coordinated here answers
 // NOT_COORDINATOR; a read of a share-partition never written answers
-// StartOffset -1 with no error (as Kafka's for an uninitialized one).
+// INVALID_REQUEST ("Data not found ..."), its summary StartOffset -1 with
+// no error; an empty group id answers no topics (all as Kafka 4.4).
 
 import (
+	"encoding/base64"
+	"strconv"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -35,22 +39,30 @@ func shareStateAsync(c *conn, x *exchange, fn func() kmsg.Response) {
 	}
 }
 
-// shareStateCheck is the common first step: ClusterAction, and a group id.
-func shareStateCheck(c *conn, group string) (int16, *string) {
+// shareStateCheck is the common first step: ClusterAction on the cluster
+// (every partition answers CLUSTER_AUTHORIZATION_FAILED without it). ok
+// is false for an empty group id, which Kafka 4.4 answers with no topics.
+func shareStateCheck(c *conn, group string) (code int16, msg *string, ok bool) {
 	if !c.authorizeCluster(acl.OpClusterAction) {
-		return kerr.ClusterAuthorizationFailed.Code, nil
+		return kerr.ClusterAuthorizationFailed.Code, nil, true
 	}
-	if group == "" {
-		return kerr.InvalidRequest.Code, strp("Group id must be specified and non-empty.")
-	}
-	return 0, nil
+	return 0, nil, group != ""
+}
+
+// shareStateNotFound is Kafka's answer to a read of a share-partition never
+// initialized or written.
+func shareStateNotFound(k share.StateKey) *string {
+	return strp("Data not found for topic " + base64.RawURLEncoding.EncodeToString(k.Topic[:]) + ", partition " + strconv.Itoa(int(k.Partition)) + " for group " + k.Group + ", in the in-memory state of share coordinator")
 }
 
 func handleInitializeShareGroupState(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.InitializeShareGroupStateRequest)
-	code, msg := shareStateCheck(c, req.GroupID)
+	code, msg, ok := shareStateCheck(c, req.GroupID)
 	shareStateAsync(c, x, func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.InitializeShareGroupStateResponse)
+		if !ok {
+			return resp
+		}
 		for _, rt := range req.Topics {
 			t := kmsg.NewInitializeShareGroupStateResponseTopic()
 			t.TopicID = rt.TopicID
@@ -75,9 +87,12 @@ func handleInitializeShareGroupState(c *conn, x *exchange) {
 
 func handleReadShareGroupState(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ReadShareGroupStateRequest)
-	code, msg := shareStateCheck(c, req.GroupID)
+	code, msg, ok := shareStateCheck(c, req.GroupID)
 	shareStateAsync(c, x, func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
+		if !ok {
+			return resp
+		}
 		for _, rt := range req.Topics {
 			t := kmsg.NewReadShareGroupStateResponseTopic()
 			t.TopicID = rt.TopicID
@@ -88,6 +103,9 @@ func handleReadShareGroupState(c *conn, x *exchange) {
 					k := share.StateKey{Group: req.GroupID, Topic: rt.TopicID, Partition: rp.Partition}
 					st, found, ec := c.srv.shareState().read(k)
 					p.ErrorCode = ec
+					if ec == 0 && !found {
+						p.ErrorCode, p.ErrorMessage, p.StartOffset = kerr.InvalidRequest.Code, shareStateNotFound(k), 0
+					}
 					if found {
 						p.StateEpoch, p.StartOffset = st.StateEpoch, st.StartOffset
 						for _, b := range st.Batches {
@@ -107,9 +125,12 @@ func handleReadShareGroupState(c *conn, x *exchange) {
 
 func handleWriteShareGroupState(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.WriteShareGroupStateRequest)
-	code, msg := shareStateCheck(c, req.GroupID)
+	code, msg, ok := shareStateCheck(c, req.GroupID)
 	shareStateAsync(c, x, func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
+		if !ok {
+			return resp
+		}
 		for _, rt := range req.Topics {
 			t := kmsg.NewWriteShareGroupStateResponseTopic()
 			t.TopicID = rt.TopicID
@@ -146,9 +167,12 @@ func handleWriteShareGroupState(c *conn, x *exchange) {
 
 func handleDeleteShareGroupState(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DeleteShareGroupStateRequest)
-	code, msg := shareStateCheck(c, req.GroupID)
+	code, msg, ok := shareStateCheck(c, req.GroupID)
 	shareStateAsync(c, x, func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
+		if !ok {
+			return resp
+		}
 		for _, rt := range req.Topics {
 			t := kmsg.NewDeleteShareGroupStateResponseTopic()
 			t.TopicID = rt.TopicID
@@ -169,9 +193,12 @@ func handleDeleteShareGroupState(c *conn, x *exchange) {
 
 func handleReadShareGroupStateSummary(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ReadShareGroupStateSummaryRequest)
-	code, msg := shareStateCheck(c, req.GroupID)
+	code, msg, ok := shareStateCheck(c, req.GroupID)
 	shareStateAsync(c, x, func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ReadShareGroupStateSummaryResponse)
+		if !ok {
+			return resp
+		}
 		for _, rt := range req.Topics {
 			t := kmsg.NewReadShareGroupStateSummaryResponseTopic()
 			t.TopicID = rt.TopicID
@@ -183,6 +210,9 @@ func handleReadShareGroupStateSummary(c *conn, x *exchange) {
 					k := share.StateKey{Group: req.GroupID, Topic: rt.TopicID, Partition: rp.Partition}
 					st, found, ec := c.srv.shareState().read(k)
 					p.ErrorCode = ec
+					if ec == 0 && !found {
+						p.LeaderEpoch = 0 // as Kafka 4.4 answers a share-partition it has no state for
+					}
 					if found {
 						p.StateEpoch, p.LeaderEpoch, p.StartOffset = st.StateEpoch, st.LeaderEpoch, st.StartOffset
 						p.DeliveryCompleteCount = share.DeliveryComplete(&st)
