@@ -41,11 +41,10 @@ type Config struct {
 	MaxShareSessions  int           // group.share.max.share.sessions (2000)
 	MinLockDuration   time.Duration // group.share.min.record.lock.duration.ms
 	MaxLockDuration   time.Duration // group.share.max.record.lock.duration.ms
-	// MaxGroups bounds the share groups a broker keeps state for (members,
-	// sessions or share-partitions). Kafka 4.4 has no such setting: it
-	// keeps the state in __share_group_state and caches it; Strait's is
-	// only in memory, so without a bound any client naming new group ids
-	// would grow it for ever. At the bound, groups with no member and no
+	// MaxGroups bounds the share groups a broker keeps state for in memory
+	// (members, sessions or share-partitions). Kafka 4.4 has no such
+	// setting; without a bound any client naming new group ids would grow
+	// the memory for ever (the persisted state is on disk). At the bound, groups with no member and no
 	// session for EmptyGroupRetention are forgotten to make room; if none
 	// is, a new group is refused with GROUP_MAX_SIZE_REACHED.
 	MaxGroups int // 1000
@@ -490,9 +489,9 @@ func (c *Coordinator) admitLocked(groupID string, now time.Time) bool {
 
 // sweepLocked forgets every group with no live member and no share session
 // here that has not been used for EmptyGroupRetention: its membership
-// record and its share-partitions' progress go (as DeleteGroups would), so
-// a consumer of it that comes back starts from share.auto.offset.reset.
-// c.mu held.
+// record and its share-partitions' copies here go; their persisted state
+// in __share_group_state stays, so a consumer of it that comes back
+// resumes from it. c.mu held.
 func (c *Coordinator) sweepLocked(now time.Time) {
 	c.evictIdleLocked(now)
 	inSession := map[string]bool{}
