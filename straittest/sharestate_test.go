@@ -267,9 +267,21 @@ func TestShareGroupSurvivesCoordinatorKill(t *testing.T) {
 				}
 			}
 			n := len(deliveries)
+			missing := map[int64][]int64{}
+			for p := int64(0); p < partitions; p++ {
+				for o := int64(0); o < perPartition; o++ {
+					if len(deliveries[[2]int64{p, o}]) == 0 {
+						missing[p] = append(missing[p], o)
+					}
+				}
+			}
 			mu.Unlock()
-			t.Fatalf("after the kill: %d of %d records delivered; held offsets not redelivered with a raised count: %v",
-				n, partitions*perPartition, missingHeld)
+			var after any
+			if dresp, err := dso.RequestWith(ctx, c.Client()); err == nil && len(dresp.Groups) == 1 {
+				after = dresp.Groups[0]
+			}
+			t.Fatalf("after the kill: %d of %d records delivered (missing %v); held offsets not redelivered with a raised count: %v; offsets now %+v",
+				n, partitions*perPartition, missing, missingHeld, after)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
