@@ -16,13 +16,6 @@ import (
 // A key listed here that Strait serves at Kafka's versions fails the test
 // too: remove it from the list.
 var kafka44Exceptions = map[kmsg.Key]string{
-	// Share groups (KIP-932), issue 19: their state is in memory, without
-	// the share coordinator's state calls.
-	kmsg.InitializeShareGroupState:  "share group state, issue 19",
-	kmsg.ReadShareGroupState:        "share group state, issue 19",
-	kmsg.WriteShareGroupState:       "share group state, issue 19",
-	kmsg.DeleteShareGroupState:      "share group state, issue 19",
-	kmsg.ReadShareGroupStateSummary: "share group state, issue 19",
 }
 
 // kafka44Range is Kafka 4.4's advertised range for key from kversion, or

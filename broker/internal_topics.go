@@ -1,9 +1,9 @@
 package broker
 
 // Guards on the coordinators' internal topics, stricter than Kafka 4.4
-// (compat-tests/DIFFERENCES.md): Kafka deletes __consumer_offsets or
-// __transaction_state when asked and loses every committed offset or
-// transaction state, and lets a client create them with any shape before
+// (compat-tests/DIFFERENCES.md): Kafka deletes __consumer_offsets,
+// __transaction_state or __share_group_state when asked and loses every
+// committed offset, transaction or share-partition state, and lets a client create them with any shape before
 // the coordinator does. Strait refuses both; the coordinators create the
 // topics themselves with the configured shape.
 
@@ -16,9 +16,9 @@ import (
 )
 
 // coordinatorTopic reports whether name is an internal topic a coordinator
-// of this broker writes (__share_group_state is internal but unused here).
+// of this broker writes.
 func coordinatorTopic(name string) bool {
-	return name == recordbatch.ConsumerOffsetsTopic || name == recordbatch.TransactionStateTopic
+	return name == recordbatch.ConsumerOffsetsTopic || name == recordbatch.TransactionStateTopic || name == recordbatch.ShareGroupStateTopic
 }
 
 // deleteInternalTopicError is the DeleteTopics answer for an internal topic:
@@ -43,6 +43,8 @@ func (s *Server) internalTopicShapeError(name string, np int32, configs map[stri
 		want, key = s.cfg.Groups.OffsetsTopicPartitions, "offsets.topic.num.partitions"
 	case recordbatch.TransactionStateTopic:
 		want, key = s.cfg.Transactions.StateLogPartitions, "transaction.state.log.num.partitions"
+	case recordbatch.ShareGroupStateTopic:
+		want, key = s.cfg.Groups.ShareState.Partitions, "share.coordinator.state.topic.num.partitions"
 	default:
 		return ""
 	}

@@ -24,7 +24,7 @@ func TestInternalTopicsGuarded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	for _, name := range []string{"__consumer_offsets", "__transaction_state"} {
+	for _, name := range []string{"__consumer_offsets", "__transaction_state", "__share_group_state"} {
 		req := kmsg.NewPtrCreateTopicsRequest()
 		rt := kmsg.NewCreateTopicsRequestTopic()
 		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
@@ -59,7 +59,7 @@ func TestInternalTopicsGuarded(t *testing.T) {
 
 	del := kmsg.NewPtrDeleteTopicsRequest()
 	del.SetVersion(5)
-	del.TopicNames = []string{"__consumer_offsets", "__transaction_state"}
+	del.TopicNames = []string{"__consumer_offsets", "__transaction_state", "__share_group_state"}
 	dresp, err := del.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatalf("delete by name: %v", err)

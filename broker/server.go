@@ -90,7 +90,11 @@ type Server struct {
 	groupSvc *groupService
 	// shareCoord is the share groups and share-partitions (share_service.go).
 	shareCoord *share.Coordinator
-	txnSvc     *txnService
+	// shareStateSvc is __share_group_state (sharestate.go), made on first use.
+	shareStateOnce sync.Once
+	shareStateSvc  *shareStateService
+	shareStateLog  logLimiter
+	txnSvc         *txnService
 	// interBroker holds the clients for requests to other brokers.
 	interBroker interBrokerClients
 	// fetchSessions holds the incremental fetch sessions (KIP-227).

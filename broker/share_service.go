@@ -5,7 +5,8 @@ package broker
 // broker coordinates a group (the leader of its __consumer_offsets
 // partition, as for every group), the group configs (share.* keys) from
 // the controller's cache, and topic lookups. The share-partitions live on
-// the broker leading each topic partition; their state is in memory only.
+// the broker leading each topic partition; their state is persisted in
+// __share_group_state (sharestate.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,6 +57,9 @@ func (s *Server) startShareCoordinator() *share.Coordinator {
 	cfg.PartitionExists = func(tp share.TopicPartition) bool {
 		t, ok := s.ctrl.TopicByID(tp.Topic)
 		return ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions)
+	}
+	cfg.Released = func(groupID string, tp share.TopicPartition, p *share.Partition) {
+		s.bg.Go(func() { s.sharePersist(groupID, tp, p) })
 	}
 	sc := share.New(cfg)
 	s.ctrl.Listen(func(ch controller.TopicChange) {

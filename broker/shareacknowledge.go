@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/coordinator/share"
-	"github.com/strait/strait/security/acl"
 )
 
 func init() { register(kmsg.ShareAcknowledge, 1, 2, handleShareAcknowledge) }
@@ -24,31 +23,14 @@ func init() { register(kmsg.ShareAcknowledge, 1, 2, handleShareAcknowledge) }
 func handleShareAcknowledge(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ShareAcknowledgeRequest)
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-	fail := func(e *kerr.Error, msg string) {
-		resp.ErrorCode = e.Code
-		resp.AcquisitionLockTimeoutMillis = 0 // Kafka's top-level errors carry none
-		if msg != "" {
-			resp.ErrorMessage = &msg
-		}
-		x.respond(resp)
-	}
-	if req.GroupID == nil || *req.GroupID == "" {
-		fail(kerr.InvalidRequest, "Group id must be set.")
-		return
-	}
-	if req.MemberID == nil || *req.MemberID == "" {
-		fail(kerr.InvalidRequest, "Member id must be set.")
-		return
-	}
-	if !c.authorizeGroup(acl.OpRead, *req.GroupID) {
-		fail(kerr.GroupAuthorizationFailed, "")
+	if !c.shareCheck(x, resp, req.GroupID, req.MemberID) {
 		return
 	}
 	sc := c.srv.shares()
 	group, member := *req.GroupID, *req.MemberID
 	resp.AcquisitionLockTimeoutMillis = int32(sc.Limits(group).LockDuration / time.Millisecond)
 	if _, code := sc.SessionUpdate(group, member, req.ShareSessionEpoch, nil, nil, true); code != 0 {
-		fail(kerr.ErrorForCode(code).(*kerr.Error), "")
+		shareFail(x, resp, kerr.ErrorForCode(code).(*kerr.Error), "")
 		return
 	}
 	now := c.srv.clock.Now()
@@ -64,7 +46,11 @@ func handleShareAcknowledge(c *conn, x *exchange) {
 			}
 			sp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			sp.Partition = rp.Partition
-			sp.ErrorCode = c.srv.shareAcknowledge(group, member, t, batches, now)
+			code, msg := c.srv.shareAcknowledge(group, member, t, batches, now)
+			sp.ErrorCode = code
+			if msg != "" {
+				sp.ErrorMessage = &msg
+			}
 			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = c.srv.currentLeader(t.part, t.topic, rp.Partition)
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -49,6 +49,7 @@ type shareTarget struct {
 	part     *replication.Partition
 	code     int16 // fetch error
 	ackCode  int16
+	ackMsg   string
 	acked    bool
 	fetch    bool
 	records  []byte
@@ -105,27 +106,43 @@ func (c *conn) resolveShareTarget(t *shareTarget) {
 	t.code = checkLeader(t.part, -1)
 }
 
+// shareFail answers a ShareFetch or ShareAcknowledge with a top-level
+// error (Kafka's carry no acquisition lock timeout).
+func shareFail(x *exchange, resp kmsg.Response, e *kerr.Error, msg string) {
+	var m *string
+	if msg != "" {
+		m = &msg
+	}
+	switch r := resp.(type) {
+	case *kmsg.ShareFetchResponse:
+		r.ErrorCode, r.ErrorMessage, r.AcquisitionLockTimeoutMillis = e.Code, m, 0
+	case *kmsg.ShareAcknowledgeResponse:
+		r.ErrorCode, r.ErrorMessage, r.AcquisitionLockTimeoutMillis = e.Code, m, 0
+	}
+	x.respond(resp)
+}
+
+// shareCheck is ShareFetch's and ShareAcknowledge's common checks: a group
+// and member id, READ on the group. On failure it answers and returns
+// false.
+func (c *conn) shareCheck(x *exchange, resp kmsg.Response, group, member *string) bool {
+	switch {
+	case group == nil || *group == "":
+		shareFail(x, resp, kerr.InvalidRequest, "Group id must be set.")
+	case member == nil || *member == "":
+		shareFail(x, resp, kerr.InvalidRequest, "Member id must be set.")
+	case !c.authorizeGroup(acl.OpRead, *group):
+		shareFail(x, resp, kerr.GroupAuthorizationFailed, "")
+	default:
+		return true
+	}
+	return false
+}
+
 func handleShareFetch(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.ShareFetchRequest)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	fail := func(e *kerr.Error, msg string) {
-		resp.ErrorCode = e.Code
-		resp.AcquisitionLockTimeoutMillis = 0 // Kafka's top-level errors carry none
-		if msg != "" {
-			resp.ErrorMessage = &msg
-		}
-		x.respond(resp)
-	}
-	if req.GroupID == nil || *req.GroupID == "" {
-		fail(kerr.InvalidRequest, "Group id must be set.")
-		return
-	}
-	if req.MemberID == nil || *req.MemberID == "" {
-		fail(kerr.InvalidRequest, "Member id must be set.")
-		return
-	}
-	if !c.authorizeGroup(acl.OpRead, *req.GroupID) {
-		fail(kerr.GroupAuthorizationFailed, "")
+	if !c.shareCheck(x, resp, req.GroupID, req.MemberID) {
 		return
 	}
 	sc := c.srv.shares()
@@ -154,23 +171,22 @@ func handleShareFetch(c *conn, x *exchange) {
 		}
 	}
 	final := req.ShareSessionEpoch == share.FinalEpoch
-	switch {
-	case req.ShareSessionEpoch == share.InitialEpoch && len(acks) > 0:
-		fail(kerr.InvalidRequest, "Acknowledge data present on initial fetch request")
+	if req.ShareSessionEpoch == share.InitialEpoch && len(acks) > 0 {
+		shareFail(x, resp, kerr.InvalidRequest, "Acknowledge data present on initial fetch request")
 		return
 	}
 	// A final fetch naming partitions without acknowledgements is not
 	// refused: Kafka 4.4 closes the session and answers no partitions.
 	parts, code := sc.SessionUpdate(op.group, op.member, req.ShareSessionEpoch, add, forget, false)
 	if code != 0 {
-		fail(kerr.ErrorForCode(code).(*kerr.Error), "")
+		shareFail(x, resp, kerr.ErrorForCode(code).(*kerr.Error), "")
 		return
 	}
 	now := c.srv.clock.Now()
 	for _, tp := range ackOrder {
 		t := op.target(tp)
 		t.acked = true
-		t.ackCode = c.srv.shareAcknowledge(op.group, op.member, t, acks[tp], now)
+		t.ackCode, t.ackMsg = c.srv.shareAcknowledge(op.group, op.member, t, acks[tp], now)
 	}
 	if final {
 		sc.CloseSession(op.group, op.member)
@@ -202,20 +218,32 @@ func handleShareFetch(c *conn, x *exchange) {
 	}
 }
 
-// shareAcknowledge applies one partition's acknowledgement batches.
-func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches []share.AckBatch, now time.Time) int16 {
+// shareAcknowledge applies one partition's acknowledgement batches and
+// writes the share-partition's state before answering, as Kafka's
+// SharePartition waits for its persister. Offsets never acquired are
+// INVALID_RECORD_STATE with Kafka's message.
+func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches []share.AckBatch, now time.Time) (int16, string) {
 	if t.code != 0 {
-		return t.code
+		return t.code, ""
 	}
 	sp := s.shares().LookupPartition(group, t.tp.Topic, t.tp.Partition)
 	if sp == nil {
-		return kerr.InvalidRecordState.Code
+		return kerr.InvalidRecordState.Code, "Batch record not found. The request batch offsets are not found in the cache."
 	}
 	lim := s.shares().Limits(group)
 	sp.Lock()
-	defer sp.Unlock()
+	if sp.Initialized() && sp.LeaderEpoch() != t.part.LeaderEpoch() {
+		// The leadership moved since these records were acquired: the
+		// state is reloaded by the next fetch, and no lock survives that.
+		sp.Uninit()
+	}
 	sp.Expire(now, lim)
-	return sp.Acknowledge(member, batches, now, lim)
+	code, msg := sp.AcknowledgeMsg(member, batches, now, lim)
+	sp.Unlock()
+	if code != 0 {
+		return code, msg
+	}
+	return s.sharePersist(group, t.tp, sp), ""
 }
 
 // acquire acquires records on every fetched partition, within MaxRecords
@@ -247,7 +275,18 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 			continue
 		}
 		sp := sc.Partition(op.group, t.tp.Topic, t.tp.Partition)
-		n, size, exp, code := s.shareAcquire(sp, op.member, t, maxRecords, remaining, lim, reset, readCommitted, now)
+		code := s.shareLoad(op.group, t.tp, sp, t.part.LeaderEpoch(), lim, func() int64 {
+			return shareResetOffset(t.part.Log(), reset, readCommitted, now)
+		})
+		if code != 0 {
+			t.code = code
+			done = true
+			continue
+		}
+		n, size, exp, code := s.shareAcquire(sp, op.member, t, maxRecords, remaining, lim, readCommitted, now)
+		// The delivery counts raised are written before the records go out,
+		// so a leader move cannot hand them out again as first deliveries.
+		s.sharePersist(op.group, t.tp, sp)
 		if code != 0 {
 			t.code = code
 			done = true
@@ -278,26 +317,17 @@ const shareReadChunk = 1 << 20
 // shareAcquire reads t's log from the share-partition's next fetch offset
 // and acquires what it can for member. It returns the records acquired,
 // the bytes returned, the next lock expiry and an error code.
-func (s *Server) shareAcquire(sp *share.Partition, member string, t *shareTarget, maxRecords int, maxBytes int64, lim share.Limits, reset string, readCommitted bool, now time.Time) (int, int64, time.Time, int16) {
+func (s *Server) shareAcquire(sp *share.Partition, member string, t *shareTarget, maxRecords int, maxBytes int64, lim share.Limits, readCommitted bool, now time.Time) (int, int64, time.Time, int16) {
 	log := t.part.Log()
 	sp.Lock()
 	defer sp.Unlock()
+	if !sp.Initialized() {
+		return 0, 0, time.Time{}, 0 // reloading after a leadership move
+	}
 	hw := log.HighWatermark()
 	upTo := hw
 	if readCommitted {
 		upTo = min(log.LastStableOffset(), hw)
-	}
-	if !sp.Initialized() {
-		start := upTo // latest
-		if reset == "earliest" {
-			start = log.LogStartOffset()
-		} else if d, ok := config.ShareResetDuration(reset); ok {
-			// The first record at or after now - d; none: latest.
-			if off, _, found, err := log.OffsetForTimestamp(now.Add(-d).UnixMilli()); err == nil && found {
-				start = min(off, upTo)
-			}
-		}
-		sp.Init(start)
 	}
 	sp.TrimTo(log.LogStartOffset())
 	next := sp.Expire(now, lim)
@@ -372,6 +402,26 @@ func (s *Server) shareAcquire(sp *share.Partition, member string, t *shareTarget
 		exp = next
 	}
 	return n, size, exp, 0
+}
+
+// shareResetOffset is a new share-partition's start offset by
+// share.auto.offset.reset: latest (the high watermark, or the last stable
+// offset for read_committed), earliest, or by_duration (the first record at
+// or after now minus the duration; none: latest).
+func shareResetOffset(log *storage.Log, reset string, readCommitted bool, now time.Time) int64 {
+	upTo := log.HighWatermark()
+	if readCommitted {
+		upTo = min(log.LastStableOffset(), upTo)
+	}
+	start := upTo
+	if reset == "earliest" {
+		start = log.LogStartOffset()
+	} else if d, ok := config.ShareResetDuration(reset); ok {
+		if off, _, found, err := log.OffsetForTimestamp(now.Add(-d).UnixMilli()); err == nil && found {
+			start = min(off, upTo)
+		}
+	}
+	return start
 }
 
 // abortedTxns maps a producer id to its aborted transactions' [first,
@@ -486,6 +536,7 @@ func (op *shareFetchOp) releaseAcquired() {
 			sp.Acknowledge(op.member, []share.AckBatch{{First: a.First, Last: a.Last, Types: []int8{share.AckRelease}}}, op.c.srv.clock.Now(), lim)
 		}
 		sp.Unlock()
+		op.c.srv.sharePersist(op.group, t.tp, sp)
 	}
 }
 
@@ -513,6 +564,9 @@ func (op *shareFetchOp) respond(async bool) {
 			rp.ErrorCode = t.code
 		}
 		rp.AcknowledgeErrorCode = t.ackCode
+		if t.ackMsg != "" {
+			rp.AcknowledgeErrorMessage = &t.ackMsg
+		}
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = op.c.srv.currentLeader(t.part, t.topic, t.tp.Partition)
 		rp.Records = t.records
 		if rp.Records == nil {

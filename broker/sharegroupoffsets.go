@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strait/strait/coordinator/share"
 	"github.com/strait/strait/security/acl"
 )
 
@@ -77,16 +78,32 @@ func handleDescribeShareGroupOffsets(c *conn, x *exchange) {
 						rt.Partitions = append(rt.Partitions, rp)
 						continue
 					}
-					if sp := sc.LookupPartition(rg.GroupID, w.id, p); sp != nil {
+					// The persisted state (ReadShareGroupStateSummary's), then
+					// this broker's copy when it leads the partition.
+					k := share.StateKey{Group: rg.GroupID, Topic: w.id, Partition: p}
+					st, found, code := c.srv.shareStateSummary(k)
+					if code != 0 {
+						rp.ErrorCode = code
+						rt.Partitions = append(rt.Partitions, rp)
+						continue
+					}
+					var hw int64 = -1
+					if lt := c.srv.replicas.TopicByID(w.id); lt != nil {
+						if part := lt.Partition(p); part != nil && part.IsLeader() {
+							hw = part.Log().HighWatermark()
+						}
+					}
+					if found {
+						rp.StartOffset, rp.LeaderEpoch = st.StartOffset, max(st.LeaderEpoch, 0)
+						if hw >= 0 {
+							rp.Lag = max(0, hw-st.StartOffset-int64(share.DeliveryComplete(&st)))
+						}
+					}
+					if sp := sc.LookupPartition(rg.GroupID, w.id, p); sp != nil && hw >= 0 {
 						sp.Lock()
 						if sp.Initialized() {
-							rp.StartOffset, rp.LeaderEpoch = sp.Start(), 0
-							rp.Lag = -1
-							if lt := c.srv.replicas.TopicByID(w.id); lt != nil {
-								if part := lt.Partition(p); part != nil {
-									rp.Lag = sp.Lag(part.Log().HighWatermark())
-								}
-							}
+							rp.StartOffset, rp.LeaderEpoch = sp.Start(), max(sp.LeaderEpoch(), 0)
+							rp.Lag = sp.Lag(hw)
 						}
 						sp.Unlock()
 					}
@@ -149,6 +166,15 @@ func handleAlterShareGroupOffsets(c *conn, x *exchange) {
 				}
 				sp.Reset(start)
 				sp.Unlock()
+				// A new state epoch at the coordinator: the share-partition's
+				// leader, fenced at its next write, reads it again.
+				k := share.StateKey{Group: req.GroupID, Topic: ti.ID, Partition: rp.Partition}
+				ss := c.srv.shareState()
+				st, _, code := ss.persistRead(k, -1)
+				if code == 0 {
+					code = ss.persistInitialize(k, st.StateEpoch+1, start)
+				}
+				p.ErrorCode = code
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
@@ -189,6 +215,12 @@ func handleDeleteShareGroupOffsets(c *conn, x *exchange) {
 		default:
 			for _, p := range parts[ti.ID] {
 				sc.DeletePartition(req.GroupID, ti.ID, p)
+			}
+			for p := range int32(len(ti.Partitions)) {
+				k := share.StateKey{Group: req.GroupID, Topic: ti.ID, Partition: p}
+				if code := c.srv.shareState().persistDelete(k); code != 0 && t.ErrorCode == 0 {
+					t.ErrorCode = code
+				}
 			}
 		}
 		resp.Topics = append(resp.Topics, t)

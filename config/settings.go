@@ -112,6 +112,8 @@ type Groups struct {
 	ShareDeliveryCountLimit int32         // group.share.delivery.count.limit (5)
 	SharePartitionMaxLocks  int32         // group.share.partition.max.record.locks (2000)
 	ShareMaxSessions        int32         // group.share.max.share.sessions (2000)
+	// ShareState is the share coordinator's __share_group_state (share.coordinator.*).
+	ShareState ShareStateTopic
 	// StreamsProtocol is whether group.coordinator.rebalance.protocols
 	// enables the streams protocol (KIP-1071).
 	StreamsProtocol          bool
@@ -125,6 +127,17 @@ type Groups struct {
 	// ConsumerMigrationPolicy is group.consumer.migration.policy in lower
 	// case: bidirectional, upgrade, downgrade or disabled.
 	ConsumerMigrationPolicy string
+}
+
+// ShareStateTopic is the shape of __share_group_state and how the share
+// coordinator writes it (Kafka's share.coordinator.* keys).
+type ShareStateTopic struct {
+	Partitions    int32 // share.coordinator.state.topic.num.partitions (50)
+	Replication   int16 // share.coordinator.state.topic.replication.factor (3, clamped to the live brokers)
+	MinISR        int32 // share.coordinator.state.topic.min.isr (2)
+	SegmentBytes  int64 // share.coordinator.state.topic.segment.bytes (100 MiB)
+	LoadBuffer    int64 // share.coordinator.load.buffer.size (5 MiB)
+	SnapshotEvery int32 // share.coordinator.snapshot.update.records.per.snapshot (500)
 }
 
 func parseGroups(p *props) (Groups, []string) {
@@ -153,10 +166,18 @@ func parseGroups(p *props) (Groups, []string) {
 		ShareDeliveryCountLimit:   p.intAtLeast("group.share.delivery.count.limit", 2),
 		SharePartitionMaxLocks:    p.intAtLeast("group.share.partition.max.record.locks", 100),
 		ShareMaxSessions:          p.intAtLeast("group.share.max.share.sessions", 1),
-		StreamsSessionTimeout:     ms("group.streams.session.timeout.ms", 1),
-		StreamsHeartbeatInterval:  ms("group.streams.heartbeat.interval.ms", 1),
-		StreamsNumStandby:         p.intAtLeast("group.streams.num.standby.replicas", 0),
-		StreamsMaxSize:            p.intAtLeast("group.streams.max.size", 1),
+		ShareState: ShareStateTopic{
+			Partitions:    p.intAtLeast("share.coordinator.state.topic.num.partitions", 1),
+			Replication:   int16(p.intAtLeast("share.coordinator.state.topic.replication.factor", 1)),
+			MinISR:        p.intAtLeast("share.coordinator.state.topic.min.isr", 1),
+			SegmentBytes:  int64(p.intAtLeast("share.coordinator.state.topic.segment.bytes", 1)),
+			LoadBuffer:    int64(p.intAtLeast("share.coordinator.load.buffer.size", 1)),
+			SnapshotEvery: p.intAtLeast("share.coordinator.snapshot.update.records.per.snapshot", 0),
+		},
+		StreamsSessionTimeout:    ms("group.streams.session.timeout.ms", 1),
+		StreamsHeartbeatInterval: ms("group.streams.heartbeat.interval.ms", 1),
+		StreamsNumStandby:        p.intAtLeast("group.streams.num.standby.replicas", 0),
+		StreamsMaxSize:           p.intAtLeast("group.streams.max.size", 1),
 		StreamsTopologyDescriptions: strings.TrimSpace(p.raw("group.streams.topology.description.plugin.class")) ==
 			InMemoryTopologyDescriptionPlugin,
 	}

@@ -105,6 +105,11 @@ var KafkaVersions = VersionTable{
 	79: {Min: 1, Max: 2},                  // ShareAcknowledge (v2: KIP-1222, 4.2)
 	80: {Min: 0, Max: 1},                  // AddRaftVoter (v1: KIP-1186, 4.2)
 	81: {Min: 0, Max: 0},                  // RemoveRaftVoter
+	83: {Min: 0, Max: 0},                  // InitializeShareGroupState (KIP-932, broker to share coordinator)
+	84: {Min: 0, Max: 0},                  // ReadShareGroupState
+	85: {Min: 0, Max: 1},                  // WriteShareGroupState (v1: KIP-1226, 4.2)
+	86: {Min: 0, Max: 0},                  // DeleteShareGroupState
+	87: {Min: 0, Max: 1},                  // ReadShareGroupStateSummary (v1: KIP-1226, 4.2)
 	88: {Min: 0, Max: 1},                  // StreamsGroupHeartbeat (KIP-1071, 4.2; v1: KIP-1331, 4.4)
 	89: {Min: 0, Max: 1},                  // StreamsGroupDescribe (KIP-1071, 4.2; v1: KIP-1331, 4.4)
 	90: {Min: 0, Max: 1},                  // DescribeShareGroupOffsets (v1: KIP-1226, 4.2)

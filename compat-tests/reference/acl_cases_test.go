@@ -707,6 +707,57 @@ func aclCases() []aclCase {
 			}
 			return r
 		}},
+		// The share coordinator's RPCs: CLUSTER_ACTION on the cluster.
+		// (Of a group with no state: Strait's share-partition leader
+		// writes state for ShareFetch above, which Kafka's does not for a
+		// member the group coordinator never assigned.)
+		{84, "ReadShareGroupState of an unknown group", func(ids topicIDs) kmsg.Request {
+			r := kmsg.NewPtrReadShareGroupStateRequest()
+			r.GroupID = "acl-no-such-share-group"
+			rt := kmsg.NewReadShareGroupStateRequestTopic()
+			rt.TopicID = ids[aclTopic]
+			rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+			rp.LeaderEpoch = -1
+			rt.Partitions = append(rt.Partitions, rp)
+			r.Topics = append(r.Topics, rt)
+			return r
+		}},
+		{87, "ReadShareGroupStateSummary", func(ids topicIDs) kmsg.Request {
+			r := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+			r.GroupID = aclGroup
+			rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+			rt.TopicID = ids[aclTopic]
+			rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+			rp.LeaderEpoch = -1
+			rt.Partitions = append(rt.Partitions, rp)
+			r.Topics = append(r.Topics, rt)
+			return r
+		}},
+		{83, "InitializeShareGroupState with an empty group id", func(ids topicIDs) kmsg.Request {
+			r := kmsg.NewPtrInitializeShareGroupStateRequest()
+			rt := kmsg.NewInitializeShareGroupStateRequestTopic()
+			rt.TopicID = ids[aclTopic]
+			rt.Partitions = append(rt.Partitions, kmsg.NewInitializeShareGroupStateRequestTopicPartition())
+			r.Topics = append(r.Topics, rt)
+			return r
+		}},
+		{85, "WriteShareGroupState with an empty group id", func(ids topicIDs) kmsg.Request {
+			r := kmsg.NewPtrWriteShareGroupStateRequest()
+			rt := kmsg.NewWriteShareGroupStateRequestTopic()
+			rt.TopicID = ids[aclTopic]
+			rt.Partitions = append(rt.Partitions, kmsg.NewWriteShareGroupStateRequestTopicPartition())
+			r.Topics = append(r.Topics, rt)
+			return r
+		}},
+		{86, "DeleteShareGroupState of an unknown group", func(ids topicIDs) kmsg.Request {
+			r := kmsg.NewPtrDeleteShareGroupStateRequest()
+			r.GroupID = "acl-no-such-share-group"
+			rt := kmsg.NewDeleteShareGroupStateRequestTopic()
+			rt.TopicID = ids[aclTopic]
+			rt.Partitions = append(rt.Partitions, kmsg.NewDeleteShareGroupStateRequestTopicPartition())
+			r.Topics = append(r.Topics, rt)
+			return r
+		}},
 		{42, "DeleteGroups", func(topicIDs) kmsg.Request {
 			r := kmsg.NewPtrDeleteGroupsRequest()
 			r.Groups = []string{aclGroup, "secret-g"}

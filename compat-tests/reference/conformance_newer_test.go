@@ -285,5 +285,58 @@ func newerScenarios() []scenario {
 			}},
 			{path: "leave", req: streamsHeartbeat(func(*target) int32 { return -1 }, false)},
 		}},
+		// The share coordinator's RPCs (brokers send them to each other;
+		// the harness's principal may send them as a super user).
+		{name: "share group state", steps: []step{
+			{path: "read an absent group's state", req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrReadShareGroupStateRequest()
+				r.GroupID = "cf-absent-share-group"
+				rt := kmsg.NewReadShareGroupStateRequestTopic()
+				rt.TopicID = t.id(cfTopic)
+				rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+				rp.LeaderEpoch = -1
+				rt.Partitions = append(rt.Partitions, rp)
+				r.Topics = append(r.Topics, rt)
+				return r
+			}},
+			{path: "summary of an absent group's state", req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+				r.GroupID = "cf-absent-share-group"
+				rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+				rt.TopicID = t.id(cfTopic)
+				rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+				rp.LeaderEpoch = -1
+				rt.Partitions = append(rt.Partitions, rp)
+				r.Topics = append(r.Topics, rt)
+				return r
+			}},
+			{path: "delete an absent group's state", req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrDeleteShareGroupStateRequest()
+				r.GroupID = "cf-absent-share-group"
+				rt := kmsg.NewDeleteShareGroupStateRequestTopic()
+				rt.TopicID = t.id(cfTopic)
+				rt.Partitions = append(rt.Partitions, kmsg.NewDeleteShareGroupStateRequestTopicPartition())
+				r.Topics = append(r.Topics, rt)
+				return r
+			}},
+			{path: "write with an empty group id", req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrWriteShareGroupStateRequest()
+				rt := kmsg.NewWriteShareGroupStateRequestTopic()
+				rt.TopicID = t.id(cfTopic)
+				rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+				rp.StartOffset = 0
+				rt.Partitions = append(rt.Partitions, rp)
+				r.Topics = append(r.Topics, rt)
+				return r
+			}},
+			{path: "initialize with an empty group id", req: func(t *target) kmsg.Request {
+				r := kmsg.NewPtrInitializeShareGroupStateRequest()
+				rt := kmsg.NewInitializeShareGroupStateRequestTopic()
+				rt.TopicID = t.id(cfTopic)
+				rt.Partitions = append(rt.Partitions, kmsg.NewInitializeShareGroupStateRequestTopicPartition())
+				r.Topics = append(r.Topics, rt)
+				return r
+			}},
+		}},
 	}
 }

@@ -6,10 +6,11 @@
 // archived) with its acquisition locks, delivery count limit and in-flight
 // window. The broker reads the log and calls in; this package does no I/O.
 //
-// State is in memory only: Strait does not write __share_group_state, so a
-// broker restart or a coordinator move forgets the groups (members rejoin)
-// and the share-partitions' progress (they start again from
-// share.auto.offset.reset).
+// The share-partitions' state (start offset, in-flight batches, delivery
+// counts) is persisted in __share_group_state (state.go has its records;
+// the broker appends and reads them), so it survives a leader or
+// coordinator move; the groups' membership is in memory only (members
+// rejoin after a coordinator move).
 package share
 
 import (
@@ -40,11 +41,10 @@ type Config struct {
 	MaxShareSessions  int           // group.share.max.share.sessions (2000)
 	MinLockDuration   time.Duration // group.share.min.record.lock.duration.ms
 	MaxLockDuration   time.Duration // group.share.max.record.lock.duration.ms
-	// MaxGroups bounds the share groups a broker keeps state for (members,
-	// sessions or share-partitions). Kafka 4.4 has no such setting: it
-	// keeps the state in __share_group_state and caches it; Strait's is
-	// only in memory, so without a bound any client naming new group ids
-	// would grow it for ever. At the bound, groups with no member and no
+	// MaxGroups bounds the share groups a broker keeps state for in memory
+	// (members, sessions or share-partitions). Kafka 4.4 has no such
+	// setting; without a bound any client naming new group ids would grow
+	// the memory for ever (the persisted state is on disk). At the bound, groups with no member and no
 	// session for EmptyGroupRetention are forgotten to make room; if none
 	// is, a new group is refused with GROUP_MAX_SIZE_REACHED.
 	MaxGroups int // 1000
@@ -64,6 +64,11 @@ type Config struct {
 	GroupConfigs func(groupID string) map[string]string
 	// Topic returns a topic's ID and partition count by name.
 	Topic func(name string) (id [16]byte, partitions int32, ok bool)
+
+	// Released is told of a share-partition whose records a member's
+	// leaving released (called with the coordinator's lock held, so it
+	// must not block: the broker writes the state on a goroutine).
+	Released func(groupID string, tp TopicPartition, p *Partition)
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -484,9 +489,9 @@ func (c *Coordinator) admitLocked(groupID string, now time.Time) bool {
 
 // sweepLocked forgets every group with no live member and no share session
 // here that has not been used for EmptyGroupRetention: its membership
-// record and its share-partitions' progress go (as DeleteGroups would), so
-// a consumer of it that comes back starts from share.auto.offset.reset.
-// c.mu held.
+// record and its share-partitions' copies here go; their persisted state
+// in __share_group_state stays, so a consumer of it that comes back
+// resumes from it. c.mu held.
 func (c *Coordinator) sweepLocked(now time.Time) {
 	c.evictIdleLocked(now)
 	inSession := map[string]bool{}
@@ -643,6 +648,9 @@ func (c *Coordinator) releaseMemberLocked(groupID, memberID string) {
 		p.Lock()
 		p.ReleaseMember(memberID, lim)
 		p.Unlock()
+		if c.cfg.Released != nil {
+			c.cfg.Released(groupID, TopicPartition{Topic: k.topic, Partition: k.part}, p)
+		}
 	}
 }
 

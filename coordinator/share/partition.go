@@ -88,6 +88,17 @@ type Partition struct {
 	// record becomes available again, as Kafka's DelayedShareFetch.
 	waiters  map[chan struct{}]struct{}
 	released bool // a record became available since the last flushWake
+
+	// Persistence (state.go): the leader epoch of the topic partition when
+	// the state was loaded (a leadership change reloads it), the state
+	// epoch, and a version counting changes against the last one written.
+	leaderEpoch int32
+	stateEpoch  int32
+	version     uint64
+	persisted   uint64
+	// writeMu orders the writes of this share-partition's state, so a
+	// later snapshot of it is never overtaken by an earlier one.
+	writeMu sync.Mutex
 }
 
 // AddWaiter parks ch (buffered, one slot) until RemoveWaiter.
@@ -132,7 +143,96 @@ func (p *Partition) Initialized() bool { return p.initialized }
 // share.auto.offset.reset), the lock held.
 func (p *Partition) Init(start int64) {
 	p.initialized, p.start, p.recs = true, start, nil
+	p.version++
 }
+
+// Uninit forgets the state so that the next operation loads it again (the
+// topic partition's leadership moved). The lock held.
+func (p *Partition) Uninit() {
+	p.initialized, p.start, p.recs = false, 0, nil
+}
+
+// LeaderEpoch and StateEpoch are the epochs the state was loaded at; SetEpochs
+// sets them (the lock held).
+func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch }
+func (p *Partition) StateEpoch() int32  { return p.stateEpoch }
+func (p *Partition) SetEpochs(leader, state int32) {
+	p.leaderEpoch, p.stateEpoch = leader, state
+}
+
+// Restore sets the state read from __share_group_state (the lock held):
+// the start offset and the window's batches, acquired records persisted as
+// Available with their delivery counts. Batches past max locks are
+// dropped: they were never in flight.
+func (p *Partition) Restore(start int64, batches []StateBatch, lim Limits) {
+	p.initialized, p.start, p.recs = true, start, nil
+	for _, b := range batches {
+		if b.Last < p.start {
+			continue
+		}
+		first := max(b.First, p.start)
+		for off := p.End(); off < first && len(p.recs) < lim.MaxLocks; off++ {
+			// A hole between batches: never acquired, so available.
+			p.recs = append(p.recs, record{state: Available})
+		}
+		for off := first; off <= b.Last && len(p.recs) < lim.MaxLocks; off++ {
+			r := record{state: Available, deliveries: b.Count}
+			switch b.State {
+			case DeliveryAcknowledged:
+				r.state = Acknowledged
+			case DeliveryArchived:
+				r.state = Archived
+			}
+			p.recs = append(p.recs, r)
+		}
+	}
+	// Trailing available records never delivered are not in flight.
+	for len(p.recs) > 0 {
+		r := p.recs[len(p.recs)-1]
+		if r.state != Available || r.deliveries != 0 {
+			break
+		}
+		p.recs = p.recs[:len(p.recs)-1]
+	}
+	p.advance()
+	p.version++
+	p.persisted = p.version
+}
+
+// Snapshot returns the state to persist if it changed since the last
+// write (the lock held): the start and the window as state batches.
+func (p *Partition) Snapshot() (start int64, batches []StateBatch, version uint64, changed bool) {
+	if !p.initialized || p.version == p.persisted {
+		return 0, nil, p.version, false
+	}
+	for i, r := range p.recs {
+		st := DeliveryAvailable
+		switch r.state {
+		case Acknowledged:
+			st = DeliveryAcknowledged
+		case Archived:
+			st = DeliveryArchived
+		}
+		off := p.start + int64(i)
+		if k := len(batches) - 1; k >= 0 && batches[k].State == st && batches[k].Count == r.deliveries {
+			batches[k].Last = off
+			continue
+		}
+		batches = append(batches, StateBatch{First: off, Last: off, State: st, Count: r.deliveries})
+	}
+	return p.start, batches, p.version, true
+}
+
+// Persisted records that version was written (the lock held).
+func (p *Partition) Persisted(version uint64) {
+	if version > p.persisted {
+		p.persisted = version
+	}
+}
+
+// WriteLock and WriteUnlock order the state's writes (taken before Lock).
+func (p *Partition) WriteLock()   { p.writeMu.Lock() }
+func (p *Partition) WriteUnlock() { p.writeMu.Unlock() }
 
 // Start is the share-partition start offset; End the first offset never
 // acquired (the lock held).
@@ -177,6 +277,7 @@ func (p *Partition) Expire(now time.Time, lim Limits) time.Time {
 }
 
 func (p *Partition) release(r *record, lim Limits) {
+	p.version++
 	r.member, r.deadline = "", time.Time{}
 	if r.deliveries >= lim.DeliveryLimit {
 		r.state = Archived
@@ -215,6 +316,7 @@ func (p *Partition) TrimTo(logStart int64) {
 	if logStart <= p.start {
 		return
 	}
+	p.version++
 	n := logStart - p.start
 	if n >= int64(len(p.recs)) {
 		p.recs = nil
@@ -272,7 +374,9 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, now 
 		// over it; otherwise it is archived if the window has room.
 		if end := p.End(); first > end && len(p.recs) == 0 {
 			p.start = first
+			p.version++
 		} else if first > end {
+			p.version++
 			if len(p.recs)+int(first-end) > lim.MaxLocks {
 				break
 			}
@@ -294,10 +398,12 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, now 
 			}
 			if b.Control {
 				r.state = Archived
+				p.version++
 				continue
 			}
 			r.state, r.member, r.deadline = Acquired, member, deadline
 			r.deliveries++
+			p.version++
 			add(off, r.deliveries)
 		}
 	}
@@ -319,28 +425,45 @@ type AckBatch struct {
 // available again (archived at the delivery limit), Reject and Gap
 // archive, Renew restarts the lock. The lock held; returns an error code.
 func (p *Partition) Acknowledge(member string, batches []AckBatch, now time.Time, lim Limits) int16 {
+	code, _ := p.AcknowledgeMsg(member, batches, now, lim)
+	return code
+}
+
+// Kafka's SharePartition messages for acknowledging records not acquired.
+const (
+	msgBatchNotFound = "Batch record not found. The request batch offsets are not found in the cache."
+	msgNotAcquired   = "The record cannot be acknowledged. The record is not in the acquired state."
+	msgNotOwner      = "Member is not the owner of the record."
+)
+
+// AcknowledgeMsg is Acknowledge with Kafka's error message.
+func (p *Partition) AcknowledgeMsg(member string, batches []AckBatch, now time.Time, lim Limits) (int16, string) {
 	for _, b := range batches {
 		if b.Last < b.First || len(b.Types) == 0 {
-			return kerr.InvalidRequest.Code
+			return kerr.InvalidRequest.Code, ""
 		}
 		if len(b.Types) != 1 && int64(len(b.Types)) != b.Last-b.First+1 {
-			return kerr.InvalidRequest.Code
+			return kerr.InvalidRequest.Code, ""
 		}
 		for _, t := range b.Types {
 			if t < AckGap || t > AckRenew {
-				return kerr.InvalidRequest.Code
+				return kerr.InvalidRequest.Code, ""
 			}
 		}
 		if b.First < p.start || b.Last >= p.End() {
-			return kerr.InvalidRecordState.Code
+			return kerr.InvalidRecordState.Code, msgBatchNotFound
 		}
 		for off := b.First; off <= b.Last; off++ {
 			r := &p.recs[off-p.start]
-			if r.state != Acquired || r.member != member {
-				return kerr.InvalidRecordState.Code
+			if r.state != Acquired {
+				return kerr.InvalidRecordState.Code, msgNotAcquired
+			}
+			if r.member != member {
+				return kerr.InvalidRecordState.Code, msgNotOwner
 			}
 		}
 	}
+	p.version++
 	for _, b := range batches {
 		for off := b.First; off <= b.Last; off++ {
 			t := b.Types[0]
@@ -362,7 +485,7 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, now time.Time
 	}
 	p.advance()
 	p.flushWake()
-	return 0
+	return 0, ""
 }
 
 // ReleaseMember releases every record member holds (its share session
