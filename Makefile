@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/strait
 PKGS    := ./...
 
-.PHONY: all build run test vet unit unit-rest race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-prometheus compat-console compat-streams compat-connect compat-reference record-conformance compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-partition partition-long compat-kgo-straittest bench clean bench-compare bench-testbroker fuzz fuzz-short powerloss-long test-quota-long
+.PHONY: all build run test vet unit unit-rest race compat compat-kcat compat-java compat-js compat-python compat-franz-go compat-franz-go-rf3 compat-cluster compat-etcd compat-prometheus compat-console compat-streams compat-connect compat-reference record-conformance compat-secure compat-secure-kafka compat-kcat-secure compat-java-secure compat-js-secure compat-python-secure compat-cluster-secure compat-partition partition-long compat-kgo-straittest bench clean bench-compare bench-metrics-cost bench-testbroker fuzz fuzz-short powerloss-long test-quota-long
 
 all: build
 
@@ -209,6 +209,14 @@ bench:
 # Needs java, mvn, openssl and keytool.
 bench-compare: build
 	GO=$(GO) ./bench/compare.sh
+
+# The cost of the metrics (issue 21): Strait alone, runs without and with
+# /metrics scraped every second, interleaved; medians of throughput and of
+# the broker's CPU s/GB with a bootstrap interval of their ratio, and the
+# metrics' share of a CPU profile. Writes bench/results/metrics-cost.md.
+# About 1 minute per pair on 2 cores; PAIRS=n ROUNDS=n, see bench/metrics-cost.sh.
+bench-metrics-cost:
+	GO=$(GO) ./bench/metrics-cost.sh
 
 # Strait through straittest (embedded etcd per broker, and WithSharedEtcd)
 # beside franz-go's kfake as a broker for tests: start to ready and teardown

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strait/strait/coordinator/group"
 	"github.com/strait/strait/metrics"
 	"github.com/strait/strait/replication"
 )
@@ -121,7 +120,8 @@ var (
 	descConns      = prometheus.NewDesc("kafka_server_socketservermetrics_connection_count", "Open client connections, by listener.", []string{"listener"}, nil)
 	descPurgatory  = prometheus.NewDesc("kafka_server_delayedoperationpurgatory_purgatorysize", "Requests waiting: produce for acks=all, fetch for min.bytes.", []string{"delayedOperation"}, nil)
 	descGroups     = prometheus.NewDesc("kafka_server_group_coordinator_metrics_group_count", "Groups this broker coordinates, by type (protocol) and state.", []string{"protocol", "state"}, nil)
-	descLag        = prometheus.NewDesc("kafka_consumergroup_lag", "High watermark minus the group's committed offset, for groups this broker coordinates and partitions it hosts (kafka-exporter's name).", []string{"consumergroup", "topic", "partition"}, nil)
+	descLag        = prometheus.NewDesc("kafka_consumergroup_lag", "The partition's high watermark (on its leader) minus the group's committed offset, for the groups this broker coordinates (kafka-exporter's name).", []string{"consumergroup", "topic", "partition"}, nil)
+	descLagUnknown = prometheus.NewDesc("strait_consumergroup_lag_unknown_partitions", "Committed offsets of the groups this broker coordinates whose lag this scrape left out: the partition's leader did not answer in time, or it has none.", nil, nil)
 	descCommitted  = prometheus.NewDesc("kafka_consumergroup_current_offset", "A group's committed offset (kafka-exporter's name).", []string{"consumergroup", "topic", "partition"}, nil)
 	descEtcdRTT    = prometheus.NewDesc("strait_etcd_roundtrip_seconds", "Time of one etcd read, measured at the scrape; absent when etcd did not answer.", nil, nil)
 	descEtcdUp     = prometheus.NewDesc("strait_etcd_healthy", "1 when etcd answered, this broker is registered (its lease alive) and its metadata watch is caught up.", nil, nil)
@@ -129,7 +129,7 @@ var (
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descURP, descUnderMin, descAtMin, descPartitions, descLeaders, descShrinks, descExpands,
-		descOffline, descActive, descLogSize, descLEO, descLSO, descHW, descConns, descPurgatory, descGroups, descLag, descCommitted,
+		descOffline, descActive, descLogSize, descLEO, descLSO, descHW, descConns, descPurgatory, descGroups, descLag, descLagUnknown, descCommitted,
 		descEtcdRTT, descEtcdUp} {
 		ch <- d
 	}
@@ -145,20 +145,25 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	// The groups' committed offsets first, so that the leaders of the
+	// partitions led elsewhere are asked while the rest is read.
+	offsets := s.groupOffsets()
+	local := s.localPartitions() // console.go
+	ends := make(chan map[topicPartition]int64, 1)
+	go func() { ends <- s.partitionEnds(offsets.want, local) }()
+
+	for topic, parts := range local {
+		for p, lp := range parts {
+			idx := strconv.Itoa(int(p))
+			gauge(descLEO, float64(lp.end), topic, idx)
+			gauge(descLSO, float64(lp.start), topic, idx)
+			gauge(descHW, float64(lp.hw), topic, idx)
+			gauge(descLogSize, float64(lp.size), topic, idx)
+		}
+	}
 	var urp, underMin, atMin, partitions, leaders int
-	hw := map[string]map[int32]int64{}
 	s.replicas.ForEach(func(p *replication.Partition) {
 		partitions++
-		topic, idx := p.Topic(), strconv.Itoa(int(p.Index()))
-		log := p.Log()
-		if hw[topic] == nil {
-			hw[topic] = map[int32]int64{}
-		}
-		hw[topic][p.Index()] = log.HighWatermark()
-		gauge(descLEO, float64(log.LogEndOffset()), topic, idx)
-		gauge(descLSO, float64(log.LogStartOffset()), topic, idx)
-		gauge(descHW, float64(log.HighWatermark()), topic, idx)
-		gauge(descLogSize, float64(log.Size()), topic, idx)
 		if !p.IsLeader() {
 			return
 		}
@@ -216,22 +221,26 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descPurgatory, float64(s.parkedProduces.Load()), "Produce")
 	gauge(descPurgatory, float64(s.parkedFetches.Load()), "Fetch")
 
-	if s.groupSvc == nil {
-		return
-	}
+	end := <-ends
 	counts := map[[2]string]int{}
-	s.groupSvc.coord.Stats(func(g group.GroupStat) {
+	unknown := 0
+	for _, g := range offsets.groups {
 		counts[[2]string{g.Type, g.State}]++
 		for _, o := range g.Committed {
 			p := strconv.Itoa(int(o.Partition))
 			gauge(descCommitted, float64(o.Offset), g.ID, o.Topic, p)
-			if end, ok := hw[o.Topic][o.Partition]; ok {
-				gauge(descLag, float64(max(end-o.Offset, 0)), g.ID, o.Topic, p)
+			if hw, ok := end[topicPartition{o.Topic, o.Partition}]; ok {
+				gauge(descLag, float64(max(hw-o.Offset, 0)), g.ID, o.Topic, p)
+			} else if _, exists := s.ctrl.Topic(o.Topic); exists {
+				unknown++
 			}
 		}
-	})
+	}
 	for k, n := range counts {
 		gauge(descGroups, float64(n), k[0], k[1])
+	}
+	if s.groupSvc != nil {
+		gauge(descLagUnknown, float64(unknown))
 	}
 }
 

@@ -54,6 +54,7 @@ type Server struct {
 	telemetry                     *telemetry.Manager // client telemetry, KIP-714 (clientmetrics.go)
 	http                          *metrics.Server
 	parkedProduces, parkedFetches atomic.Int64
+	lagEnds                       lagEnds // other leaders' high watermarks, for consumer lag (metrics_lag.go)
 	// acceptErrors counts the accepts that failed and were retried (out of
 	// descriptors or memory, a connection aborted early): AcceptErrors.
 	acceptErrors atomic.Int64

@@ -8,7 +8,8 @@
 // It prints "ready <addr>" once the broker serves. SIGUSR1 starts the CPU
 // profile, SIGUSR2 stops it and writes both profiles (the allocation profile
 // covers everything since start), as does SIGINT/SIGTERM, which also shut
-// the broker down; -trace adds an execution trace over the same span; without SIGUSR1 the CPU profile runs from the start.
+// the broker down; -set key=value adds broker config (strait.http.listener
+// serves /metrics, printed as "http <addr>"); -trace adds an execution trace over the same span; without SIGUSR1 the CPU profile runs from the start.
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"strings"
 	"syscall"
 
 	"github.com/strait/strait/broker"
@@ -33,12 +35,22 @@ func main() {
 	memFile := flag.String("memprofile", "mem.pprof", "allocation profile output")
 	traceFile := flag.String("trace", "", "also write a runtime/trace execution trace over the same span as the CPU profile")
 	waitForSignal := flag.Bool("wait", true, "start the CPU profile on SIGUSR1 rather than at once")
+	var sets setFlag
+	flag.Var(&sets, "set", "a broker config key=value (repeatable), e.g. strait.http.listener=127.0.0.1:0 to serve /metrics")
 	flag.Parse()
 	if *dir == "" {
 		fail("-dir is required")
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	cfg, warnings, err := config.Parse(map[string]string{"listeners": "PLAINTEXT://" + *addr, "log.dirs": *dir})
+	props := map[string]string{"listeners": "PLAINTEXT://" + *addr, "log.dirs": *dir}
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			fail("-set %q: want key=value", kv)
+		}
+		props[k] = v
+	}
+	cfg, warnings, err := config.Parse(props)
 	for _, w := range warnings {
 		fmt.Fprintln(os.Stderr, w)
 	}
@@ -52,6 +64,9 @@ func main() {
 	runtime.MemProfileRate = 64 << 10 // sample allocations every 64 KiB, finer than the default 512 KiB
 	if err := srv.Start(); err != nil {
 		fail("%v", err)
+	}
+	if a := srv.HTTPAddr(); a != "" {
+		fmt.Printf("http %s\n", a) // before ready: a script reading ready has it
 	}
 	fmt.Printf("ready %s\n", srv.Addr())
 
@@ -121,6 +136,12 @@ func main() {
 		}
 	}
 }
+
+// setFlag collects repeated -set key=value.
+type setFlag []string
+
+func (s *setFlag) String() string     { return strings.Join(*s, ",") }
+func (s *setFlag) Set(v string) error { *s = append(*s, v); return nil }
 
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "strait-pprof: "+format+"\n", args...)

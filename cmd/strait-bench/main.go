@@ -5,6 +5,7 @@
 //	strait-bench compare [-targets strait,kafka,kfake] [-rounds N] [-quick] [-out DIR] ...
 //	strait-bench ready   [-brokers host:port]
 //	strait-bench report  [-in bench/results/latest.json] [-out F.md]
+//	strait-bench metrics-cost [-out F.md] DIR|latest.json ...
 //
 // run measures one bootstrap address: for each scenario (bench/scenarios has
 // the files; without -scenarios the -size, -partitions, ... flags make one),
@@ -15,7 +16,9 @@
 // start-up time, memory, idle connections, partition scaling and fetch
 // latency at the head and tail of a large log; it writes a markdown table
 // and the full JSON (report renders such a JSON again). ready waits until a broker answers Metadata and prints
-// how long that took. Every client has idempotence off (Strait has no
+// how long that took. metrics-cost reads compare runs of Strait with and
+// without -scrape-metrics and tables the cost of the metrics (metricscost.go).
+// Every client has idempotence off (Strait has no
 // InitProducerId yet) and consumes without a group (no group coordinator yet),
 // so every broker sees the same requests.
 package main
@@ -51,8 +54,10 @@ func main() {
 		cmdReady(ctx, args)
 	case "report":
 		cmdReport(args)
+	case "metrics-cost":
+		cmdMetricsCost(args)
 	default:
-		fail("unknown command %q: want run, compare or ready", cmd)
+		fail("unknown command %q: want run, compare, ready, report or metrics-cost", cmd)
 	}
 }
 

@@ -3,7 +3,8 @@
 // run.sh fetches): three brokers (straittest, in process) with their HTTP
 // listeners on, Prometheus scraping them every second, and PromQL queries
 // compared with the workload the test ran: the bytes produced, the lag of a
-// group that committed part of them, and the under-replicated partitions
+// group that committed part of them (partitions led by the group's
+// coordinator and by the other brokers), and the under-replicated partitions
 // while a follower is stopped and after it rejoins.
 //
 // It runs only with STRAIT_PROMETHEUS=<path of the prometheus binary>
@@ -36,13 +37,20 @@ import (
 const (
 	topic = "prom-t"
 	group = "prom-g"
+	// lagTopic has one replica per partition, spread over the three
+	// brokers: the group's coordinator hosts only some of its partitions
+	// and learns the others' high watermarks from their leaders.
+	lagTopic = "prom-lag"
 )
 
 type batchBytes struct{ bytes, records atomic.Int64 }
 
-// OnProduceBatchWritten adds each batch as it went on the wire: franz-go's
-// CompressedBytes plus the 61-byte v2 batch header it leaves out.
-func (b *batchBytes) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.ProduceBatchMetrics) {
+// OnProduceBatchWritten adds each batch of topic as it went on the wire:
+// franz-go's CompressedBytes plus the 61-byte v2 batch header it leaves out.
+func (b *batchBytes) OnProduceBatchWritten(_ kgo.BrokerMetadata, t string, _ int32, m kgo.ProduceBatchMetrics) {
+	if t != topic {
+		return
+	}
 	b.bytes.Add(int64(m.CompressedBytes + 61))
 	b.records.Add(int64(m.NumRecords))
 }
@@ -149,6 +157,7 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 		straittest.WithConfig("replica.lag.time.max.ms", "2000"),
 		straittest.WithConfig("group.initial.rebalance.delay.ms", "0"),
 		straittest.WithTopic(topic, 3, 3),
+		straittest.WithTopic(lagTopic, 3, 1),
 	}
 	var targets []string
 	for i := range 3 {
@@ -216,6 +225,16 @@ scrape_configs:
 			}
 		})
 	}
+	lagProduced := map[int32]int64{0: 50, 1: 80, 2: 110}
+	for p, n := range lagProduced {
+		for range n {
+			cl.Produce(ctx, &kgo.Record{Topic: lagTopic, Partition: p, Value: []byte("v")}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +243,10 @@ scrape_configs:
 	committed := map[int32]int64{0: 700, 1: 600, 2: 700} // 2,000 of the 1,000 per partition
 	for p, o := range committed {
 		offsets.AddOffset(topic, p, o, -1)
+	}
+	lagCommitted := map[int32]int64{0: 10, 1: 25, 2: 0}
+	for p, o := range lagCommitted {
+		offsets.AddOffset(lagTopic, p, o, -1)
 	}
 	if resp, err := adm.CommitOffsets(ctx, group, offsets); err != nil || resp.Error() != nil {
 		t.Fatalf("commit: %v %v", err, resp.Error())
@@ -259,6 +282,49 @@ scrape_configs:
 				return fmt.Errorf("lag %v, want 1000 minus %v", r, committed)
 			}
 		}
+		return nil
+	})
+
+	// The lag of the partitions led by brokers other than the group's
+	// coordinator: exported once, by the coordinator, equal to produced
+	// minus committed.
+	coord := adm.FindGroupCoordinators(ctx, group)[group]
+	if coord.Err != nil {
+		t.Fatalf("find coordinator: %v", coord.Err)
+	}
+	coordTarget := fmt.Sprintf("127.0.0.1:%d", ports[coord.NodeID-1])
+	details, err := adm.ListTopics(ctx, lagTopic)
+	if err != nil || details[lagTopic].Err != nil {
+		t.Fatalf("metadata of %s: %v %v", lagTopic, err, details[lagTopic].Err)
+	}
+	var elsewhere []int32
+	for p, d := range details[lagTopic].Partitions {
+		if d.Leader != coord.NodeID {
+			elsewhere = append(elsewhere, p)
+		}
+	}
+	if len(elsewhere) == 0 {
+		t.Fatalf("the coordinator, broker %d, leads every partition of %s: nothing led elsewhere to check", coord.NodeID, lagTopic)
+	}
+	eventually(t, 30*time.Second, "lag of the partitions led elsewhere", func() error {
+		r, err := prom.query(fmt.Sprintf(`kafka_consumergroup_lag{consumergroup=%q, topic=%q}`, group, lagTopic))
+		if err != nil {
+			return err
+		}
+		if len(r) != len(lagProduced) {
+			return fmt.Errorf("%d series, want one per partition (%d): %v", len(r), len(lagProduced), r)
+		}
+		for _, p := range elsewhere {
+			key := fmt.Sprintf("map[__name__:kafka_consumergroup_lag consumergroup:%s instance:%s job:strait partition:%d topic:%s]", group, coordTarget, p, lagTopic)
+			v, ok := r[key]
+			if !ok {
+				return fmt.Errorf("no lag of partition %d (led by broker %d) from the coordinator %s: %v", p, details[lagTopic].Partitions[p].Leader, coordTarget, r)
+			}
+			if want := float64(lagProduced[p] - lagCommitted[p]); v != want {
+				return fmt.Errorf("partition %d (led by broker %d): lag %v, want %d produced minus %d committed", p, details[lagTopic].Partitions[p].Leader, v, lagProduced[p], lagCommitted[p])
+			}
+		}
+		t.Logf("lag of %s from the coordinator, broker %d, for partitions %v led by other brokers: %v", lagTopic, coord.NodeID, elsewhere, r)
 		return nil
 	})
 
