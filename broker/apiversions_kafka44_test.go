@@ -15,8 +15,7 @@ import (
 // other key must be served at exactly Kafka 4.4's versions, floor included.
 // A key listed here that Strait serves at Kafka's versions fails the test
 // too: remove it from the list.
-var kafka44Exceptions = map[kmsg.Key]string{
-}
+var kafka44Exceptions = map[kmsg.Key]string{}
 
 // kafka44Range is Kafka 4.4's advertised range for key from kversion, or
 // ok false. kversion exposes only the maximum; the minimum is found by

@@ -206,17 +206,20 @@ func (s *Server) consoleGroups(w http.ResponseWriter, r *http.Request) {
 	}
 	var rows []consoleGroupRow
 	if s.groupSvc != nil {
-		local := s.localPartitions()
-		s.groupSvc.coord.Stats(func(g group.GroupStat) {
-			row := consoleGroupRow{ID: g.ID, Type: g.Type, State: g.State, Members: g.Members}
-			for _, o := range g.Committed {
-				if lp, ok := local[o.Topic][o.Partition]; ok {
-					row.Lag += max(lp.hw-o.Offset, 0)
+		// Lag as /metrics measures it: against each partition's high
+		// watermark, from its leader when another broker leads it.
+		g := s.groupOffsets()
+		ends := s.partitionEnds(g.want, s.localPartitions())
+		for _, st := range g.groups {
+			row := consoleGroupRow{ID: st.ID, Type: st.Type, State: st.State, Members: st.Members}
+			for _, o := range st.Committed {
+				if end, ok := ends[topicPartition{o.Topic, o.Partition}]; ok {
+					row.Lag += max(end-o.Offset, 0)
 					row.LagKnown = true
 				}
 			}
 			rows = append(rows, row)
-		})
+		}
 	}
 	for _, g := range s.consoleShareGroups() {
 		rows = append(rows, consoleGroupRow{ID: g.GroupID, Type: "share", State: g.GroupState, Members: len(g.Members)})
@@ -272,11 +275,15 @@ func (s *Server) consoleGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := groupBody{ID: found.ID, Type: found.Type, State: found.State, Members: s.consoleMembers(found)}
-	local := s.localPartitions()
+	want := make(map[topicPartition]struct{}, len(found.Committed))
+	for _, o := range found.Committed {
+		want[topicPartition{o.Topic, o.Partition}] = struct{}{}
+	}
+	ends := s.partitionEnds(want, s.localPartitions())
 	for _, o := range found.Committed {
 		co := consoleOffset{Topic: o.Topic, Partition: o.Partition, Committed: o.Offset}
-		if lp, ok := local[o.Topic][o.Partition]; ok {
-			co.HighWatermark, co.Lag, co.Known = lp.hw, max(lp.hw-o.Offset, 0), true
+		if end, ok := ends[topicPartition{o.Topic, o.Partition}]; ok {
+			co.HighWatermark, co.Lag, co.Known = end, max(end-o.Offset, 0), true
 			body.TotalLag += co.Lag
 		}
 		body.Offsets = append(body.Offsets, co)

@@ -3,7 +3,10 @@ package broker
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,6 +122,18 @@ func TestConsumerLagOfPartitionsLedElsewhere(t *testing.T) {
 	}
 	if unknown != 0 {
 		t.Errorf("unknown lag partitions %v, want 0", unknown)
+	}
+	// The console's group page shows the same lag.
+	var total int64
+	for p := range int32(parts) {
+		total += int64(want(p))
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/console/groups/"+group, nil)
+	req.SetPathValue("group", group)
+	coord.consoleGroup(rec, req)
+	if body := rec.Body.String(); !strings.Contains(body, fmt.Sprintf(`total lag <b id="total-lag">%d</b>`, total)) || strings.Contains(body, "end offset unknown") {
+		t.Errorf("console group page: want total lag %d and every partition's end known, got:\n%s", total, body)
 	}
 	for _, s := range srvs {
 		if s == coord {
