@@ -28,6 +28,24 @@
 //	  *.cleaned, *.swap               a segment the cleaner is writing / swapping in
 //	                                  (the protocol and its recovery: swap.go)
 //
+// # Log directory checkpoints (format only, not in use yet)
+//
+// Kafka keeps one file per log directory listing every partition, in
+// recovery-point-offset-checkpoint, replication-offset-checkpoint (high
+// watermarks) and log-start-offset-checkpoint:
+//
+//	0                  version
+//	2                  number of entries
+//	orders 0 4711      topic partition offset, one line per partition
+//	orders 1 42
+//
+// offset_checkpoint.go reads and writes that format byte for byte as Kafka
+// does (OffsetCheckpointFile, with Kafka's parse errors), and
+// dir_checkpoint.go loads a directory's offsets, migrating from the
+// per-partition files above when the per-directory file is absent. The
+// logs still read and write their per-partition files (issue 22 moves
+// them to the per-directory ones).
+//
 // # Open files
 //
 // A segment holds one file descriptor, its .log's, open until it is
