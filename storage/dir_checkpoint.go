@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Migration from the per-partition checkpoints (checkpoint.go) to the
@@ -106,4 +108,39 @@ func DirOffsetEntries(offsets map[TopicPartition]int64) []TopicPartitionOffset {
 	}
 	SortTopicPartitionOffsets(entries)
 	return entries
+}
+
+// DirCheckpointWriter writes one per-directory checkpoint file for the one
+// periodic task of its log directory (Kafka's LogManager checkpoints each
+// directory's recovery points and log start offsets, and ReplicaManager its
+// high watermarks, on one timer each, not per partition). A write whose
+// entries equal the last durable ones is skipped, so an idle directory
+// costs no write and no fsync.
+type DirCheckpointWriter struct {
+	mu   sync.Mutex
+	file *OffsetCheckpointFile
+	last []TopicPartitionOffset // nil when the file's contents are unknown
+}
+
+// NewDirCheckpointWriter returns a writer of checkpoint name in logDir.
+func NewDirCheckpointWriter(fsys FS, logDir, name string) *DirCheckpointWriter {
+	return &DirCheckpointWriter{file: NewOffsetCheckpointFile(fsys, logDir, name)}
+}
+
+// Write replaces the file with offsets unless it holds them already;
+// written reports whether it wrote. After a failed write the file's
+// contents are unknown and the next call writes.
+func (w *DirCheckpointWriter) Write(offsets map[TopicPartition]int64) (written bool, err error) {
+	entries := DirOffsetEntries(offsets)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last != nil && slices.Equal(w.last, entries) {
+		return false, nil
+	}
+	w.last = nil
+	if err := w.file.Write(entries); err != nil {
+		return false, err
+	}
+	w.last = entries
+	return true, nil
 }

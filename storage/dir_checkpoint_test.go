@@ -112,3 +112,36 @@ func TestLoadDirOffsetsEmptyAndMissingDir(t *testing.T) {
 		t.Fatalf("missing dir: %v, %v, %v", got, migrated, err)
 	}
 }
+
+// Unchanged offsets are not written again; a failed write is retried.
+func TestDirCheckpointWriterSkipsUnchanged(t *testing.T) {
+	logDir := t.TempDir()
+	fsys := NewFaultFS(OSFS{})
+	w := NewDirCheckpointWriter(fsys, logDir, ReplicationOffsetFile)
+	offsets := map[TopicPartition]int64{{"b", 1}: 5, {"a", 0}: 9}
+	if written, err := w.Write(offsets); err != nil || !written {
+		t.Fatalf("first write: %v, %v", written, err)
+	}
+	b, err := os.ReadFile(filepath.Join(logDir, ReplicationOffsetFile))
+	if err != nil || string(b) != "0\n2\na 0 9\nb 1 5\n" {
+		t.Fatalf("file %q, %v", b, err)
+	}
+	// With fsyncs failing, a write would fail: a skipped one does not.
+	fsys.FailSyncs(true)
+	if written, err := w.Write(map[TopicPartition]int64{{"a", 0}: 9, {"b", 1}: 5}); err != nil || written {
+		t.Fatalf("unchanged offsets: written %v, err %v", written, err)
+	}
+	offsets[TopicPartition{"a", 0}] = 10
+	if written, err := w.Write(offsets); err == nil || written {
+		t.Fatalf("changed offsets with failing fsync: written %v, err %v", written, err)
+	}
+	fsys.FailSyncs(false)
+	// The offsets of the failed write are written now, not skipped.
+	if written, err := w.Write(offsets); err != nil || !written {
+		t.Fatalf("after the failure: written %v, err %v", written, err)
+	}
+	got, _, err := LoadDirOffsets(OSFS{}, logDir, ReplicationOffsetFile, highWatermarkFile, discardLogger())
+	if err != nil || !reflect.DeepEqual(got, offsets) {
+		t.Fatalf("read back %v, %v; want %v", got, err, offsets)
+	}
+}
