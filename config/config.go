@@ -114,6 +114,13 @@ type Log struct {
 	Defaults storage.LogConfig // log.segment.bytes, log.retention.*, log.cleanup.policy, ...: every topic's defaults
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms (300000).
 	RetentionCheckIntervalMs int64
+	// FlushOffsetCheckpointIntervalMs and FlushStartOffsetCheckpointIntervalMs
+	// are log.flush.offset.checkpoint.interval.ms and
+	// log.flush.start.offset.checkpoint.interval.ms (60000 each; 0: only on
+	// shutdown and when a log must): how often each log directory's
+	// recovery-point and log-start-offset checkpoints are written.
+	FlushOffsetCheckpointIntervalMs      int64
+	FlushStartOffsetCheckpointIntervalMs int64
 	// CleanerEnable is log.cleaner.enable (true): whether compacted topics
 	// are cleaned; Cleaner holds the log.cleaner.* settings.
 	CleanerEnable bool

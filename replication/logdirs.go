@@ -205,7 +205,15 @@ func (m *Manager) MoveReplica(topic string, idx int32, dest string) error {
 	}
 	fsys := m.cfg.FS
 	newDir := filepath.Join(dest, name)
+	// The log's offsets move with its files: the per-directory checkpoints
+	// of dest hold them before the copy is renamed into place (its
+	// recovery point is its end: every copied file is fsynced).
+	srcCP, destCP := m.dirCheckpoints(oldDir), m.checkpoints[dest]
+	tp, keyed := checkpointKey(oldDir)
 	moveErr := copyDir(fsys, oldDir, future)
+	if moveErr == nil && destCP != nil && keyed {
+		moveErr = destCP.Adopt(tp, p.log.LogEndOffset(), p.log.LogStartOffset(), p.log.HighWatermark())
+	}
 	if moveErr == nil {
 		moveErr = fsys.Rename(future, newDir)
 	}
@@ -222,6 +230,11 @@ func (m *Manager) MoveReplica(topic string, idx int32, dest string) error {
 		if err := fsys.RemoveAll(newDir); err != nil {
 			m.logger.Warn("removing a future log", "dir", newDir, "err", err)
 		}
+		if destCP != nil && keyed {
+			if err := destCP.Forget(tp, nil); err != nil {
+				m.logger.Warn("forgetting a future log's offsets", "dir", dest, "err", err)
+			}
+		}
 		openDir = oldDir
 	} else {
 		stale := fmt.Sprintf("%s.%s-delete", oldDir, hex.EncodeToString(uid[:]))
@@ -236,6 +249,11 @@ func (m *Manager) MoveReplica(topic string, idx int32, dest string) error {
 			moveErr, openDir = err, oldDir
 		} else {
 			_ = fsys.SyncDir(filepath.Dir(oldDir))
+			if srcCP != nil && keyed {
+				if err := srcCP.Forget(tp, nil); err != nil {
+					m.logger.Warn("forgetting a moved log's offsets", "dir", filepath.Dir(oldDir), "err", err)
+				}
+			}
 			remove := func() {
 				if err := fsys.RemoveAll(stale); err != nil {
 					m.logger.Warn("removing a moved replica's old log", "dir", stale, "err", err)
@@ -246,7 +264,7 @@ func (m *Manager) MoveReplica(topic string, idx int32, dest string) error {
 			}
 		}
 	}
-	l, err := storage.Open(openDir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now})
+	l, err := storage.Open(openDir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now, Checkpoints: m.dirCheckpoints(openDir)})
 	if err != nil {
 		// Neither place opens: the replica is lost here, as in an offline dir.
 		m.logger.Error("reopening a moved replica", "dir", openDir, "err", err)

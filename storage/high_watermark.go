@@ -43,6 +43,12 @@ func (l *Log) CheckpointHighWatermark() error {
 // hwMu must be held.
 func (l *Log) writeHighWatermarkLocked(mode fileSync) error {
 	hw := l.highWatermark.Load()
+	if l.cp != nil {
+		// The directory's replication-offset-checkpoint holds it; its
+		// periodic write and the shutdown write read it from the log.
+		l.hwCheckpointed = hw
+		return nil
+	}
 	l.hwCheckpointed = -1
 	if err := writeCheckpointSync(l.fs, l.dir, highWatermarkFile, hw, mode); err != nil {
 		return err
@@ -55,7 +61,12 @@ func (l *Log) writeHighWatermarkLocked(mode fileSync) error {
 // clamped to [logStart, logEnd], or logEnd without a (valid) checkpoint.
 func (l *Log) loadHighWatermark(logStart, logEnd int64) int64 {
 	hw := logEnd
-	if off, ok, err := readCheckpoint(l.fs, l.dir, highWatermarkFile); err != nil {
+	if l.cp != nil {
+		if off, ok := l.cp.loaded(l.tp, highWatermarkKind); ok {
+			hw = min(off, logEnd)
+			l.hwCheckpointed = off
+		}
+	} else if off, ok, err := readCheckpoint(l.fs, l.dir, highWatermarkFile); err != nil {
 		l.logger.Warn("ignoring high watermark checkpoint", "dir", l.dir, "err", err)
 	} else if ok {
 		hw = min(off, logEnd)

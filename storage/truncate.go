@@ -162,7 +162,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	}
 	if lso := l.logStartOffset.Load(); lso > newLEO {
 		l.logStartOffset.Store(newLEO)
-		if err := writeCheckpoint(l.fs, l.dir, logStartOffsetFile, newLEO); err != nil {
+		if err := l.checkpointLogStartLocked(newLEO, false); err != nil {
 			return storageErr("truncate: log start offset checkpoint", err)
 		}
 	}
@@ -252,7 +252,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	// The log start offset checkpoint first: after a crash at any later
 	// point, Open finds no readable record below offset.
 	l.logStartOffset.Store(offset)
-	if err := writeCheckpoint(l.fs, l.dir, logStartOffsetFile, offset); err != nil {
+	if err := l.checkpointLogStartLocked(offset, true); err != nil {
 		return storageErr("truncate: log start offset checkpoint", err)
 	}
 	old := slices.Clone(l.segments)
