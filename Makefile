@@ -85,7 +85,7 @@ compat-kgo-straittest:
 # (every key and version Strait serves, field by field; report in
 # compat-tests/reference/work/conformance.md).
 compat-reference: build
-	STRAIT_KAFKA_REFERENCE=1 $(GO) test -count=1 -timeout 20m -run 'TestRetentionAndCompactionMatchKafka|TestClientQuotasMatchKafka|TestAuthorizationMatchesKafka|TestConformanceMatchesKafka' ./compat-tests/reference/
+	STRAIT_KAFKA_REFERENCE=1 $(GO) test -count=1 -timeout 20m -run 'TestRetentionAndCompactionMatchKafka|TestCheckpointFilesReadByKafka|TestClientQuotasMatchKafka|TestAuthorizationMatchesKafka|TestConformanceMatchesKafka' ./compat-tests/reference/
 
 # kafkajs from npm with node's test runner.
 compat-js: build
