@@ -17,10 +17,7 @@
 //	  00000000000000000000.txnindex   aborted transactions with their marker here (txn_index.go)
 //	  00000000000000004711.log ...    next segment, named by its base offset
 //	  00000000000000000000.snapshot   producer state at that offset (producer_snapshot.go)
-//	  recovery-point-offset-checkpoint  offsets below are fsynced (see checkpoint.go)
-//	  log-start-offset-checkpoint       first readable offset after DeleteRecords
-//	  cleaner-offset-checkpoint         compacted logs: the first dirty offset
-//	  high-watermark-checkpoint         the high watermark at the last flush (high_watermark.go)
+//	  cleaner-offset-checkpoint         compacted logs: the first dirty offset (checkpoint.go)
 //	  leader-epoch-checkpoint           leader epochs and their start offsets (leader_epoch.go)
 //	  partition.metadata                the topic id the directory belongs to (partition_metadata.go)
 //	  .kafka_cleanshutdown            present only while the log is closed cleanly
@@ -28,11 +25,13 @@
 //	  *.cleaned, *.swap               a segment the cleaner is writing / swapping in
 //	                                  (the protocol and its recovery: swap.go)
 //
-// # Log directory checkpoints (format only, not in use yet)
+// # Log directory checkpoints
 //
-// Kafka keeps one file per log directory listing every partition, in
-// recovery-point-offset-checkpoint, replication-offset-checkpoint (high
-// watermarks) and log-start-offset-checkpoint:
+// As Kafka, one file of each per log directory lists every partition:
+// recovery-point-offset-checkpoint (offsets below are fsynced),
+// log-start-offset-checkpoint (the first readable offset, after
+// DeleteRecords or retention) and replication-offset-checkpoint (the high
+// watermarks):
 //
 //	0                  version
 //	2                  number of entries
@@ -40,11 +39,13 @@
 //	orders 1 42
 //
 // offset_checkpoint.go reads and writes that format byte for byte as Kafka
-// does (OffsetCheckpointFile, with Kafka's parse errors), and
-// dir_checkpoint.go loads a directory's offsets, migrating from the
-// per-partition files above when the per-directory file is absent. The
-// logs still read and write their per-partition files (issue 22 moves
-// them to the per-directory ones).
+// does (OffsetCheckpointFile, with Kafka's parse errors); DirCheckpoints
+// (dir_checkpoints.go) holds a directory's, says when they are written, and
+// migrates the per-partition files older versions wrote in each partition
+// directory (recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+// high-watermark-checkpoint, "0\n<offset>\n" each: dir_checkpoint.go). A
+// Log opened without Options.Checkpoints still reads and writes those
+// per-partition files (checkpoint.go, high_watermark.go).
 //
 // # Open files
 //

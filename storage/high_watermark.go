@@ -1,10 +1,12 @@
 package storage
 
-// The high watermark is checkpointed in the partition directory, in
+// The high watermark is checkpointed in the log directory's
+// replication-offset-checkpoint when the log has Options.Checkpoints
+// (dir_checkpoints.go writes it, periodically and on shutdown: nothing here
+// writes a file). Without them, in the partition directory, in
 // high-watermark-checkpoint ("0\n<offset>\n", as the other checkpoints in
-// checkpoint.go; Kafka keeps one replication-offset-checkpoint per log
-// directory instead). Flush writes it, Close too unless the file holds the
-// value already, and the broker calls CheckpointHighWatermark periodically
+// checkpoint.go): Flush writes it, Close too unless the file holds the
+// value already, and CheckpointHighWatermark does periodically
 // (Kafka's replica.high.watermark.checkpoint.interval.ms). Open starts the high
 // watermark at the checkpoint, clamped to [log start, log end], or at the
 // log end offset without one: a restarted follower must not expose records
