@@ -131,6 +131,12 @@ func NewDirCheckpointWriter(fsys FS, logDir, name string) *DirCheckpointWriter {
 // written reports whether it wrote. After a failed write the file's
 // contents are unknown and the next call writes.
 func (w *DirCheckpointWriter) Write(offsets map[TopicPartition]int64) (written bool, err error) {
+	return w.writeSync(offsets, syncAll)
+}
+
+// writeSync is Write with the fsyncs of mode: with syncContents the
+// rename is durable only once the caller fsyncs the directory.
+func (w *DirCheckpointWriter) writeSync(offsets map[TopicPartition]int64, mode fileSync) (written bool, err error) {
 	entries := DirOffsetEntries(offsets)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -138,7 +144,7 @@ func (w *DirCheckpointWriter) Write(offsets map[TopicPartition]int64) (written b
 		return false, nil
 	}
 	w.last = nil
-	if err := w.file.Write(entries); err != nil {
+	if err := w.file.writeSync(entries, mode); err != nil {
 		return false, err
 	}
 	w.last = entries

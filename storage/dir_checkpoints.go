@@ -263,9 +263,11 @@ func (c *DirCheckpoints) writeNow(k dirKind) error {
 	return c.writeLocked(k)
 }
 
-func (c *DirCheckpoints) writeLocked(k dirKind) error {
+func (c *DirCheckpoints) writeLocked(k dirKind) error { return c.writeSyncLocked(k, syncAll) }
+
+func (c *DirCheckpoints) writeSyncLocked(k dirKind, mode fileSync) error {
 	offsets := c.gather(k)
-	if _, err := c.writers[k].Write(offsets); err != nil {
+	if _, err := c.writers[k].writeSync(offsets, mode); err != nil {
 		c.durable[k] = map[TopicPartition]int64{} // unknown: lowerings force writes until one succeeds
 		for tp := range offsets {
 			c.durable[k][tp] = 1<<63 - 1
@@ -307,11 +309,28 @@ func (c *DirCheckpoints) WriteLogStartOffsets() error { return c.writeNow(logSta
 func (c *DirCheckpoints) WriteHighWatermarks() error { return c.writeNow(highWatermarkKind) }
 
 // WriteAll writes the three files; the broker calls it once per directory
-// on a clean shutdown, after closing the directory's logs.
+// on a clean shutdown, after closing the directory's logs. Each file's
+// contents are fsynced, then the directory once for the three renames.
 func (c *DirCheckpoints) WriteAll() error {
+	for k := range numDirKinds {
+		c.writeMu[k].Lock()
+		defer c.writeMu[k].Unlock()
+	}
 	var errs []error
 	for k := range numDirKinds {
-		errs = append(errs, c.writeNow(k))
+		errs = append(errs, c.writeSyncLocked(k, syncContents))
+	}
+	if err := c.fs.SyncDir(c.dir); err != nil {
+		// The renames may not be durable: lowerings must write again.
+		for k := range numDirKinds {
+			for tp := range c.durable[k] {
+				c.durable[k][tp] = 1<<63 - 1
+			}
+			c.writers[k].mu.Lock()
+			c.writers[k].last = nil
+			c.writers[k].mu.Unlock()
+		}
+		errs = append(errs, storageErr("checkpoint "+c.dir, err))
 	}
 	return errors.Join(errs...)
 }

@@ -226,7 +226,12 @@ func printable(line []byte) string {
 
 // Write replaces the file with entries, in their order, durably.
 func (c *OffsetCheckpointFile) Write(entries []TopicPartitionOffset) error {
-	return replaceFile(c.fs, c.dir, c.Path(), FormatOffsetCheckpoint(entries))
+	return c.writeSync(entries, syncAll)
+}
+
+// writeSync is Write with the fsyncs of mode.
+func (c *OffsetCheckpointFile) writeSync(entries []TopicPartitionOffset, mode fileSync) error {
+	return replaceFileSync(c.fs, c.dir, c.Path(), FormatOffsetCheckpoint(entries), mode)
 }
 
 // FormatOffsetCheckpoint is the file Kafka writes for entries, in their
