@@ -45,6 +45,7 @@ var straitDefaults = map[string]string{
 
 	"strait.max.decompressed.batch.bytes": "0", // no cap
 	"strait.fd.reserve":                   "256",
+	"strait.log.segment.open.files.max":   "4096",
 	"strait.http.listener":                "", // off
 }
 
@@ -121,6 +122,11 @@ type Log struct {
 	// recovery-point and log-start-offset checkpoints are written.
 	FlushOffsetCheckpointIntervalMs      int64
 	FlushStartOffsetCheckpointIntervalMs int64
+	// SegmentOpenFilesMax is strait.log.segment.open.files.max (4096, at
+	// least 1): sealed segments' log files kept open while no read uses
+	// them; more are closed, least recently used first, and opened again
+	// on the next read (storage.FileCache).
+	SegmentOpenFilesMax int32
 	// CleanerEnable is log.cleaner.enable (true): whether compacted topics
 	// are cleaned; Cleaner holds the log.cleaner.* settings.
 	CleanerEnable bool

@@ -42,6 +42,15 @@ func checkpointKey(dir string) (storage.TopicPartition, bool) {
 	return storage.TopicPartition{Topic: topic, Partition: p}, ok
 }
 
+// OpenSegmentFiles is the number of sealed segments' log files open while
+// idle (strait.log.segment.open.files.max bounds it), -1 without a bound.
+func (m *Manager) OpenSegmentFiles() int {
+	if m.files == nil {
+		return -1
+	}
+	return m.files.Open()
+}
+
 // checkpointLoop writes each online log directory's checkpoints
 // periodically: the high watermarks every
 // replica.high.watermark.checkpoint.interval.ms, the recovery points every

@@ -264,7 +264,7 @@ func (m *Manager) MoveReplica(topic string, idx int32, dest string) error {
 			}
 		}
 	}
-	l, err := storage.Open(openDir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now, Checkpoints: m.dirCheckpoints(openDir)})
+	l, err := storage.Open(openDir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now, Checkpoints: m.dirCheckpoints(openDir), FileCache: m.files})
 	if err != nil {
 		// Neither place opens: the replica is lost here, as in an offline dir.
 		m.logger.Error("reopening a moved replica", "dir", openDir, "err", err)

@@ -74,6 +74,8 @@ type Manager struct {
 	// checkpoints is each log directory's checkpoints, by cleaned path
 	// (dircheckpoints.go); set by Start, read-only afterwards.
 	checkpoints map[string]*storage.DirCheckpoints
+	// files bounds the descriptors of sealed segments (nil: unbounded).
+	files *storage.FileCache
 	// opening is the topic applyTopic is opening, not published yet: its
 	// partitions count in leastLoadedDir. Under mu.
 	opening *Topic
@@ -127,6 +129,9 @@ func New(cfg Config, deps Deps) *Manager {
 	m.fetchers = newFetchers(m)
 	m.byName.Store(&map[string]*Topic{})
 	m.byID.Store(&map[[16]byte]*Topic{})
+	if cfg.SegmentOpenFilesMax > 0 {
+		m.files = storage.NewFileCache(cfg.SegmentOpenFilesMax)
+	}
 	return m
 }
 
@@ -458,7 +463,7 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 		}
 	}
 	start := time.Now()
-	l, err := storage.Open(dir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now, Checkpoints: m.dirCheckpoints(dir)})
+	l, err := storage.Open(dir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now, Checkpoints: m.dirCheckpoints(dir), FileCache: m.files})
 	if err != nil {
 		return nil, fmt.Errorf("opening log %s: %w", dir, err)
 	}

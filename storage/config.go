@@ -186,4 +186,8 @@ type Options struct {
 	// writes no per-partition file for them. The partition directory's
 	// name must then be "<topic>-<partition>".
 	Checkpoints *DirCheckpoints
+	// FileCache, when set, closes sealed segments' log files while idle,
+	// keeping at most its bound open (filecache.go); nil keeps every
+	// segment's open while it exists.
+	FileCache *FileCache
 }

@@ -87,6 +87,9 @@ type Log struct {
 	// there.
 	cp *DirCheckpoints
 	tp TopicPartition
+	// cache closes sealed segments' log files while idle (filecache.go);
+	// nil keeps them open.
+	cache *FileCache
 
 	// The asynchronous flush of rolled segments (flushRolled). flushMu
 	// serializes the flushes of this log; taken before mu. flushes counts
@@ -326,6 +329,7 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 		return nil, err
 	}
 	l.segments = append(l.segments, seg)
+	old.log.makeEvictable(l.cache)
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", base, "previous_size", old.size)
 	if err := l.snapshotProducersLocked(base, syncNone); err != nil {
 		// Only costs recovery work: Open replays from an older snapshot.

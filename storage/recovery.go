@@ -44,7 +44,7 @@ import (
 // The marker is removed before Open returns: from then on the log is open
 // for writing and only Close writes it again.
 func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, hwCheckpointed: -1, rpCheckpointed: -1}
+	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, hwCheckpointed: -1, rpCheckpointed: -1, cache: opts.FileCache}
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}
@@ -70,6 +70,9 @@ func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
 	}
 	if l.cp != nil {
 		l.cp.register(l.tp, l)
+	}
+	for _, s := range l.segments[:len(l.segments)-1] {
+		s.log.makeEvictable(l.cache)
 	}
 	return l, nil
 }

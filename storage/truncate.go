@@ -323,6 +323,9 @@ func (s *segment) truncateAt(pos, cut int64) error {
 // activate makes a sealed segment take appends again: its indexes are
 // preallocated and mapped (a no-op for the active segment).
 func (s *segment) activate() error {
+	if err := s.log.keepOpen(); err != nil {
+		return err
+	}
 	for _, ix := range []*indexFile{s.offsetIndex.indexFile, s.timeIndex.indexFile} {
 		if err := ix.activate(); err != nil {
 			return err

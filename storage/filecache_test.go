@@ -1,0 +1,163 @@
+package storage
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/strait/strait/storage/compress"
+)
+
+// logFDs counts the descriptors of dir's segment log files.
+func logFDs(t *testing.T, dir string) int {
+	t.Helper()
+	under, _ := fdsUnder(t, dir)
+	n := 0
+	for _, p := range under {
+		if strings.Contains(p, ".log") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFileCacheBoundsSealedSegments: with a FileCache of 2, a log of many
+// segments holds at most 2 sealed segments' log files open besides the
+// active one, through appends, reads of every segment and a restart; a
+// file pinned by a read result stays open and readable while the cache
+// evicts around it, and is closed once released and evicted.
+func TestFileCacheBoundsSealedSegments(t *testing.T) {
+	dir := t.TempDir()
+	cache := NewFileCache(2)
+	cfg := recoveryConfig()
+	l, err := Open(dir, cfg, Options{FileCache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendBatches(t, l, compress.None, 300, testEpoch.UnixMilli())
+	l.flushes.Wait()
+	if len(l.segments) < 6 {
+		t.Fatalf("%d segments; the test needs at least 6", len(l.segments))
+	}
+	if n := logFDs(t, dir); n > 3 {
+		t.Fatalf("%d segment log descriptors after appends to %d segments, want at most 3", n, len(l.segments))
+	}
+	leo := l.LogEndOffset()
+	l.UpdateHighWatermark(leo)
+
+	// Pin the first segment's file, then read every other segment.
+	pinned, err := l.Read(0, 1, leo, true)
+	if err != nil || len(pinned.Slices) != 1 {
+		t.Fatalf("read at 0: %v, %d slices", err, len(pinned.Slices))
+	}
+	want := make([]byte, pinned.Slices[0].Len)
+	if _, err := pinned.Slices[0].File.ReadAt(want, pinned.Slices[0].Pos); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range l.segments[1:] {
+		res, err := l.Read(s.baseOffset, 1, leo, true)
+		if err != nil || res.Size == 0 {
+			t.Fatalf("read of segment %d: %v, %d bytes", s.baseOffset, err, res.Size)
+		}
+		res.Release()
+		if n := logFDs(t, dir); n > 4 {
+			under, _ := fdsUnder(t, dir)
+			t.Fatalf("%d segment log descriptors while reading segment %d, want at most 4 (2 cached, 1 pinned, the active one): %q", n, s.baseOffset, under)
+		}
+	}
+	got := make([]byte, len(want))
+	if _, err := pinned.Slices[0].File.ReadAt(got, pinned.Slices[0].Pos); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the pinned file after evictions: %v, same bytes %v", err, bytes.Equal(got, want))
+	}
+	if l.segments[0].log.OS() == nil {
+		t.Fatal("the pinned segment's file was closed")
+	}
+	pinned.Release()
+	for _, s := range l.segments[len(l.segments)-3 : len(l.segments)-1] {
+		res, err := l.Read(s.baseOffset, 1, leo, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Release()
+	}
+	if l.segments[0].log.OS() != nil {
+		t.Fatal("the first segment's file is still open once released and least recently used")
+	}
+	if n := logFDs(t, dir); n > 3 {
+		t.Fatalf("%d segment log descriptors after the reads, want at most 3", n)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := logFDs(t, dir); n != 0 {
+		t.Fatalf("%d segment log descriptors after Close", n)
+	}
+
+	l2, err := Open(dir, cfg, Options{FileCache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if n := logFDs(t, dir); n > 3 {
+		t.Fatalf("%d segment log descriptors after a restart, want at most 3", n)
+	}
+	res, err := l2.Read(0, math.MaxInt64, leo, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Release()
+	if res.Size == 0 || len(res.Slices) != len(l2.segments) {
+		t.Fatalf("reading the whole log after a restart: %d bytes in %d slices of %d segments", res.Size, len(res.Slices), len(l2.segments))
+	}
+}
+
+// TestFileCacheDeletedSegmentPinned: a segment deleted by retention while
+// a read result pins it stays readable until released, then its file is
+// closed.
+func TestFileCacheDeletedSegmentPinned(t *testing.T) {
+	dir := t.TempDir()
+	cfg := recoveryConfig()
+	l, err := Open(dir, cfg, Options{FileCache: NewFileCache(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendBatches(t, l, compress.None, 100, testEpoch.UnixMilli())
+	l.flushes.Wait()
+	if len(l.segments) < 3 {
+		t.Fatalf("%d segments; the test needs at least 3", len(l.segments))
+	}
+	leo := l.LogEndOffset()
+	l.UpdateHighWatermark(leo)
+	// Evict the first segment's file, then pin it by a read.
+	for _, s := range l.segments[1 : len(l.segments)-1] {
+		res, err := l.Read(s.baseOffset, 1, leo, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Release()
+	}
+	first := l.segments[0]
+	if first.log.OS() != nil {
+		t.Fatal("the first segment's file is open; the cache of 1 should have closed it")
+	}
+	res, err := l.Read(0, 1, leo, true)
+	if err != nil || len(res.Slices) != 1 {
+		t.Fatalf("read at 0: %v", err)
+	}
+	if _, err := l.DeleteRecordsBefore(l.segments[1].baseOffset); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.DeleteOldSegments(testEpoch); err != nil || n != 1 {
+		t.Fatalf("deleted %d segments (%v)", n, err)
+	}
+	b := make([]byte, res.Slices[0].Len)
+	if _, err := res.Slices[0].File.ReadAt(b, res.Slices[0].Pos); err != nil {
+		t.Fatalf("reading a pinned, deleted segment: %v", err)
+	}
+	res.Release()
+	if first.log.OS() != nil {
+		t.Fatal("the deleted segment's file is open after the release")
+	}
+}
