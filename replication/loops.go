@@ -36,6 +36,11 @@ func (m *Manager) maintenanceLoop() {
 	}
 }
 
+// activeSegmentIdle is how long a partition goes without an append before
+// its active segment's descriptor may be closed by the segment file cache
+// (strait.log.segment.open.files.max): an idle partition then holds none.
+const activeSegmentIdle = time.Minute
+
 // periodic is a task run every interval by the maintenance loop.
 type periodic struct {
 	interval time.Duration
@@ -58,6 +63,7 @@ func (m *Manager) maintain(p *Partition, now time.Time, checkRetention, expirePr
 	if err := p.log.MaybeFlush(now); err != nil {
 		m.logger.Error("flushing log", "topic", p.topic, "partition", p.index, "err", err)
 	}
+	p.log.ReleaseIdleActive(now, activeSegmentIdle)
 	if expireProducers {
 		p.log.ExpireProducers(now)
 	}

@@ -49,15 +49,21 @@
 //
 // # Open files
 //
-// A segment holds one file descriptor, its .log's, open until it is
-// deleted (fetches hand it to sendfile). Its .index and .timeindex hold
-// none: the active segment's are memory-mapped read-write, a sealed
-// segment's are mapped read-only on their first lookup, and both are
-// unmapped when the segment is closed or deleted (index.go says when and
-// why, and what bounds the number of mappings). The .txnindex, the
-// checkpoints, the producer snapshots and the leader-epoch-checkpoint are
-// opened for each read or write and closed after it. A broker thus needs
-// about one descriptor per segment, as Kafka does.
+// The active segment holds one file descriptor, its .log's. A sealed
+// segment's .log is opened on demand: with Options.FileCache (the broker's,
+// bounded by strait.log.segment.open.files.max) it is closed again, least
+// recently used first, once more sealed segments' files are open than the
+// bound, and never while a read uses it or a ReadResult's slices still
+// pin it for sendfile (filecache.go); without one it stays open until the
+// segment is deleted. Its .index and .timeindex hold none: the active
+// segment's are memory-mapped read-write, a sealed segment's are mapped
+// read-only on their first lookup, and both are unmapped when the segment
+// is closed or deleted (index.go says when and why, and what bounds the
+// number of mappings). The .txnindex, the checkpoints, the producer
+// snapshots and the leader-epoch-checkpoint are opened for each read or
+// write and closed after it. A broker thus needs one descriptor per
+// partition plus at most the bound for sealed segments (Kafka: one per
+// segment).
 //
 // # Record batches
 //

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"os"
 	"sync"
+	"time"
 )
 
 // Segment log files opened on demand. A broker with 100,000 partitions of a
@@ -128,6 +129,13 @@ func (sf *segFile) makeEvictable(cache *FileCache) {
 	if open {
 		cache.touch(sf)
 	}
+}
+
+// kept reports whether the cache may not close the file.
+func (sf *segFile) kept() bool {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	return sf.keep
 }
 
 // keepOpen opens the file if the cache closed it and keeps it open from
@@ -278,4 +286,27 @@ func (sf *segFile) Close() error {
 		cache.remove(sf)
 	}
 	return err
+}
+
+// ReleaseIdleActive lets the FileCache close the active segment's log file
+// once nothing was appended for idle (the next append opens it again), so
+// that an idle partition holds no descriptor at all. The broker calls it
+// from its maintenance pass; without a FileCache it does nothing.
+func (l *Log) ReleaseIdleActive(now time.Time, idle time.Duration) {
+	if l.cache == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	act := l.active()
+	if act != l.idleSeg || act.nextOffset != l.idleEnd {
+		l.idleSeg, l.idleEnd, l.idleSince = act, act.nextOffset, now
+		return
+	}
+	if now.Sub(l.idleSince) >= idle && act.log.kept() {
+		act.log.makeEvictable(l.cache)
+	}
 }

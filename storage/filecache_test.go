@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strait/strait/storage/compress"
 )
@@ -159,5 +160,57 @@ func TestFileCacheDeletedSegmentPinned(t *testing.T) {
 	res.Release()
 	if first.log.OS() != nil {
 		t.Fatal("the deleted segment's file is open after the release")
+	}
+}
+
+// TestReleaseIdleActive: once a partition has had no append for the idle
+// time, its active segment's descriptor goes to the cache too, so idle
+// partitions hold at most the cache's bound between them; the next append
+// opens it again and keeps it.
+func TestReleaseIdleActive(t *testing.T) {
+	root := t.TempDir()
+	cache := NewFileCache(1)
+	var logs []*Log
+	for _, name := range []string{"a-0", "b-0", "c-0"} {
+		l, err := Open(root+"/"+name, testConfig(), Options{FileCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		mustAppend(t, l, simpleBatch(t, compress.None, 3, testEpoch.UnixMilli()))
+		logs = append(logs, l)
+	}
+	if n := logFDs(t, root); n != 3 {
+		t.Fatalf("%d segment log descriptors for 3 busy partitions, want 3", n)
+	}
+	for _, l := range logs {
+		l.ReleaseIdleActive(testEpoch, time.Minute) // notes the log end
+		l.ReleaseIdleActive(testEpoch.Add(30*time.Second), time.Minute)
+	}
+	if n := logFDs(t, root); n != 3 {
+		t.Fatalf("%d segment log descriptors before the idle time passed, want 3", n)
+	}
+	for _, l := range logs {
+		l.ReleaseIdleActive(testEpoch.Add(time.Minute), time.Minute)
+	}
+	if n := logFDs(t, root); n != 1 {
+		t.Fatalf("%d segment log descriptors for 3 idle partitions and a cache of 1, want 1", n)
+	}
+	a := logs[0]
+	if a.active().log.OS() != nil {
+		t.Fatal("the first idle partition's file is open; the cache of 1 should have closed it")
+	}
+	mustAppend(t, a, simpleBatch(t, compress.None, 2, testEpoch.UnixMilli()))
+	if !a.active().log.kept() || a.active().log.OS() == nil {
+		t.Fatal("an append did not open and keep the active segment's file")
+	}
+	a.UpdateHighWatermark(a.LogEndOffset())
+	res, err := a.Read(0, math.MaxInt32, a.LogEndOffset(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Release()
+	if hs := splitBatches(t, readSlices(t, res)); len(hs) != 2 || hs[1].BaseOffset != 3 {
+		t.Fatalf("read back %d batches after reopening, want 2 (the second at 3)", len(hs))
 	}
 }

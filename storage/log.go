@@ -90,6 +90,11 @@ type Log struct {
 	// cache closes sealed segments' log files while idle (filecache.go);
 	// nil keeps them open.
 	cache *FileCache
+	// idleSeg and idleEnd are the active segment and its next offset when
+	// ReleaseIdleActive last saw them change, at idleSince; guarded by mu.
+	idleSeg   *segment
+	idleEnd   int64
+	idleSince time.Time
 
 	// The asynchronous flush of rolled segments (flushRolled). flushMu
 	// serializes the flushes of this log; taken before mu. flushes counts

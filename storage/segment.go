@@ -205,6 +205,11 @@ func (s *segment) indexBatch(h *batchHeader, pos int64, intervalBytes int32) err
 // On failure the segment is as before: the log file is cut back to its
 // previous size and index entries added for the batch are dropped.
 func (s *segment) append(batch []byte, h *batchHeader, intervalBytes int32) error {
+	// An active segment idle long enough may have let the cache close its
+	// file (Log.ReleaseIdleActive): appends keep it open again.
+	if err := s.log.keepOpen(); err != nil {
+		return err
+	}
 	pos := s.size
 	saved := *s
 	savedOffN, savedTimeN := s.offsetIndex.n, s.timeIndex.n
