@@ -49,7 +49,9 @@
 //
 // # Open files
 //
-// The active segment holds one file descriptor, its .log's. A sealed
+// The active segment holds one file descriptor, its .log's, until its
+// partition has gone idle (ReleaseIdleActive: the cache may then close it
+// too, the next append opens it again). A sealed
 // segment's .log is opened on demand: with Options.FileCache (the broker's,
 // bounded by strait.log.segment.open.files.max) it is closed again, least
 // recently used first, once more sealed segments' files are open than the
@@ -62,8 +64,8 @@
 // number of mappings). The .txnindex, the checkpoints, the producer
 // snapshots and the leader-epoch-checkpoint are opened for each read or
 // write and closed after it. A broker thus needs one descriptor per
-// partition plus at most the bound for sealed segments (Kafka: one per
-// segment).
+// partition appended to in the last minute plus at most the bound (Kafka:
+// one per segment).
 //
 // # Record batches
 //

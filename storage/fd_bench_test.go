@@ -16,7 +16,8 @@ import (
 // 1,000) of STRAIT_FD_SEGMENTS segments each (default 3) are written,
 // closed cleanly and opened again as at a broker start, with a FileCache of
 // STRAIT_FD_CACHE files (default 4096; 0: none, every segment keeps its
-// descriptor, as before the cache). It reports the descriptors open under
+// descriptor, as before the cache); STRAIT_FD_DIR keeps the logs between
+// runs. It reports the descriptors open under
 // the log directory right after opening (fds_open) and once every
 // partition has been idle a minute (fds_idle: ReleaseIdleActive, as the
 // broker's maintenance pass calls it), and the whole process's then
@@ -33,12 +34,18 @@ func BenchmarkIdlePartitionDescriptors(b *testing.B) {
 		return def
 	}
 	parts, segs, cacheMax := env("STRAIT_FD_PARTITIONS", 1000), env("STRAIT_FD_SEGMENTS", 3), env("STRAIT_FD_CACHE", 4096)
-	dir := b.TempDir()
+	dir := os.Getenv("STRAIT_FD_DIR") // kept between runs: writing the logs takes longest
+	if dir == "" {
+		dir = b.TempDir()
+	}
 	cfg := testConfig()
 	cfg.SegmentBytes = 200       // every append after the first rolls
 	cfg.SegmentIndexBytes = 8192 // the active indexes reserve their blocks: 10 MiB each would fill the disk
 	batch := simpleBatch(b, compress.None, 5, testEpoch.UnixMilli())
 	for p := range parts {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("t-%d", p), ".kafka_cleanshutdown")); err == nil {
+			continue // written by an earlier run
+		}
 		l, err := Open(filepath.Join(dir, fmt.Sprintf("t-%d", p)), cfg, Options{})
 		if err != nil {
 			b.Fatal(err)
