@@ -2,8 +2,10 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,5 +214,65 @@ func TestReleaseIdleActive(t *testing.T) {
 	defer res.Release()
 	if hs := splitBatches(t, readSlices(t, res)); len(hs) != 2 || hs[1].BaseOffset != 3 {
 		t.Fatalf("read back %d batches after reopening, want 2 (the second at 3)", len(hs))
+	}
+}
+
+// TestFileCacheConcurrentReads: readers of every segment at once, through
+// a cache of 1 that closes files under them all the time, and appends
+// rolling new segments meanwhile, all read the bytes that were written.
+func TestFileCacheConcurrentReads(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, recoveryConfig(), Options{FileCache: NewFileCache(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	stored := appendBatches(t, l, compress.None, 150, testEpoch.UnixMilli())
+	leo := l.LogEndOffset()
+	l.UpdateHighWatermark(leo)
+	var offsets []int64
+	want := map[int64][]byte{}
+	for _, b := range stored {
+		h := parseBatchHeader(b)
+		offsets = append(offsets, h.BaseOffset)
+		want[h.BaseOffset] = b
+	}
+	errs := make(chan error, 5)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 300 {
+				off := offsets[(i*7+g*31)%len(offsets)]
+				res, err := l.Read(off, 1, leo, true)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b := make([]byte, res.Slices[0].Len)
+				_, err = res.Slices[0].File.ReadAt(b, res.Slices[0].Pos)
+				res.Release()
+				if err != nil {
+					errs <- fmt.Errorf("reading at %d: %w", off, err)
+					return
+				}
+				if !bytes.Equal(b, want[off]) {
+					errs <- fmt.Errorf("batch at %d read back different", off)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 50 {
+			if _, err := l.AppendAsLeader(simpleBatch(t, compress.None, 5, testEpoch.UnixMilli()), 7); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
