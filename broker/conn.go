@@ -115,6 +115,9 @@ type exchange struct {
 	frame  []byte
 	pooled *[]byte // frame's buffer, returned to frames once written
 	chunks []protocol.Chunk
+	// onRelease, when set, runs once the response is written or dropped:
+	// the segment files its chunks send from may close then (Fetch).
+	onRelease func()
 	// closeConn asks the writer to close the connection after this exchange
 	// (Kafka closes an acks=0 producer's connection on error).
 	closeConn bool
@@ -250,6 +253,10 @@ func (x *exchange) release() {
 		x.pooled, x.frame = nil, nil
 	}
 	x.chunks = nil
+	if x.onRelease != nil {
+		x.onRelease()
+		x.onRelease = nil
+	}
 	if x.held > 0 {
 		x.c.srv.reqBytes.release(x.held)
 		x.held = 0

@@ -75,7 +75,11 @@ type fetchOp struct {
 	targets []fetchTarget
 	records [][][]protocol.Chunk
 	chunks  []protocol.Chunk // backing store of records' chunks, refilled by each read
-	hasErr  bool
+	// reads hold the segment files chunks send from open (storage's
+	// ReadResult.Release): released by the next read, or once the
+	// response is written or dropped.
+	reads  []storage.ReadResult
+	hasErr bool
 	// replica is the fetching follower's broker id, -1 for a consumer.
 	replica     int32
 	brokerEpoch int64
@@ -318,6 +322,7 @@ func (f *fetchOp) read() bool {
 	errNow := f.hasErr
 	preferred := false
 	f.chunks = f.chunks[:0]
+	f.releaseReads()
 	for i := range f.targets {
 		ft := &f.targets[i]
 		if ft.code != 0 || ft.part == nil {
@@ -369,6 +374,9 @@ func (f *fetchOp) read() bool {
 		sp.HighWatermark = hw
 		sp.LastStableOffset = lso
 		sp.LogStartOffset = res.LogStartOffset
+		if len(res.Slices) > 0 {
+			f.reads = append(f.reads, res)
+		}
 		start := len(f.chunks)
 		for _, sl := range res.Slices {
 			f.chunks = append(f.chunks, protocol.Chunk{File: sl.File, Pos: sl.Pos, Len: sl.Len})
@@ -468,10 +476,27 @@ func (f *fetchOp) finish() {
 		}
 		empty.ThrottleMillis = f.x.throttleMs
 		chunks = protocol.AppendFetchResponse(nil, f.x.req, empty, func(int, int) []protocol.Chunk { return nil })
+		f.releaseReads()
 	} else {
 		f.countBytesOut(recordBytes)
 	}
+	if reads := f.reads; len(reads) > 0 {
+		f.reads = nil
+		f.x.onRelease = func() {
+			for i := range reads {
+				reads[i].Release()
+			}
+		}
+	}
 	f.x.respondChunks(chunks)
+}
+
+// releaseReads lets the segment files of the last read close.
+func (f *fetchOp) releaseReads() {
+	for i := range f.reads {
+		f.reads[i].Release()
+	}
+	f.reads = f.reads[:0]
 }
 
 // countBytesOut adds the records answered to their topics' BytesOut.

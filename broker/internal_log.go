@@ -124,14 +124,23 @@ func readBatches(l *storage.Log, offset, bufBytes int64, fn func(batch []byte) e
 		if res.Size == 0 {
 			return nil
 		}
+		// Copied first, so that the segment files may close (Release)
+		// whatever fn does.
+		if int64(cap(buf)) < res.Size {
+			buf = make([]byte, res.Size)
+		}
+		all := buf[:res.Size]
+		pos := int64(0)
 		for _, sl := range res.Slices {
-			if int64(cap(buf)) < sl.Len {
-				buf = make([]byte, sl.Len)
-			}
-			b := buf[:sl.Len]
-			if _, err := sl.File.ReadAt(b, sl.Pos); err != nil {
+			if _, err := sl.File.ReadAt(all[pos:pos+sl.Len], sl.Pos); err != nil {
+				res.Release()
 				return fmt.Errorf("reading %s at position %d: %w", l.Dir(), sl.Pos, err)
 			}
+			pos += sl.Len
+		}
+		res.Release()
+		{
+			b := all
 			for len(b) >= recordbatch.LogOverhead {
 				batch, rest, ok := recordbatch.Split(b)
 				if !ok || len(batch) < recordbatch.HeaderSize {

@@ -350,10 +350,12 @@ func (s *Server) shareAcquire(sp *share.Partition, member string, t *shareTarget
 		pos := int64(0)
 		for _, sl := range res.Slices {
 			if _, err := sl.File.ReadAt(buf[pos:pos+sl.Len], sl.Pos); err != nil {
+				res.Release()
 				return 0, 0, next, kerr.KafkaStorageError.Code
 			}
 			pos += sl.Len
 		}
+		res.Release() // copied: the segment files may close
 		aborted, code := abortedRanges(log, readCommitted, from, res.EndOffset)
 		if code != 0 {
 			return 0, 0, next, code

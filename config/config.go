@@ -45,6 +45,7 @@ var straitDefaults = map[string]string{
 
 	"strait.max.decompressed.batch.bytes": "0", // no cap
 	"strait.fd.reserve":                   "256",
+	"strait.log.segment.open.files.max":   "4096",
 	"strait.http.listener":                "", // off
 }
 
@@ -114,6 +115,18 @@ type Log struct {
 	Defaults storage.LogConfig // log.segment.bytes, log.retention.*, log.cleanup.policy, ...: every topic's defaults
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms (300000).
 	RetentionCheckIntervalMs int64
+	// FlushOffsetCheckpointIntervalMs and FlushStartOffsetCheckpointIntervalMs
+	// are log.flush.offset.checkpoint.interval.ms and
+	// log.flush.start.offset.checkpoint.interval.ms (60000 each; 0: only on
+	// shutdown and when a log must): how often each log directory's
+	// recovery-point and log-start-offset checkpoints are written.
+	FlushOffsetCheckpointIntervalMs      int64
+	FlushStartOffsetCheckpointIntervalMs int64
+	// SegmentOpenFilesMax is strait.log.segment.open.files.max (4096, at
+	// least 1): sealed segments' log files kept open while no read uses
+	// them; more are closed, least recently used first, and opened again
+	// on the next read (storage.FileCache).
+	SegmentOpenFilesMax int32
 	// CleanerEnable is log.cleaner.enable (true): whether compacted topics
 	// are cleaned; Cleaner holds the log.cleaner.* settings.
 	CleanerEnable bool

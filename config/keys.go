@@ -28,6 +28,9 @@ var straitKeys = map[string]configType{
 	// File descriptors client connections may never take (default 256);
 	// Limits.FDReserve.
 	"strait.fd.reserve": typeInt,
+	// Sealed segments' log files kept open while idle (default 4096);
+	// Log.SegmentOpenFilesMax.
+	"strait.log.segment.open.files.max": typeInt,
 	// Strait's HTTP listener (metrics, health probes); HTTP.Listener.
 	"strait.http.listener": typeString,
 	// The embedded etcd as one member of a cluster, in the style of etcd's

@@ -63,6 +63,7 @@ var invalidCases = []struct {
 	{"producer.id.expiration.ms", "0", nil, "Invalid value 0 for configuration producer.id.expiration.ms: Value must be at least 1"},
 	{"strait.max.decompressed.batch.bytes", "-1", nil, "Invalid value -1 for configuration strait.max.decompressed.batch.bytes: Value must be at least 0"},
 	{"strait.fd.reserve", "-1", nil, "Invalid value -1 for configuration strait.fd.reserve: Value must be at least 0"},
+	{"strait.log.segment.open.files.max", "0", nil, "Invalid value 0 for configuration strait.log.segment.open.files.max: Value must be at least 1"},
 	{"alter.config.policy.class.name", "com.example.Plugin", nil, "Invalid value com.example.Plugin for configuration alter.config.policy.class.name: Strait cannot load classes, and ignoring this one would change what the broker does; remove the key"},
 	{"client.quota.callback.class", "com.example.Plugin", nil, "Invalid value com.example.Plugin for configuration client.quota.callback.class: Strait cannot load classes, and ignoring this one would change what the broker does; remove the key"},
 	{"create.topic.policy.class.name", "com.example.Plugin", nil, "Invalid value com.example.Plugin for configuration create.topic.policy.class.name: Strait cannot load classes, and ignoring this one would change what the broker does; remove the key"},
@@ -104,6 +105,8 @@ var invalidCases = []struct {
 	{"replica.fetch.response.max.bytes", "-1", nil, "Invalid value -1 for configuration replica.fetch.response.max.bytes: Value must be at least 0"},
 	{"replica.fetch.max.bytes", "-1", nil, "Invalid value -1 for configuration replica.fetch.max.bytes: Value must be at least 0"},
 	{"replica.high.watermark.checkpoint.interval.ms", "0", nil, "Invalid value 0 for configuration replica.high.watermark.checkpoint.interval.ms: Value must be at least 1"},
+	{"log.flush.offset.checkpoint.interval.ms", "-1", nil, "Invalid value -1 for configuration log.flush.offset.checkpoint.interval.ms: Value must be at least 0"},
+	{"log.flush.start.offset.checkpoint.interval.ms", "-1", nil, "Invalid value -1 for configuration log.flush.start.offset.checkpoint.interval.ms: Value must be at least 0"},
 	{"num.recovery.threads.per.data.dir", "0", nil, "Invalid value 0 for configuration num.recovery.threads.per.data.dir: Value must be at least 1"},
 	{"broker.session.timeout.ms", "0", nil, "Invalid value 0 for configuration broker.session.timeout.ms: Value must be at least 1"},
 

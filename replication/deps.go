@@ -42,6 +42,17 @@ type Config struct {
 	// HighWatermarkCheckpointInterval is
 	// replica.high.watermark.checkpoint.interval.ms (5 s).
 	HighWatermarkCheckpointInterval time.Duration
+	// RecoveryPointCheckpointInterval is
+	// log.flush.offset.checkpoint.interval.ms and
+	// LogStartOffsetCheckpointInterval
+	// log.flush.start.offset.checkpoint.interval.ms (60 s each; 0: no
+	// periodic write, only the shutdown's and those a log forces).
+	RecoveryPointCheckpointInterval  time.Duration
+	LogStartOffsetCheckpointInterval time.Duration
+	// SegmentOpenFilesMax is strait.log.segment.open.files.max: sealed
+	// segments' log files kept open while idle (storage.FileCache); 0:
+	// every segment keeps its file open.
+	SegmentOpenFilesMax int
 
 	// RecoveryThreadsPerDataDir is num.recovery.threads.per.data.dir (2):
 	// how many logs Close closes at once per log directory.
@@ -81,6 +92,9 @@ func ConfigFrom(cfg config.Config) Config {
 		FetchResponseMaxBytes:             r.FetchResponseMax,
 		FetchMaxBytes:                     r.FetchMaxBytes,
 		HighWatermarkCheckpointInterval:   r.HighWatermarkSync,
+		RecoveryPointCheckpointInterval:   time.Duration(cfg.Log.FlushOffsetCheckpointIntervalMs) * time.Millisecond,
+		LogStartOffsetCheckpointInterval:  time.Duration(cfg.Log.FlushStartOffsetCheckpointIntervalMs) * time.Millisecond,
+		SegmentOpenFilesMax:               int(cfg.Log.SegmentOpenFilesMax),
 		RecoveryThreadsPerDataDir:         r.RecoveryThreadsPerDataDir,
 		RetentionCheckInterval:            time.Duration(cfg.Log.RetentionCheckIntervalMs) * time.Millisecond,
 		ProducerIDExpirationCheckInterval: time.Duration(cfg.Log.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,

@@ -15,8 +15,8 @@ import (
 )
 
 // hwPassFS is the real filesystem, except that the checkpoint loop's first
-// high-watermark checkpoint waits until the manager is stopping, and the
-// loop's later checkpoints are counted.
+// write of a log directory's replication-offset-checkpoint waits until the
+// manager is stopping, and the loop's later writes of it are counted.
 type hwPassFS struct {
 	storage.OSFS
 	m       atomic.Pointer[Manager]
@@ -26,7 +26,7 @@ type hwPassFS struct {
 }
 
 func (f *hwPassFS) Rename(oldpath, newpath string) error {
-	if filepath.Base(newpath) == "high-watermark-checkpoint" && calledFrom("highWatermarkCheckpointLoop") {
+	if filepath.Base(newpath) == storage.ReplicationOffsetFile && calledFrom("checkpointLoop") {
 		isFirst := false
 		f.first.Do(func() { isFirst = true })
 		if isFirst {
@@ -56,10 +56,10 @@ func calledFrom(function string) bool {
 	}
 }
 
-// TestShutdownCutsCheckpointPassShort: shutdown does not wait for a pass
-// that checkpoints every partition's high watermark (two fsyncs each:
-// seconds with 10,000 partitions); closing the logs writes the checkpoints
-// the pass left.
+// TestShutdownCutsCheckpointPassShort: shutdown does not wait for a
+// periodic high-watermark checkpoint under way, and closing writes each log
+// directory's replication-offset-checkpoint once, with every partition's
+// high watermark, in Kafka's format; no per-partition file is written.
 func TestShutdownCutsCheckpointPassShort(t *testing.T) {
 	const partitions = 20
 	fs := &hwPassFS{blocked: make(chan struct{})}
@@ -74,8 +74,8 @@ func TestShutdownCutsCheckpointPassShort(t *testing.T) {
 		produce(t, e.m.Partition("hw", p), 1)
 	}
 
-	// The pass that checkpoints the new high watermarks is now under way,
-	// waiting on its first partition until the manager stops.
+	// The periodic checkpoint of the new high watermarks is now under
+	// way, waiting until the manager stops.
 	select {
 	case <-fs.blocked:
 	case <-time.After(30 * time.Second):
@@ -85,15 +85,23 @@ func TestShutdownCutsCheckpointPassShort(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 	if n := fs.later.Load(); n != 0 {
-		t.Fatalf("the checkpoint pass wrote %d more partitions after shutdown began, want 0", n)
+		t.Fatalf("the checkpoint loop wrote %d more times after shutdown began, want 0", n)
 	}
+	want := fmt.Sprintf("0\n%d\n", partitions)
+	var lines []string
 	for p := range partitions {
-		b, err := os.ReadFile(filepath.Join(e.dir, fmt.Sprintf("hw-%d", p), "high-watermark-checkpoint"))
-		if err != nil {
-			t.Fatal(err)
+		lines = append(lines, fmt.Sprintf("hw %d 1\n", p))
+		if _, err := os.Stat(filepath.Join(e.dir, fmt.Sprintf("hw-%d", p), "high-watermark-checkpoint")); !os.IsNotExist(err) {
+			t.Fatalf("partition %d: a per-partition high watermark checkpoint exists (err %v)", p, err)
 		}
-		if string(b) != "0\n1\n" {
-			t.Fatalf("partition %d: high watermark checkpoint %q after a clean shutdown, want \"0\\n1\\n\"", p, b)
-		}
+	}
+	// Sorted by topic, then partition (Kafka's order is a map's).
+	want += strings.Join(lines, "")
+	b, err := os.ReadFile(filepath.Join(e.dir, storage.ReplicationOffsetFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != want {
+		t.Fatalf("replication-offset-checkpoint after a clean shutdown:\n%q\nwant\n%q", b, want)
 	}
 }

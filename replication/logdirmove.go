@@ -257,8 +257,12 @@ func (m *Manager) copyInto(src, dst *storage.Log, buf *[]byte) (int64, error) {
 		return 0, err
 	}
 	res, err := src.Read(dst.LogEndOffset(), int64(max(m.cfg.FetchMaxBytes, 1)), src.LogEndOffset(), true)
-	if err != nil || res.Size == 0 {
+	if err != nil {
 		return 0, err
+	}
+	defer res.Release() // the segment files stay open until copied
+	if res.Size == 0 {
+		return 0, nil
 	}
 	if int64(cap(*buf)) < res.Size {
 		*buf = make([]byte, res.Size)
@@ -323,7 +327,11 @@ func (m *Manager) swap(mv *move, buf *[]byte) bool {
 	// the rest is small enough to copy inside the swap.
 	if lag := p.log.LogEndOffset() - fut.LogEndOffset(); lag > 0 {
 		res, err := p.log.Read(fut.LogEndOffset(), int64(max(m.cfg.FetchMaxBytes, 1)), p.log.LogEndOffset(), false)
-		if err != nil || res.EndOffset < p.log.LogEndOffset() {
+		if err != nil {
+			return false
+		}
+		res.Release() // only its end offset is wanted
+		if res.EndOffset < p.log.LogEndOffset() {
 			return false
 		}
 	}
@@ -341,7 +349,8 @@ func (m *Manager) swap(mv *move, buf *[]byte) bool {
 	hw := p.log.HighWatermark() // after the last append the close waited for
 	fsys := m.cfg.FS
 	opts := func(dir string) storage.Options {
-		return storage.Options{FS: fsys, Logger: m.logger.With("partition", filepath.Base(dir)), Now: m.now}
+		return storage.Options{FS: fsys, Logger: m.logger.With("partition", filepath.Base(dir)), Now: m.now,
+			Checkpoints: m.dirCheckpoints(dir), FileCache: m.files}
 	}
 	// The closed log's last batches: reopened to be read (a clean open).
 	swapErr := func() error {
@@ -375,6 +384,14 @@ func (m *Manager) swap(mv *move, buf *[]byte) bool {
 	if err := fut.Close(); err != nil && swapErr == nil {
 		swapErr = err
 	}
+	// The log's offsets move with its files: the destination directory's
+	// checkpoints hold them before the future log is renamed into place
+	// (its recovery point is its end: the close flushed it).
+	srcCP, destCP := m.dirCheckpoints(oldDir), m.dirCheckpoints(newDir)
+	tp, keyed := checkpointKey(oldDir)
+	if swapErr == nil && destCP != nil && keyed {
+		swapErr = destCP.Adopt(tp, fut.LogEndOffset(), fut.LogStartOffset(), min(hw, fut.LogEndOffset()))
+	}
 	if swapErr == nil {
 		swapErr = fsys.Rename(mv.futureDir, newDir)
 	}
@@ -393,6 +410,11 @@ func (m *Manager) swap(mv *move, buf *[]byte) bool {
 				m.logger.Warn("removing a future log", "dir", d, "err", err)
 			}
 		}
+		if destCP != nil && keyed {
+			if err := destCP.Forget(tp, nil); err != nil {
+				m.logger.Warn("forgetting a future log's offsets", "dir", mv.dir, "err", err)
+			}
+		}
 		openDir = oldDir
 	} else {
 		var uid [16]byte
@@ -408,6 +430,11 @@ func (m *Manager) swap(mv *move, buf *[]byte) bool {
 			swapErr, openDir = err, oldDir
 		} else {
 			_ = fsys.SyncDir(filepath.Dir(oldDir))
+			if srcCP != nil && keyed {
+				if err := srcCP.Forget(tp, nil); err != nil {
+					m.logger.Warn("forgetting a moved log's offsets", "dir", filepath.Dir(oldDir), "err", err)
+				}
+			}
 			remove := func() {
 				if err := fsys.RemoveAll(stale); err != nil {
 					m.logger.Warn("removing a moved replica's old log", "dir", stale, "err", err)
@@ -430,7 +457,8 @@ func (m *Manager) swap(mv *move, buf *[]byte) bool {
 // publishes a new Partition for it that takes p's role. Under mu.
 func (m *Manager) reopenLocked(p *Partition, dir string, cfg storage.LogConfig, hw int64) {
 	lt := m.TopicByID(p.topicID)
-	l, err := storage.Open(dir, cfg, storage.Options{FS: m.cfg.FS, Logger: m.logger.With("partition", filepath.Base(dir)), Now: m.now})
+	l, err := storage.Open(dir, cfg, storage.Options{FS: m.cfg.FS, Logger: m.logger.With("partition", filepath.Base(dir)), Now: m.now,
+		Checkpoints: m.dirCheckpoints(dir), FileCache: m.files})
 	if err != nil {
 		// Neither place opens: the replica is lost here, as in an offline dir.
 		m.logger.Error("reopening a moved replica", "dir", dir, "err", err)

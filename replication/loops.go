@@ -36,34 +36,10 @@ func (m *Manager) maintenanceLoop() {
 	}
 }
 
-// highWatermarkCheckpointLoop writes the high-watermark checkpoint of every
-// partition whose high watermark moved, each
-// replica.high.watermark.checkpoint.interval.ms (Kafka's
-// highwatermark-checkpoint task). It runs apart from the maintenance loop
-// because a checkpoint is two fsyncs: a pass over 10,000 partitions takes
-// seconds, which ISR shrinking and retention must not wait for, and which
-// shutdown cuts short (closing a log checkpoints it).
-func (m *Manager) highWatermarkCheckpointLoop() {
-	defer m.loops.Done()
-	t := time.NewTicker(m.cfg.HighWatermarkCheckpointInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-t.C:
-			m.ForEach(func(p *Partition) {
-				// A topic deleted since the snapshot has closed its logs.
-				if m.stopping() || m.Partition(p.topic, p.index) != p {
-					return
-				}
-				if err := p.log.CheckpointHighWatermark(); err != nil {
-					m.logger.Warn("checkpointing the high watermark", "topic", p.topic, "partition", p.index, "err", err)
-				}
-			})
-		}
-	}
-}
+// activeSegmentIdle is how long a partition goes without an append before
+// its active segment's descriptor may be closed by the segment file cache
+// (strait.log.segment.open.files.max): an idle partition then holds none.
+const activeSegmentIdle = time.Minute
 
 // periodic is a task run every interval by the maintenance loop.
 type periodic struct {
@@ -87,6 +63,7 @@ func (m *Manager) maintain(p *Partition, now time.Time, checkRetention, expirePr
 	if err := p.log.MaybeFlush(now); err != nil {
 		m.logger.Error("flushing log", "topic", p.topic, "partition", p.index, "err", err)
 	}
+	p.log.ReleaseIdleActive(now, activeSegmentIdle)
 	if expireProducers {
 		p.log.ExpireProducers(now)
 	}

@@ -72,6 +72,11 @@ type Manager struct {
 	byID   atomic.Pointer[map[[16]byte]*Topic]
 	closed bool     // under mu: Close has closed the logs
 	dirs   dirState // offline log dirs and moves between dirs (logdirs.go)
+	// checkpoints is each log directory's checkpoints, by cleaned path
+	// (dircheckpoints.go); set by Start, read-only afterwards.
+	checkpoints map[string]*storage.DirCheckpoints
+	// files bounds the descriptors of sealed segments (nil: unbounded).
+	files *storage.FileCache
 	// opening is the topic applyTopic is opening, not published yet: its
 	// partitions count in leastLoadedDir. Under mu.
 	opening *Topic
@@ -128,6 +133,9 @@ func New(cfg Config, deps Deps) *Manager {
 	m.fetchers = newFetchers(m)
 	m.byName.Store(&map[string]*Topic{})
 	m.byID.Store(&map[[16]byte]*Topic{})
+	if cfg.SegmentOpenFilesMax > 0 {
+		m.files = storage.NewFileCache(cfg.SegmentOpenFilesMax)
+	}
 	return m
 }
 
@@ -137,6 +145,7 @@ func New(cfg Config, deps Deps) *Manager {
 // and the background loops.
 func (m *Manager) Start() error {
 	m.sweepLeftovers()
+	m.openDirCheckpoints()
 	m.meta.Listen(m.apply)
 	m.sweepUnclaimedFutures()
 	if m.cfg.LogCleanerEnable {
@@ -151,7 +160,7 @@ func (m *Manager) Start() error {
 	}
 	m.loops.Add(2)
 	go m.maintenanceLoop()
-	go m.highWatermarkCheckpointLoop()
+	go m.checkpointLoop()
 	return nil
 }
 
@@ -433,6 +442,12 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 			if err := fsys.Rename(dir, stale); err != nil {
 				return nil, fmt.Errorf("moving stale log %s: %w", dir, err)
 			}
+			// Its offsets must not pass to the new topic's log.
+			if c := m.dirCheckpoints(dir); c != nil {
+				if err := c.Forget(storage.TopicPartition{Topic: t.Name, Partition: idx}, nil); err != nil {
+					return nil, fmt.Errorf("forgetting stale log %s: %w", dir, err)
+				}
+			}
 			remove := func() {
 				if err := fsys.RemoveAll(stale); err != nil {
 					m.logger.Warn("removing a stale log directory", "dir", stale, "err", err)
@@ -461,7 +476,7 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 		}
 	}
 	start := time.Now()
-	l, err := storage.Open(dir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now})
+	l, err := storage.Open(dir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now, Checkpoints: m.dirCheckpoints(dir), FileCache: m.files})
 	if err != nil {
 		return nil, fmt.Errorf("opening log %s: %w", dir, err)
 	}
@@ -563,6 +578,10 @@ func (m *Manager) Close() error {
 	m.ForEach(func(p *Partition) { todo <- p; n++ })
 	close(todo)
 	wg.Wait()
+	// One write of each directory's checkpoints for every log closed.
+	if err := m.writeDirCheckpoints(); err != nil {
+		errs = append(errs, fmt.Errorf("checkpointing log directories: %w", err))
+	}
 	m.logger.Info("partition logs closed", "partitions", n, "workers", workers, "took", time.Since(start))
 	m.byName.Store(&map[string]*Topic{})
 	m.byID.Store(&map[[16]byte]*Topic{})

@@ -9,10 +9,9 @@ import (
 	"strconv"
 )
 
-// Per-partition checkpoint files. Kafka keeps one recovery-point and one
-// log-start-offset checkpoint per log directory listing every partition;
-// Strait keeps one file of each per partition directory, so that a
-// partition's files are self-contained and no lock spans partitions:
+// Per-partition checkpoint files: the cleaner's, and those of a log
+// opened without per-directory checkpoints (Options.Checkpoints; the
+// broker uses those: dir_checkpoints.go, which migrates these files):
 //
 //	recovery-point-offset-checkpoint   "0\n<offset>\n"
 //	log-start-offset-checkpoint        "0\n<offset>\n"

@@ -180,4 +180,14 @@ type Options struct {
 	FS     FS               // nil = the real OS filesystem
 	Logger *slog.Logger     // nil = slog.Default()
 	Now    func() time.Time // nil = time.Now
+	// Checkpoints, when set, is the log directory's per-directory
+	// checkpoints (dir_checkpoints.go): the log reads and keeps its
+	// recovery point, log start offset and high watermark there, and
+	// writes no per-partition file for them. The partition directory's
+	// name must then be "<topic>-<partition>".
+	Checkpoints *DirCheckpoints
+	// FileCache, when set, closes sealed segments' log files while idle,
+	// keeping at most its bound open (filecache.go); nil keeps every
+	// segment's open while it exists.
+	FileCache *FileCache
 }

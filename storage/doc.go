@@ -17,10 +17,7 @@
 //	  00000000000000000000.txnindex   aborted transactions with their marker here (txn_index.go)
 //	  00000000000000004711.log ...    next segment, named by its base offset
 //	  00000000000000000000.snapshot   producer state at that offset (producer_snapshot.go)
-//	  recovery-point-offset-checkpoint  offsets below are fsynced (see checkpoint.go)
-//	  log-start-offset-checkpoint       first readable offset after DeleteRecords
-//	  cleaner-offset-checkpoint         compacted logs: the first dirty offset
-//	  high-watermark-checkpoint         the high watermark at the last flush (high_watermark.go)
+//	  cleaner-offset-checkpoint         compacted logs: the first dirty offset (checkpoint.go)
 //	  leader-epoch-checkpoint           leader epochs and their start offsets (leader_epoch.go)
 //	  partition.metadata                the topic id the directory belongs to (partition_metadata.go)
 //	  .kafka_cleanshutdown            present only while the log is closed cleanly
@@ -28,17 +25,47 @@
 //	  *.cleaned, *.swap               a segment the cleaner is writing / swapping in
 //	                                  (the protocol and its recovery: swap.go)
 //
+// # Log directory checkpoints
+//
+// As Kafka, one file of each per log directory lists every partition:
+// recovery-point-offset-checkpoint (offsets below are fsynced),
+// log-start-offset-checkpoint (the first readable offset, after
+// DeleteRecords or retention) and replication-offset-checkpoint (the high
+// watermarks):
+//
+//	0                  version
+//	2                  number of entries
+//	orders 0 4711      topic partition offset, one line per partition
+//	orders 1 42
+//
+// offset_checkpoint.go reads and writes that format byte for byte as Kafka
+// does (OffsetCheckpointFile, with Kafka's parse errors); DirCheckpoints
+// (dir_checkpoints.go) holds a directory's, says when they are written, and
+// migrates the per-partition files older versions wrote in each partition
+// directory (recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+// high-watermark-checkpoint, "0\n<offset>\n" each: dir_checkpoint.go). A
+// Log opened without Options.Checkpoints still reads and writes those
+// per-partition files (checkpoint.go, high_watermark.go).
+//
 // # Open files
 //
-// A segment holds one file descriptor, its .log's, open until it is
-// deleted (fetches hand it to sendfile). Its .index and .timeindex hold
-// none: the active segment's are memory-mapped read-write, a sealed
-// segment's are mapped read-only on their first lookup, and both are
-// unmapped when the segment is closed or deleted (index.go says when and
-// why, and what bounds the number of mappings). The .txnindex, the
-// checkpoints, the producer snapshots and the leader-epoch-checkpoint are
-// opened for each read or write and closed after it. A broker thus needs
-// about one descriptor per segment, as Kafka does.
+// The active segment holds one file descriptor, its .log's, until its
+// partition has gone idle (ReleaseIdleActive: the cache may then close it
+// too, the next append opens it again). A sealed
+// segment's .log is opened on demand: with Options.FileCache (the broker's,
+// bounded by strait.log.segment.open.files.max) it is closed again, least
+// recently used first, once more sealed segments' files are open than the
+// bound, and never while a read uses it or a ReadResult's slices still
+// pin it for sendfile (filecache.go); without one it stays open until the
+// segment is deleted. Its .index and .timeindex hold none: the active
+// segment's are memory-mapped read-write, a sealed segment's are mapped
+// read-only on their first lookup, and both are unmapped when the segment
+// is closed or deleted (index.go says when and why, and what bounds the
+// number of mappings). The .txnindex, the checkpoints, the producer
+// snapshots and the leader-epoch-checkpoint are opened for each read or
+// write and closed after it. A broker thus needs one descriptor per
+// partition appended to in the last minute plus at most the bound (Kafka:
+// one per segment).
 //
 // # Record batches
 //

@@ -171,7 +171,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	l.updateFirstUnstableLocked()
 	if restartedFrom >= 0 && l.logEndOffset.Load() >= restartedFrom {
 		// The records below the old log start stay deleted.
-		if err := l.setLogStartOffsetLocked(restartedFrom); err != nil && appendErr == nil {
+		if err := l.setLogStartOffsetLocked(restartedFrom, false); err != nil && appendErr == nil {
 			appendErr = err
 		}
 	}

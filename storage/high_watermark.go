@@ -1,10 +1,12 @@
 package storage
 
-// The high watermark is checkpointed in the partition directory, in
+// The high watermark is checkpointed in the log directory's
+// replication-offset-checkpoint when the log has Options.Checkpoints
+// (dir_checkpoints.go writes it, periodically and on shutdown: nothing here
+// writes a file). Without them, in the partition directory, in
 // high-watermark-checkpoint ("0\n<offset>\n", as the other checkpoints in
-// checkpoint.go; Kafka keeps one replication-offset-checkpoint per log
-// directory instead). Flush writes it, Close too unless the file holds the
-// value already, and the broker calls CheckpointHighWatermark periodically
+// checkpoint.go): Flush writes it, Close too unless the file holds the
+// value already, and CheckpointHighWatermark does periodically
 // (Kafka's replica.high.watermark.checkpoint.interval.ms). Open starts the high
 // watermark at the checkpoint, clamped to [log start, log end], or at the
 // log end offset without one: a restarted follower must not expose records
@@ -43,6 +45,12 @@ func (l *Log) CheckpointHighWatermark() error {
 // hwMu must be held.
 func (l *Log) writeHighWatermarkLocked(mode fileSync) error {
 	hw := l.highWatermark.Load()
+	if l.cp != nil {
+		// The directory's replication-offset-checkpoint holds it; its
+		// periodic write and the shutdown write read it from the log.
+		l.hwCheckpointed = hw
+		return nil
+	}
 	l.hwCheckpointed = -1
 	if err := writeCheckpointSync(l.fs, l.dir, highWatermarkFile, hw, mode); err != nil {
 		return err
@@ -55,7 +63,12 @@ func (l *Log) writeHighWatermarkLocked(mode fileSync) error {
 // clamped to [logStart, logEnd], or logEnd without a (valid) checkpoint.
 func (l *Log) loadHighWatermark(logStart, logEnd int64) int64 {
 	hw := logEnd
-	if off, ok, err := readCheckpoint(l.fs, l.dir, highWatermarkFile); err != nil {
+	if l.cp != nil {
+		if off, ok := l.cp.loaded(l.tp, highWatermarkKind); ok {
+			hw = min(off, logEnd)
+			l.hwCheckpointed = off
+		}
+	} else if off, ok, err := readCheckpoint(l.fs, l.dir, highWatermarkFile); err != nil {
 		l.logger.Warn("ignoring high watermark checkpoint", "dir", l.dir, "err", err)
 	} else if ok {
 		hw = min(off, logEnd)

@@ -420,9 +420,11 @@ func TestDeleteSegmentWithMappedIndex(t *testing.T) {
 	leo := l.LogEndOffset()
 	l.UpdateHighWatermark(leo)
 	for off := int64(0); off < leo; off += 3 {
-		if _, err := l.Read(off, 1, leo, true); err != nil {
+		res, err := l.Read(off, 1, leo, true)
+		if err != nil {
 			t.Fatal(err)
 		}
+		res.Release() // else the files stay open past their deletion, as they must for sendfile
 		if _, _, _, err := l.OffsetForTimestamp(testEpoch.UnixMilli() + off); err != nil {
 			t.Fatal(err)
 		}
@@ -458,9 +460,11 @@ func TestDeleteSegmentWithMappedIndex(t *testing.T) {
 	if fds, _ := fdsUnder(t, dir); len(fds) != len(l.segments) {
 		t.Fatalf("%d descriptors for %d segments: %q", len(fds), len(l.segments), fds)
 	}
-	if res, err := l.Read(l.LogStartOffset(), math.MaxInt64, leo, true); err != nil || res.Size == 0 {
+	res, err := l.Read(l.LogStartOffset(), math.MaxInt64, leo, true)
+	if err != nil || res.Size == 0 {
 		t.Fatalf("read after deletion: %v", err)
 	}
+	res.Release()
 
 	if err := l.Delete(); err != nil {
 		t.Fatal(err)

@@ -82,6 +82,20 @@ type Log struct {
 	// known; guarded by hwMu.
 	hwCheckpointed int64
 
+	// cp is the log directory's per-directory checkpoints, nil when the
+	// log keeps per-partition files (Options.Checkpoints); tp is its key
+	// there.
+	cp *DirCheckpoints
+	tp TopicPartition
+	// cache closes sealed segments' log files while idle (filecache.go);
+	// nil keeps them open.
+	cache *FileCache
+	// idleSeg and idleEnd are the active segment and its next offset when
+	// ReleaseIdleActive last saw them change, at idleSince; guarded by mu.
+	idleSeg   *segment
+	idleEnd   int64
+	idleSince time.Time
+
 	// The asynchronous flush of rolled segments (flushRolled). flushMu
 	// serializes the flushes of this log; taken before mu. flushes counts
 	// the flush goroutines: Close and Delete set closed (no flush starts
@@ -119,6 +133,20 @@ type Log struct {
 
 // Dir is the partition directory.
 func (l *Log) Dir() string { return l.dir }
+
+// dirValue is the offset of kind k the per-directory checkpoints hold for
+// this log, -1 for none. The recovery point only ever covers fsynced
+// offsets, so reading it without a lock is safe.
+func (l *Log) dirValue(k dirKind) int64 {
+	switch k {
+	case recoveryPointKind:
+		return l.recoveryPoint.Load()
+	case logStartKind:
+		return l.logStartOffset.Load()
+	default:
+		return l.highWatermark.Load()
+	}
+}
 
 // LogStartOffset is the first offset a fetch may ask for.
 func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
@@ -306,6 +334,7 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 		return nil, err
 	}
 	l.segments = append(l.segments, seg)
+	old.log.makeEvictable(l.cache)
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", base, "previous_size", old.size)
 	if err := l.snapshotProducersLocked(base, syncNone); err != nil {
 		// Only costs recovery work: Open replays from an older snapshot.
@@ -497,6 +526,12 @@ func (l *Log) writeRecoveryPointSync(mode fileSync) error {
 	l.rpMu.Lock()
 	defer l.rpMu.Unlock()
 	rp := l.recoveryPoint.Load()
+	if l.cp != nil {
+		// The directory's file is written periodically; only a lowered
+		// recovery point must reach it at once (dir_checkpoints.go).
+		l.cp.setFrozen(l.tp, recoveryPointKind, rp)
+		return l.cp.lowered(l.tp, recoveryPointKind, rp)
+	}
 	if rp == l.rpCheckpointed {
 		return nil
 	}
@@ -591,6 +626,9 @@ func (l *Log) Close() error {
 			err = storageErr("close", cerr)
 		}
 	}
+	if l.cp != nil {
+		l.cp.unregister(l.tp, l)
+	}
 	return err
 }
 
@@ -676,6 +714,11 @@ func (l *Log) Delete() error {
 		return storageErr("delete", err)
 	}
 	_ = l.fs.SyncDir(filepath.Dir(l.dir))
+	if l.cp != nil {
+		if err := l.cp.Forget(l.tp, l); err != nil {
+			l.logger.Warn("checkpointing the log directory after a deletion", "dir", l.dir, "err", err)
+		}
+	}
 	segs := l.segments
 	remove := func() {
 		for _, s := range segs {

@@ -8,8 +8,8 @@ import (
 )
 
 // FileSlice is a byte range of a segment file holding whole batches; the
-// broker sends it with sendfile. The file stays open while the segment
-// exists, and for file.delete.delay.ms after it is deleted.
+// broker sends it with sendfile. The file stays open until the
+// ReadResult's Release (filecache.go), even past its segment's deletion.
 type FileSlice struct {
 	File *os.File
 	Pos  int64
@@ -27,6 +27,21 @@ type ReadResult struct {
 	// batch not returned (the fetch offset when nothing is), the upper end
 	// of a read_committed fetch's aborted-transaction search.
 	EndOffset int64
+
+	// pins are the segment files of Slices, kept open until Release.
+	pins []*segFile
+}
+
+// Release lets the segment files of the slices be closed again (by the
+// FileCache, or because their segment was deleted); the slices must not be
+// used afterwards. Until it is called the files stay open: a caller that
+// never calls it keeps descriptors open, it never reads a closed file.
+// Calling it more than once is harmless.
+func (r *ReadResult) Release() {
+	for _, sf := range r.pins {
+		sf.release()
+	}
+	r.pins = nil
 }
 
 // segmentFor returns the index of the last segment whose base offset is
@@ -46,6 +61,15 @@ func (l *Log) segmentFor(offset int64) int {
 // offset index, then at most one index interval of batch headers at each
 // end of the range. The slices stay valid without any lock.
 func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (ReadResult, error) {
+	res, err := l.read(offset, maxBytes, upTo, minOneBatch)
+	if err != nil {
+		res.Release()
+		res.Slices, res.Size = nil, 0
+	}
+	return res, err
+}
+
+func (l *Log) read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (ReadResult, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	res := ReadResult{
@@ -119,7 +143,12 @@ func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (
 			}
 		}
 		if end > startPos {
-			res.Slices = append(res.Slices, FileSlice{File: seg.log.OS(), Pos: startPos, Len: end - startPos})
+			f, err := seg.log.pin()
+			if err != nil {
+				return res, storageErr("read", err)
+			}
+			res.pins = append(res.pins, seg.log)
+			res.Slices = append(res.Slices, FileSlice{File: f, Pos: startPos, Len: end - startPos})
 			res.Size += end - startPos
 			remaining -= end - startPos
 			res.EndOffset = seg.nextOffset

@@ -224,11 +224,14 @@ func TestRecompressConcurrent(t *testing.T) {
 	errs := make(chan error, logs)
 	for g := 0; g < logs; g++ {
 		go func(g int) {
+			var err error
+			// Reported once the log is closed: the test's temporary
+			// directories are removed once every result is in.
+			defer func() { errs <- err }()
 			cfg := testConfig()
 			cfg.CompressionType = []string{"zstd", "lz4", "gzip", "snappy"}[g]
 			l, err := Open(t.TempDir(), cfg, Options{Now: (&testClock{testEpoch}).now})
 			if err != nil {
-				errs <- err
 				return
 			}
 			defer l.Close()
@@ -237,16 +240,15 @@ func TestRecompressConcurrent(t *testing.T) {
 				for j := 0; j < 10; j++ {
 					spec.records = append(spec.records, testRecord{key: []byte(fmt.Sprint(g)), value: []byte(fmt.Sprintf("%d-%d-%d", g, i, j)), offsetDelta: int32(j)})
 				}
-				if _, err := l.AppendAsLeader(buildBatch(t, spec, nil), 0); err != nil {
-					errs <- err
+				if _, err = l.AppendAsLeader(buildBatch(t, spec, nil), 0); err != nil {
 					return
 				}
 			}
 			res, err := l.Read(0, math.MaxInt64, l.LogEndOffset(), true)
 			if err != nil {
-				errs <- err
 				return
 			}
+			defer res.Release()
 			n := 0
 			for rest := readSlices(t, res); len(rest) > 0 && err == nil; {
 				var batch []byte
@@ -266,7 +268,6 @@ func TestRecompressConcurrent(t *testing.T) {
 			if err == nil && n != appends*10 {
 				err = fmt.Errorf("log %d: %d records", g, n)
 			}
-			errs <- err
 		}(g)
 	}
 	deadline := time.After(60 * time.Second)

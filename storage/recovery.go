@@ -44,7 +44,7 @@ import (
 // The marker is removed before Open returns: from then on the log is open
 // for writing and only Close writes it again.
 func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, hwCheckpointed: -1, rpCheckpointed: -1}
+	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, hwCheckpointed: -1, rpCheckpointed: -1, cache: opts.FileCache}
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}
@@ -54,12 +54,25 @@ func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
 	if l.now == nil {
 		l.now = time.Now
 	}
+	if opts.Checkpoints != nil {
+		topic, partition, ok := ParsePartitionDirName(filepath.Base(dir))
+		if !ok {
+			return nil, storageErr("open "+dir, fmt.Errorf("not a partition directory name: %q", filepath.Base(dir)))
+		}
+		l.cp, l.tp = opts.Checkpoints, TopicPartition{topic, partition}
+	}
 	l.SetConfig(cfg)
 	if err := l.load(); err != nil {
 		for _, s := range l.segments {
 			s.closeFiles()
 		}
 		return nil, storageErr("open "+dir, err)
+	}
+	if l.cp != nil {
+		l.cp.register(l.tp, l)
+	}
+	for _, s := range l.segments[:len(l.segments)-1] {
+		s.log.makeEvictable(l.cache)
 	}
 	return l, nil
 }
@@ -78,13 +91,20 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
-	recoveryPoint, hasRecoveryPoint, err := readCheckpoint(l.fs, l.dir, recoveryPointFile)
-	if err != nil {
-		l.logger.Warn("ignoring recovery point checkpoint", "dir", l.dir, "err", err)
-	}
-	startCheckpoint, _, err := readCheckpoint(l.fs, l.dir, logStartOffsetFile)
-	if err != nil {
-		l.logger.Warn("ignoring log start offset checkpoint", "dir", l.dir, "err", err)
+	var recoveryPoint, startCheckpoint int64
+	var hasRecoveryPoint bool
+	if l.cp != nil {
+		recoveryPoint, hasRecoveryPoint = l.cp.loaded(l.tp, recoveryPointKind)
+		startCheckpoint, _ = l.cp.loaded(l.tp, logStartKind)
+	} else {
+		recoveryPoint, hasRecoveryPoint, err = readCheckpoint(l.fs, l.dir, recoveryPointFile)
+		if err != nil {
+			l.logger.Warn("ignoring recovery point checkpoint", "dir", l.dir, "err", err)
+		}
+		startCheckpoint, _, err = readCheckpoint(l.fs, l.dir, logStartOffsetFile)
+		if err != nil {
+			l.logger.Warn("ignoring log start offset checkpoint", "dir", l.dir, "err", err)
+		}
 	}
 	l.cleanerCheckpoint.Store(-1)
 	if off, ok, err := readCheckpoint(l.fs, l.dir, cleanerOffsetFile); err != nil {

@@ -79,7 +79,7 @@ done:
 		"first_base_offset", deleted[0].baseOffset, "new_first_base_offset", l.segments[0].baseOffset)
 	l.deleteSegmentsLocked(deleted)
 	if base := l.segments[0].baseOffset; base > lso {
-		return n, l.setLogStartOffsetLocked(base)
+		return n, l.setLogStartOffsetLocked(base, false)
 	}
 	return n, nil
 }
@@ -103,7 +103,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	if offset <= lso {
 		return lso, nil
 	}
-	if err := l.setLogStartOffsetLocked(offset); err != nil {
+	if err := l.setLogStartOffsetLocked(offset, true); err != nil {
 		return l.logStartOffset.Load(), err
 	}
 	return offset, nil
@@ -111,16 +111,34 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 
 // setLogStartOffsetLocked moves the log start offset and checkpoints it;
 // the leader epoch cache then starts there (Kafka's truncateFromStart).
-func (l *Log) setLogStartOffsetLocked(offset int64) error {
+// With per-directory checkpoints, the directory's file is written at once
+// only if force (DeleteRecords: the records below must not come back after
+// a crash); retention and a follower's move are left to its periodic
+// write, as in Kafka.
+func (l *Log) setLogStartOffsetLocked(offset int64, force bool) error {
 	l.logStartOffset.Store(offset)
 	if hw := l.highWatermark.Load(); hw < offset {
 		l.highWatermark.Store(offset)
 	}
-	if err := writeCheckpoint(l.fs, l.dir, logStartOffsetFile, offset); err != nil {
+	if err := l.checkpointLogStartLocked(offset, force); err != nil {
 		return storageErr("checkpoint log start offset", err)
 	}
 	if err := l.epochs.truncateFromStart(offset); err != nil {
 		return storageErr("leader epoch checkpoint", err)
 	}
 	return nil
+}
+
+// checkpointLogStartLocked records that the log starts at offset, now
+// l.logStartOffset: in the per-partition file, or in the per-directory one
+// (written at once if force, or if its value was higher).
+func (l *Log) checkpointLogStartLocked(offset int64, force bool) error {
+	if l.cp == nil {
+		return writeCheckpoint(l.fs, l.dir, logStartOffsetFile, offset)
+	}
+	l.cp.setFrozen(l.tp, logStartKind, offset)
+	if force {
+		return l.cp.writeNow(logStartKind)
+	}
+	return l.cp.lowered(l.tp, logStartKind, offset)
 }

@@ -44,9 +44,9 @@ func segmentPath(dir string, baseOffset int64, suffix string) string {
 type segment struct {
 	dir         string
 	baseOffset  int64
-	log         File
-	size        int64 // bytes of whole batches; the file may hold a torn tail beyond
-	nextOffset  int64 // offset after the last batch, baseOffset when empty
+	log         *segFile // opened on demand once sealed (filecache.go)
+	size        int64    // bytes of whole batches; the file may hold a torn tail beyond
+	nextOffset  int64    // offset after the last batch, baseOffset when empty
 	offsetIndex *offsetIndex
 	timeIndex   *timeIndex
 	txnIndex    *txnIndex // aborted transactions whose marker is here (txn_index.go); nil: none yet
@@ -103,7 +103,8 @@ func openSegmentFilesNamed(fsys FS, dir string, baseOffset int64, extra string, 
 	if mode == segmentCreate {
 		flag |= os.O_TRUNC
 	}
-	lf, err := fsys.OpenFile(segmentPath(dir, baseOffset, logFileSuffix+extra), flag, 0o644)
+	path := segmentPath(dir, baseOffset, logFileSuffix+extra)
+	lf, err := fsys.OpenFile(path, flag, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +114,7 @@ func openSegmentFilesNamed(fsys FS, dir string, baseOffset int64, extra string, 
 		return nil, err
 	}
 	s := &segment{
-		dir: dir, baseOffset: baseOffset, log: lf, size: fi.Size(), nextOffset: baseOffset,
+		dir: dir, baseOffset: baseOffset, log: newSegFile(fsys, path, lf), size: fi.Size(), nextOffset: baseOffset,
 		maxTimestamp: recordbatch.NoTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: recordbatch.NoTimestamp, created: now,
 		rollJitterMs: cfg.randomSegmentJitter(),
 	}
@@ -204,6 +205,11 @@ func (s *segment) indexBatch(h *batchHeader, pos int64, intervalBytes int32) err
 // On failure the segment is as before: the log file is cut back to its
 // previous size and index entries added for the batch are dropped.
 func (s *segment) append(batch []byte, h *batchHeader, intervalBytes int32) error {
+	// An active segment idle long enough may have let the cache close its
+	// file (Log.ReleaseIdleActive): appends keep it open again.
+	if err := s.log.keepOpen(); err != nil {
+		return err
+	}
 	pos := s.size
 	saved := *s
 	savedOffN, savedTimeN := s.offsetIndex.n, s.timeIndex.n
@@ -420,6 +426,9 @@ func (s *segment) closeFiles() error {
 // renameForDeletion renames the segment's files to *.deleted (Kafka's
 // convention) so that a restart finishes the deletion.
 func (s *segment) renameForDeletion(fsys FS) error {
+	// Readers may still open it (file.delete.delay.ms), under its old name
+	// no more.
+	_ = s.log.keepOpen() // else a reader's open fails: a storage error, not wrong data
 	return renameSegmentFiles(fsys, s.dir, s.baseOffset, "", deletedFileSuffix)
 }
 

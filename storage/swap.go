@@ -82,6 +82,10 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment) error {
 	if err := l.fs.SyncDir(l.dir); err != nil && firstErr == nil {
 		firstErr = err
 	}
+	if firstErr == nil { // else its name is not sure: it stays open
+		cleaned.log.setPath(segmentPath(l.dir, base, logFileSuffix))
+		cleaned.log.makeEvictable(l.cache)
+	}
 	cleaned.offsetIndex.path = segmentPath(l.dir, base, indexFileSuffix)
 	cleaned.timeIndex.path = segmentPath(l.dir, base, timeIndexFileSuffix)
 	cleaned.swappedTxnIndex()

@@ -162,7 +162,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	}
 	if lso := l.logStartOffset.Load(); lso > newLEO {
 		l.logStartOffset.Store(newLEO)
-		if err := writeCheckpoint(l.fs, l.dir, logStartOffsetFile, newLEO); err != nil {
+		if err := l.checkpointLogStartLocked(newLEO, false); err != nil {
 			return storageErr("truncate: log start offset checkpoint", err)
 		}
 	}
@@ -252,7 +252,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	// The log start offset checkpoint first: after a crash at any later
 	// point, Open finds no readable record below offset.
 	l.logStartOffset.Store(offset)
-	if err := writeCheckpoint(l.fs, l.dir, logStartOffsetFile, offset); err != nil {
+	if err := l.checkpointLogStartLocked(offset, true); err != nil {
 		return storageErr("truncate: log start offset checkpoint", err)
 	}
 	old := slices.Clone(l.segments)
@@ -323,6 +323,9 @@ func (s *segment) truncateAt(pos, cut int64) error {
 // activate makes a sealed segment take appends again: its indexes are
 // preallocated and mapped (a no-op for the active segment).
 func (s *segment) activate() error {
+	if err := s.log.keepOpen(); err != nil {
+		return err
+	}
 	for _, ix := range []*indexFile{s.offsetIndex.indexFile, s.timeIndex.indexFile} {
 		if err := ix.activate(); err != nil {
 			return err
