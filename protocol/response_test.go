@@ -116,9 +116,9 @@ func TestApiVersionsResponse(t *testing.T) {
 			}
 		}
 		if v >= 3 {
-			if len(finalized) != 5 || finalized["share.version"] != [2]int16{1, 1} || finalized["metadata.version"] != [2]int16{33, 33} ||
+			if len(finalized) != 6 || finalized["share.version"] != [2]int16{1, 1} || finalized["metadata.version"] != [2]int16{33, 33} ||
 				finalized["group.version"] != [2]int16{1, 1} || finalized["transaction.version"] != [2]int16{2, 2} ||
-				finalized["streams.version"] != [2]int16{1, 1} {
+				finalized["streams.version"] != [2]int16{1, 1} || finalized["eligible.leader.replicas.version"] != [2]int16{1, 1} {
 				t.Fatalf("v%d finalized features %v (level 0 must be left out)", v, finalized)
 			}
 			if resp.FinalizedFeaturesEpoch != 0 {
