@@ -122,8 +122,8 @@ func (c *Controller) reconcile(ctx context.Context, guard []clientv3.Cmp, prev, 
 	}
 	cached := brokerSetOf(snap.brokers)
 	var refs []partitionRef
-	for _, t := range snap.topicList {
-		if !all && prev.topics[t.Name] == t {
+	for _, t := range snap.topicList() {
+		if !all && prev.topic(t.Name) == t {
 			continue // unchanged since the last pass: the cache shares the pointer
 		}
 		unclean := c.uncleanElectionEnabled(t)

@@ -69,7 +69,7 @@ func (c *Controller) brokerChange(excluded int32) changeFunc {
 // the ISR of.
 func partitionsWithBroker(snap *metadataSnapshot, id int32) []partitionRef {
 	var refs []partitionRef
-	for _, t := range snap.topicList {
+	for _, t := range snap.topicList() {
 		for _, p := range t.Partitions {
 			if p.Leader == id || slices.Contains(p.ISR, id) {
 				refs = append(refs, partitionRef{t.Name, p.Partition})
@@ -138,7 +138,7 @@ func (c *Controller) rejoin(ctx context.Context, regRev int64) (int64, error) {
 // ISR holds id.
 func leaderlessWithBroker(snap *metadataSnapshot, id int32) []partitionRef {
 	var refs []partitionRef
-	for _, t := range snap.topicList {
+	for _, t := range snap.topicList() {
 		for _, p := range t.Partitions {
 			if p.Leader == noLeader && slices.Contains(p.ISR, id) {
 				refs = append(refs, partitionRef{t.Name, p.Partition})

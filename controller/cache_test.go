@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -75,9 +76,9 @@ func TestCacheReloadReportsDifference(t *testing.T) {
 		t.Fatalf("reload reported %v\nwant              %v", *got, want)
 	}
 	snap := c.snapshot()
-	if snap.rev != 11 || len(snap.topics) != 4 || snap.topicsByID[[16]byte{15: 4}] != nil ||
-		snap.topics["changed"].Partitions[0].Leader != 2 {
-		t.Fatalf("snapshot after reload: rev %d topics %v", snap.rev, snap.topics)
+	if snap.rev != 11 || snap.tix.len() != 4 || snap.topicByID([16]byte{15: 4}) != nil ||
+		snap.topic("changed").Partitions[0].Leader != 2 {
+		t.Fatalf("snapshot after reload: rev %d topics %v", snap.rev, snap.topicList())
 	}
 }
 
@@ -124,5 +125,76 @@ func TestCachePartitionChangeCarriesFullTopic(t *testing.T) {
 	c.applyRevision(3, []*clientv3.Event{{Type: clientv3.EventTypePut, Kv: partitionKV("t", 1, 9, 3)}})
 	if len(last.Topic.Partitions) != 2 || last.Topic.Partitions[1].Leader != 9 || last.Topic.Partitions[0].Leader != 1 {
 		t.Fatalf("change = %+v", last)
+	}
+}
+
+// A change of some partitions names them (listeners then look at those
+// only); partitions added are named too; anything else names none (nil:
+// every partition), and a topic deleted and created again within one watch
+// response is reported as both.
+func TestCacheChangeNamesChangedPartitions(t *testing.T) {
+	c := newMetadataCache(testKS, testLogger())
+	var got []TopicChange
+	c.listen(func(ch TopicChange) { got = append(got, ch) })
+	c.load([]*mvccpb.KeyValue{topicKV("t", 1, 2), partitionKV("t", 0, 1, 2), partitionKV("t", 1, 1, 2),
+		partitionKV("t", 2, 1, 2)}, 2)
+	if len(got) != 1 || got[0].Partitions != nil {
+		t.Fatalf("load reported %+v, want one change naming no partitions", got)
+	}
+	put := func(kv *mvccpb.KeyValue) *clientv3.Event { return &clientv3.Event{Type: clientv3.EventTypePut, Kv: kv} }
+	got = nil
+	c.applyEvents(4, []*clientv3.Event{put(partitionKV("t", 2, 7, 3)), put(partitionKV("t", 0, 8, 4)),
+		put(partitionKV("t", 2, 9, 4))})
+	if len(got) != 1 || !slices.Equal(got[0].Partitions, []int32{0, 2}) || got[0].Topic.Partitions[2].Leader != 9 ||
+		got[0].Topic.Partitions[0].Leader != 8 || got[0].Topic.Partitions[1].Leader != 1 {
+		t.Fatalf("two revisions in one response reported %+v", got)
+	}
+	got = nil
+	c.applyRevision(5, []*clientv3.Event{put(partitionKV("t", 3, 1, 5))})
+	if len(got) != 1 || !slices.Equal(got[0].Partitions, []int32{3}) || len(got[0].Topic.Partitions) != 4 {
+		t.Fatalf("a partition added reported %+v", got)
+	}
+	got = nil
+	del := &clientv3.Event{Type: clientv3.EventTypeDelete, Kv: &mvccpb.KeyValue{Key: []byte(testKS.topic("t")), ModRevision: 6}}
+	delp := &clientv3.Event{Type: clientv3.EventTypeDelete, Kv: &mvccpb.KeyValue{Key: []byte(testKS.partition("t", 3)), ModRevision: 6}}
+	c.applyEvents(7, []*clientv3.Event{del, delp, put(topicKV("t", 2, 7))})
+	if len(got) != 2 || !got[0].Deleted || got[0].Topic.ID[15] != 1 || got[1].Deleted || got[1].Topic.ID[15] != 2 ||
+		got[1].Partitions != nil || len(got[1].Topic.Partitions) != 3 {
+		t.Fatalf("deleted and created again reported %+v", got)
+	}
+	snap := c.snapshot()
+	if snap.topic("t").ID[15] != 2 || snap.topicByID([16]byte{15: 1}) != nil || snap.topicByID([16]byte{15: 2}) == nil {
+		t.Fatalf("snapshot after the re-creation: %+v", snap.topicList())
+	}
+}
+
+// The index's sorted names follow creations and deletions, whatever their
+// order within one edit, and earlier indexes are left as they were.
+func TestTopicIndexKeepsNamesSorted(t *testing.T) {
+	mk := func(name string, id byte) *TopicInfo { return &TopicInfo{Name: name, ID: [16]byte{0: id, 15: id}} }
+	x := newTopicIndex(mk("m", 1), mk("c", 2), mk("x", 3))
+	ed := x.edit()
+	ed.put(mk("a", 4))
+	ed.remove(x.get("m"))
+	ed.put(mk("n", 5))
+	ed.put(mk("z", 6))
+	y := ed.done()
+	names := func(ix *topicIndex) []string {
+		var out []string
+		for _, t := range ix.sorted() {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	if got := names(y); !slices.Equal(got, []string{"a", "c", "n", "x", "z"}) || y.len() != 5 {
+		t.Fatalf("names %v (len %d)", got, y.len())
+	}
+	if got := names(x); !slices.Equal(got, []string{"c", "m", "x"}) || x.get("a") != nil || x.getByID([16]byte{0: 4, 15: 4}) != nil {
+		t.Fatalf("the earlier index changed: %v", got)
+	}
+	ed = y.edit()
+	ed.put(mk("b", 7))
+	if got := names(ed.done()); !slices.Equal(got, []string{"a", "b", "c", "n", "x", "z"}) {
+		t.Fatalf("one insertion: %v", got)
 	}
 }

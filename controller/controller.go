@@ -312,7 +312,7 @@ func (c *Controller) Brokers() []BrokerInfo { return slices.Clone(c.cache.snapsh
 
 // Topics returns every topic sorted by name.
 func (c *Controller) Topics() []TopicInfo {
-	list := c.cache.snapshot().topicList
+	list := c.cache.snapshot().topicList()
 	out := make([]TopicInfo, len(list))
 	for i, t := range list {
 		out[i] = *t
@@ -322,7 +322,7 @@ func (c *Controller) Topics() []TopicInfo {
 
 // Topic returns the topic called name.
 func (c *Controller) Topic(name string) (TopicInfo, bool) {
-	t := c.cache.snapshot().topics[name]
+	t := c.cache.snapshot().topic(name)
 	if t == nil {
 		return TopicInfo{}, false
 	}
@@ -331,7 +331,7 @@ func (c *Controller) Topic(name string) (TopicInfo, bool) {
 
 // TopicByID returns the topic with the given id.
 func (c *Controller) TopicByID(id [16]byte) (TopicInfo, bool) {
-	t := c.cache.snapshot().topicsByID[id]
+	t := c.cache.snapshot().topicByID(id)
 	if t == nil {
 		return TopicInfo{}, false
 	}

@@ -45,14 +45,14 @@ func validateNewTopicName(snap *metadataSnapshot, name string) error {
 	}
 	if strings.ContainsAny(name, "._") {
 		unified := unifyCollisionChars(name)
-		for _, t := range snap.topicList {
+		for _, t := range snap.topicList() {
 			if strings.ContainsAny(t.Name, "._") && unifyCollisionChars(t.Name) == unified {
 				err = apiError(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", name, t.Name)
 				break
 			}
 		}
 	}
-	if snap.topics[name] != nil {
+	if snap.topic(name) != nil {
 		err = apiError(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
 	}
 	return err

@@ -29,7 +29,12 @@ import (
 // them, few enough that a change does not hold hundreds of files open.
 const applyWorkers = 16
 
-func (m *Manager) applyTopic(t controller.TopicInfo) error {
+// applyTopic applies t. When changed is not nil only the partitions it
+// names changed state since the previous change of the same topic: the
+// others keep their objects and roles untouched, so a leader or ISR change
+// costs one partition's work, not the topic's (a partition assigned here
+// that is not open yet is opened whatever changed says).
+func (m *Manager) applyTopic(t controller.TopicInfo, changed []int32) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -49,8 +54,37 @@ func (m *Manager) applyTopic(t controller.TopicInfo) error {
 		m.logger.Warn("invalid topic config, using broker defaults", "topic", t.Name, "err", err)
 	}
 	throttles := throttledOn(t.Configs, node)
+	look := func(yield func(int, controller.PartitionInfo) bool) {
+		for i, pi := range t.Partitions {
+			if !yield(i, pi) {
+				return
+			}
+		}
+	}
+	if changed != nil && old != nil {
+		copy(lt.parts, old.parts) // a topic's partitions are never removed
+		look = func(yield func(int, controller.PartitionInfo) bool) {
+			j := 0
+			for i := range t.Partitions {
+				for j < len(changed) && int(changed[j]) < i {
+					j++
+				}
+				if j < len(changed) && int(changed[j]) == i {
+					if !yield(i, t.Partitions[i]) {
+						return
+					}
+				} else if lt.parts[i] == nil && slices.Contains(t.Partitions[i].Replicas, node) {
+					// Assigned here but not open (its opening failed): again.
+					if !yield(i, t.Partitions[i]) {
+						return
+					}
+				}
+			}
+		}
+	}
 	var todo []int32
-	for i, pi := range t.Partitions {
+	for i, pi := range look {
+		lt.parts[i] = nil
 		if !slices.Contains(pi.Replicas, node) {
 			if p := old.Partition(int32(i)); p != nil {
 				// Reassigned away: stop replicating and delete the replica,

@@ -198,7 +198,7 @@ func (m *Manager) apply(ch controller.TopicChange) {
 		m.deleteTopic(ch.Topic)
 		return
 	}
-	if err := m.applyTopic(ch.Topic); err != nil {
+	if err := m.applyTopic(ch.Topic, ch.Partitions); err != nil {
 		m.logger.Error("applying topic metadata", "topic", ch.Topic.Name, "err", err)
 	}
 }
@@ -307,13 +307,16 @@ func (m *Manager) ReconfigureLogs() {
 		if !ok || t.ID != lt.id {
 			continue
 		}
-		cfg, _, err := m.topicConfig(t.Configs)
+		cfg, minISR, err := m.topicConfig(t.Configs)
 		if err != nil {
 			continue // applyTopic has logged it and uses the defaults
 		}
 		for _, p := range lt.parts {
 			if p != nil {
 				p.log.SetConfig(cfg)
+				p.repl.mu.Lock()
+				p.repl.minISR = minISR
+				p.repl.mu.Unlock()
 			}
 		}
 	}
