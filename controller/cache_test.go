@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -196,5 +198,42 @@ func TestTopicIndexKeepsNamesSorted(t *testing.T) {
 	ed.put(mk("b", 7))
 	if got := names(ed.done()); !slices.Equal(got, []string{"a", "b", "c", "n", "x", "z"}) {
 		t.Fatalf("one insertion: %v", got)
+	}
+}
+
+// sortedNames stays sorted, and earlier lists unchanged, over thousands of
+// insertions and removals in random order (chunks split and empty).
+func TestSortedNamesAgainstASortedSlice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s sortedNames
+	var want []string
+	var early sortedNames
+	for i := range 6000 {
+		name := fmt.Sprintf("t%05d", rng.IntN(4000))
+		if j, found := slices.BinarySearch(want, name); found {
+			want = slices.Delete(want, j, j+1)
+			s = s.remove(name)
+		} else {
+			want = slices.Insert(want, j, name)
+			s = s.insert(name)
+		}
+		if i == 3000 {
+			early = s
+		}
+	}
+	earlyFlat := slices.Concat(early...)
+	if got := slices.Concat(s...); !slices.Equal(got, want) {
+		t.Fatalf("%d names, want %d; sorted: %v", len(got), len(want), slices.IsSorted(got))
+	}
+	for i := 1; i < 20 && len(s) > 1; i++ {
+		s = s.insert(fmt.Sprintf("u%d", i))
+	}
+	if !slices.Equal(slices.Concat(early...), earlyFlat) {
+		t.Fatal("a later insertion changed an earlier list")
+	}
+	for _, c := range s {
+		if len(c) == 0 || len(c) > nameChunk {
+			t.Fatalf("a chunk of %d names", len(c))
+		}
 	}
 }

@@ -8,10 +8,12 @@ package controller
 //     topicShards shards, and a change copies the array of shard pointers
 //     and only the shards it touches (Kafka's MetadataImage keeps
 //     persistent maps for the same reason).
-//   - The names, sorted, are a separate slice shared between snapshots
-//     until a topic is created or deleted (an insertion is one copy of the
-//     slice); the sorted list of topics is built from it once per snapshot,
-//     on the first read that needs every topic.
+//   - The names, sorted, are kept in chunks of at most nameChunk names
+//     (sortedNames): creating or deleting a topic copies the list of chunks
+//     and the one chunk it changes, so creating 100,000 topics one by one
+//     does not copy 100,000 names each time; the sorted list of topics is
+//     built from them once per snapshot, on the first read that needs every
+//     topic.
 
 import (
 	"hash/maphash"
@@ -30,7 +32,7 @@ var topicSeed = maphash.MakeSeed()
 type topicIndex struct {
 	byName [topicShards]map[string]*TopicInfo
 	byID   [topicShards]map[[16]byte]*TopicInfo
-	names  []string // sorted
+	names  sortedNames
 	n      int
 
 	listOnce sync.Once
@@ -41,8 +43,7 @@ var emptyTopicIndex = &topicIndex{}
 
 func nameShard(name string) int { return int(maphash.String(topicSeed, name) % topicShards) }
 
-// Topic ids are random (Kafka's UUIDs): their bytes spread evenly.
-func idShard(id [16]byte) int { return int(id[0]^id[7]^id[15]) % topicShards }
+func idShard(id [16]byte) int { return int(maphash.Bytes(topicSeed, id[:]) % topicShards) }
 
 func (x *topicIndex) get(name string) *TopicInfo { return x.byName[nameShard(name)][name] }
 
@@ -53,9 +54,11 @@ func (x *topicIndex) len() int { return x.n }
 // sorted is every topic by name, built once per index.
 func (x *topicIndex) sorted() []*TopicInfo {
 	x.listOnce.Do(func() {
-		x.list = make([]*TopicInfo, len(x.names))
-		for i, n := range x.names {
-			x.list[i] = x.get(n)
+		x.list = make([]*TopicInfo, 0, x.n)
+		for _, c := range x.names {
+			for _, n := range c {
+				x.list = append(x.list, x.get(n))
+			}
 		}
 	})
 	return x.list
@@ -145,31 +148,70 @@ func (e *topicEdit) done() *topicIndex {
 		return e.next
 	}
 	names := e.prev.names
-	if len(gone) > 0 {
-		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return gone[n] })
+	for n := range gone {
+		names = names.remove(n)
 	}
-	switch {
-	case len(add) == 1:
-		// The common case, a topic created: one copy, no sort.
-		i := sort.SearchStrings(names, add[0])
-		names = slices.Insert(slices.Clip(names), i, add[0])
-	case len(add) > 1:
-		slices.Sort(add)
-		merged := make([]string, 0, len(names)+len(add))
-		i, j := 0, 0
-		for i < len(names) || j < len(add) {
-			if j == len(add) || i < len(names) && names[i] < add[j] {
-				merged = append(merged, names[i])
-				i++
-			} else {
-				merged = append(merged, add[j])
-				j++
-			}
-		}
-		names = merged
+	for _, n := range add {
+		names = names.insert(n)
 	}
 	e.next.names = names
 	return e.next
+}
+
+// nameChunk bounds a chunk of sortedNames; a full chunk is split in two.
+const nameChunk = 512
+
+// sortedNames is a sorted list of names in chunks, none empty, each sorted
+// and before the next. Immutable: insert and remove return a new list that
+// shares the chunks they did not change.
+type sortedNames [][]string
+
+// chunkFor is the index of the chunk where name is or would go.
+func (s sortedNames) chunkFor(name string) int {
+	i := sort.Search(len(s), func(i int) bool { c := s[i]; return c[len(c)-1] >= name })
+	return min(i, len(s)-1)
+}
+
+func (s sortedNames) insert(name string) sortedNames {
+	if len(s) == 0 {
+		return sortedNames{{name}}
+	}
+	ci := s.chunkFor(name)
+	c := s[ci]
+	i, found := slices.BinarySearch(c, name)
+	if found {
+		return s
+	}
+	nc := make([]string, 0, len(c)+1)
+	nc = append(append(append(nc, c[:i]...), name), c[i:]...)
+	if len(nc) <= nameChunk {
+		out := slices.Clone(s)
+		out[ci] = nc
+		return out
+	}
+	half := len(nc) / 2
+	out := make(sortedNames, 0, len(s)+1)
+	out = append(out, s[:ci]...)
+	out = append(out, nc[:half:half], nc[half:])
+	return append(out, s[ci+1:]...)
+}
+
+func (s sortedNames) remove(name string) sortedNames {
+	if len(s) == 0 {
+		return s
+	}
+	ci := s.chunkFor(name)
+	c := s[ci]
+	i, found := slices.BinarySearch(c, name)
+	if !found {
+		return s
+	}
+	if len(c) == 1 {
+		return slices.Delete(slices.Clone(s), ci, ci+1)
+	}
+	out := slices.Clone(s)
+	out[ci] = slices.Delete(slices.Clone(c), i, i+1)
+	return out
 }
 
 // newTopicIndex is an index of ts (distinct names and ids).
