@@ -1,8 +1,14 @@
 package broker_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +40,7 @@ func benchmarkCreateTopics(b *testing.B, topics int, partitions int32) {
 			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("scale-%d", i), partitions, 1
 			req.Topics = append(req.Topics, rt)
 		}
+		rssBefore := settledRSS(b)
 		b.StartTimer()
 		start := time.Now()
 		resp, err := req.RequestWith(context.Background(), cl)
@@ -48,7 +55,38 @@ func benchmarkCreateTopics(b *testing.B, topics int, partitions int32) {
 			}
 		}
 		b.ReportMetric(took.Seconds(), "s/create")
+		// Idle cost: the broker's resident memory grown by the idle
+		// partitions, per partition.
+		n := float64(topics) * float64(partitions)
+		b.ReportMetric(float64(settledRSS(b)-rssBefore)/n, "rss-bytes/partition")
 		cl.Close()
 		srv.Close()
 	}
+}
+
+// settledRSS is this process's VmRSS in bytes after a few seconds idle and
+// the memory Go can return returned (the idle RSS the bench tool reads 3 s
+// after a broker is ready).
+func settledRSS(b *testing.B) int64 {
+	b.Helper()
+	time.Sleep(3 * time.Second) // a measurement's settling time, not an assertion
+	runtime.GC()
+	debug.FreeOSMemory()
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status: cannot read the resident set")
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
