@@ -237,3 +237,34 @@ func TestSortedNamesAgainstASortedSlice(t *testing.T) {
 		}
 	}
 }
+
+// from yields the names from the first one >= its argument, across chunks.
+func TestSortedNamesFrom(t *testing.T) {
+	var s sortedNames
+	for i := range 2000 {
+		s = s.insert(fmt.Sprintf("n%04d", i*2))
+	}
+	var got []string
+	for n := range s.from("n1999") {
+		got = append(got, n)
+		if len(got) == 3 {
+			break
+		}
+	}
+	if !slices.Equal(got, []string{"n2000", "n2002", "n2004"}) {
+		t.Fatalf("from n1999: %v", got)
+	}
+	got = nil
+	for n := range s.from("n3998") {
+		got = append(got, n)
+	}
+	if !slices.Equal(got, []string{"n3998"}) {
+		t.Fatalf("from the last: %v", got)
+	}
+	for n := range s.from("z") {
+		t.Fatalf("from past the end: %s", n)
+	}
+	if n := len(slices.Collect(s.from(""))); n != 2000 {
+		t.Fatalf("from the start: %d names", n)
+	}
+}

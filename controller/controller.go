@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"sync"
@@ -318,6 +319,20 @@ func (c *Controller) Topics() []TopicInfo {
 		out[i] = *t
 	}
 	return out
+}
+
+// TopicsFrom yields the topics whose names are >= from, in name order, from
+// one snapshot, without copying the others (a page of DescribeTopicPartitions
+// costs its page, not every topic).
+func (c *Controller) TopicsFrom(from string) iter.Seq[TopicInfo] {
+	x := c.cache.snapshot().tix
+	return func(yield func(TopicInfo) bool) {
+		for name := range x.names.from(from) {
+			if t := x.get(name); t != nil && !yield(*t) {
+				return
+			}
+		}
+	}
 }
 
 // Topic returns the topic called name.

@@ -222,3 +222,21 @@ func newTopicIndex(ts ...*TopicInfo) *topicIndex {
 	}
 	return ed.done()
 }
+
+// from yields the names >= name, in order.
+func (s sortedNames) from(name string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		if len(s) == 0 {
+			return
+		}
+		ci := s.chunkFor(name)
+		i, _ := slices.BinarySearch(s[ci], name)
+		for ; ci < len(s); ci, i = ci+1, 0 {
+			for _, n := range s[ci][i:] {
+				if !yield(n) {
+					return
+				}
+			}
+		}
+	}
+}
