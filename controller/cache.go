@@ -140,6 +140,8 @@ type metadataCache struct {
 	groupCfgs     namedConfigs // the keys behind snapshot.groupConfigs
 	quotas        quotaState   // the keys behind snapshot.quotas
 	clientMetrics namedConfigs // the keys behind snapshot.clientMetrics
+
+	recent changeLog // the topics each recent publish changed
 }
 
 func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
@@ -427,6 +429,7 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 			}
 		}
 	}
+	c.recent.record(prev.rev, rev, changedTopics)
 	c.snap.Store(next)
 	for _, ch := range changes {
 		for _, fn := range c.listeners {
@@ -435,6 +438,71 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 	}
 	old := c.prog.Swap(&progress{snap: next, next: make(chan struct{})})
 	close(old.next)
+}
+
+// changeLogSize bounds the publishes changeLog remembers.
+const changeLogSize = 256
+
+// changeLog remembers which topics the last publishes changed, so that a
+// reader that saw an earlier snapshot (the active controller) can visit
+// only those instead of every topic.
+type changeLog struct {
+	mu      sync.Mutex
+	entries []changeEntry // oldest first, consecutive
+}
+
+type changeEntry struct {
+	from, to int64 // the snapshot's revision before and after
+	topics   []string
+}
+
+func (l *changeLog) record(from, to int64, topics map[string]bool) {
+	e := changeEntry{from: from, to: to}
+	if len(topics) > 0 {
+		e.topics = slices.Collect(maps.Keys(topics))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.entries); n > 0 && l.entries[n-1].to != from {
+		l.entries = l.entries[:0] // not consecutive (never expected): start again
+	}
+	if len(l.entries) == changeLogSize {
+		l.entries = append(l.entries[:0], l.entries[1:]...)
+	}
+	l.entries = append(l.entries, e)
+}
+
+// changedBetween is the names of the topics changed by the publishes after
+// the snapshot of revision from up to that of revision to; ok is false
+// when they are not all remembered (then every topic may have changed).
+func (c *metadataCache) changedBetween(from, to int64) (names []string, ok bool) {
+	if from == to {
+		return nil, true
+	}
+	l := &c.recent
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := slices.IndexFunc(l.entries, func(e changeEntry) bool { return e.from == from })
+	if i < 0 {
+		return nil, false
+	}
+	seen := map[string]bool{}
+	for _, e := range l.entries[i:] {
+		if e.from >= to {
+			break
+		}
+		for _, n := range e.topics {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+		if e.to == to {
+			slices.Sort(names)
+			return names, true
+		}
+	}
+	return nil, false
 }
 
 // run watches the prefix from rev+1 until ctx ends, reloading everything when

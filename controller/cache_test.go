@@ -268,3 +268,35 @@ func TestSortedNamesFrom(t *testing.T) {
 		t.Fatalf("from the start: %d names", n)
 	}
 }
+
+// changedBetween names the topics changed between two published revisions,
+// across several publishes, and gives up on a revision it no longer holds.
+func TestCacheChangedBetween(t *testing.T) {
+	c := newMetadataCache(testKS, testLogger())
+	c.load([]*mvccpb.KeyValue{topicKV("a", 1, 2), partitionKV("a", 0, 1, 2), topicKV("b", 2, 2), partitionKV("b", 0, 1, 2)}, 2)
+	put := func(kv *mvccpb.KeyValue) *clientv3.Event { return &clientv3.Event{Type: clientv3.EventTypePut, Kv: kv} }
+	c.applyRevision(3, []*clientv3.Event{put(partitionKV("b", 0, 2, 3))})
+	c.applyRevision(4, []*clientv3.Event{put(partitionKV("a", 0, 2, 4))})
+	c.applyRevision(5, []*clientv3.Event{put(&mvccpb.KeyValue{Key: []byte(testKS.broker(7)), Value: []byte(`{"nodeId":7}`), ModRevision: 5})})
+	for _, tc := range []struct {
+		from, to int64
+		want     []string
+	}{{2, 3, []string{"b"}}, {3, 5, []string{"a"}}, {2, 5, []string{"a", "b"}}, {4, 5, nil}, {5, 5, nil}} {
+		got, ok := c.changedBetween(tc.from, tc.to)
+		if !ok || !slices.Equal(got, tc.want) {
+			t.Errorf("changedBetween(%d, %d) = %v, %v; want %v", tc.from, tc.to, got, ok, tc.want)
+		}
+	}
+	if _, ok := c.changedBetween(1, 5); ok {
+		t.Error("changedBetween from a revision never published: ok")
+	}
+	for i := range int64(changeLogSize) {
+		c.applyRevision(6+i, []*clientv3.Event{put(partitionKV("a", 0, 1, 6+i))})
+	}
+	if _, ok := c.changedBetween(2, 5+changeLogSize); ok {
+		t.Error("changedBetween past what the log holds: ok")
+	}
+	if got, ok := c.changedBetween(5+changeLogSize-1, 5+changeLogSize); !ok || !slices.Equal(got, []string{"a"}) {
+		t.Errorf("the last publish: %v, %v", got, ok)
+	}
+}
