@@ -300,3 +300,25 @@ func TestCacheChangedBetween(t *testing.T) {
 		t.Errorf("the last publish: %v, %v", got, ok)
 	}
 }
+
+// colliding finds the names equal to another once '.' is '_', and forgets
+// a deleted one.
+func TestTopicIndexColliding(t *testing.T) {
+	a, b := &TopicInfo{Name: "a.b", ID: [16]byte{1}}, &TopicInfo{Name: "a_b", ID: [16]byte{2}}
+	x := newTopicIndex(a, b, &TopicInfo{Name: "ab", ID: [16]byte{3}})
+	if got := x.colliding("a.b"); len(got) != 2 {
+		t.Fatalf("colliding(a.b) = %v", got)
+	}
+	if got := x.colliding("ab"); len(got) != 0 {
+		t.Fatalf("colliding(ab) = %v", got)
+	}
+	ed := x.edit()
+	ed.remove(a)
+	y := ed.done()
+	if got := y.colliding("a.b"); !slices.Equal(got, []string{"a_b"}) {
+		t.Fatalf("after deleting a.b: %v", got)
+	}
+	if got := x.colliding("a_b"); len(got) != 2 {
+		t.Fatalf("the earlier index changed: %v", got)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -32,8 +33,11 @@ var topicSeed = maphash.MakeSeed()
 type topicIndex struct {
 	byName [topicShards]map[string]*TopicInfo
 	byID   [topicShards]map[[16]byte]*TopicInfo
-	names  sortedNames
-	n      int
+	// byUnified: the names holding '.' or '_', by the name with every '.'
+	// made '_' (Kafka refuses a topic colliding with one so).
+	byUnified [topicShards]map[string][]string
+	names     sortedNames
+	n         int
 
 	listOnce sync.Once
 	list     []*TopicInfo // sorted by name; built by sorted
@@ -67,13 +71,13 @@ func (x *topicIndex) sorted() []*TopicInfo {
 // topicEdit builds the next index from prev: the shards it touches are
 // copied on first write, everything else is shared.
 type topicEdit struct {
-	prev, next     *topicIndex
-	ownName, ownID [topicShards]bool
-	added, removed []string
+	prev, next              *topicIndex
+	ownName, ownID, ownUnif [topicShards]bool
+	added, removed          []string
 }
 
 func (x *topicIndex) edit() *topicEdit {
-	next := &topicIndex{byName: x.byName, byID: x.byID, names: x.names, n: x.n}
+	next := &topicIndex{byName: x.byName, byID: x.byID, byUnified: x.byUnified, names: x.names, n: x.n}
 	return &topicEdit{prev: x, next: next}
 }
 
@@ -103,6 +107,25 @@ func (e *topicEdit) idMap(id [16]byte) map[[16]byte]*TopicInfo {
 	return e.next.byID[s]
 }
 
+func (e *topicEdit) unifiedMap(u string) map[string][]string {
+	s := nameShard(u)
+	if !e.ownUnif[s] {
+		e.ownUnif[s] = true
+		if e.next.byUnified[s] == nil {
+			e.next.byUnified[s] = map[string][]string{}
+		} else {
+			e.next.byUnified[s] = maps.Clone(e.next.byUnified[s])
+		}
+	}
+	return e.next.byUnified[s]
+}
+
+// colliding is the names that collide with name ('.' and '_' alike).
+func (x *topicIndex) colliding(name string) []string {
+	u := unifyCollisionChars(name)
+	return x.byUnified[nameShard(u)][u]
+}
+
 // put sets t (replacing a topic of the same name, whose id was removed by
 // remove if it differs).
 func (e *topicEdit) put(t *TopicInfo) {
@@ -110,6 +133,11 @@ func (e *topicEdit) put(t *TopicInfo) {
 	if _, ok := m[t.Name]; !ok {
 		e.next.n++
 		e.added = append(e.added, t.Name)
+		if strings.ContainsAny(t.Name, "._") {
+			u := unifyCollisionChars(t.Name)
+			um := e.unifiedMap(u)
+			um[u] = append(slices.Clip(um[u]), t.Name)
+		}
 	}
 	m[t.Name] = t
 	e.idMap(t.ID)[t.ID] = t
@@ -122,6 +150,15 @@ func (e *topicEdit) remove(t *TopicInfo) {
 		delete(m, t.Name)
 		e.next.n--
 		e.removed = append(e.removed, t.Name)
+		if strings.ContainsAny(t.Name, "._") {
+			u := unifyCollisionChars(t.Name)
+			um := e.unifiedMap(u)
+			if rest := slices.DeleteFunc(slices.Clone(um[u]), func(n string) bool { return n == t.Name }); len(rest) > 0 {
+				um[u] = rest
+			} else {
+				delete(um, u)
+			}
+		}
 	}
 	delete(e.idMap(t.ID), t.ID)
 }
