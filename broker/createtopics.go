@@ -19,6 +19,9 @@ package broker
 // DESCRIBE_CONFIGS on it.
 
 import (
+	"context"
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -129,6 +132,11 @@ func handleCreateTopics(c *conn, x *exchange) {
 		}
 		if err != nil {
 			code, msg := errorCode(err)
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The request's timeout_ms ran out (Kafka's controller
+				// answers REQUEST_TIMED_OUT; the topic may still appear).
+				code, msg = kerr.RequestTimedOut.Code, kerr.RequestTimedOut.Description
+			}
 			setErr(code, msg)
 			resp.Topics = append(resp.Topics, st)
 			continue

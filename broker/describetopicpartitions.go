@@ -45,10 +45,20 @@ func handleDescribeTopicPartitions(c *conn, x *exchange) {
 		cursorTopic = req.Cursor.Topic
 	}
 	var names []string
+	limit := max(min(req.ResponsePartitionLimit, defaultMaxRequestPartitionSizeLimit), 1)
+	var listed map[string]controller.TopicInfo // fetchAll: the topics of this page, from one snapshot
 	if fetchAll {
-		for _, t := range s.ctrl.Topics() {
-			if t.Name >= cursorTopic && c.authorizeTopic(acl.OpDescribe, t.Name) { // authorize.go
+		// Only this page's topics are visited: each has a partition at
+		// least, so limit+1 of them fill it and name the next cursor; a
+		// walk through 100,000 topics is not quadratic.
+		listed = map[string]controller.TopicInfo{}
+		for t := range s.ctrl.TopicsFrom(cursorTopic) {
+			if c.authorizeTopic(acl.OpDescribe, t.Name) { // authorize.go
 				names = append(names, t.Name)
+				listed[t.Name] = t
+				if len(names) > int(limit) {
+					break
+				}
 			}
 		}
 	} else {
@@ -101,14 +111,17 @@ func handleDescribeTopicPartitions(c *conn, x *exchange) {
 	for _, b := range s.ctrl.Brokers() {
 		live[b.NodeID] = true
 	}
-	remaining := max(min(req.ResponsePartitionLimit, defaultMaxRequestPartitionSizeLimit), 1)
+	remaining := limit
 	for _, name := range names {
 		if remaining == 0 {
 			// The previous topics are complete: continue with this one.
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name}
 			break
 		}
-		t, ok := s.ctrl.Topic(name)
+		t, ok := listed[name]
+		if !fetchAll {
+			t, ok = s.ctrl.Topic(name)
+		}
 		if !ok {
 			if fetchAll {
 				continue // deleted since listed

@@ -77,10 +77,9 @@ func handleMetadata(c *conn, x *exchange) {
 	resp.ClusterID = &clusterID
 	resp.ControllerID = s.ctrl.ControllerID()
 
-	var topics []controller.TopicInfo
 	if req.Topics == nil || (v == 0 && len(req.Topics) == 0) {
-		topics = s.ctrl.Topics() // sorted by name
-		for _, t := range topics {
+		// Every topic, sorted by name, from one snapshot without a copy of it.
+		for t := range s.ctrl.TopicsFrom("") {
 			if !c.authorizeTopic(acl.OpDescribe, t.Name) {
 				continue // all topics: those the principal may describe
 			}
@@ -204,26 +203,31 @@ func topicMetadata(t controller.TopicInfo, live map[int32]bool, v int16) kmsg.Me
 	mt.Topic = &name
 	mt.TopicID = t.ID
 	mt.IsInternal = t.Internal
+	// One allocation for the partitions, none per partition: the replica
+	// and ISR lists are the cache's (read-only, only encoded), so that an
+	// answer over 100,000 partitions costs their encoding.
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(t.Partitions))
 	for i, pi := range t.Partitions {
-		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp := &mt.Partitions[i]
+		mp.Default()
 		mp.Partition = int32(i)
 		mp.Leader = pi.Leader
 		mp.LeaderEpoch = pi.LeaderEpoch
-		mp.Replicas = append([]int32(nil), pi.Replicas...)
-		mp.ISR = append([]int32(nil), pi.ISR...)
-		for _, r := range pi.Replicas {
+		mp.Replicas = pi.Replicas
+		mp.ISR = pi.ISR
+		mp.OfflineReplicas = []int32{}
+		for j, r := range pi.Replicas {
 			if !live[r] {
+				if len(mp.OfflineReplicas) == 0 {
+					mp.OfflineReplicas = make([]int32, 0, len(pi.Replicas)-j)
+				}
 				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
 			}
-		}
-		if mp.OfflineReplicas == nil {
-			mp.OfflineReplicas = []int32{}
 		}
 		if pi.Leader < 0 || !live[pi.Leader] {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 			mp.Leader = -1
 		}
-		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
 }

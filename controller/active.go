@@ -121,9 +121,27 @@ func (c *Controller) reconcile(ctx context.Context, guard []clientv3.Cmp, prev, 
 		c.logBrokerChanges(prev.brokers, snap.brokers)
 	}
 	cached := brokerSetOf(snap.brokers)
+	var topics []*TopicInfo
+	listed := false
+	if !all {
+		// Only the topics changed since the last pass, when the cache
+		// still remembers them: a pass costs what changed, not every
+		// topic (100,000 partitions, thousands of changes in a failover).
+		if names, ok := c.cache.changedBetween(prev.rev, snap.rev); ok {
+			listed = true
+			for _, n := range names {
+				if t := snap.topic(n); t != nil {
+					topics = append(topics, t)
+				}
+			}
+		}
+	}
+	if !listed {
+		topics = snap.topicList()
+	}
 	var refs []partitionRef
-	for _, t := range snap.topicList {
-		if !all && prev.topics[t.Name] == t {
+	for _, t := range topics {
+		if !all && prev.topic(t.Name) == t {
 			continue // unchanged since the last pass: the cache shares the pointer
 		}
 		for _, p := range t.Partitions {

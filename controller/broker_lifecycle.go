@@ -87,7 +87,7 @@ func (c *Controller) brokerChange(excluded int32, unclean bool) changeFunc {
 // the ISR of, and with inELR those whose ELR holds it too.
 func partitionsWithBroker(snap *metadataSnapshot, id int32, inELR bool) []partitionRef {
 	var refs []partitionRef
-	for _, t := range snap.topicList {
+	for _, t := range snap.topicList() {
 		for _, p := range t.Partitions {
 			if p.Leader == id || slices.Contains(p.ISR, id) || inELR && slices.Contains(p.ELR, id) {
 				refs = append(refs, partitionRef{t.Name, p.Partition})
@@ -166,7 +166,7 @@ func (c *Controller) rejoin(ctx context.Context, regRev int64) (int64, error) {
 // ISR, ELR or last known leader is id.
 func leaderlessWithBroker(snap *metadataSnapshot, id int32) []partitionRef {
 	var refs []partitionRef
-	for _, t := range snap.topicList {
+	for _, t := range snap.topicList() {
 		for _, p := range t.Partitions {
 			if p.Leader == noLeader && (slices.Contains(p.ISR, id) || slices.Contains(p.ELR, id) ||
 				slices.Equal(p.LastKnownELR, []int32{id})) {

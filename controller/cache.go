@@ -21,9 +21,7 @@ import (
 // points to are never modified.
 type metadataSnapshot struct {
 	rev           int64
-	topics        map[string]*TopicInfo
-	topicsByID    map[[16]byte]*TopicInfo
-	topicList     []*TopicInfo // sorted by name
+	tix           *topicIndex  // topics by name and id (topicindex.go)
 	brokers       []BrokerInfo // sorted by node id
 	controllerID  int32
 	auth          *authSnapshot                // SCRAM credentials, delegation tokens, ACLs (auth_cache.go)
@@ -34,11 +32,19 @@ type metadataSnapshot struct {
 }
 
 var emptySnapshot = &metadataSnapshot{
-	topics:       map[string]*TopicInfo{},
-	topicsByID:   map[[16]byte]*TopicInfo{},
+	tix:          emptyTopicIndex,
 	controllerID: -1,
 	auth:         emptyAuthSnapshot,
 }
+
+// topic is the topic called name, nil if none.
+func (s *metadataSnapshot) topic(name string) *TopicInfo { return s.tix.get(name) }
+
+// topicByID is the topic with id, nil if none.
+func (s *metadataSnapshot) topicByID(id [16]byte) *TopicInfo { return s.tix.getByID(id) }
+
+// topicList is every topic, sorted by name (built on first use).
+func (s *metadataSnapshot) topicList() []*TopicInfo { return s.tix.sorted() }
 
 // progress is what waiters wait on: the latest snapshot whose listeners have
 // all been called, and a channel closed when a newer one replaces it.
@@ -52,8 +58,19 @@ type topicState struct {
 	topic      *TopicInfo // from topics/<name>, without partitions; nil if the key is absent
 	partitions map[int32]PartitionInfo
 	modRev     int64 // highest mod revision among its keys, to detect changes on resync
+
+	// What changed since the last publish: the topic key, partitions put,
+	// partitions deleted.
+	topicChanged bool
+	putParts     []int32
+	deletedParts bool
 }
 
+func (s *topicState) clean() {
+	s.topicChanged, s.putParts, s.deletedParts = false, nil, false
+}
+
+// build is the topic as published, its partitions by index.
 func (s *topicState) build() *TopicInfo {
 	t := *s.topic
 	t.Partitions = make([]PartitionInfo, 0, len(s.partitions))
@@ -61,6 +78,40 @@ func (s *topicState) build() *TopicInfo {
 		t.Partitions = append(t.Partitions, s.partitions[p])
 	}
 	return &t
+}
+
+// update is build for a topic whose published version is prev and whose
+// topic key did not change: only the partitions put since are read, so a
+// leader or ISR change costs a copy of the partition slice, not a sort of
+// the partitions. The indexes it changed are returned; ok is false when
+// partitions were deleted or are not numbered 0..n-1 (build then).
+func (s *topicState) update(prev *TopicInfo) (t *TopicInfo, changed []int32, ok bool) {
+	last := len(prev.Partitions) - 1
+	if s.deletedParts || s.topicChanged || last >= 0 && (prev.Partitions[0].Partition != 0 || prev.Partitions[last].Partition != int32(last)) {
+		return nil, nil, false
+	}
+	n := len(prev.Partitions)
+	for _, p := range s.putParts {
+		if p < 0 {
+			return nil, nil, false
+		}
+		n = max(n, int(p)+1)
+	}
+	if n != len(s.partitions) {
+		return nil, nil, false // a gap: not numbered 0..n-1
+	}
+	nt := *prev
+	nt.Partitions = make([]PartitionInfo, n)
+	copy(nt.Partitions, prev.Partitions)
+	slices.Sort(s.putParts)
+	changed = slices.Compact(s.putParts)
+	if changed == nil {
+		changed = []int32{} // nothing to look at, not everything
+	}
+	for _, p := range changed {
+		nt.Partitions[p] = s.partitions[p]
+	}
+	return &nt, changed, true
 }
 
 // electionCandidate is one key under controller/election.
@@ -91,6 +142,8 @@ type metadataCache struct {
 	quotas        quotaState   // the keys behind snapshot.quotas
 	clientMetrics namedConfigs // the keys behind snapshot.clientMetrics
 	features      featureState // the key behind snapshot.features
+
+	recent changeLog // the topics each recent publish changed
 }
 
 func newMetadataCache(ks keyspace, log *slog.Logger) *metadataCache {
@@ -116,7 +169,7 @@ func (c *metadataCache) snapshot() *metadataSnapshot { return c.snap.Load() }
 func (c *metadataCache) listen(fn func(TopicChange)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, t := range c.snap.Load().topicList {
+	for _, t := range c.snap.Load().topicList() {
 		fn(TopicChange{Topic: *t})
 	}
 	c.listeners = append(c.listeners, fn)
@@ -163,6 +216,9 @@ func (c *metadataCache) load(kvs []*mvccpb.KeyValue, rev int64) {
 	for _, kv := range kvs {
 		c.applyPutLocked(kv)
 	}
+	for _, st := range c.topics {
+		st.topicChanged = true // rebuilt whole
+	}
 	changed := map[string]bool{}
 	for name, st := range c.topics {
 		if o := old[name]; o == nil || o.modRev != st.modRev || len(o.partitions) != len(st.partitions) {
@@ -179,6 +235,15 @@ func (c *metadataCache) load(kvs []*mvccpb.KeyValue, rev int64) {
 
 // applyRevision applies the events of one revision.
 func (c *metadataCache) applyRevision(rev int64, events []*clientv3.Event) {
+	c.applyEvents(rev, events)
+}
+
+// applyEvents applies the events of one watch response, up to rev, and
+// publishes one snapshot for them all: under a burst of changes (a
+// failover moving thousands of leaders, one etcd revision each) a topic is
+// rebuilt and its listeners called once per response, not once per
+// revision, as Kafka's metadata loader publishes batches of records.
+func (c *metadataCache) applyEvents(rev int64, events []*clientv3.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	changed := map[string]bool{}
@@ -249,6 +314,7 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 		st := c.topicStateLocked(pk.topic)
 		t.Name = pk.topic
 		st.topic = &t
+		st.topicChanged = true
 		st.modRev = max(st.modRev, kv.ModRevision)
 	case keyPartition:
 		p, err := decodePartition(pk.partition, kv.Value)
@@ -258,6 +324,7 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 		}
 		st := c.topicStateLocked(pk.topic)
 		st.partitions[pk.partition] = p
+		st.putParts = append(st.putParts, pk.partition)
 		st.modRev = max(st.modRev, kv.ModRevision)
 	}
 }
@@ -281,10 +348,12 @@ func (c *metadataCache) applyDeleteLocked(pk parsedKey, key string) {
 	case keyTopic:
 		if st := c.topics[pk.topic]; st != nil {
 			st.topic = nil
+			st.topicChanged = true
 		}
 	case keyPartition:
 		if st := c.topics[pk.topic]; st != nil {
 			delete(st.partitions, pk.partition)
+			st.deletedParts = true
 		}
 	}
 }
@@ -296,9 +365,7 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 	prev := c.snap.Load()
 	next := &metadataSnapshot{
 		rev:           rev,
-		topics:        prev.topics,
-		topicsByID:    prev.topicsByID,
-		topicList:     prev.topicList,
+		tix:           prev.tix,
 		brokers:       prev.brokers,
 		controllerID:  prev.controllerID,
 		auth:          prev.auth,
@@ -324,31 +391,39 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 	}
 	var changes []TopicChange
 	if len(changedTopics) > 0 {
-		next.topics = maps.Clone(prev.topics)
-		next.topicsByID = maps.Clone(prev.topicsByID)
+		// Only the changed topics are visited: nothing here grows with the
+		// number of topics or partitions that did not change.
+		ed := prev.tix.edit()
 		for _, name := range slices.Sorted(maps.Keys(changedTopics)) {
-			old := prev.topics[name]
+			old := prev.tix.get(name)
 			st := c.topics[name]
 			if st != nil && st.topic == nil && len(st.partitions) == 0 {
 				delete(c.topics, name)
 				st = nil
 			}
 			if old != nil && (st == nil || st.topic == nil || st.topic.ID != old.ID) {
-				delete(next.topics, name)
-				delete(next.topicsByID, old.ID)
+				ed.remove(old)
 				changes = append(changes, TopicChange{Topic: *old, Deleted: true})
+				old = nil
 			}
 			if st != nil && st.topic != nil {
-				t := st.build()
-				next.topics[name] = t
-				next.topicsByID[t.ID] = t
-				changes = append(changes, TopicChange{Topic: *t})
+				var t *TopicInfo
+				var parts []int32
+				ok := false
+				if old != nil {
+					t, parts, ok = st.update(old)
+				}
+				if !ok {
+					t, parts = st.build(), nil
+				}
+				ed.put(t)
+				changes = append(changes, TopicChange{Topic: *t, Partitions: parts})
+			}
+			if st != nil {
+				st.clean()
 			}
 		}
-		next.topicList = make([]*TopicInfo, 0, len(next.topics))
-		for _, name := range slices.Sorted(maps.Keys(next.topics)) {
-			next.topicList = append(next.topicList, next.topics[name])
-		}
+		next.tix = ed.done()
 	}
 	if brokersChanged {
 		next.brokers = make([]BrokerInfo, 0, len(c.brokers))
@@ -365,6 +440,7 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 			}
 		}
 	}
+	c.recent.record(prev.rev, rev, changedTopics)
 	c.snap.Store(next)
 	for _, ch := range changes {
 		for _, fn := range c.listeners {
@@ -373,6 +449,71 @@ func (c *metadataCache) publishLocked(rev int64, changedTopics map[string]bool, 
 	}
 	old := c.prog.Swap(&progress{snap: next, next: make(chan struct{})})
 	close(old.next)
+}
+
+// changeLogSize bounds the publishes changeLog remembers.
+const changeLogSize = 256
+
+// changeLog remembers which topics the last publishes changed, so that a
+// reader that saw an earlier snapshot (the active controller) can visit
+// only those instead of every topic.
+type changeLog struct {
+	mu      sync.Mutex
+	entries []changeEntry // oldest first, consecutive
+}
+
+type changeEntry struct {
+	from, to int64 // the snapshot's revision before and after
+	topics   []string
+}
+
+func (l *changeLog) record(from, to int64, topics map[string]bool) {
+	e := changeEntry{from: from, to: to}
+	if len(topics) > 0 {
+		e.topics = slices.Collect(maps.Keys(topics))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.entries); n > 0 && l.entries[n-1].to != from {
+		l.entries = l.entries[:0] // not consecutive (never expected): start again
+	}
+	if len(l.entries) == changeLogSize {
+		l.entries = append(l.entries[:0], l.entries[1:]...)
+	}
+	l.entries = append(l.entries, e)
+}
+
+// changedBetween is the names of the topics changed by the publishes after
+// the snapshot of revision from up to that of revision to; ok is false
+// when they are not all remembered (then every topic may have changed).
+func (c *metadataCache) changedBetween(from, to int64) (names []string, ok bool) {
+	if from == to {
+		return nil, true
+	}
+	l := &c.recent
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := slices.IndexFunc(l.entries, func(e changeEntry) bool { return e.from == from })
+	if i < 0 {
+		return nil, false
+	}
+	seen := map[string]bool{}
+	for _, e := range l.entries[i:] {
+		if e.from >= to {
+			break
+		}
+		for _, n := range e.topics {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+		if e.to == to {
+			slices.Sort(names)
+			return names, true
+		}
+	}
+	return nil, false
 }
 
 // run watches the prefix from rev+1 until ctx ends, reloading everything when
@@ -420,17 +561,12 @@ func (c *metadataCache) watch(ctx context.Context, client *clientv3.Client, rev 
 		if resp.Canceled {
 			return rev
 		}
-		// A watch response never splits a revision: apply one revision at a time.
-		events := resp.Events
-		for len(events) > 0 {
-			r := events[0].Kv.ModRevision
-			n := 1
-			for n < len(events) && events[n].Kv.ModRevision == r {
-				n++
-			}
-			c.applyRevision(r, events[:n])
+		// A watch response never splits a revision: its events are
+		// applied together, published as of its last revision.
+		if n := len(resp.Events); n > 0 {
+			r := resp.Events[n-1].Kv.ModRevision
+			c.applyEvents(r, resp.Events)
 			rev = r
-			events = events[n:]
 		}
 	}
 	return rev

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"sync"
@@ -320,7 +321,7 @@ func (c *Controller) Brokers() []BrokerInfo { return slices.Clone(c.cache.snapsh
 
 // Topics returns every topic sorted by name.
 func (c *Controller) Topics() []TopicInfo {
-	list := c.cache.snapshot().topicList
+	list := c.cache.snapshot().topicList()
 	out := make([]TopicInfo, len(list))
 	for i, t := range list {
 		out[i] = *t
@@ -328,9 +329,23 @@ func (c *Controller) Topics() []TopicInfo {
 	return out
 }
 
+// TopicsFrom yields the topics whose names are >= from, in name order, from
+// one snapshot, without copying the others (a page of DescribeTopicPartitions
+// costs its page, not every topic).
+func (c *Controller) TopicsFrom(from string) iter.Seq[TopicInfo] {
+	x := c.cache.snapshot().tix
+	return func(yield func(TopicInfo) bool) {
+		for name := range x.names.from(from) {
+			if t := x.get(name); t != nil && !yield(*t) {
+				return
+			}
+		}
+	}
+}
+
 // Topic returns the topic called name.
 func (c *Controller) Topic(name string) (TopicInfo, bool) {
-	t := c.cache.snapshot().topics[name]
+	t := c.cache.snapshot().topic(name)
 	if t == nil {
 		return TopicInfo{}, false
 	}
@@ -339,7 +354,7 @@ func (c *Controller) Topic(name string) (TopicInfo, bool) {
 
 // TopicByID returns the topic with the given id.
 func (c *Controller) TopicByID(id [16]byte) (TopicInfo, bool) {
-	t := c.cache.snapshot().topicsByID[id]
+	t := c.cache.snapshot().topicByID(id)
 	if t == nil {
 		return TopicInfo{}, false
 	}

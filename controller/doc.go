@@ -60,11 +60,18 @@
 // # Watch cache
 //
 // Start loads every key under the prefix at one revision and watches from the
-// next, applying changes one revision at a time. Readers get immutable
-// snapshots through an atomic pointer: no lock on the read path. Topic
-// listeners are called on the watch goroutine, in revision order, after the
-// snapshot of that revision is published; writes (CreateTopic, DeleteTopic)
-// return only after this controller's cache and listeners have applied them.
+// next, applying the events of each watch response together (several
+// revisions under a burst of changes) and publishing one snapshot as of its
+// last revision. Readers get immutable snapshots through an atomic pointer:
+// no lock on the read path. Topic listeners are called on the watch
+// goroutine, in revision order, once per changed topic and snapshot, after
+// that snapshot is published; a change of partition states names the
+// partitions it changed (TopicChange.Partitions). Writes (CreateTopic,
+// DeleteTopic) return only after this controller's cache and listeners have
+// applied them. A change costs what it touches: topics are kept in a
+// sharded persistent map and their names in sorted chunks (topicindex.go),
+// so nothing per change grows with the number of topics or partitions that
+// did not change.
 //
 // # Leadership and ISR
 //

@@ -66,7 +66,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, typ ElectionType, partiti
 	if all {
 		// Partitions the cache shows needing no election are left out
 		// without asking etcd: their results would be left out anyway.
-		for _, t := range c.cache.snapshot().topicList {
+		for _, t := range c.cache.snapshot().topicList() {
 			for _, p := range t.Partitions {
 				if typ == ElectionPreferred && len(p.Replicas) > 0 && p.Leader == p.Replicas[0] ||
 					typ == ElectionUnclean && p.Leader != noLeader {
@@ -177,7 +177,7 @@ func (c *Controller) imbalancedPartitions(snap *metadataSnapshot, percentage int
 		candidates        []partitionRef
 	}
 	byBroker := map[int32]*tally{}
-	for _, t := range snap.topicList {
+	for _, t := range snap.topicList() {
 		for _, p := range t.Partitions {
 			if len(p.Replicas) == 0 {
 				continue

@@ -116,13 +116,13 @@ func TestImbalancedPartitions(t *testing.T) {
 	reassigning.AddingReplicas = []int32{3}
 	snap := &metadataSnapshot{
 		brokers: []BrokerInfo{{NodeID: 1}, {NodeID: 2}, {NodeID: 3, InControlledShutdown: true}},
-		topicList: []*TopicInfo{{Name: "a", Partitions: []PartitionInfo{
+		tix: newTopicIndex(&TopicInfo{Name: "a", Partitions: []PartitionInfo{
 			part(0, []int32{1, 2}, 2, []int32{1, 2}), // broker 1 not leading, in the ISR: candidate
 			part(1, []int32{1, 2}, 1, []int32{1, 2}),
 			part(2, []int32{1, 2}, 2, []int32{2}),    // not in the ISR
 			reassigning,                              // being reassigned
 			part(4, []int32{3, 1}, 1, []int32{3, 1}), // preferred replica shutting down
-		}}},
+		}}),
 	}
 	// Broker 1: 3 of 4 partitions led by another broker (75%).
 	if got := c.imbalancedPartitions(snap, 10); !slices.Equal(got, []partitionRef{{"a", 0}, {"a", 3}}) {

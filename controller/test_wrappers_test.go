@@ -56,7 +56,7 @@ func (c *Controller) ListPartitionReassignments(ctx context.Context, partitions 
 		}
 	}
 	if partitions == nil {
-		for _, t := range snap.topicList {
+		for _, t := range snap.topicList() {
 			for _, p := range t.Partitions {
 				add(t, p)
 			}
@@ -64,7 +64,7 @@ func (c *Controller) ListPartitionReassignments(ctx context.Context, partitions 
 		return out, nil
 	}
 	for _, tp := range partitions {
-		t := snap.topics[tp.Topic]
+		t := snap.topic(tp.Topic)
 		if t == nil {
 			continue
 		}

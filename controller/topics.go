@@ -106,7 +106,7 @@ func (c *Controller) planTopic(snap *metadataSnapshot, req CreateTopicRequest) (
 		return nil, err
 	}
 	id := newKafkaUUID()
-	for snap.topicsByID[id] != nil {
+	for snap.topicByID(id) != nil {
 		id = newKafkaUUID()
 	}
 	var configs map[string]string

@@ -82,4 +82,10 @@ type CreateTopicRequest struct {
 type TopicChange struct {
 	Topic   TopicInfo
 	Deleted bool
+	// Partitions are the indexes of the partitions whose state changed
+	// since the listener's previous change of this topic (same id), when
+	// only partition states changed; nil when anything else may have (a new
+	// topic, its configs, a reload): then every partition is to be looked at.
+	// Sorted.
+	Partitions []int32
 }

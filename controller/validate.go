@@ -44,15 +44,12 @@ func validateNewTopicName(snap *metadataSnapshot, name string) error {
 		err = apiError(kerr.InvalidTopicException, "Topic name is invalid: %s", reason)
 	}
 	if strings.ContainsAny(name, "._") {
-		unified := unifyCollisionChars(name)
-		for _, t := range snap.topicList {
-			if strings.ContainsAny(t.Name, "._") && unifyCollisionChars(t.Name) == unified {
-				err = apiError(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", name, t.Name)
-				break
-			}
+		// An index of the colliding names, not a scan of every topic.
+		if c := snap.tix.colliding(name); len(c) > 0 {
+			err = apiError(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", name, slices.Min(c))
 		}
 	}
-	if snap.topics[name] != nil {
+	if snap.topic(name) != nil {
 		err = apiError(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
 	}
 	return err

@@ -59,12 +59,16 @@ func (f *fakeMeta) BrokerEpoch() int64 { return 101 }
 
 // set publishes t (a creation or a change) to the listeners, as the
 // controller's cache does, in order.
-func (f *fakeMeta) set(t controller.TopicInfo) {
+func (f *fakeMeta) set(t controller.TopicInfo) { f.setChanged(t, nil) }
+
+// setChanged is set for a change of only the partitions named (sorted), as
+// the cache reports a change of partition states.
+func (f *fakeMeta) setChanged(t controller.TopicInfo, partitions []int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.topics[t.Name] = t
 	for _, fn := range f.listeners {
-		fn(controller.TopicChange{Topic: t})
+		fn(controller.TopicChange{Topic: t, Partitions: partitions})
 	}
 }
 
@@ -77,7 +81,7 @@ func (f *fakeMeta) setPartition(name string, idx int32, change func(*controller.
 	change(&pi)
 	parts[idx] = pi
 	t.Partitions = parts
-	f.set(t)
+	f.setChanged(t, []int32{idx})
 }
 
 // fakeISR is an ISRWriter that records the requests and, when apply is

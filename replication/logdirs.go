@@ -5,7 +5,7 @@ package replication
 //
 //   - A new partition goes to the online dir holding the fewest partitions
 //     (LogManager.nextLogDirs); an existing one is opened in whichever dir
-//     holds it (leastLoadedDir, openPartition).
+//     holds it (dirPicker, openPartition).
 //   - A dir that failed (MarkDirOffline, called by the broker's log-dir
 //     watcher) is offline until restart: its partitions stop replicating,
 //     their logs are closed and they leave the lookup maps, so requests for

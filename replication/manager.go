@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,9 +76,6 @@ type Manager struct {
 	checkpoints map[string]*storage.DirCheckpoints
 	// files bounds the descriptors of sealed segments (nil: unbounded).
 	files *storage.FileCache
-	// opening is the topic applyTopic is opening, not published yet: its
-	// partitions count in leastLoadedDir. Under mu.
-	opening *Topic
 
 	fetchers *fetchers
 	// cleaner compacts the logs of compacted topics in the background
@@ -216,71 +212,9 @@ func (m *Manager) apply(ch controller.TopicChange) {
 		m.deleteTopic(ch.Topic)
 		return
 	}
-	if err := m.applyTopic(ch.Topic); err != nil {
+	if err := m.applyTopic(ch.Topic, ch.Partitions); err != nil {
 		m.logger.Error("applying topic metadata", "topic", ch.Topic.Name, "err", err)
 	}
-}
-
-func (m *Manager) applyTopic(t controller.TopicInfo) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil
-	}
-	node := m.cfg.NodeID
-	old := m.TopicByName(t.Name)
-	if old != nil && old.id != t.ID {
-		// Same name, new topic: the old one was deleted while we did not see it.
-		m.deleteLocked(old)
-		old = nil
-	}
-	lt := &Topic{name: t.Name, id: t.ID, parts: make([]*Partition, len(t.Partitions))}
-	// Topic configs over the broker's current defaults, dynamic ones included.
-	logCfg, minISR, err := m.topicConfig(t.Configs)
-	if err != nil {
-		m.logger.Warn("invalid topic config, using broker defaults", "topic", t.Name, "err", err)
-	}
-	throttles := throttledOn(t.Configs, node)
-	m.opening = lt
-	defer func() { m.opening = nil }()
-	var errs []error
-	for i, pi := range t.Partitions {
-		if !slices.Contains(pi.Replicas, node) {
-			if p := old.Partition(int32(i)); p != nil {
-				// Reassigned away: stop replicating and delete the replica,
-				// as Kafka's StopReplica with deletion.
-				m.stopReplica(p, "deleted replica moved to other brokers")
-			}
-			continue
-		}
-		if m.dirs.offlineParts[partitionKey(t.ID, int32(i))] {
-			continue // its dir failed: offline until restart, as in Kafka
-		}
-		p := old.Partition(int32(i))
-		if p != nil {
-			p.log.SetConfig(logCfg)
-		} else {
-			p, err = m.openPartition(t, int32(i), logCfg)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if len(pi.Replicas) <= 1 {
-				// A single replica's high watermark is its log end offset.
-				p.log.UpdateHighWatermark(p.log.LogEndOffset())
-			}
-			defer m.resumeMoveLocked(p) // once published
-		}
-		p.repl.mu.Lock()
-		p.repl.minISR = minISR
-		p.repl.mu.Unlock()
-		throttles.apply(p)
-		p.state.Store(&pi)
-		m.transition(p, &pi)
-		lt.parts[i] = p
-	}
-	m.publishLocked(lt, nil)
-	return errors.Join(errs...)
 }
 
 // transition moves a partition to the role its new state gives this broker:
@@ -388,13 +322,16 @@ func (m *Manager) ReconfigureLogs() {
 		if !ok || t.ID != lt.id {
 			continue
 		}
-		cfg, _, err := m.topicConfig(t.Configs)
+		cfg, minISR, err := m.topicConfig(t.Configs)
 		if err != nil {
 			continue // applyTopic has logged it and uses the defaults
 		}
 		for _, p := range lt.parts {
 			if p != nil {
 				p.log.SetConfig(cfg)
+				p.repl.mu.Lock()
+				p.repl.minISR = minISR
+				p.repl.mu.Unlock()
 			}
 		}
 	}
@@ -403,11 +340,16 @@ func (m *Manager) ReconfigureLogs() {
 // openPartition opens (recovering if needed) or creates the log directory
 // <log.dir>/<topic>-<partition>, checking its partition.metadata topic id so
 // that a log left from a deleted topic of the same name is never served.
-func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.LogConfig) (*Partition, error) {
+//
+// A directory it creates is fsynced with its partition.metadata, but its
+// entry in the log dir is not: the caller fsyncs each log dir once for all
+// the partitions it created there (created reports it), before anything is
+// written to them.
+func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.LogConfig, dirs *dirPicker) (p *Partition, created bool, err error) {
 	fsys := m.cfg.FS
 	name := fmt.Sprintf("%s-%d", t.Name, idx)
 	dir := ""
-	for _, d := range m.onlineDirs() {
+	for _, d := range dirs.dirs {
 		cand := filepath.Join(d, name)
 		if _, err := fsys.Stat(cand); err != nil {
 			continue
@@ -419,7 +361,7 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 			m.logger.Warn("partition found in two log dirs; using the first", "used", dir, "removed", cand)
 			stale := cand + ".duplicate-delete"
 			if err := fsys.Rename(cand, stale); err != nil {
-				return nil, fmt.Errorf("moving a duplicate log %s aside: %w", cand, err)
+				return nil, false, fmt.Errorf("moving a duplicate log %s aside: %w", cand, err)
 			}
 			m.removeLater(stale)
 			continue
@@ -432,7 +374,7 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 			// Created before the file was made durable (or by an older
 			// version): the directory is this topic's, as Kafka assumes.
 			if err := storage.WritePartitionMetadata(fsys, dir, t.ID); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 		if err == nil && id != t.ID {
@@ -440,12 +382,12 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 			m.logger.Warn("log directory belongs to an older topic of the same name; moving it aside",
 				"dir", dir, "moved_to", stale)
 			if err := fsys.Rename(dir, stale); err != nil {
-				return nil, fmt.Errorf("moving stale log %s: %w", dir, err)
+				return nil, false, fmt.Errorf("moving stale log %s: %w", dir, err)
 			}
 			// Its offsets must not pass to the new topic's log.
 			if c := m.dirCheckpoints(dir); c != nil {
 				if err := c.Forget(storage.TopicPartition{Topic: t.Name, Partition: idx}, nil); err != nil {
-					return nil, fmt.Errorf("forgetting stale log %s: %w", dir, err)
+					return nil, false, fmt.Errorf("forgetting stale log %s: %w", dir, err)
 				}
 			}
 			remove := func() {
@@ -459,59 +401,26 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 			dir = ""
 		}
 	}
-	if dir == "" {
-		dir = filepath.Join(m.leastLoadedDir(), name)
+	if dir != "" {
+		dirs.add(filepath.Dir(dir))
+	} else {
+		dir = filepath.Join(dirs.pick(), name)
+		created = true
 		if err := fsys.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("creating log dir %s: %w", dir, err)
+			return nil, false, fmt.Errorf("creating log dir %s: %w", dir, err)
 		}
 		if err := storage.WritePartitionMetadata(fsys, dir, t.ID); err != nil {
-			return nil, err
-		}
-		// The new directory's entry in the log dir: without this fsync a
-		// power loss can take the whole partition away, fsynced segments
-		// included, since nothing else here ever fsyncs the log dir (Kafka
-		// gets it from the log-dir-wide checkpoints it renames into place).
-		if err := fsys.SyncDir(filepath.Dir(dir)); err != nil {
-			return nil, fmt.Errorf("creating log dir %s: %w", dir, err)
+			return nil, false, err
 		}
 	}
 	start := time.Now()
 	l, err := storage.Open(dir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now, Checkpoints: m.dirCheckpoints(dir), FileCache: m.files})
 	if err != nil {
-		return nil, fmt.Errorf("opening log %s: %w", dir, err)
+		return nil, false, fmt.Errorf("opening log %s: %w", dir, err)
 	}
 	m.logger.Debug("opened partition log", "dir", dir, "log_end_offset", l.LogEndOffset(),
 		"high_watermark", l.HighWatermark(), "took", time.Since(start))
-	return &Partition{m: m, topic: t.Name, topicID: t.ID, index: idx, log: l}, nil
-}
-
-// leastLoadedDir is the online log dir holding the fewest partitions, the
-// first of them on a tie (Kafka's LogManager.nextLogDirs). Under mu.
-func (m *Manager) leastLoadedDir() string {
-	dirs := m.onlineDirs()
-	if len(dirs) == 0 {
-		return filepath.Clean(m.cfg.LogDirs[0]) // every dir failed: creating fails
-	}
-	count := make(map[string]int, len(dirs))
-	m.ForEach(func(p *Partition) {
-		if m.opening == nil || p.topic != m.opening.name {
-			count[filepath.Clean(LogDirOf(p))]++
-		}
-	})
-	if m.opening != nil {
-		for _, p := range m.opening.parts {
-			if p != nil {
-				count[filepath.Clean(LogDirOf(p))]++
-			}
-		}
-	}
-	best := dirs[0]
-	for _, d := range dirs[1:] {
-		if count[d] < count[best] {
-			best = d
-		}
-	}
-	return best
+	return &Partition{m: m, topic: t.Name, topicID: t.ID, index: idx, log: l}, created, nil
 }
 
 // stopping reports whether Stop has been called.

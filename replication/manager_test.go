@@ -61,7 +61,7 @@ func TestPartitionMetadataFailureReported(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.FS = ffs }, nil)
 	ffs.FailSyncs(true)
 	if err := e.m.applyTopic(controller.TopicInfo{Name: "faulty", ID: [16]byte{7},
-		Partitions: []controller.PartitionInfo{{Replicas: []int32{1}, Leader: 1, LeaderEpoch: 1, ISR: []int32{1}}}}); err == nil {
+		Partitions: []controller.PartitionInfo{{Replicas: []int32{1}, Leader: 1, LeaderEpoch: 1, ISR: []int32{1}}}}, nil); err == nil {
 		t.Fatal("no error with every fsync failing")
 	}
 	if e.m.Partition("faulty", 0) != nil {
