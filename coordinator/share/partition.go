@@ -446,17 +446,22 @@ func (p *Partition) Unacquire(member string, acq []AcquiredRange) {
 
 // Confirm starts the locks of an acquisition whose state was written, as
 // its records go out now (the lock held): the write may have taken a good
-// part of the lock duration. It returns the ranges member still holds; a
-// lock that ran out during the write may have given records to another
-// member, and those must not go out twice.
+// part of the lock duration. A record whose lock ran out during the write
+// is taken back if nobody took it since; it returns the ranges member
+// holds, leaving out the records another member took meanwhile, which must
+// not go out twice.
 func (p *Partition) Confirm(member string, acq []AcquiredRange, now time.Time, lim Limits) []AcquiredRange {
 	deadline := now.Add(lim.LockDuration)
 	var out []AcquiredRange
 	for _, a := range acq {
 		for off := max(a.First, p.start); off <= a.Last && off < p.End(); off++ {
 			r := &p.recs[off-p.start]
-			if r.state != Acquired || r.member != member || r.deliveries != a.DeliveryCount {
+			if r.deliveries != a.DeliveryCount || !(r.state == Acquired && r.member == member || r.state == Available) {
 				continue
+			}
+			if r.state == Available {
+				r.state, r.member = Acquired, member
+				p.version++
 			}
 			r.deadline = deadline
 			if k := len(out) - 1; k >= 0 && out[k].Last == off-1 && out[k].DeliveryCount == a.DeliveryCount {

@@ -307,7 +307,13 @@ func TestConfirmRestartsLocksAndDropsLostRecords(t *testing.T) {
 	p.Expire(late.Add(2*lim.LockDuration), lim)
 	p.Acquire("b", oneBatch(10), 4, late.Add(2*lim.LockDuration), lim) // 0-3 to b
 	kept := p.Confirm("a", got, late.Add(2*lim.LockDuration), lim)
-	if len(kept) != 0 {
-		t.Fatalf("confirmed %+v after the locks ran out, want nothing (0-3 went to b, 4-9 are available)", kept)
+	if len(kept) != 1 || kept[0] != (AcquiredRange{4, 9, 2}) {
+		t.Fatalf("confirmed %+v after the locks ran out, want 4-9 taken back (0-3 went to b)", kept)
+	}
+	if s, _ := p.State(4); s != Acquired {
+		t.Fatalf("offset 4 is %v, want Acquired again", s)
+	}
+	if code := p.Acknowledge("a", []AckBatch{{4, 9, []int8{AckAccept}}}, late.Add(2*lim.LockDuration), lim); code != 0 {
+		t.Fatalf("ack of the records taken back: code %d", code)
 	}
 }
