@@ -65,6 +65,7 @@ type shareFetchOp struct {
 	member  string
 	targets []*shareTarget
 	byTP    map[share.TopicPartition]*shareTarget
+	start   time.Time // arrival, on the wall clock: bounds the answer's delay
 }
 
 func (op *shareFetchOp) target(tp share.TopicPartition) *shareTarget {
@@ -147,7 +148,7 @@ func handleShareFetch(c *conn, x *exchange) {
 		return
 	}
 	sc := c.srv.shares()
-	op := &shareFetchOp{c: c, x: x, req: req, group: *req.GroupID, member: *req.MemberID, byTP: map[share.TopicPartition]*shareTarget{}}
+	op := &shareFetchOp{c: c, x: x, req: req, group: *req.GroupID, member: *req.MemberID, byTP: map[share.TopicPartition]*shareTarget{}, start: time.Now()}
 	lim := sc.Limits(op.group)
 	resp.AcquisitionLockTimeoutMillis = int32(lim.LockDuration / time.Millisecond)
 
@@ -271,8 +272,9 @@ func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches 
 // of the partitions run together, so a slow share coordinator delays the
 // answer by one write rather than one per partition (past the client's
 // request timeout, the answer would be lost with its acquisitions). A
-// partition whose write fails gives its records back without raising
-// their counts; one whose write succeeds starts their locks then.
+// partition whose write fails, or ends too late for the answer to be
+// awaited still, gives its records back without raising their counts; one
+// whose write succeeds starts their locks then.
 func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 	s := op.c.srv
 	sc := s.shares()
@@ -324,6 +326,10 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 	}
 	s.sharePersistAll(op.group, acquired)
 	now = s.clock.Now()
+	// An answer this late may reach the client after its request timed
+	// out (MaxWait plus franz-go's 10 s, the Java client's 30 s): what it
+	// acquired is given back rather than risked.
+	late := time.Since(op.start) > time.Duration(op.req.MaxWaitMillis)*time.Millisecond+shareAnswerMargin
 	for _, a := range acquired {
 		t := a.t
 		if a.n == 0 {
@@ -331,7 +337,7 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 		}
 		got := t.acquired[a.ranges:]
 		a.sp.Lock()
-		if a.code != 0 {
+		if a.code != 0 || late {
 			a.sp.Unacquire(op.member, got)
 			got = nil
 		} else {
@@ -361,6 +367,10 @@ type shareAcquisition struct {
 	n               int
 	code            int16
 }
+
+// shareAnswerMargin is how long past its MaxWait a ShareFetch may answer
+// with records.
+const shareAnswerMargin = 5 * time.Second
 
 // shareSlowWrite is how long a ShareFetch's acknowledgement writes may
 // take before it answers without acquiring.
