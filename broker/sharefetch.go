@@ -27,7 +27,6 @@ package broker
 
 import (
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -65,7 +64,6 @@ type shareFetchOp struct {
 	member  string
 	targets []*shareTarget
 	byTP    map[share.TopicPartition]*shareTarget
-	start   time.Time // arrival, on the wall clock: bounds the answer's delay
 }
 
 func (op *shareFetchOp) target(tp share.TopicPartition) *shareTarget {
@@ -148,7 +146,7 @@ func handleShareFetch(c *conn, x *exchange) {
 		return
 	}
 	sc := c.srv.shares()
-	op := &shareFetchOp{c: c, x: x, req: req, group: *req.GroupID, member: *req.MemberID, byTP: map[share.TopicPartition]*shareTarget{}, start: time.Now()}
+	op := &shareFetchOp{c: c, x: x, req: req, group: *req.GroupID, member: *req.MemberID, byTP: map[share.TopicPartition]*shareTarget{}}
 	lim := sc.Limits(op.group)
 	resp.AcquisitionLockTimeoutMillis = int32(lim.LockDuration / time.Millisecond)
 
@@ -185,18 +183,11 @@ func handleShareFetch(c *conn, x *exchange) {
 		return
 	}
 	now := c.srv.clock.Now()
-	// Each partition's acknowledgements are written before the answer;
-	// the partitions' writes run together (see acquire).
-	ackStart := time.Now()
-	acked := make([]*shareTarget, len(ackOrder))
-	for i, tp := range ackOrder {
-		acked[i] = op.target(tp)
-		acked[i].acked = true
+	for _, tp := range ackOrder {
+		t := op.target(tp)
+		t.acked = true
+		t.ackCode, t.ackMsg = c.srv.shareAcknowledge(op.group, op.member, t, acks[tp], now)
 	}
-	shareParallel(len(acked), func(i int) {
-		t := acked[i]
-		t.ackCode, t.ackMsg = c.srv.shareAcknowledge(op.group, op.member, t, acks[t.tp], now)
-	})
 	if final {
 		sc.CloseSession(op.group, op.member)
 		op.respond(false)
@@ -216,14 +207,6 @@ func handleShareFetch(c *conn, x *exchange) {
 		if t := op.byTP[tp]; t != nil {
 			t.fetch = false
 		}
-	}
-	if len(acked) > 0 && time.Since(ackStart) > shareSlowWrite {
-		// The share coordinator is slow: acquiring now would add another
-		// write before the answer, which could then reach the client after
-		// its request timed out, the acquired records with it. The client
-		// fetches again at once.
-		op.respond(false)
-		return
 	}
 	next, done := op.acquire()
 	if done || req.MaxWaitMillis <= 0 {
@@ -266,15 +249,6 @@ func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches 
 // acquire acquires records on every fetched partition, within MaxRecords
 // and MaxBytes. It returns the next lock expiry on them and whether the
 // fetch can be answered now (records, or an error).
-//
-// The delivery counts raised are written before the records go out, so a
-// leader move cannot hand them out again as first deliveries. The writes
-// of the partitions run together, so a slow share coordinator delays the
-// answer by one write rather than one per partition (past the client's
-// request timeout, the answer would be lost with its acquisitions). A
-// partition whose write fails, or ends too late for the answer to be
-// awaited still, gives its records back without raising their counts; one
-// whose write succeeds starts their locks then.
 func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 	s := op.c.srv
 	sc := s.shares()
@@ -290,7 +264,6 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 	reset := sc.GroupConfig(op.group, "share.auto.offset.reset", "latest")
 	readCommitted := sc.GroupConfig(op.group, "share.isolation.level", "read_uncommitted") == "read_committed"
 	now := s.clock.Now()
-	var acquired []shareAcquisition
 	for _, t := range op.targets {
 		if !t.fetch || t.code != 0 {
 			if t.fetch && t.code != 0 {
@@ -310,99 +283,25 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 			done = true
 			continue
 		}
-		a := shareAcquisition{t: t, sp: sp, ranges: len(t.acquired), records: len(t.records)}
 		n, size, exp, code := s.shareAcquire(sp, op.member, t, maxRecords, remaining, lim, readCommitted, now)
+		// The delivery counts raised are written before the records go out,
+		// so a leader move cannot hand them out again as first deliveries.
+		s.sharePersist(op.group, t.tp, sp)
 		if code != 0 {
 			t.code = code
 			done = true
+			continue
 		}
 		if !exp.IsZero() && (next.IsZero() || exp.Before(next)) {
 			next = exp
 		}
-		maxRecords -= n
-		remaining -= size
-		a.n = n
-		acquired = append(acquired, a) // written even with nothing acquired: a lock expiry or a start move
-	}
-	s.sharePersistAll(op.group, acquired)
-	now = s.clock.Now()
-	// An answer this late may reach the client after its request timed
-	// out (MaxWait plus franz-go's 10 s, the Java client's 30 s): what it
-	// acquired is given back rather than risked.
-	late := time.Since(op.start) > time.Duration(op.req.MaxWaitMillis)*time.Millisecond+shareAnswerMargin
-	for _, a := range acquired {
-		t := a.t
-		if a.n == 0 {
-			continue
-		}
-		got := t.acquired[a.ranges:]
-		a.sp.Lock()
-		if a.code != 0 || late {
-			a.sp.Unacquire(op.member, got)
-			got = nil
-		} else {
-			got = a.sp.Confirm(op.member, got, now, lim)
-		}
-		a.sp.Unlock()
-		t.acquired = append(t.acquired[:a.ranges], got...)
-		if len(got) == 0 {
-			t.records = t.records[:a.records]
-			continue
-		}
-		done = true
-		if exp := now.Add(lim.LockDuration); next.IsZero() || exp.Before(next) {
-			next = exp
+		if n > 0 {
+			done = true
+			maxRecords -= n
+			remaining -= size
 		}
 	}
 	return next, done
-}
-
-// shareAcquisition is one partition's acquisition of a fetch, before its
-// state is written: where it starts in the target's acquired ranges and
-// records, how many records it took, and the write's outcome.
-type shareAcquisition struct {
-	t               *shareTarget
-	sp              *share.Partition
-	ranges, records int
-	n               int
-	code            int16
-}
-
-// shareAnswerMargin is how long past its MaxWait a ShareFetch may answer
-// with records.
-const shareAnswerMargin = 5 * time.Second
-
-// shareSlowWrite is how long a ShareFetch's acknowledgement writes may
-// take before it answers without acquiring.
-const shareSlowWrite = time.Second
-
-// shareWriteParallel bounds the state writes one request runs at once.
-const shareWriteParallel = 16
-
-// shareParallel runs fn(0..n-1), at most shareWriteParallel at a time.
-func shareParallel(n int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
-		return
-	}
-	sem := make(chan struct{}, shareWriteParallel)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			fn(i)
-		})
-	}
-	wg.Wait()
-}
-
-// sharePersistAll writes the state of each acquisition's share-partition
-// and sets each outcome.
-func (s *Server) sharePersistAll(group string, acqs []shareAcquisition) {
-	shareParallel(len(acqs), func(i int) {
-		acqs[i].code = s.sharePersist(group, acqs[i].t.tp, acqs[i].sp)
-	})
 }
 
 // shareFetchMaxBytes caps a ShareFetch response's records, as Kafka caps

@@ -411,69 +411,6 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, now 
 	return out
 }
 
-// Unacquire undoes an acquisition whose state could not be written, so
-// that it never goes out (the lock held): each record of acq still held by
-// member at that delivery count, or released meanwhile by its lock running
-// out, is available again with the count it had before. A failing state
-// write then costs no delivery attempt: otherwise each fetch answered late
-// or not at all during a share coordinator outage would raise the count
-// until the delivery limit archives records no consumer ever received.
-func (p *Partition) Unacquire(member string, acq []AcquiredRange) {
-	for _, a := range acq {
-		for off := max(a.First, p.start); off <= a.Last && off < p.End(); off++ {
-			r := &p.recs[off-p.start]
-			if r.deliveries != a.DeliveryCount || !(r.state == Acquired && r.member == member || r.state == Available) {
-				continue
-			}
-			r.state, r.member, r.deadline = Available, "", time.Time{}
-			r.deliveries--
-			p.version++
-		}
-	}
-	// Offsets at the end never delivered leave the window again.
-	for len(p.recs) > 0 {
-		r := p.recs[len(p.recs)-1]
-		if r.state != Available || r.deliveries != 0 {
-			break
-		}
-		p.recs = p.recs[:len(p.recs)-1]
-	}
-	if len(p.recs) == 0 {
-		p.recs = nil
-	}
-	// No parked fetch is woken: its write would fail the same way.
-}
-
-// Confirm starts the locks of an acquisition whose state was written, as
-// its records go out now (the lock held): the write may have taken a good
-// part of the lock duration. A record whose lock ran out during the write
-// is taken back if nobody took it since; it returns the ranges member
-// holds, leaving out the records another member took meanwhile, which must
-// not go out twice.
-func (p *Partition) Confirm(member string, acq []AcquiredRange, now time.Time, lim Limits) []AcquiredRange {
-	deadline := now.Add(lim.LockDuration)
-	var out []AcquiredRange
-	for _, a := range acq {
-		for off := max(a.First, p.start); off <= a.Last && off < p.End(); off++ {
-			r := &p.recs[off-p.start]
-			if r.deliveries != a.DeliveryCount || !(r.state == Acquired && r.member == member || r.state == Available) {
-				continue
-			}
-			if r.state == Available {
-				r.state, r.member = Acquired, member
-				p.version++
-			}
-			r.deadline = deadline
-			if k := len(out) - 1; k >= 0 && out[k].Last == off-1 && out[k].DeliveryCount == a.DeliveryCount {
-				out[k].Last = off
-			} else {
-				out = append(out, AcquiredRange{First: off, Last: off, DeliveryCount: a.DeliveryCount})
-			}
-		}
-	}
-	return out
-}
-
 // AckBatch is one acknowledgement batch of a request: Types has one type
 // for the whole range or one per offset.
 type AckBatch struct {
