@@ -2,7 +2,9 @@
 
 Exit status 1 when a test failed that expected-failures.txt does not list, or
 a listed test passed (the list must then be shortened), so a regression or a
-stale list fails `make test`.
+stale list fails `make test`. A test listed in flaky.txt that failed and then
+passed when run.sh ran it again by itself counts as passed, and RESULTS.md
+names it with its failures.
 """
 import json
 import os
@@ -10,6 +12,8 @@ import sys
 
 events, expected_path, out_path, version = sys.argv[1:5]
 skip_path = sys.argv[5] if len(sys.argv) > 5 else None
+rerun_path = sys.argv[6] if len(sys.argv) > 6 else None
+flaky_path = sys.argv[7] if len(sys.argv) > 7 else None
 
 
 def listed(path):
@@ -23,25 +27,48 @@ def listed(path):
     return out
 
 
+def results(path):
+    """Top-level test outcomes in a go test -json file, the tests started, and
+    whether the package failed."""
+    status, started, package_failed = {}, set(), False
+    for line in open(path):
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        test, action = ev.get("Test"), ev.get("Action")
+        if not test:
+            package_failed = package_failed or action == "fail"
+            continue
+        if "/" in test:
+            continue
+        if action == "run":
+            started.add(test)
+        if action in ("pass", "fail", "skip"):
+            status[test] = action
+    return status, started, package_failed
+
+
 not_run = listed(skip_path)
-status = {}
-started = set()
-package_failed = False
-for line in open(events):
-    try:
-        ev = json.loads(line)
-    except ValueError:
-        continue
-    test, action = ev.get("Test"), ev.get("Action")
-    if not test:
-        package_failed = package_failed or action == "fail"
-        continue
-    if "/" in test:
-        continue
-    if action == "run":
-        started.add(test)
-    if action in ("pass", "fail", "skip"):
-        status[test] = action
+status, started, package_failed = results(events)
+# The package fails when a test fails; only a failure with no failed test
+# means the binary itself failed.
+package_failed = package_failed and "fail" not in status.values()
+# Reruns of tests listed in flaky.txt, in order: a test passed if its last
+# rerun passed.
+flaky = listed(flaky_path)
+reruns = {}
+if rerun_path and os.path.exists(rerun_path):
+    for line in open(rerun_path):
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        test, action = ev.get("Test"), ev.get("Action")
+        if test in flaky and status.get(test) == "fail" and action in ("pass", "fail"):
+            reruns.setdefault(test, []).append(action)
+for t, outcomes in reruns.items():
+    status[t] = outcomes[-1]
 # A test that started but never ended died with the test binary (timeout,
 # crash or signal): count it as failed so an incomplete run cannot pass.
 unfinished = sorted(started - set(status))
@@ -73,6 +100,11 @@ with open(out_path, "w") as f:
         f.write(f"- {t}: {note}\n")
     if not failed:
         f.write("None.\n")
+    f.write("\n## Rerun (compat-tests/franz-go/flaky.txt: the test's own logic races on a cluster)\n\n")
+    for t, outcomes in sorted(reruns.items()):
+        f.write(f"- {t}: failed, then {', '.join('passed' if o == 'pass' else 'failed' for o in outcomes)} when run again by itself ({flaky[t]})\n")
+    if not reruns:
+        f.write("None.\n")
     f.write("\n## Not run (compat-tests/franz-go/skip.txt: they hang against Strait today; over TLS also skip-tls.txt)\n\n")
     for t, why in sorted(not_run.items()):
         f.write(f"- {t}: {why}\n")
@@ -93,6 +125,8 @@ if unfinished:
 missing = sorted(t for t in expected if t not in status)
 if package_failed and not unfinished:
     print("the kgo test binary failed outside any test")
+for t, outcomes in sorted(reruns.items()):
+    print(f"{t} failed, then on rerun: {' '.join(outcomes)} (flaky.txt)")
 if unexpected:
     print("unexpected failures:", " ".join(unexpected))
 if fixed:
