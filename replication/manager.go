@@ -471,15 +471,30 @@ func (m *Manager) Close() error {
 		errsMu sync.Mutex
 		wg     sync.WaitGroup
 	)
+	// Where the filesystem offers syncfs(2), logs are closed without
+	// fsyncs and one syncfs per log directory makes them all durable
+	// before the directories' checkpoints and the clean-shutdown markers
+	// are written: a close of 10,000 partitions was about 70,000 fsyncs.
+	unsynced := storage.CanSyncFS(m.filesystem())
+	var toMark []*Partition
 	todo := make(chan *Partition)
 	for range workers {
 		wg.Go(func() {
 			for p := range todo {
-				if err := p.log.Close(); err != nil {
-					errsMu.Lock()
-					errs = append(errs, fmt.Errorf("closing %s-%d: %w", p.topic, p.index, err))
-					errsMu.Unlock()
+				var err error
+				marked := true
+				if unsynced {
+					marked, err = p.log.CloseUnsynced()
+				} else {
+					err = p.log.Close()
 				}
+				errsMu.Lock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("closing %s-%d: %w", p.topic, p.index, err))
+				} else if !marked {
+					toMark = append(toMark, p)
+				}
+				errsMu.Unlock()
 			}
 		})
 	}
@@ -487,12 +502,57 @@ func (m *Manager) Close() error {
 	m.ForEach(func(p *Partition) { todo <- p; n++ })
 	close(todo)
 	wg.Wait()
-	// One write of each directory's checkpoints for every log closed.
-	if err := m.writeDirCheckpoints(); err != nil {
+	if len(toMark) > 0 {
+		if err := m.finishUnsyncedClose(toMark); err != nil {
+			errs = append(errs, err)
+		}
+	} else if err := m.writeDirCheckpoints(); err != nil {
+		// One write of each directory's checkpoints for every log closed.
 		errs = append(errs, fmt.Errorf("checkpointing log directories: %w", err))
 	}
-	m.logger.Info("partition logs closed", "partitions", n, "workers", workers, "took", time.Since(start))
+	m.logger.Info("partition logs closed", "partitions", n, "workers", workers, "syncfs", unsynced, "took", time.Since(start))
 	m.byName.Store(&map[string]*Topic{})
 	m.byID.Store(&map[[16]byte]*Topic{})
 	return errors.Join(errs...)
+}
+
+// finishUnsyncedClose makes the writes of the logs closed by CloseUnsynced
+// durable with one syncfs per online log directory, then writes their
+// clean-shutdown markers and makes those durable too. When a syncfs fails
+// nothing more is written: neither the directories' checkpoints nor the
+// markers, so the next start recovers those logs from the recovery points
+// the last checkpoints hold, as after a crash.
+func (m *Manager) finishUnsyncedClose(logs []*Partition) error {
+	syncDirs := func() error {
+		for _, d := range m.cfg.LogDirs {
+			if m.DirOffline(filepath.Clean(d)) {
+				continue
+			}
+			if _, err := storage.SyncFS(m.filesystem(), d); err != nil {
+				return fmt.Errorf("making the closed logs of %s durable: %w", d, err)
+			}
+		}
+		return nil
+	}
+	if err := syncDirs(); err != nil {
+		return err
+	}
+	if err := m.writeDirCheckpoints(); err != nil {
+		return fmt.Errorf("checkpointing log directories: %w", err)
+	}
+	var errs []error
+	for _, p := range logs {
+		if err := p.log.MarkCleanShutdown(); err != nil {
+			errs = append(errs, fmt.Errorf("closing %s-%d: %w", p.topic, p.index, err))
+		}
+	}
+	return errors.Join(append(errs, syncDirs())...)
+}
+
+// filesystem is the FS the logs are on (Config.FS, OSFS when nil).
+func (m *Manager) filesystem() storage.FS {
+	if m.cfg.FS == nil {
+		return storage.OSFS{}
+	}
+	return m.cfg.FS
 }

@@ -119,6 +119,19 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	return &faultFile{File: file, fs: f}, nil
 }
 
+// SyncFS fails as SyncDir does, else is the inner FS's.
+func (f *FaultFS) SyncFS(path string) error {
+	if err := f.syncErr(); err != nil {
+		return err
+	}
+	if _, err := SyncFS(f.inner, path); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (f *FaultFS) canSyncFS() bool { return CanSyncFS(f.inner) }
+
 func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error { return f.inner.MkdirAll(path, perm) }
 func (f *FaultFS) ReadDir(name string) ([]os.DirEntry, error)   { return f.inner.ReadDir(name) }
 func (f *FaultFS) Stat(name string) (os.FileInfo, error)        { return f.inner.Stat(name) }

@@ -620,7 +620,49 @@ func (l *Log) Close() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	err := l.shutdownLocked()
+	return l.closeLocked(l.shutdownLocked())
+}
+
+// CloseUnsynced is Close for a shutdown of many logs on one filesystem
+// (replication's Manager.Close): it writes what Close writes but fsyncs
+// nothing and leaves the clean-shutdown marker to MarkCleanShutdown, which
+// the caller calls once SyncFS made every write durable. One
+// filesystem-wide flush then replaces about seven fsyncs per partition. A
+// log without its directory's checkpoints is closed by Close (marked
+// true): its own checkpoint files would claim a recovery point before the
+// data under it is durable.
+func (l *Log) CloseUnsynced() (marked bool, err error) {
+	if l.cp == nil {
+		return true, l.Close()
+	}
+	l.stopCleaning()
+	l.hwMu.Lock()
+	defer l.hwMu.Unlock()
+	if !l.closeAndStopFlushes() {
+		return true, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return false, l.closeLocked(l.shutdownUnsyncedLocked())
+}
+
+// MarkCleanShutdown writes the clean-shutdown marker of a log closed by
+// CloseUnsynced, once its writes are durable; the marker itself is made
+// durable by the caller's next SyncFS (until then a crash costs only a
+// recovery at the next start).
+func (l *Log) MarkCleanShutdown() error {
+	f, err := l.fs.OpenFile(filepath.Join(l.dir, cleanShutdownFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return storageErr("close: clean-shutdown marker", err)
+	}
+	if err := f.Close(); err != nil {
+		return storageErr("close: clean-shutdown marker", err)
+	}
+	return nil
+}
+
+// closeLocked closes every file of a log whose shutdown ended with err.
+func (l *Log) closeLocked(err error) error {
 	for _, s := range l.segments {
 		if cerr := s.closeFiles(); err == nil && cerr != nil {
 			err = storageErr("close", cerr)
@@ -685,6 +727,35 @@ func (l *Log) shutdownLocked() error {
 	}
 	if err := writeMarker(l.fs, l.dir, cleanShutdownFile); err != nil {
 		return storageErr("close", err)
+	}
+	return nil
+}
+
+// shutdownUnsyncedLocked is shutdownLocked without any fsync and without
+// the marker (CloseUnsynced): the files end as shutdownLocked leaves them,
+// durable only after SyncFS.
+func (l *Log) shutdownUnsyncedLocked() error {
+	act := l.active()
+	if err := act.timeIndex.maybeAppend(act.maxTimestamp, act.offsetOfMaxTimestamp); err != nil {
+		return storageErr("close", err)
+	}
+	if err := act.trimPreallocated(); err != nil {
+		return storageErr("close", err)
+	}
+	if err := act.offsetIndex.trim(); err != nil {
+		return storageErr("close", err)
+	}
+	if err := act.timeIndex.trim(); err != nil {
+		return storageErr("close", err)
+	}
+	// With the directory's checkpoints these only record the offsets in
+	// memory; Manager.Close writes the directory's files after SyncFS.
+	l.setRecoveryPointSyncLocked(l.logEndOffset.Load(), syncNone)
+	if err := l.writeHighWatermarkLocked(syncNone); err != nil {
+		return storageErr("close: high watermark checkpoint", err)
+	}
+	if err := l.snapshotProducersLocked(l.logEndOffset.Load(), syncNone); err != nil {
+		return storageErr("close: producer state snapshot", err)
 	}
 	return nil
 }

@@ -314,6 +314,54 @@ func (s *StrictFS) SyncDir(path string) error {
 	return nil
 }
 
+// SyncFS makes everything durable, as syncfs(2) of the one filesystem this
+// FS models: every directory's entries and every file's content.
+func (s *StrictFS) SyncFS(path string) error {
+	if _, err := SyncFS(s.inner, path); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.powered {
+		return nil
+	}
+	return s.syncTreeLocked(s.root, nil)
+}
+
+func (s *StrictFS) canSyncFS() bool { return true }
+
+// syncTreeLocked makes node n, at the path of parts, and all under it
+// durable.
+func (s *StrictFS) syncTreeLocked(n *strictNode, parts []string) error {
+	if n.dir {
+		n.dur = maps.Clone(n.cur)
+		for name, c := range n.cur {
+			if err := s.syncTreeLocked(c, append(parts[:len(parts):len(parts)], name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if n.dirtyFrom == math.MaxInt64 {
+		return nil
+	}
+	f, err := s.inner.OpenFile(joinPath(parts), os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	data := make([]byte, fi.Size())
+	if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
+		return err
+	}
+	n.synced, n.dirtyFrom = data, math.MaxInt64
+	return nil
+}
+
 // CutPower makes every later Sync and SyncDir a no-op that succeeds, until
 // Crash: the machine is losing power while the process still runs.
 func (s *StrictFS) CutPower() {

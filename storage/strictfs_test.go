@@ -266,3 +266,122 @@ func TestStrictFSLogRecovery(t *testing.T) {
 	}
 	verifyLog(t, l, stored[:i+1])
 }
+
+// TestStrictFSSyncFS: SyncFS makes every write and every directory entry
+// durable at once, as syncfs(2) of the whole filesystem; CutPower makes it
+// keep nothing, as Sync.
+func TestStrictFSSyncFS(t *testing.T) {
+	dir := t.TempDir()
+	s := NewStrictFS(nil)
+	if !CanSyncFS(s) {
+		t.Fatal("StrictFS does not offer SyncFS")
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := s.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := strictWrite(t, s, filepath.Join(dir, "a"), []byte("one"), false)
+	strictWrite(t, s, filepath.Join(sub, "b"), []byte("two"), false)
+	if _, err := SyncFS(s, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.WriteAt([]byte("ONE more"), 0); err != nil { // after it: lost
+		t.Fatal(err)
+	}
+	strictWrite(t, s, filepath.Join(dir, "c"), []byte("three"), false)
+	mustCrash(t, s)
+	wantFile(t, filepath.Join(dir, "a"), []byte("one"))
+	wantFile(t, filepath.Join(sub, "b"), []byte("two"))
+	wantFile(t, filepath.Join(dir, "c"), nil)
+
+	strictWrite(t, s, filepath.Join(dir, "d"), []byte("four"), false)
+	s.CutPower()
+	if _, err := SyncFS(s, dir); err != nil {
+		t.Fatal(err)
+	}
+	mustCrash(t, s)
+	wantFile(t, filepath.Join(dir, "d"), nil)
+}
+
+// TestCloseUnsyncedThenSyncFS: a log closed by CloseUnsynced keeps nothing
+// through a power loss until SyncFS, and after SyncFS and its marker
+// reopens clean with every record.
+func TestCloseUnsyncedThenSyncFS(t *testing.T) {
+	logDir := t.TempDir()
+	s := NewStrictFS(nil)
+	c, err := OpenDirCheckpoints(s, logDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(logDir, "t-0")
+	l, err := Open(dir, testConfig(), Options{FS: s, Checkpoints: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SyncFS(s, logDir); err != nil { // the empty log's files
+		t.Fatal(err)
+	}
+	for seq := int32(0); seq < 30; seq += 3 {
+		if _, err := l.AppendAsLeader(producerBatch(t, 1000, 0, seq, 3, testEpoch.UnixMilli()), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+	marked, err := l.CloseUnsynced()
+	if err != nil || marked {
+		t.Fatalf("CloseUnsynced: marked %v, %v; want false, nil", marked, err)
+	}
+	if err := l.MarkCleanShutdown(); err != nil {
+		t.Fatal(err)
+	}
+	// No SyncFS: neither the records nor the marker survive.
+	mustCrash(t, s)
+	wantFile(t, filepath.Join(dir, cleanShutdownFile), nil)
+
+	c, err = OpenDirCheckpoints(s, logDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err = Open(dir, testConfig(), Options{FS: s, Checkpoints: c}); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogEndOffset() != 0 {
+		t.Fatalf("log end offset %d after losing an unsynced close, want 0", l.LogEndOffset())
+	}
+	for seq := int32(0); seq < 30; seq += 3 {
+		if _, err := l.AppendAsLeader(producerBatch(t, 1000, 0, seq, 3, testEpoch.UnixMilli()), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+	if _, err := l.CloseUnsynced(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SyncFS(s, logDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MarkCleanShutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SyncFS(s, logDir); err != nil {
+		t.Fatal(err)
+	}
+	mustCrash(t, s)
+	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); err != nil {
+		t.Fatalf("the marker did not survive SyncFS and a power loss: %v", err)
+	}
+	if c, err = OpenDirCheckpoints(s, logDir, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Open(dir, testConfig(), Options{FS: s, Checkpoints: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.LogEndOffset() != 30 || l.HighWatermark() != 30 {
+		t.Fatalf("reopened at log end %d, high watermark %d; want 30, 30", l.LogEndOffset(), l.HighWatermark())
+	}
+}

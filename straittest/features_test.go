@@ -41,7 +41,10 @@ func TestUpdateFeaturesAcrossBrokers(t *testing.T) {
 					}
 				}
 			}
-			if level == 1 {
+			// Level 1 is also the default, finalized before any update
+			// with epoch 0: wait for the update itself, which each
+			// broker's metadata watch brings in its own time.
+			if level == 1 && av.FinalizedFeaturesEpoch > 0 {
 				epochs[av.FinalizedFeaturesEpoch] = true
 				break
 			}
