@@ -55,15 +55,15 @@ func (c *countFS) SyncFS(path string) error {
 	return err
 }
 
-// TestCloseMakesLogsDurableWithSyncFS: on a filesystem with syncfs,
-// Manager.Close fsyncs no partition's files: one syncfs makes every log
+// TestCloseMakesLogsDurableWithSyncFS: on a filesystem with syncfs, with
+// SyncFSMinLogs logs or more, Manager.Close fsyncs no partition's files: one syncfs makes every log
 // durable before the directory's checkpoints and the clean-shutdown markers
 // are written, and one more the markers. A power loss right after Close
 // keeps every record and every marker.
 func TestCloseMakesLogsDurableWithSyncFS(t *testing.T) {
 	sfs := storage.NewStrictFS(nil)
 	cfs := &countFS{FS: sfs}
-	e := newEnv(t, func(c *Config) { c.FS = cfs }, nil)
+	e := newEnv(t, func(c *Config) { c.FS = cfs; c.SyncFSMinLogs = 20 }, nil)
 	const partitions = 20
 	replicas := make([][]int32, partitions)
 	for i := range replicas {
@@ -126,7 +126,7 @@ func TestCloseMakesLogsDurableWithSyncFS(t *testing.T) {
 func TestCloseWithFailingSyncFSLeavesNoMarker(t *testing.T) {
 	sfs := storage.NewStrictFS(nil)
 	ffs := storage.NewFaultFS(sfs)
-	e := newEnv(t, func(c *Config) { c.FS = ffs }, nil)
+	e := newEnv(t, func(c *Config) { c.FS = ffs; c.SyncFSMinLogs = 1 }, nil)
 	e.topic("fragile", []int32{1}, []int32{1})
 	var dirs []string
 	for i := range 2 {
@@ -157,5 +157,26 @@ func TestCloseWithFailingSyncFSLeavesNoMarker(t *testing.T) {
 			t.Errorf("fragile-%d: log end offset %d, want 0 (lost, never synced) or 5", i, leo)
 		}
 		l.Close()
+	}
+}
+
+// TestCloseFewLogsFsyncsEach: below SyncFSMinLogs, Close fsyncs each log's
+// own files and calls no syncfs, which would flush every other program's
+// writes to the filesystem too.
+func TestCloseFewLogsFsyncsEach(t *testing.T) {
+	cfs := &countFS{FS: storage.NewStrictFS(nil)}
+	e := newEnv(t, func(c *Config) { c.FS = cfs; c.SyncFSMinLogs = 3 }, nil)
+	e.topic("few", []int32{1}, []int32{1})
+	for i := range 2 {
+		produce(t, e.m.Partition("few", int32(i)), 3)
+	}
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := cfs.syncfs.Load(); n != 0 {
+		t.Errorf("Close of 2 logs called syncfs %d times, want 0", n)
+	}
+	if n := cfs.fsyncs.Load(); n < 2 {
+		t.Errorf("Close of 2 logs made %d fsyncs", n)
 	}
 }

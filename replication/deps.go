@@ -15,7 +15,7 @@ import (
 
 // Config is the replication and partition-log settings, resolved by the
 // broker from its configuration. A zero duration (FetchBackoff excepted),
-// RecoveryThreadsPerDataDir or FS takes the default noted on the field; the
+// RecoveryThreadsPerDataDir, SyncFSMinLogs or FS takes the default noted on the field; the
 // fetch sizes are used as given (0 is a valid value of each).
 type Config struct {
 	// NodeID is this broker's node.id.
@@ -57,6 +57,12 @@ type Config struct {
 	// RecoveryThreadsPerDataDir is num.recovery.threads.per.data.dir (2):
 	// how many logs Close closes at once per log directory.
 	RecoveryThreadsPerDataDir int
+	// SyncFSMinLogs is how many logs Close must have before it makes them
+	// durable with one syncfs per log directory instead of each log's
+	// fsyncs (100): syncfs flushes everything written to the filesystem,
+	// other programs' writes included, which costs more than a few
+	// fsyncs but far less than thousands.
+	SyncFSMinLogs int
 	// RetentionCheckInterval is log.retention.check.interval.ms (5 min).
 	RetentionCheckInterval time.Duration
 	// ProducerIDExpirationCheckInterval is
@@ -99,6 +105,7 @@ func ConfigFrom(cfg config.Config) Config {
 		RetentionCheckInterval:            time.Duration(cfg.Log.RetentionCheckIntervalMs) * time.Millisecond,
 		ProducerIDExpirationCheckInterval: time.Duration(cfg.Log.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
 		MaintenanceInterval:               time.Second,
+		SyncFSMinLogs:                     100,
 		LogCleanerEnable:                  cfg.Log.CleanerEnable,
 		Cleaner:                           cfg.Log.Cleaner,
 	}

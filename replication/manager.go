@@ -471,11 +471,17 @@ func (m *Manager) Close() error {
 		errsMu sync.Mutex
 		wg     sync.WaitGroup
 	)
-	// Where the filesystem offers syncfs(2), logs are closed without
+	// Where the filesystem offers syncfs(2) and there are many logs, they are closed without
 	// fsyncs and one syncfs per log directory makes them all durable
 	// before the directories' checkpoints and the clean-shutdown markers
 	// are written: a close of 10,000 partitions was about 70,000 fsyncs.
-	unsynced := storage.CanSyncFS(m.filesystem())
+	logs := 0
+	m.ForEach(func(*Partition) { logs++ })
+	minLogs := m.cfg.SyncFSMinLogs
+	if minLogs <= 0 {
+		minLogs = 100
+	}
+	unsynced := logs >= minLogs && storage.CanSyncFS(m.filesystem())
 	var toMark []*Partition
 	todo := make(chan *Partition)
 	for range workers {
