@@ -12,7 +12,10 @@ package replication
 // the new partition directories is fsynced once per change rather than once
 // per partition. The topic is published (and the change returns) only after
 // that fsync, so nothing is written to a partition whose directory entry
-// could still vanish in a power loss.
+// could still vanish in a power loss. From SyncFSMinLogs partitions in one
+// change (and where the filesystem has syncfs) even those fsyncs go: the
+// logs are opened through a storage.DeferSyncFS and one syncfs per log dir
+// makes everything they wrote durable before the topic is published.
 
 import (
 	"errors"
@@ -22,6 +25,7 @@ import (
 	"sync"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/storage"
 )
 
 // applyWorkers bounds the partitions of one change opened and moved to
@@ -100,6 +104,15 @@ func (m *Manager) applyTopic(t controller.TopicInfo, changed []int32) error {
 	}
 
 	dirs := m.newDirPicker(t.Name)
+	// Many partitions at once (a topic created or a broker started with
+	// thousands): their logs are opened without fsyncs, and one syncfs per
+	// log dir makes them all durable before the topic is published.
+	fsys := m.cfg.FS
+	var batch *storage.DeferSyncFS
+	if len(todo) >= m.syncFSMinLogs() && storage.CanSyncFS(m.filesystem()) {
+		batch = storage.NewDeferSyncFS(m.filesystem())
+		fsys = batch
+	}
 	var (
 		errsMu  sync.Mutex
 		errs    []error
@@ -113,7 +126,7 @@ func (m *Manager) applyTopic(t controller.TopicInfo, changed []int32) error {
 			dirs.add(LogDirOf(p))
 			p.log.SetConfig(logCfg)
 		} else {
-			np, isNew, err := m.openPartition(t, i, logCfg, dirs)
+			np, isNew, err := m.openPartition(t, i, logCfg, dirs, fsys)
 			if err != nil {
 				errsMu.Lock()
 				errs = append(errs, err)
@@ -149,8 +162,21 @@ func (m *Manager) applyTopic(t controller.TopicInfo, changed []int32) error {
 	// this fsync a power loss can take a whole partition away, fsynced
 	// segments included, since nothing else ever fsyncs the log dir (Kafka
 	// gets it from the log-dir-wide checkpoints it renames into place).
+	// A batch instead syncs the filesystem of every log dir it opened a
+	// partition in: that covers the entries and every write it deferred.
+	syncDir := m.cfg.FS.SyncDir
+	if batch != nil {
+		_ = batch.Finish()
+		syncDir = func(d string) error { _, err := storage.SyncFS(m.filesystem(), d); return err }
+		created = map[string][]int32{}
+		for _, p := range opened {
+			if lt.parts[p.index] == p {
+				created[LogDirOf(p)] = append(created[LogDirOf(p)], p.index)
+			}
+		}
+	}
 	for d, parts := range created {
-		if err := m.cfg.FS.SyncDir(d); err != nil {
+		if err := syncDir(d); err != nil {
 			errs = append(errs, fmt.Errorf("creating the logs of topic %s in %s: %w", t.Name, d, err))
 			for _, i := range parts {
 				p := lt.parts[i]

@@ -344,9 +344,10 @@ func (m *Manager) ReconfigureLogs() {
 // A directory it creates is fsynced with its partition.metadata, but its
 // entry in the log dir is not: the caller fsyncs each log dir once for all
 // the partitions it created there (created reports it), before anything is
-// written to them.
-func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.LogConfig, dirs *dirPicker) (p *Partition, created bool, err error) {
-	fsys := m.cfg.FS
+// written to them. fsys is the log's filesystem: Config.FS, or a
+// storage.DeferSyncFS over it when the caller makes a whole change durable
+// at once.
+func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.LogConfig, dirs *dirPicker, fsys storage.FS) (p *Partition, created bool, err error) {
 	name := fmt.Sprintf("%s-%d", t.Name, idx)
 	dir := ""
 	for _, d := range dirs.dirs {
@@ -477,11 +478,7 @@ func (m *Manager) Close() error {
 	// are written: a close of 10,000 partitions was about 70,000 fsyncs.
 	logs := 0
 	m.ForEach(func(*Partition) { logs++ })
-	minLogs := m.cfg.SyncFSMinLogs
-	if minLogs <= 0 {
-		minLogs = 100
-	}
-	unsynced := logs >= minLogs && storage.CanSyncFS(m.filesystem())
+	unsynced := logs >= m.syncFSMinLogs() && storage.CanSyncFS(m.filesystem())
 	var toMark []*Partition
 	todo := make(chan *Partition)
 	for range workers {
@@ -561,4 +558,12 @@ func (m *Manager) filesystem() storage.FS {
 		return storage.OSFS{}
 	}
 	return m.cfg.FS
+}
+
+// syncFSMinLogs is Config.SyncFSMinLogs, 100 when unset.
+func (m *Manager) syncFSMinLogs() int {
+	if m.cfg.SyncFSMinLogs <= 0 {
+		return 100
+	}
+	return m.cfg.SyncFSMinLogs
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strait/strait/storage"
 )
@@ -63,8 +64,8 @@ func (c *countFS) SyncFS(path string) error {
 func TestCloseMakesLogsDurableWithSyncFS(t *testing.T) {
 	sfs := storage.NewStrictFS(nil)
 	cfs := &countFS{FS: sfs}
-	e := newEnv(t, func(c *Config) { c.FS = cfs; c.SyncFSMinLogs = 20 }, nil)
-	const partitions = 20
+	e := newEnv(t, func(c *Config) { c.FS = cfs; c.SyncFSMinLogs = 8 }, nil)
+	const partitions = 8
 	replicas := make([][]int32, partitions)
 	for i := range replicas {
 		replicas[i] = []int32{1}
@@ -80,6 +81,7 @@ func TestCloseMakesLogsDurableWithSyncFS(t *testing.T) {
 		dirs[i] = p.Log().Dir()
 	}
 	cfs.fsyncs.Store(0)
+	cfs.syncfs.Store(0)
 	cfs.ops = nil
 	if err := e.m.Close(); err != nil {
 		t.Fatal(err)
@@ -178,5 +180,69 @@ func TestCloseFewLogsFsyncsEach(t *testing.T) {
 	}
 	if n := cfs.fsyncs.Load(); n < 2 {
 		t.Errorf("Close of 2 logs made %d fsyncs", n)
+	}
+}
+
+// TestCreateManyPartitionsWithSyncFS: a change opening SyncFSMinLogs
+// partitions or more opens them without fsyncs and makes them durable with
+// one syncfs per log dir before the topic is published: a power loss right
+// after keeps every partition's directory and partition.metadata, and the
+// logs, fsyncing again, keep what they write and sync afterwards.
+func TestCreateManyPartitionsWithSyncFS(t *testing.T) {
+	sfs := storage.NewStrictFS(nil)
+	cfs := &countFS{FS: sfs}
+	e := newEnv(t, func(c *Config) { c.FS = cfs; c.SyncFSMinLogs = 6 }, nil)
+	const partitions = 8 // few: a power loss of StrictFS rewrites every file
+	replicas := make([][]int32, partitions)
+	for i := range replicas {
+		replicas[i] = []int32{1}
+	}
+	cfs.fsyncs.Store(0)
+	e.topic("many", replicas...)
+	if n := cfs.syncfs.Load(); n != 1 {
+		t.Errorf("creating %d partitions called syncfs %d times, want 1", partitions, n)
+	}
+	if n := cfs.fsyncs.Load(); n != 0 {
+		t.Errorf("creating %d partitions made %d fsyncs, want none", partitions, n)
+	}
+	p0 := e.m.Partition("many", 0)
+	if p0 == nil {
+		t.Fatal("many-0 not hosted")
+	}
+	// After the change the log fsyncs again: a flush is durable.
+	cfg := storage.DefaultLogConfig()
+	cfg.FlushMs = 0
+	p0.Log().SetConfig(cfg)
+	produce(t, p0, 4)
+	if err := p0.Log().MaybeFlush(time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if cfs.fsyncs.Load() == 0 {
+		t.Error("a flush after the change made no fsync")
+	}
+	dirs := make([]string, partitions)
+	for i := range partitions {
+		dirs[i] = e.m.Partition("many", int32(i)).Log().Dir()
+	}
+	// The power goes: the stop's own fsyncs keep nothing.
+	sfs.CutPower()
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sfs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	for i, dir := range dirs {
+		if id, err := storage.ReadPartitionMetadata(nil, dir); err != nil || id != p0.TopicID() {
+			t.Fatalf("many-%d after a power loss: partition.metadata %x (%v), want %x", i, id, err, p0.TopicID())
+		}
+	}
+	l, err := storage.Open(dirs[0], storage.DefaultLogConfig(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.LogEndOffset() != 4 {
+		t.Fatalf("many-0 after a power loss: log end offset %d, want the 4 flushed records", l.LogEndOffset())
 	}
 }
