@@ -52,6 +52,13 @@ func (s *Server) startShareCoordinator() *share.Coordinator {
 		}
 		return gs.coord.AppendShare(id, rs)
 	}
+	cfg.Expired = func(id string) {
+		s.bg.Go(func() {
+			if sc := s.shares(); sc != nil {
+				_ = sc.Flush(id) // a failure is logged; the next change writes it
+			}
+		})
+	}
 	cfg.TopicName = func(id [16]byte) (string, bool) {
 		t, ok := s.ctrl.TopicByID(id)
 		return t.Name, ok

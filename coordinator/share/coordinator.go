@@ -78,6 +78,11 @@ type Config struct {
 	// *kerr.Error is the code the request answers. Nil keeps membership in
 	// memory only.
 	Append func(groupID string, recs []Record) error
+	// Expired is told of a group whose members' sessions expired outside
+	// a heartbeat of it (called with the coordinator's lock held, so it
+	// must not block): the broker calls Flush on a goroutine, which writes
+	// the expired members' tombstones as Kafka writes them at expiry.
+	Expired func(groupID string)
 	// TopicName resolves a topic id, for loading assignments.
 	TopicName func(id [16]byte) (string, bool)
 	// PartitionOf is a group's __consumer_offsets partition: Load replaces
@@ -196,12 +201,17 @@ func errMsg(e *kerr.Error, msg string) (int16, *string) {
 // group epoch and releasing their records. c.mu held.
 func (c *Coordinator) expireLocked(g *group, now time.Time) {
 	timeout := c.groupDuration(g.id, "share.session.timeout.ms", c.cfg.SessionTimeout)
+	expired := false
 	for id, m := range g.members {
 		if now.Sub(m.lastSeen) > timeout {
 			delete(g.members, id)
 			g.epoch++
 			c.releaseMemberLocked(g.id, id)
+			expired = true
 		}
+	}
+	if expired && c.cfg.Expired != nil && c.cfg.Append != nil {
+		c.cfg.Expired(g.id)
 	}
 }
 
@@ -727,14 +737,28 @@ func (c *Coordinator) TopicDeleted(id [16]byte) {
 // EnsureGroup creates an empty share group of that id if there is none
 // (AlterShareGroupOffsets on a new group, as Kafka's). It answers false,
 // creating nothing, when the group is new and MaxGroups are here.
+// A new group's ShareGroupMetadata record is written, as Kafka creates it
+// (a failed write is logged; the group's next change writes it).
 func (c *Coordinator) EnsureGroup(groupID string) bool {
+	if c.cfg.Append != nil {
+		wl := c.wlocks.of(groupID)
+		wl.Lock()
+		defer wl.Unlock()
+	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !c.admitLocked(groupID, c.cfg.Now()) {
+		c.mu.Unlock()
 		return false
 	}
+	var write func() error
 	if c.groups[groupID] == nil {
-		c.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+		g := &group{id: groupID, members: map[string]*member{}}
+		c.groups[groupID] = g
+		write = c.changesLocked(g)
+	}
+	c.mu.Unlock()
+	if write != nil {
+		_ = write()
 	}
 	return true
 }

@@ -193,6 +193,27 @@ func (c *Coordinator) changesLocked(g *group) func() error {
 	}
 }
 
+// Flush writes what a group's records lack (members expired since its last
+// write); it returns the write's error.
+func (c *Coordinator) Flush(groupID string) error {
+	if c.cfg.Append == nil {
+		return nil
+	}
+	wl := c.wlocks.of(groupID)
+	wl.Lock()
+	defer wl.Unlock()
+	c.mu.Lock()
+	var write func() error
+	if g := c.groups[groupID]; g != nil && g.log != nil && g.log.written {
+		write = c.changesLocked(g)
+	}
+	c.mu.Unlock()
+	if write == nil {
+		return nil
+	}
+	return write()
+}
+
 // appendErrorCode is the code a request answers when its records could
 // not be written: the append's own Kafka code, else NOT_COORDINATOR (the
 // client finds the coordinator again).

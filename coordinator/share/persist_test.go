@@ -273,3 +273,49 @@ func TestShareRecordsKafkaBytes(t *testing.T) {
 		}
 	}
 }
+
+// Members expired outside a heartbeat (a describe found their sessions
+// over) get their tombstones written by Flush, which the coordinator asks
+// for through Config.Expired: a coordinator loading the records afterwards
+// finds the group empty, as Kafka writes the tombstones at expiry.
+func TestShareExpiredMembersFlushed(t *testing.T) {
+	topics := map[string]int32{"t": 2}
+	log := &memLog{}
+	clk := &fakeClock{now: t0}
+	a := newPersistedCoordinator(topics, log, clk)
+	var expired []string
+	a.cfg.Expired = func(id string) { expired = append(expired, id) }
+	heartbeat(a, "g", "m1", 0, "t")
+	heartbeat(a, "g", "m2", 0, "t")
+	clk.now = clk.now.Add(DefaultConfig().SessionTimeout + time.Second)
+	if d := describeGroup(t, a, "g"); len(d.Members) != 0 || d.GroupState != "Empty" {
+		t.Fatalf("after the session timeout: %+v", d)
+	}
+	if len(expired) != 1 || expired[0] != "g" {
+		t.Fatalf("expired groups reported: %v", expired)
+	}
+	if err := a.Flush("g"); err != nil {
+		t.Fatal(err)
+	}
+	b := newPersistedCoordinator(topics, &memLog{}, clk)
+	b.Load(0, log.recs)
+	before, after := describeGroup(t, a, "g"), describeGroup(t, b, "g")
+	if after.GroupState != "Empty" || after.GroupEpoch != before.GroupEpoch {
+		t.Fatalf("loaded after the flush: %+v, was %+v", after, before)
+	}
+}
+
+// AlterShareGroupOffsets' new group is written, so another coordinator
+// loads it.
+func TestShareEnsureGroupWritten(t *testing.T) {
+	log := &memLog{}
+	clk := &fakeClock{now: t0}
+	a := newPersistedCoordinator(map[string]int32{"t": 2}, log, clk)
+	if !a.EnsureGroup("g") {
+		t.Fatal("EnsureGroup refused")
+	}
+	b := newPersistedCoordinator(map[string]int32{"t": 2}, &memLog{}, clk)
+	if n := b.Load(0, log.recs); n != 1 || !b.IsShareGroup("g") {
+		t.Fatalf("loaded %d groups", n)
+	}
+}
