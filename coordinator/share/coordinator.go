@@ -484,13 +484,19 @@ type Listed struct{ ID, State string }
 func (c *Coordinator) List() []Listed {
 	now := c.cfg.Now()
 	c.mu.Lock()
+	ids := slices.Sorted(maps.Keys(c.groups))
+	c.mu.Unlock()
+	// Owns asks the group coordinator, which may take its own locks: not
+	// under c.mu.
+	ids = slices.DeleteFunc(ids, func(id string) bool { return c.cfg.Owns(id) != 0 })
+	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Listed
-	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
-		if c.cfg.Owns(id) != 0 {
+	for _, id := range ids {
+		g := c.groups[id]
+		if g == nil {
 			continue
 		}
-		g := c.groups[id]
 		c.expireLocked(g, now)
 		out = append(out, Listed{ID: id, State: g.state()})
 	}
