@@ -14,6 +14,7 @@ import (
 	"github.com/strait/strait/config"
 	"github.com/strait/strait/controller"
 	"github.com/strait/strait/coordinator/group"
+	"github.com/strait/strait/coordinator/share"
 )
 
 // groupSettings is what the broker needs beyond the coordinator's Config.
@@ -49,6 +50,18 @@ func (s *Server) groupSettingsFrom(g config.Groups) groupSettings {
 	cfg.StreamsProtocol = g.StreamsProtocol
 	cfg.TopologyDescriptions = g.StreamsTopologyDescriptions
 	cfg.IsShareGroup = func(id string) bool { return s.shares() != nil && s.shares().IsShareGroup(id) }
+	cfg.ShareLoaded = func(p int32, recs []group.ShareRecord) {
+		// The share coordinator starts before the group coordinator.
+		sc := s.shares()
+		if sc == nil {
+			return
+		}
+		rs := make([]share.Record, len(recs))
+		for i, r := range recs {
+			rs[i] = share.Record{Key: r.Key, Value: r.Value}
+		}
+		sc.Load(p, rs)
+	}
 	cfg.Streams.Session, cfg.Streams.Heartbeat = g.StreamsSessionTimeout, g.StreamsHeartbeatInterval
 	cfg.Streams.NumStandby, cfg.Streams.MaxSize = g.StreamsNumStandby, g.StreamsMaxSize
 	cfg.StreamsSettings = s.groupStreamsSettings(cfg.Streams)

@@ -301,8 +301,10 @@ func (s *Server) start() error {
 		return err
 	}
 	// The group coordinator loads __consumer_offsets before clients come.
-	s.groupSvc = s.startGroupService()
+	// The share coordinator first: the group coordinator's loads hand it
+	// the share groups' records.
 	s.shareCoord = s.startShareCoordinator()
+	s.groupSvc = s.startGroupService()
 	s.startTxnService()
 
 	for _, l := range s.listeners {

@@ -6,7 +6,8 @@ package broker
 // partition, as for every group), the group configs (share.* keys) from
 // the controller's cache, and topic lookups. The share-partitions live on
 // the broker leading each topic partition; their state is persisted in
-// __share_group_state (sharestate.go).
+// __share_group_state (sharestate.go); the groups' membership is in
+// __consumer_offsets, written and loaded through the group coordinator.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,15 +37,37 @@ func (s *Server) startShareCoordinator() *share.Coordinator {
 		if gs == nil {
 			return kerr.CoordinatorNotAvailable.Code
 		}
-		n := gs.coord.NumPartitions()
-		if n <= 0 {
-			return kerr.NotCoordinator.Code
+		// The leader of the group's partition, once it has loaded it (and
+		// with it the share groups' records).
+		return gs.coord.Coordinates(id)
+	}
+	cfg.Append = func(id string, recs []share.Record) error {
+		gs := s.groups()
+		if gs == nil {
+			return kerr.CoordinatorNotAvailable
 		}
-		o := offsetsTopic{internalTopicLog{srv: s, topic: group.TopicName}}
-		if !o.Leads(group.PartitionFor(id, n)) {
-			return kerr.NotCoordinator.Code
+		rs := make([]group.ShareRecord, len(recs))
+		for i, r := range recs {
+			rs[i] = group.ShareRecord{Key: r.Key, Value: r.Value}
 		}
-		return 0
+		return gs.coord.AppendShare(id, rs)
+	}
+	cfg.Expired = func(id string) {
+		s.bg.Go(func() {
+			if sc := s.shares(); sc != nil {
+				_ = sc.Flush(id) // a failure is logged; the next change writes it
+			}
+		})
+	}
+	cfg.TopicName = func(id [16]byte) (string, bool) {
+		t, ok := s.ctrl.TopicByID(id)
+		return t.Name, ok
+	}
+	cfg.PartitionOf = func(id string) int32 {
+		if gs := s.groups(); gs != nil {
+			return gs.coord.PartitionFor(id)
+		}
+		return group.PartitionFor(id, s.cfg.Groups.OffsetsTopicPartitions)
 	}
 	cfg.GroupConfigs = s.ctrl.GroupConfigs
 	cfg.Topic = func(name string) ([16]byte, int32, bool) {

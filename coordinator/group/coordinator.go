@@ -57,6 +57,12 @@ type Config struct {
 	// the id: Kafka's groups share one namespace, so a classic JoinGroup or
 	// a StreamsGroupHeartbeat naming it is refused. Nil: none.
 	IsShareGroup func(groupID string) bool
+	// ShareLoaded is given, when a partition has been read and before its
+	// groups are served, the share groups' records (ShareGroup* types)
+	// it holds: the latest of each key, tombstones left out. The share
+	// coordinator (coordinator/share) keeps share groups; their records
+	// share the partition with the other groups'. Nil: none kept.
+	ShareLoaded func(partition int32, recs []ShareRecord)
 	// Streams is what a streams group runs with unless StreamsSettings says
 	// otherwise: the broker's group.streams.* settings.
 	Streams StreamsSettings
@@ -464,6 +470,36 @@ func (g *group) removeLocked() {
 		delete(g.shard.groups, g.id)
 	}
 	g.shard.mu.Unlock()
+}
+
+// ShareRecord is one share-group record of __consumer_offsets; a nil Value
+// is a tombstone.
+type ShareRecord struct{ Key, Value []byte }
+
+// Coordinates answers 0 when this broker coordinates groupID and has loaded
+// its partition (share groups ask it), else the error code a request gets;
+// it starts the load when needed.
+func (c *Coordinator) Coordinates(groupID string) int16 {
+	_, code := c.loadedShard(groupID)
+	return code
+}
+
+// AppendShare appends a share group's records to its partition as one
+// batch, once the partition is loaded here; the error unwraps to the
+// *kerr.Error a group request answers.
+func (c *Coordinator) AppendShare(groupID string, recs []ShareRecord) error {
+	s, code := c.loadedShard(groupID)
+	if code != 0 {
+		return kerr.ErrorForCode(code)
+	}
+	rs := make([]record, len(recs))
+	for i, r := range recs {
+		rs[i] = record{key: r.Key, value: r.Value}
+	}
+	if err := c.log.Append(s.index, buildBatch(rs, c.now())); err != nil {
+		return kerr.ErrorForCode(appendErrorCode(err))
+	}
+	return nil
 }
 
 // appendRecords writes records to the group's partition as one batch.

@@ -91,8 +91,10 @@
 // regex resolutions of key 16, which Strait recomputes. Streams groups are
 // written and loaded the same way (streams_persist.go); Kafka's tagged
 // fields of their values (metadata hash companions, assignment timestamps,
-// per-task epochs) are skipped on load. Share group records are skipped on
-// load.
+// per-task epochs) are skipped on load. Share group records (types 9 to
+// 15) belong to coordinator/share: it appends them through AppendShare, and
+// a load hands the latest of each key to Config.ShareLoaded before the
+// partition serves requests.
 //
 // # Concurrency
 //

@@ -26,6 +26,9 @@ type replayer struct {
 	consumer map[string]*replayedConsumer
 	// streams gathers streams groups' records, by group id.
 	streams map[string]*replayedStreams
+	// share holds the latest value of each share-group record key
+	// (tombstones delete), for Config.ShareLoaded.
+	share map[string][]byte
 }
 
 type txnOffset struct {
@@ -157,10 +160,25 @@ func (r *replayer) record(h *recordbatch.Header, key, value []byte) error {
 				"key_version", k.version, "err", err)
 		}
 	default:
+		if version >= keyShareFirst && version <= keyShareLast && r.c.cfg.ShareLoaded != nil {
+			if value == nil {
+				delete(r.share, string(key))
+			} else {
+				r.share[string(key)] = slices.Clone(value) // the load buffer is reused
+			}
+			return nil
+		}
 		r.skipped++
 	}
 	return nil
 }
+
+// The share groups' record types (ShareGroupPartitionMetadata to
+// ShareGroupStatePartitionMetadata), kept by coordinator/share.
+const (
+	keyShareFirst = 9
+	keyShareLast  = 15
+)
 
 // replayGroupMetadata sets the classic state from a GroupMetadata record:
 // Stable with its members, or Empty.
@@ -207,7 +225,7 @@ func (g *group) replayGroupMetadata(v *kmsg.GroupMetadataValue) {
 func (c *Coordinator) load(s *shard) {
 	start := time.Now()
 	r := &replayer{c: c, s: s, groups: map[string]*group{}, txn: map[int64][]txnOffset{},
-		consumer: map[string]*replayedConsumer{}, streams: map[string]*replayedStreams{}}
+		consumer: map[string]*replayedConsumer{}, streams: map[string]*replayedStreams{}, share: map[string][]byte{}}
 	if err := c.log.ReadFrom(s.index, 0, r.batch); err != nil {
 		c.logger.Error("loading group coordinator partition failed", "partition", s.index, "err", err)
 		s.mu.Lock()
@@ -245,6 +263,16 @@ func (c *Coordinator) load(s *shard) {
 			continue
 		}
 		offsets += g.numOffsetsLocked()
+	}
+	// Share groups are handed over before the shard answers as loaded, so
+	// their members find them at once (not under s.mu: the share
+	// coordinator asks about shards with its own lock held).
+	if c.cfg.ShareLoaded != nil {
+		recs := make([]ShareRecord, 0, len(r.share))
+		for k, v := range r.share {
+			recs = append(recs, ShareRecord{Key: []byte(k), Value: v})
+		}
+		c.cfg.ShareLoaded(s.index, recs)
 	}
 	s.mu.Lock()
 	completed := s.completed

@@ -9,8 +9,11 @@
 // The share-partitions' state (start offset, in-flight batches, delivery
 // counts) is persisted in __share_group_state (state.go has its records;
 // the broker appends and reads them), so it survives a leader or
-// coordinator move; the groups' membership is in memory only (members
-// rejoin after a coordinator move).
+// coordinator move. The groups' membership (epochs, subscriptions, target
+// and current assignments) is persisted in __consumer_offsets with Kafka's
+// ShareGroup* records (records.go, persist.go) through Config.Append, and
+// loaded by the coordinator that takes the partition over (Load), so members
+// keep their epochs and assignments across a coordinator move.
 package share
 
 import (
@@ -70,6 +73,22 @@ type Config struct {
 	// must not block: the broker writes the state on a goroutine).
 	Released func(groupID string, tp TopicPartition, p *Partition)
 
+	// Append writes a group's ShareGroup* records to its __consumer_offsets
+	// partition and returns once they are durable; an error unwrapping to a
+	// *kerr.Error is the code the request answers. Nil keeps membership in
+	// memory only.
+	Append func(groupID string, recs []Record) error
+	// Expired is told of a group whose members' sessions expired outside
+	// a heartbeat of it (called with the coordinator's lock held, so it
+	// must not block): the broker calls Flush on a goroutine, which writes
+	// the expired members' tombstones as Kafka writes them at expiry.
+	Expired func(groupID string)
+	// TopicName resolves a topic id, for loading assignments.
+	TopicName func(id [16]byte) (string, bool)
+	// PartitionOf is a group's __consumer_offsets partition: Load replaces
+	// the groups of the partition it loads.
+	PartitionOf func(groupID string) int32
+
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -98,7 +117,7 @@ type Client struct {
 type member struct {
 	id, clientID, host string
 	rack               *string
-	epoch              int32
+	epoch, prevEpoch   int32
 	topics             []string
 	assigned           map[string][]int32 // topic -> partitions, at epoch
 	target             map[string][]int32 // at the group's assignment epoch
@@ -114,6 +133,8 @@ type group struct {
 	// metaHash is the subscribed topics' partition counts when the group
 	// epoch last moved; a change bumps the epoch (new assignment).
 	metaHash uint64
+	// log is what the group's records in __consumer_offsets say (persist.go).
+	log *groupLog
 }
 
 type partKey struct {
@@ -133,6 +154,8 @@ type Coordinator struct {
 	// known is every group with state here (c.groups, c.sessions or
 	// c.parts) and when it was last used: at most cfg.MaxGroups.
 	known map[string]time.Time
+	// wlocks serializes each group's record writes (persist.go).
+	wlocks writeLocks
 }
 
 // New returns a coordinator with cfg.
@@ -178,12 +201,17 @@ func errMsg(e *kerr.Error, msg string) (int16, *string) {
 // group epoch and releasing their records. c.mu held.
 func (c *Coordinator) expireLocked(g *group, now time.Time) {
 	timeout := c.groupDuration(g.id, "share.session.timeout.ms", c.cfg.SessionTimeout)
+	expired := false
 	for id, m := range g.members {
 		if now.Sub(m.lastSeen) > timeout {
 			delete(g.members, id)
 			g.epoch++
 			c.releaseMemberLocked(g.id, id)
+			expired = true
 		}
+	}
+	if expired && c.cfg.Expired != nil && c.cfg.Append != nil {
+		c.cfg.Expired(g.id)
 	}
 }
 
@@ -201,11 +229,30 @@ func (c *Coordinator) IsShareGroup(groupID string) bool {
 // current epoch. A member whose epoch is behind the group's gets the new
 // assignment and epoch at once (share groups revoke nothing).
 // otherGroup reports a consumer or classic group of that id.
+// The group's changed records are written before the answer, as Kafka
+// answers once they are committed; a failed write answers its error.
 func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest, otherGroup bool) *kmsg.ShareGroupHeartbeatResponse {
+	if c.cfg.Append != nil {
+		wl := c.wlocks.of(req.GroupID)
+		wl.Lock()
+		defer wl.Unlock()
+	}
+	resp, write := c.heartbeat(cl, req, otherGroup)
+	if write != nil {
+		if err := write(); err != nil {
+			failed := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			failed.ErrorCode = appendErrorCode(err)
+			return failed
+		}
+	}
+	return resp
+}
+
+func (c *Coordinator) heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest, otherGroup bool) (*kmsg.ShareGroupHeartbeatResponse, func() error) {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
-	fail := func(e *kerr.Error, msg string) *kmsg.ShareGroupHeartbeatResponse {
+	fail := func(e *kerr.Error, msg string) (*kmsg.ShareGroupHeartbeatResponse, func() error) {
 		resp.ErrorCode, resp.ErrorMessage = errMsg(e, msg)
-		return resp
+		return resp, nil
 	}
 	switch {
 	case req.GroupID == "":
@@ -221,7 +268,7 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 	}
 	if code := c.cfg.Owns(req.GroupID); code != 0 {
 		resp.ErrorCode = code
-		return resp
+		return resp, nil
 	}
 	if otherGroup {
 		return fail(kerr.GroupIDNotFound, "Group "+req.GroupID+" is not a share group.")
@@ -242,7 +289,7 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 		g.epoch++
 		c.releaseMemberLocked(g.id, req.MemberID)
 		resp.MemberID, resp.MemberEpoch = &req.MemberID, -1
-		return resp
+		return resp, c.changesLocked(g)
 	}
 	if g == nil {
 		if req.MemberEpoch != 0 {
@@ -297,7 +344,7 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 	sendAssignment := req.MemberEpoch == 0
 	if m.epoch != g.assignEpoch {
 		// Share groups revoke nothing: the member moves at once.
-		m.assigned, m.epoch = m.target, g.assignEpoch
+		m.assigned, m.prevEpoch, m.epoch = m.target, m.epoch, g.assignEpoch
 		sendAssignment = true
 	}
 	resp.MemberID, resp.MemberEpoch = &req.MemberID, m.epoch
@@ -315,7 +362,7 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 		}
 		resp.Assignment = &a
 	}
-	return resp
+	return resp, c.changesLocked(g)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -437,13 +484,19 @@ type Listed struct{ ID, State string }
 func (c *Coordinator) List() []Listed {
 	now := c.cfg.Now()
 	c.mu.Lock()
+	ids := slices.Sorted(maps.Keys(c.groups))
+	c.mu.Unlock()
+	// Owns asks the group coordinator, which may take its own locks: not
+	// under c.mu.
+	ids = slices.DeleteFunc(ids, func(id string) bool { return c.cfg.Owns(id) != 0 })
+	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Listed
-	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
-		if c.cfg.Owns(id) != 0 {
+	for _, id := range ids {
+		g := c.groups[id]
+		if g == nil {
 			continue
 		}
-		g := c.groups[id]
 		c.expireLocked(g, now)
 		out = append(out, Listed{ID: id, State: g.state()})
 	}
@@ -453,19 +506,41 @@ func (c *Coordinator) List() []Listed {
 // Delete deletes a share group and its share-partitions' state, as
 // DeleteGroups does: NON_EMPTY_GROUP while it has members. ok is false when
 // groupID is no share group here (the caller answers for other groups).
+// Its records in __consumer_offsets are deleted (tombstones) first.
 func (c *Coordinator) Delete(groupID string) (code int16, ok bool) {
+	if c.cfg.Append != nil {
+		wl := c.wlocks.of(groupID)
+		wl.Lock()
+		defer wl.Unlock()
+	}
 	now := c.cfg.Now()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	g := c.groups[groupID]
 	if g == nil {
+		c.mu.Unlock()
 		return 0, false
 	}
 	c.expireLocked(g, now)
 	if len(g.members) > 0 {
+		c.mu.Unlock()
 		return kerr.NonEmptyGroup.Code, true
 	}
-	c.forgetLocked(groupID)
+	var tombs []Record
+	if c.cfg.Append != nil {
+		tombs = g.tombstonesLocked()
+	}
+	c.mu.Unlock()
+	if len(tombs) > 0 {
+		if err := c.cfg.Append(groupID, tombs); err != nil {
+			c.cfg.Logger.Warn("deleting share group records failed", "group", groupID, "err", err)
+			return appendErrorCode(err), true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.groups[groupID] == g {
+		c.forgetLocked(groupID)
+	}
 	return 0, true
 }
 
@@ -668,14 +743,28 @@ func (c *Coordinator) TopicDeleted(id [16]byte) {
 // EnsureGroup creates an empty share group of that id if there is none
 // (AlterShareGroupOffsets on a new group, as Kafka's). It answers false,
 // creating nothing, when the group is new and MaxGroups are here.
+// A new group's ShareGroupMetadata record is written, as Kafka creates it
+// (a failed write is logged; the group's next change writes it).
 func (c *Coordinator) EnsureGroup(groupID string) bool {
+	if c.cfg.Append != nil {
+		wl := c.wlocks.of(groupID)
+		wl.Lock()
+		defer wl.Unlock()
+	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !c.admitLocked(groupID, c.cfg.Now()) {
+		c.mu.Unlock()
 		return false
 	}
+	var write func() error
 	if c.groups[groupID] == nil {
-		c.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+		g := &group{id: groupID, members: map[string]*member{}}
+		c.groups[groupID] = g
+		write = c.changesLocked(g)
+	}
+	c.mu.Unlock()
+	if write != nil {
+		_ = write()
 	}
 	return true
 }
