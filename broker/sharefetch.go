@@ -484,6 +484,15 @@ func (op *shareFetchOp) park(next time.Time) {
 			sp.RemoveWaiter(released)
 		}
 	}()
+	// A release or an append between the first acquire and the waiters'
+	// registration above signalled nobody: acquire once more now that
+	// they are registered, or that wakeup is lost until the wait ends.
+	if n, done := op.acquire(); done {
+		op.respond(true)
+		return
+	} else if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+		next = n
+	}
 	deadline := s.clock.Now().Add(time.Duration(op.req.MaxWaitMillis) * time.Millisecond)
 	for {
 		wait := deadline.Sub(s.clock.Now())
