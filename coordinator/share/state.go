@@ -324,6 +324,17 @@ func (s *StateShard) applyUpdate(st *SPState, leaderEpoch int32, start int64, bs
 	st.updates++
 }
 
+// Keys lists the share-partitions with state here that match (lock held).
+func (s *StateShard) Keys(match func(StateKey) bool) []StateKey {
+	var out []StateKey
+	for k := range s.states {
+		if match(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Get returns a share-partition's state (lock held).
 func (s *StateShard) Get(k StateKey) (*SPState, bool) {
 	st, ok := s.states[k]
