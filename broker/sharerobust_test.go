@@ -253,3 +253,95 @@ func TestShareTopicDeleteDeletesState(t *testing.T) {
 		t.Fatal("no tombstone of the deleted topic's share state")
 	}
 }
+
+// A client initializing and writing share state for ever more
+// share-partitions is refused past strait.share.coordinator.max.state.entries
+// with INVALID_REQUEST and its message, and the coordinator holds no more;
+// deleting states makes room again.
+func TestShareStateEntriesBounded(t *testing.T) {
+	const max = 50
+	srv := startShareBrokerWith(t, map[string]string{"strait.share.coordinator.max.state.entries": "50"})
+	cl := newClient(t, srv)
+	var topic [16]byte
+	topic[0] = 7
+	accepted, refused := 0, 0
+	for round := range 4 {
+		init := kmsg.NewPtrInitializeShareGroupStateRequest()
+		init.GroupID = "hostile"
+		rt := kmsg.NewInitializeShareGroupStateRequestTopic()
+		rt.TopicID = topic
+		for p := range int32(25) {
+			rp := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+			rp.Partition, rp.StartOffset = int32(round)*25+p, 0
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		init.Topics = append(init.Topics, rt)
+		resp, err := init.RequestWith(ctxFor(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			switch {
+			case p.ErrorCode == 0:
+				accepted++
+			case p.ErrorCode == kerr.InvalidRequest.Code && p.ErrorMessage != nil:
+				refused++
+			default:
+				t.Fatalf("partition %d: %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	if accepted != max || refused != 100-max {
+		t.Fatalf("%d states accepted, %d refused; want %d and %d", accepted, refused, max, 100-max)
+	}
+	// Writes adding batches to an accepted state are refused as well.
+	w := kmsg.NewPtrWriteShareGroupStateRequest()
+	w.GroupID = "hostile"
+	wt := kmsg.NewWriteShareGroupStateRequestTopic()
+	wt.TopicID = topic
+	wp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+	wp.Partition, wp.StartOffset, wp.LeaderEpoch = 0, 0, 0
+	for o := int64(0); o < 1000; o += 2 {
+		b := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
+		b.FirstOffset, b.LastOffset, b.DeliveryState, b.DeliveryCount = o, o, 2, 1
+		wp.StateBatches = append(wp.StateBatches, b)
+	}
+	wt.Partitions = append(wt.Partitions, wp)
+	w.Topics = append(w.Topics, wt)
+	if resp, err := w.RequestWith(ctxFor(t), cl); err != nil || resp.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("write of 500 batches past the bound: %v %+v", err, resp)
+	}
+	// Deleting ten states makes room for ten others.
+	del := kmsg.NewPtrDeleteShareGroupStateRequest()
+	del.GroupID = "hostile"
+	dt := kmsg.NewDeleteShareGroupStateRequestTopic()
+	dt.TopicID = topic
+	for p := range int32(10) {
+		dp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+		dp.Partition = p
+		dt.Partitions = append(dt.Partitions, dp)
+	}
+	del.Topics = append(del.Topics, dt)
+	if resp, err := del.RequestWith(ctxFor(t), cl); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("delete: %v %+v", err, resp)
+	}
+	init := kmsg.NewPtrInitializeShareGroupStateRequest()
+	init.GroupID = "hostile"
+	rt := kmsg.NewInitializeShareGroupStateRequestTopic()
+	rt.TopicID = topic
+	for p := range int32(10) {
+		rp := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+		rp.Partition = 1000 + p
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	init.Topics = append(init.Topics, rt)
+	resp, err := init.RequestWith(ctxFor(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range resp.Topics[0].Partitions {
+		if p.ErrorCode != 0 {
+			t.Fatalf("partition %d after the delete: %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+}

@@ -43,6 +43,7 @@ type shareStateService struct {
 	createMu sync.Mutex
 	mu       sync.Mutex
 	shards   map[int32]*share.StateShard
+	budget   *share.Budget // bounds what the shards hold
 }
 
 func (s *Server) shareState() *shareStateService {
@@ -51,6 +52,7 @@ func (s *Server) shareState() *shareStateService {
 			srv:    s,
 			log:    internalTopicLog{srv: s, topic: shareStateTopic, loadBuffer: s.cfg.Groups.ShareState.LoadBuffer},
 			shards: map[int32]*share.StateShard{},
+			budget: &share.Budget{Max: s.cfg.Groups.ShareState.MaxEntries},
 		}
 	})
 	return s.shareStateSvc
@@ -97,7 +99,7 @@ func (ss *shareStateService) shard(p int32) (*share.StateShard, int16) {
 	ss.mu.Lock()
 	sh := ss.shards[p]
 	if sh == nil {
-		sh = share.NewStateShard()
+		sh = share.NewStateShard(ss.budget)
 		ss.shards[p] = sh
 	}
 	ss.mu.Unlock()
