@@ -72,14 +72,14 @@ func waitShareState(t *testing.T, cl *kgo.Client, group string, topic [16]byte, 
 }
 
 // shareTombstones counts the tombstones of __share_group_state whose key
-// names group.
-func shareTombstones(t *testing.T, srv *broker.Server, group string) int {
+// names group, reading until it has found want of them (or for 15 s).
+func shareTombstones(t *testing.T, srv *broker.Server, group string, want int) int {
 	t.Helper()
 	cl := newClient(t, srv, kgo.ConsumeTopics("__share_group_state"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	n := 0
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && n < want {
 		fs := cl.PollFetches(ctx)
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Value == nil && bytes.Contains(r.Key, []byte(group)) {
@@ -208,7 +208,7 @@ func TestShareGroupDeleteDeletesState(t *testing.T) {
 			t.Fatalf("partition %d: stored state after the delete (code %v), want none", p, kerr.ErrorForCode(code))
 		}
 	}
-	if n := shareTombstones(t, srv, "sg-del"); n < stored {
+	if n := shareTombstones(t, srv, "sg-del", stored); n < stored {
 		t.Fatalf("%d tombstones of the group in __share_group_state, want at least %d", n, stored)
 	}
 	hb(0)
@@ -249,7 +249,7 @@ func TestShareTopicDeleteDeletesState(t *testing.T) {
 	if code != kerr.InvalidRequest.Code {
 		t.Fatalf("stored state of the deleted topic: %v, want none", kerr.ErrorForCode(code))
 	}
-	if n := shareTombstones(t, srv, "sg-tdel"); n == 0 {
+	if n := shareTombstones(t, srv, "sg-tdel", 1); n == 0 {
 		t.Fatal("no tombstone of the deleted topic's share state")
 	}
 }
