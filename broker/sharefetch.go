@@ -272,9 +272,10 @@ func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches 
 // (Unacquire); one whose write succeeds starts its locks then (Confirm).
 func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 	if time.Until(op.deadline) < shareMinWriteBudget {
-		// Too late to write and still answer in time: the client fetches
+		// Too late to write and still answer in time: answer now (the
+		// acknowledgements' results, or nothing), the client fetches
 		// again.
-		return time.Time{}, false
+		return time.Time{}, true
 	}
 	s := op.c.srv
 	sc := s.shares()
