@@ -194,8 +194,9 @@ func TestShareGroupSurvivesCoordinatorKill(t *testing.T) {
 					k := [2]int64{int64(r.Partition), r.Offset}
 					deliveries[k] = append(deliveries[k], r.DeliveryCount())
 				}
+				before := !killed
 				mu.Unlock()
-				if !killed {
+				if before {
 					time.Sleep(20 * time.Millisecond) // keep some records for after the kill
 				}
 			}
