@@ -55,7 +55,15 @@ func TestShareFetchGivesBackWhatItCouldNotWrite(t *testing.T) {
 		if _, err := read.RequestWith(ctx, admin); err != nil {
 			t.Fatal(err)
 		}
-		coord = c.Leader("__share_group_state", 0)
+		// The leader as Metadata tells it, once the topic is there.
+		md := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("__share_group_state")
+		md.Topics = append(md.Topics, mt)
+		if resp, err := md.RequestWith(ctx, admin); err == nil && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 &&
+			len(resp.Topics[0].Partitions) == 1 && resp.Topics[0].Partitions[0].ErrorCode == 0 {
+			coord = resp.Topics[0].Partitions[0].Leader
+		}
 		if coord < 0 {
 			time.Sleep(100 * time.Millisecond)
 		}
