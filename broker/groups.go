@@ -197,7 +197,7 @@ func handleDescribeGroups(c *conn, x *exchange) {
 func handleDeleteGroups(c *conn, x *exchange) {
 	req := x.req.Body.(*kmsg.DeleteGroupsRequest)
 	denied := c.deniedDeleteGroups(req)
-	shared := deleteShareGroups(c.srv.shares(), req) // sharegroupdescribe.go
+	shared := deleteShareGroups(c.srv, req) // sharegroupdescribe.go
 	resp := c.srv.groups().coord.DeleteGroups(groupClient(c, x), req)
 	resp.Groups = append(resp.Groups, shared...)
 	resp.Groups = append(resp.Groups, denied...)

@@ -88,6 +88,8 @@ func (s *Server) startShareCoordinator() *share.Coordinator {
 	s.ctrl.Listen(func(ch controller.TopicChange) {
 		if ch.Deleted {
 			sc.TopicDeleted(ch.Topic.ID) // its share-partitions go with it
+			id := ch.Topic.ID
+			s.bg.Go(func() { s.shareState().topicDeleted(id) }) // and their stored state
 		}
 	})
 	return sc

@@ -33,10 +33,18 @@ func handleShareAcknowledge(c *conn, x *exchange) {
 		shareFail(x, resp, kerr.ErrorForCode(code).(*kerr.Error), "")
 		return
 	}
+	// The partitions' state writes run together, each bounded by
+	// shareStateTimeout.
 	now := c.srv.clock.Now()
+	deadline := time.Now().Add(shareStateTimeout)
+	type ackTarget struct {
+		t       *shareTarget
+		batches []share.AckBatch
+		code    int16
+		msg     string
+	}
+	var todo []*ackTarget
 	for _, rt := range req.Topics {
-		st := kmsg.NewShareAcknowledgeResponseTopic()
-		st.TopicID = rt.TopicID
 		for _, rp := range rt.Partitions {
 			t := &shareTarget{tp: share.TopicPartition{Topic: rt.TopicID, Partition: rp.Partition}}
 			c.resolveShareTarget(t)
@@ -44,14 +52,26 @@ func handleShareAcknowledge(c *conn, x *exchange) {
 			for _, b := range rp.AcknowledgementBatches {
 				batches = append(batches, share.AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes})
 			}
+			todo = append(todo, &ackTarget{t: t, batches: batches})
+		}
+	}
+	shareParallel(len(todo), func(i int) {
+		a := todo[i]
+		a.code, a.msg = c.srv.shareAcknowledge(group, member, a.t, a.batches, now, deadline)
+	})
+	for _, rt := range req.Topics {
+		st := kmsg.NewShareAcknowledgeResponseTopic()
+		st.TopicID = rt.TopicID
+		for range rt.Partitions {
+			a := todo[0]
+			todo = todo[1:]
 			sp := kmsg.NewShareAcknowledgeResponseTopicPartition()
-			sp.Partition = rp.Partition
-			code, msg := c.srv.shareAcknowledge(group, member, t, batches, now)
-			sp.ErrorCode = code
-			if msg != "" {
-				sp.ErrorMessage = &msg
+			sp.Partition = a.t.tp.Partition
+			sp.ErrorCode = a.code
+			if a.msg != "" {
+				sp.ErrorMessage = &a.msg
 			}
-			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = c.srv.currentLeader(t.part, t.topic, rp.Partition)
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = c.srv.currentLeader(a.t.part, a.t.topic, a.t.tp.Partition)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -27,6 +27,7 @@ package broker
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,6 +65,11 @@ type shareFetchOp struct {
 	member  string
 	targets []*shareTarget
 	byTP    map[share.TopicPartition]*shareTarget
+	// deadline (wall clock) is when the answer must be on its way: the
+	// client gives up on the request not long after its MaxWait (franz-go
+	// 10 s after it, the Java client 30 s after sending), and an answer it
+	// never reads loses the records acquired for it, each one delivery.
+	deadline time.Time
 }
 
 func (op *shareFetchOp) target(tp share.TopicPartition) *shareTarget {
@@ -146,7 +152,8 @@ func handleShareFetch(c *conn, x *exchange) {
 		return
 	}
 	sc := c.srv.shares()
-	op := &shareFetchOp{c: c, x: x, req: req, group: *req.GroupID, member: *req.MemberID, byTP: map[share.TopicPartition]*shareTarget{}}
+	op := &shareFetchOp{c: c, x: x, req: req, group: *req.GroupID, member: *req.MemberID, byTP: map[share.TopicPartition]*shareTarget{},
+		deadline: time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond + shareAnswerMargin)}
 	lim := sc.Limits(op.group)
 	resp.AcquisitionLockTimeoutMillis = int32(lim.LockDuration / time.Millisecond)
 
@@ -182,12 +189,18 @@ func handleShareFetch(c *conn, x *exchange) {
 		shareFail(x, resp, kerr.ErrorForCode(code).(*kerr.Error), "")
 		return
 	}
+	// Each partition's acknowledgements are written before the answer,
+	// the partitions' writes together.
 	now := c.srv.clock.Now()
-	for _, tp := range ackOrder {
-		t := op.target(tp)
-		t.acked = true
-		t.ackCode, t.ackMsg = c.srv.shareAcknowledge(op.group, op.member, t, acks[tp], now)
+	acked := make([]*shareTarget, len(ackOrder))
+	for i, tp := range ackOrder {
+		acked[i] = op.target(tp)
+		acked[i].acked = true
 	}
+	shareParallel(len(acked), func(i int) {
+		t := acked[i]
+		t.ackCode, t.ackMsg = c.srv.shareAcknowledge(op.group, op.member, t, acks[t.tp], now, op.deadline)
+	})
 	if final {
 		sc.CloseSession(op.group, op.member)
 		op.respond(false)
@@ -222,7 +235,7 @@ func handleShareFetch(c *conn, x *exchange) {
 // writes the share-partition's state before answering, as Kafka's
 // SharePartition waits for its persister. Offsets never acquired are
 // INVALID_RECORD_STATE with Kafka's message.
-func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches []share.AckBatch, now time.Time) (int16, string) {
+func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches []share.AckBatch, now, deadline time.Time) (int16, string) {
 	if t.code != 0 {
 		return t.code, ""
 	}
@@ -243,13 +256,27 @@ func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches 
 	if code != 0 {
 		return code, msg
 	}
-	return s.sharePersist(group, t.tp, sp), ""
+	return s.sharePersistBy(group, t.tp, sp, deadline), ""
 }
 
 // acquire acquires records on every fetched partition, within MaxRecords
 // and MaxBytes. It returns the next lock expiry on them and whether the
 // fetch can be answered now (records, or an error).
+//
+// The delivery counts raised are written before the records go out, so a
+// leader move cannot hand them out again as first deliveries. The writes
+// of the partitions run together (at most shareWriteParallel at once), so
+// a slow share coordinator delays the answer by one write rather than one
+// per partition. A partition whose write fails, or ends past the fetch's
+// deadline, gives its acquisition back with the delivery counts as before
+// (Unacquire); one whose write succeeds starts its locks then (Confirm).
 func (op *shareFetchOp) acquire() (next time.Time, done bool) {
+	if time.Until(op.deadline) < shareMinWriteBudget {
+		// Too late to write and still answer in time: answer now (the
+		// acknowledgements' results, or nothing), the client fetches
+		// again.
+		return time.Time{}, true
+	}
 	s := op.c.srv
 	sc := s.shares()
 	lim := sc.Limits(op.group)
@@ -264,6 +291,7 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 	reset := sc.GroupConfig(op.group, "share.auto.offset.reset", "latest")
 	readCommitted := sc.GroupConfig(op.group, "share.isolation.level", "read_uncommitted") == "read_committed"
 	now := s.clock.Now()
+	var acqs []shareAcquisition
 	for _, t := range op.targets {
 		if !t.fetch || t.code != 0 {
 			if t.fetch && t.code != 0 {
@@ -275,7 +303,7 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 			continue
 		}
 		sp := sc.Partition(op.group, t.tp.Topic, t.tp.Partition)
-		code := s.shareLoad(op.group, t.tp, sp, t.part.LeaderEpoch(), lim, func() int64 {
+		code := s.shareLoad(op.group, t.tp, sp, t.part.LeaderEpoch(), lim, op.deadline, func() int64 {
 			return shareResetOffset(t.part.Log(), reset, readCommitted, now)
 		})
 		if code != 0 {
@@ -283,25 +311,125 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 			done = true
 			continue
 		}
+		a := shareAcquisition{t: t, sp: sp, ranges: len(t.acquired), records: len(t.records)}
 		n, size, exp, code := s.shareAcquire(sp, op.member, t, maxRecords, remaining, lim, readCommitted, now)
-		// The delivery counts raised are written before the records go out,
-		// so a leader move cannot hand them out again as first deliveries.
-		s.sharePersist(op.group, t.tp, sp)
 		if code != 0 {
 			t.code = code
 			done = true
-			continue
 		}
 		if !exp.IsZero() && (next.IsZero() || exp.Before(next)) {
 			next = exp
 		}
-		if n > 0 {
-			done = true
-			maxRecords -= n
-			remaining -= size
+		maxRecords -= n
+		remaining -= size
+		a.n = n
+		acqs = append(acqs, a) // written even with nothing acquired: a lock expiry or a start move
+	}
+	shareParallel(len(acqs), func(i int) {
+		acqs[i].code = s.sharePersistBy(op.group, acqs[i].t.tp, acqs[i].sp, op.deadline)
+	})
+	late := time.Now().After(op.deadline)
+	now = s.clock.Now()
+	for _, a := range acqs {
+		t := a.t
+		if a.n == 0 {
+			continue
 		}
+		got := t.acquired[a.ranges:]
+		a.sp.Lock()
+		if a.code != 0 || late {
+			a.sp.Unacquire(op.member, got)
+			got = nil
+		} else {
+			got = a.sp.Confirm(op.member, got, now, lim)
+		}
+		a.sp.Unlock()
+		t.acquired = append(t.acquired[:a.ranges], got...)
+		if len(got) == 0 {
+			t.records = t.records[:a.records]
+			continue
+		}
+		done = true
+		exp := now.Add(lim.LockDuration)
+		if next.IsZero() || exp.Before(next) {
+			next = exp
+		}
+		a.sp.Lock()
+		s.shareScheduleExpiry(op.group, t.tp, a.sp, exp, now)
+		a.sp.Unlock()
 	}
 	return next, done
+}
+
+// shareScheduleExpiry arranges for sp's locks running out at or after at to
+// be released and written when they do (sp's lock held), as Kafka's
+// SharePartition writes its state from the acquisition lock's timer task
+// (and goes ahead with the release should that write fail). Otherwise the
+// release would only be written at the share-partition's next operation,
+// and a leader move before it would bring the records back as still
+// unacknowledged with no record of the expiry.
+func (s *Server) shareScheduleExpiry(group string, tp share.TopicPartition, sp *share.Partition, at, now time.Time) {
+	sp.ScheduleExpiry(at, now, func() {
+		s.bg.Go(func() { s.shareExpire(group, tp, sp) })
+	})
+}
+
+// shareExpire releases sp's locks that ran out and writes the state.
+func (s *Server) shareExpire(group string, tp share.TopicPartition, sp *share.Partition) {
+	sc := s.shares()
+	current := sc.LookupPartition(group, tp.Topic, tp.Partition) == sp // before sp's lock, as the coordinator's
+	sp.Lock()
+	sp.ExpiryFired()
+	if !current {
+		sp.Unlock() // deleted or forgotten since
+		return
+	}
+	now := s.clock.Now()
+	if next := sp.Expire(now, sc.Limits(group)); !next.IsZero() {
+		s.shareScheduleExpiry(group, tp, sp, next, now)
+	}
+	sp.Unlock()
+	s.sharePersist(group, tp, sp)
+}
+
+// shareAcquisition is one partition's acquisition of a fetch, before its
+// state is written: where it starts in the target's acquired ranges and
+// records, how many records it took, and the write's outcome.
+type shareAcquisition struct {
+	t               *shareTarget
+	sp              *share.Partition
+	ranges, records int
+	n               int
+	code            int16
+}
+
+// shareAnswerMargin is how long past its MaxWait a ShareFetch may take to
+// answer: half of franz-go's request timeout overhead (10 s).
+const shareAnswerMargin = 5 * time.Second
+
+// shareMinWriteBudget is the least time before its deadline a fetch needs
+// to acquire (and write) more records.
+const shareMinWriteBudget = time.Second
+
+// shareWriteParallel bounds the state writes one request runs at once.
+const shareWriteParallel = 16
+
+// shareParallel runs fn(0..n-1), at most shareWriteParallel at a time.
+func shareParallel(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	sem := make(chan struct{}, shareWriteParallel)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }
 
 // shareFetchMaxBytes caps a ShareFetch response's records, as Kafka caps
@@ -484,6 +612,15 @@ func (op *shareFetchOp) park(next time.Time) {
 			sp.RemoveWaiter(released)
 		}
 	}()
+	// A release or an append between the first acquire and the waiters'
+	// registration above signalled nobody: acquire once more now that
+	// they are registered, or that wakeup is lost until the wait ends.
+	if n, done := op.acquire(); done {
+		op.respond(true)
+		return
+	} else if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+		next = n
+	}
 	deadline := s.clock.Now().Add(time.Duration(op.req.MaxWaitMillis) * time.Millisecond)
 	for {
 		wait := deadline.Sub(s.clock.Now())

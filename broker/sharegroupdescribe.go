@@ -8,6 +8,7 @@ package broker
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -92,16 +93,25 @@ func addShareGroups(sc *share.Coordinator, req *kmsg.ListGroupsRequest, resp *km
 
 // deleteShareGroups deletes the share groups among req's groups (removing
 // them from req) and returns their answers: NON_EMPTY_GROUP while a member
-// is live, else the group and its share-partitions' state are gone.
-func deleteShareGroups(sc *share.Coordinator, req *kmsg.DeleteGroupsRequest) []kmsg.DeleteGroupsResponseGroup {
+// is live, else the share-partitions' stored state is deleted at the share
+// coordinators (sharestate.go), then the group (kept, with the error,
+// when that fails).
+func deleteShareGroups(s *Server, req *kmsg.DeleteGroupsRequest) []kmsg.DeleteGroupsResponseGroup {
+	sc := s.shares()
 	var out []kmsg.DeleteGroupsResponseGroup
 	req.Groups = slices.DeleteFunc(req.Groups, func(id string) bool {
-		code, ok := sc.Delete(id)
-		if !ok {
+		if !sc.IsShareGroup(id) {
 			return false
 		}
 		r := kmsg.NewDeleteGroupsResponseGroup()
-		r.Group, r.ErrorCode = id, code
+		r.Group = id
+		if !sc.GroupEmpty(id) {
+			r.ErrorCode = kerr.NonEmptyGroup.Code
+		} else if code := s.shareState().deleteGroup(id, time.Now().Add(shareStateTimeout)); code != 0 {
+			r.ErrorCode = code
+		} else {
+			r.ErrorCode, _ = sc.Delete(id)
+		}
 		out = append(out, r)
 		return true
 	})

@@ -12,6 +12,8 @@ package broker
 // state, has StartOffset -1.
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -170,9 +172,10 @@ func handleAlterShareGroupOffsets(c *conn, x *exchange) {
 				// leader, fenced at its next write, reads it again.
 				k := share.StateKey{Group: req.GroupID, Topic: ti.ID, Partition: rp.Partition}
 				ss := c.srv.shareState()
-				st, _, code := ss.persistRead(k, -1)
+				deadline := time.Now().Add(shareStateTimeout)
+				st, _, code := ss.persistRead(k, -1, deadline)
 				if code == 0 {
-					code = ss.persistInitialize(k, st.StateEpoch+1, start)
+					code = ss.persistInitialize(k, st.StateEpoch+1, start, deadline)
 				}
 				p.ErrorCode = code
 			}
@@ -218,7 +221,7 @@ func handleDeleteShareGroupOffsets(c *conn, x *exchange) {
 			}
 			for p := range int32(len(ti.Partitions)) {
 				k := share.StateKey{Group: req.GroupID, Topic: ti.ID, Partition: p}
-				if code := c.srv.shareState().persistDelete(k); code != 0 && t.ErrorCode == 0 {
+				if code := c.srv.shareState().persistDelete(k, time.Now().Add(shareStateTimeout)); code != 0 && t.ErrorCode == 0 {
 					t.ErrorCode = code
 				}
 			}

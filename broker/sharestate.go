@@ -43,6 +43,7 @@ type shareStateService struct {
 	createMu sync.Mutex
 	mu       sync.Mutex
 	shards   map[int32]*share.StateShard
+	budget   *share.Budget // bounds what the shards hold
 }
 
 func (s *Server) shareState() *shareStateService {
@@ -51,6 +52,7 @@ func (s *Server) shareState() *shareStateService {
 			srv:    s,
 			log:    internalTopicLog{srv: s, topic: shareStateTopic, loadBuffer: s.cfg.Groups.ShareState.LoadBuffer},
 			shards: map[int32]*share.StateShard{},
+			budget: &share.Budget{Max: s.cfg.Groups.ShareState.MaxEntries},
 		}
 	})
 	return s.shareStateSvc
@@ -97,7 +99,7 @@ func (ss *shareStateService) shard(p int32) (*share.StateShard, int16) {
 	ss.mu.Lock()
 	sh := ss.shards[p]
 	if sh == nil {
-		sh = share.NewStateShard()
+		sh = share.NewStateShard(ss.budget)
 		ss.shards[p] = sh
 	}
 	ss.mu.Unlock()
@@ -129,13 +131,27 @@ func (ss *shareStateService) shard(p int32) (*share.StateShard, int16) {
 	return sh, 0
 }
 
-// appendRecords writes recs to partition p with acks=all.
-func (ss *shareStateService) appendRecords(p int32, recs []share.StateRecord) int16 {
+// appendRecords writes recs to partition p with acks=all, waiting for the
+// in-sync replicas until deadline at most (and internalAppendTimeout): a
+// share-partition leader that must answer its client by then gains
+// nothing from a longer wait for a follower that is gone.
+func (ss *shareStateService) appendRecords(p int32, recs []share.StateRecord, deadline time.Time) int16 {
 	b := recordbatch.NewBuilder(ss.srv.clock.Now().UnixMilli())
 	for _, r := range recs {
 		b.Add(r.Key, r.Value)
 	}
-	if err := ss.log.Append(p, b.Build()); err != nil {
+	part, err := ss.log.partition(p)
+	if err != nil {
+		return kerr.NotCoordinator.Code
+	}
+	if part.NotEnoughReplicas() {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	info, err := ss.srv.appendAsLeader(part, b.Build())
+	if err == nil {
+		err = part.WaitReplicated(info.LastOffset+1, min(internalAppendTimeout, time.Until(deadline)), ss.srv.closing)
+	}
+	if err != nil {
 		var ke *kerr.Error
 		if errors.As(err, &ke) && ke == kerr.NotLeaderForPartition {
 			return kerr.NotCoordinator.Code
@@ -163,7 +179,7 @@ func (ss *shareStateService) localPartition(k share.StateKey) (int32, int16) {
 }
 
 // write is WriteShareGroupState for one share-partition, here.
-func (ss *shareStateService) write(k share.StateKey, stateEpoch, leaderEpoch int32, start int64, bs []share.StateBatch) (int16, string) {
+func (ss *shareStateService) write(k share.StateKey, stateEpoch, leaderEpoch int32, start int64, bs []share.StateBatch, deadline time.Time) (int16, string) {
 	p, code := ss.localPartition(k)
 	if code != 0 {
 		return code, ""
@@ -177,7 +193,7 @@ func (ss *shareStateService) write(k share.StateKey, stateEpoch, leaderEpoch int
 	if code != 0 {
 		return code, msg
 	}
-	if code := ss.appendRecords(p, []share.StateRecord{rec}); code != 0 {
+	if code := ss.appendRecords(p, []share.StateRecord{rec}, deadline); code != 0 {
 		return code, ""
 	}
 	apply()
@@ -185,7 +201,7 @@ func (ss *shareStateService) write(k share.StateKey, stateEpoch, leaderEpoch int
 }
 
 // initialize is InitializeShareGroupState for one share-partition, here.
-func (ss *shareStateService) initialize(k share.StateKey, stateEpoch int32, start int64) (int16, string) {
+func (ss *shareStateService) initialize(k share.StateKey, stateEpoch int32, start int64, deadline time.Time) (int16, string) {
 	p, code := ss.localPartition(k)
 	if code != 0 {
 		return code, ""
@@ -199,7 +215,7 @@ func (ss *shareStateService) initialize(k share.StateKey, stateEpoch int32, star
 	if code != 0 {
 		return code, msg
 	}
-	if code := ss.appendRecords(p, []share.StateRecord{rec}); code != 0 {
+	if code := ss.appendRecords(p, []share.StateRecord{rec}, deadline); code != 0 {
 		return code, ""
 	}
 	apply()
@@ -207,8 +223,7 @@ func (ss *shareStateService) initialize(k share.StateKey, stateEpoch int32, star
 }
 
 // read returns a share-partition's state here; found is false for a key
-// never written (Kafka answers it with StartOffset -1). A read with a
-// leader epoch (not -1) records it, fencing older leaders' writes.
+// never written (Kafka answers it with StartOffset -1).
 func (ss *shareStateService) read(k share.StateKey) (st share.SPState, found bool, code int16) {
 	p, code := ss.localPartition(k)
 	if code != 0 {
@@ -227,7 +242,7 @@ func (ss *shareStateService) read(k share.StateKey) (st share.SPState, found boo
 }
 
 // delete is DeleteShareGroupState for one share-partition, here.
-func (ss *shareStateService) delete(k share.StateKey) int16 {
+func (ss *shareStateService) delete(k share.StateKey, deadline time.Time) int16 {
 	p, code := ss.localPartition(k)
 	if code != 0 {
 		return code
@@ -241,25 +256,77 @@ func (ss *shareStateService) delete(k share.StateKey) int16 {
 	if !ok {
 		return 0
 	}
-	if code := ss.appendRecords(p, recs); code != 0 {
+	if code := ss.appendRecords(p, recs, deadline); code != 0 {
 		return code
 	}
 	apply()
 	return 0
 }
 
-// shareStateTimeout bounds one persister call to another broker.
+// shareStateTimeout bounds a persister call with no tighter deadline.
 const shareStateTimeout = 10 * time.Second
+
+// persistCall is one persister call for one share-partition, as Kafka's
+// PersisterStateManager makes it: to the coordinator of k (the leader of
+// its __share_group_state partition), answered by local when that is
+// this broker, else sent as req, the partition's answer taken by extract
+// (ok false: the response does not hold it). A coordinator that is gone
+// (not found, unreachable, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+// COORDINATOR_LOAD_IN_PROGRESS) is looked up again after a short backoff,
+// until deadline: a call never waits on a dead broker for longer than one
+// failed connection.
+func persistCall[R any](ss *shareStateService, k share.StateKey, deadline time.Time, local func() (R, int16), req kmsg.Request, extract func(kmsg.Response) (R, int16, bool)) (R, int16) {
+	backoff := shareStateBackoff
+	for {
+		var r R
+		code := kerr.CoordinatorNotAvailable.Code
+		_, leader, err := ss.coordinatorFor(k)
+		switch {
+		case err != nil || leader < 0:
+		case leader == ss.srv.cfg.NodeID:
+			r, code = local()
+		default:
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			kresp, err := ss.srv.sendToBroker(ctx, leader, req)
+			cancel()
+			if err == nil {
+				var ok bool
+				if r, code, ok = extract(kresp); !ok {
+					code = kerr.CoordinatorNotAvailable.Code
+				}
+			}
+		}
+		switch code {
+		case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code:
+		default:
+			return r, code
+		}
+		if time.Until(deadline) <= backoff {
+			return r, code
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ss.srv.closing:
+			t.Stop()
+			return r, code
+		}
+		backoff = min(2*backoff, shareStateMaxBackoff)
+	}
+}
+
+// Backoffs between lookups of a share coordinator that is gone.
+const (
+	shareStateBackoff    = 50 * time.Millisecond
+	shareStateMaxBackoff = 500 * time.Millisecond
+)
 
 // persistRead reads a share-partition's state from its coordinator, here
 // or on another broker (the share-partition leader's side).
-func (ss *shareStateService) persistRead(k share.StateKey, leaderEpoch int32) (share.SPState, bool, int16) {
-	_, leader, err := ss.coordinatorFor(k)
-	if err != nil || leader < 0 {
-		return share.SPState{}, false, kerr.CoordinatorNotAvailable.Code
-	}
-	if leader == ss.srv.cfg.NodeID {
-		return ss.read(k)
+func (ss *shareStateService) persistRead(k share.StateKey, leaderEpoch int32, deadline time.Time) (share.SPState, bool, int16) {
+	type result struct {
+		st    share.SPState
+		found bool
 	}
 	req := kmsg.NewPtrReadShareGroupStateRequest()
 	req.GroupID = k.Group
@@ -269,43 +336,32 @@ func (ss *shareStateService) persistRead(k share.StateKey, leaderEpoch int32) (s
 	rp.Partition, rp.LeaderEpoch = k.Partition, leaderEpoch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), shareStateTimeout)
-	defer cancel()
-	kresp, err := ss.srv.sendToBroker(ctx, leader, req)
-	if err != nil {
-		return share.SPState{}, false, kerr.CoordinatorNotAvailable.Code
-	}
-	resp := kresp.(*kmsg.ReadShareGroupStateResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return share.SPState{}, false, kerr.CoordinatorNotAvailable.Code
-	}
-	p := resp.Topics[0].Partitions[0]
-	if p.ErrorCode == kerr.InvalidRequest.Code {
-		return share.SPState{}, false, 0 // no state (Kafka's "Data not found")
-	}
-	if p.ErrorCode != 0 {
-		return share.SPState{}, false, p.ErrorCode
-	}
-	if p.StartOffset < 0 {
-		return share.SPState{}, false, 0
-	}
-	st := share.SPState{StateEpoch: p.StateEpoch, LeaderEpoch: leaderEpoch, StartOffset: p.StartOffset}
-	for _, b := range p.StateBatches {
-		st.Batches = append(st.Batches, share.StateBatch{First: b.FirstOffset, Last: b.LastOffset, State: b.DeliveryState, Count: b.DeliveryCount})
-	}
-	return st, true, 0
+	res, code := persistCall(ss, k, deadline, func() (result, int16) {
+		st, found, code := ss.read(k)
+		return result{st, found}, code
+	}, req, func(kr kmsg.Response) (result, int16, bool) {
+		resp := kr.(*kmsg.ReadShareGroupStateResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return result{}, 0, false
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode == kerr.InvalidRequest.Code || p.ErrorCode == 0 && p.StartOffset < 0 {
+			return result{}, 0, true // no state (Kafka's "Data not found")
+		}
+		if p.ErrorCode != 0 {
+			return result{}, p.ErrorCode, true
+		}
+		st := share.SPState{StateEpoch: p.StateEpoch, LeaderEpoch: leaderEpoch, StartOffset: p.StartOffset}
+		for _, b := range p.StateBatches {
+			st.Batches = append(st.Batches, share.StateBatch{First: b.FirstOffset, Last: b.LastOffset, State: b.DeliveryState, Count: b.DeliveryCount})
+		}
+		return result{st, true}, 0, true
+	})
+	return res.st, res.found, code
 }
 
 // persistWrite writes a share-partition's state to its coordinator.
-func (ss *shareStateService) persistWrite(k share.StateKey, stateEpoch, leaderEpoch int32, start int64, bs []share.StateBatch) int16 {
-	_, leader, err := ss.coordinatorFor(k)
-	if err != nil || leader < 0 {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	if leader == ss.srv.cfg.NodeID {
-		code, _ := ss.write(k, stateEpoch, leaderEpoch, start, bs)
-		return code
-	}
+func (ss *shareStateService) persistWrite(k share.StateKey, stateEpoch, leaderEpoch int32, start int64, bs []share.StateBatch, deadline time.Time) int16 {
 	req := kmsg.NewPtrWriteShareGroupStateRequest()
 	req.GroupID = k.Group
 	rt := kmsg.NewWriteShareGroupStateRequestTopic()
@@ -319,30 +375,22 @@ func (ss *shareStateService) persistWrite(k share.StateKey, stateEpoch, leaderEp
 	}
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), shareStateTimeout)
-	defer cancel()
-	kresp, err := ss.srv.sendToBroker(ctx, leader, req)
-	if err != nil {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	resp := kresp.(*kmsg.WriteShareGroupStateResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	return resp.Topics[0].Partitions[0].ErrorCode
+	_, code := persistCall(ss, k, deadline, func() (struct{}, int16) {
+		code, _ := ss.write(k, stateEpoch, leaderEpoch, start, bs, deadline)
+		return struct{}{}, code
+	}, req, func(kr kmsg.Response) (struct{}, int16, bool) {
+		resp := kr.(*kmsg.WriteShareGroupStateResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return struct{}{}, 0, false
+		}
+		return struct{}{}, resp.Topics[0].Partitions[0].ErrorCode, true
+	})
+	return code
 }
 
 // persistInitialize sets a share-partition's state epoch and start
 // offset at its coordinator (InitializeShareGroupState).
-func (ss *shareStateService) persistInitialize(k share.StateKey, stateEpoch int32, start int64) int16 {
-	_, leader, err := ss.coordinatorFor(k)
-	if err != nil || leader < 0 {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	if leader == ss.srv.cfg.NodeID {
-		code, _ := ss.initialize(k, stateEpoch, start)
-		return code
-	}
+func (ss *shareStateService) persistInitialize(k share.StateKey, stateEpoch int32, start int64, deadline time.Time) int16 {
 	req := kmsg.NewPtrInitializeShareGroupStateRequest()
 	req.GroupID = k.Group
 	rt := kmsg.NewInitializeShareGroupStateRequestTopic()
@@ -351,28 +399,21 @@ func (ss *shareStateService) persistInitialize(k share.StateKey, stateEpoch int3
 	rp.Partition, rp.StateEpoch, rp.StartOffset = k.Partition, stateEpoch, start
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), shareStateTimeout)
-	defer cancel()
-	kresp, err := ss.srv.sendToBroker(ctx, leader, req)
-	if err != nil {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	resp := kresp.(*kmsg.InitializeShareGroupStateResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	return resp.Topics[0].Partitions[0].ErrorCode
+	_, code := persistCall(ss, k, deadline, func() (struct{}, int16) {
+		code, _ := ss.initialize(k, stateEpoch, start, deadline)
+		return struct{}{}, code
+	}, req, func(kr kmsg.Response) (struct{}, int16, bool) {
+		resp := kr.(*kmsg.InitializeShareGroupStateResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return struct{}{}, 0, false
+		}
+		return struct{}{}, resp.Topics[0].Partitions[0].ErrorCode, true
+	})
+	return code
 }
 
 // persistDelete deletes a share-partition's state at its coordinator.
-func (ss *shareStateService) persistDelete(k share.StateKey) int16 {
-	_, leader, err := ss.coordinatorFor(k)
-	if err != nil || leader < 0 {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	if leader == ss.srv.cfg.NodeID {
-		return ss.delete(k)
-	}
+func (ss *shareStateService) persistDelete(k share.StateKey, deadline time.Time) int16 {
 	req := kmsg.NewPtrDeleteShareGroupStateRequest()
 	req.GroupID = k.Group
 	rt := kmsg.NewDeleteShareGroupStateRequestTopic()
@@ -381,17 +422,16 @@ func (ss *shareStateService) persistDelete(k share.StateKey) int16 {
 	rp.Partition = k.Partition
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), shareStateTimeout)
-	defer cancel()
-	kresp, err := ss.srv.sendToBroker(ctx, leader, req)
-	if err != nil {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	resp := kresp.(*kmsg.DeleteShareGroupStateResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	return resp.Topics[0].Partitions[0].ErrorCode
+	_, code := persistCall(ss, k, deadline, func() (struct{}, int16) {
+		return struct{}{}, ss.delete(k, deadline)
+	}, req, func(kr kmsg.Response) (struct{}, int16, bool) {
+		resp := kr.(*kmsg.DeleteShareGroupStateResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return struct{}{}, 0, false
+		}
+		return struct{}{}, resp.Topics[0].Partitions[0].ErrorCode, true
+	})
+	return code
 }
 
 // sharePersist writes sp's state if it changed since its last write: the
@@ -400,7 +440,15 @@ func (ss *shareStateService) persistDelete(k share.StateKey) int16 {
 // share-partition are ordered (WriteLock), each carrying the whole
 // in-flight window (at most share.partition.max.record.locks offsets).
 func (s *Server) sharePersist(group string, tp share.TopicPartition, sp *share.Partition) int16 {
-	sp.WriteLock()
+	return s.sharePersistBy(group, tp, sp, time.Now().Add(shareStateTimeout))
+}
+
+// sharePersistBy is sharePersist giving up at deadline (waiting for an
+// earlier write of sp included).
+func (s *Server) sharePersistBy(group string, tp share.TopicPartition, sp *share.Partition, deadline time.Time) int16 {
+	if !sp.WriteLockBy(deadline) {
+		return kerr.RequestTimedOut.Code
+	}
 	defer sp.WriteUnlock()
 	sp.Lock()
 	start, batches, version, changed := sp.Snapshot()
@@ -410,7 +458,7 @@ func (s *Server) sharePersist(group string, tp share.TopicPartition, sp *share.P
 		return 0
 	}
 	k := share.StateKey{Group: group, Topic: tp.Topic, Partition: tp.Partition}
-	code := s.shareState().persistWrite(k, stateEpoch, leaderEpoch, start, batches)
+	code := s.shareState().persistWrite(k, stateEpoch, leaderEpoch, start, batches, deadline)
 	switch code {
 	case 0:
 		sp.Lock()
@@ -433,8 +481,10 @@ func (s *Server) sharePersist(group string, tp share.TopicPartition, sp *share.P
 // state from the coordinator; with none, init starts it (from
 // share.auto.offset.reset) and the start is written. Called without sp's
 // lock.
-func (s *Server) shareLoad(group string, tp share.TopicPartition, sp *share.Partition, leaderEpoch int32, lim share.Limits, init func() int64) int16 {
-	sp.WriteLock()
+func (s *Server) shareLoad(group string, tp share.TopicPartition, sp *share.Partition, leaderEpoch int32, lim share.Limits, deadline time.Time, init func() int64) int16 {
+	if !sp.WriteLockBy(deadline) {
+		return kerr.RequestTimedOut.Code
+	}
 	defer sp.WriteUnlock()
 	sp.Lock()
 	current := sp.Initialized() && sp.LeaderEpoch() == leaderEpoch
@@ -443,7 +493,7 @@ func (s *Server) shareLoad(group string, tp share.TopicPartition, sp *share.Part
 		return 0
 	}
 	k := share.StateKey{Group: group, Topic: tp.Topic, Partition: tp.Partition}
-	st, found, code := s.shareState().persistRead(k, leaderEpoch)
+	st, found, code := s.shareState().persistRead(k, leaderEpoch, deadline)
 	if code != 0 {
 		return code
 	}
@@ -457,4 +507,122 @@ func (s *Server) shareLoad(group string, tp share.TopicPartition, sp *share.Part
 	sp.Init(init())
 	sp.SetEpochs(leaderEpoch, 0)
 	return 0
+}
+
+// deleteGroup deletes the stored state of every share-partition of group
+// at its coordinators, as Kafka's group coordinator does when it deletes a
+// share group (DeleteShareGroupState: tombstones in __share_group_state),
+// so that a group of that id created again starts from
+// share.auto.offset.reset. Strait's group coordinator does not record which
+// partitions a group initialized (Kafka's ShareGroupStatePartitionMetadata),
+// so every partition of every topic is named, in one request per
+// coordinator (shareDeleteChunk partitions at most each): a key with no
+// state costs its coordinator one map lookup.
+func (ss *shareStateService) deleteGroup(group string, deadline time.Time) int16 {
+	st, ok := ss.srv.ctrl.Topic(shareStateTopic)
+	if !ok || len(st.Partitions) == 0 {
+		return 0 // no share state was ever written
+	}
+	n := int32(len(st.Partitions))
+	byLeader := map[int32][]share.StateKey{}
+	for _, ti := range ss.srv.ctrl.Topics() {
+		if ti.Name == shareStateTopic {
+			continue
+		}
+		for p := range int32(len(ti.Partitions)) {
+			k := share.StateKey{Group: group, Topic: ti.ID, Partition: p}
+			leader := st.Partitions[recordbatch.PartitionFor(k.CoordinatorKey(), n)].Leader
+			byLeader[leader] = append(byLeader[leader], k)
+		}
+	}
+	var first int16
+	fail := func(code int16) {
+		if code != 0 && first == 0 {
+			first = code
+		}
+	}
+	for leader, keys := range byLeader {
+		switch {
+		case leader < 0:
+			fail(kerr.CoordinatorNotAvailable.Code)
+		case leader == ss.srv.cfg.NodeID:
+			for _, k := range keys {
+				fail(ss.delete(k, deadline))
+			}
+		default:
+			for len(keys) > 0 {
+				chunk := keys[:min(len(keys), shareDeleteChunk)]
+				keys = keys[len(chunk):]
+				fail(ss.sendDeletes(leader, group, chunk, deadline))
+			}
+		}
+	}
+	return first
+}
+
+// shareDeleteChunk bounds the partitions of one DeleteShareGroupState a
+// group's deletion sends.
+const shareDeleteChunk = 10000
+
+// sendDeletes sends one DeleteShareGroupState for keys (one group) to
+// broker leader and returns the first error.
+func (ss *shareStateService) sendDeletes(leader int32, group string, keys []share.StateKey, deadline time.Time) int16 {
+	req := kmsg.NewPtrDeleteShareGroupStateRequest()
+	req.GroupID = group
+	idx := map[[16]byte]int{}
+	for _, k := range keys {
+		i, ok := idx[k.Topic]
+		if !ok {
+			i = len(req.Topics)
+			idx[k.Topic] = i
+			rt := kmsg.NewDeleteShareGroupStateRequestTopic()
+			rt.TopicID = k.Topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+		rp.Partition = k.Partition
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	kresp, err := ss.srv.sendToBroker(ctx, leader, req)
+	if err != nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	for _, rt := range kresp.(*kmsg.DeleteShareGroupStateResponse).Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				return rp.ErrorCode
+			}
+		}
+	}
+	return 0
+}
+
+// topicDeleted deletes the stored share-partition states of a deleted
+// topic in the __share_group_state partitions this broker leads, as
+// Kafka's share coordinator does when its topic is deleted: every broker
+// is told of the deletion and tombstones the keys its shards hold.
+func (ss *shareStateService) topicDeleted(id [16]byte) {
+	st, ok := ss.srv.ctrl.Topic(shareStateTopic)
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(shareStateTimeout)
+	for p := range int32(len(st.Partitions)) {
+		if st.Partitions[p].Leader != ss.srv.cfg.NodeID {
+			continue
+		}
+		sh, code := ss.shard(p)
+		if code != 0 {
+			continue
+		}
+		keys := sh.Keys(func(k share.StateKey) bool { return k.Topic == id })
+		sh.Unlock()
+		for _, k := range keys {
+			if code := ss.delete(k, deadline); code != 0 {
+				ss.srv.logger.Warn("deleting a deleted topic's share state failed", "partition", k.Partition, "err", kerr.ErrorForCode(code))
+			}
+		}
+	}
 }

@@ -13,6 +13,8 @@ package broker
 // no error; an empty group id answers no topics (all as Kafka 4.4).
 
 import (
+	"time"
+
 	"encoding/base64"
 	"strconv"
 
@@ -72,7 +74,7 @@ func handleInitializeShareGroupState(c *conn, x *exchange) {
 				if code == 0 {
 					k := share.StateKey{Group: req.GroupID, Topic: rt.TopicID, Partition: rp.Partition}
 					var m string
-					p.ErrorCode, m = c.srv.shareState().initialize(k, rp.StateEpoch, rp.StartOffset)
+					p.ErrorCode, m = c.srv.shareState().initialize(k, rp.StateEpoch, rp.StartOffset, time.Now().Add(internalAppendTimeout))
 					if m != "" {
 						p.ErrorMessage = &m
 					}
@@ -151,7 +153,7 @@ func handleWriteShareGroupState(c *conn, x *exchange) {
 						p.ErrorCode, p.ErrorMessage = kerr.InvalidRequest.Code, strp("Invalid state batch.")
 					} else {
 						var m string
-						p.ErrorCode, m = c.srv.shareState().write(k, rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset, bs)
+						p.ErrorCode, m = c.srv.shareState().write(k, rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset, bs, time.Now().Add(internalAppendTimeout))
 						if m != "" {
 							p.ErrorMessage = &m
 						}
@@ -181,7 +183,7 @@ func handleDeleteShareGroupState(c *conn, x *exchange) {
 				p.Partition, p.ErrorCode, p.ErrorMessage = rp.Partition, code, msg
 				if code == 0 {
 					k := share.StateKey{Group: req.GroupID, Topic: rt.TopicID, Partition: rp.Partition}
-					p.ErrorCode = c.srv.shareState().delete(k)
+					p.ErrorCode = c.srv.shareState().delete(k, time.Now().Add(internalAppendTimeout))
 				}
 				t.Partitions = append(t.Partitions, p)
 			}
@@ -230,5 +232,5 @@ func handleReadShareGroupStateSummary(c *conn, x *exchange) {
 // leader epoch (ReadShareGroupStateSummary, here or at the coordinator),
 // for DescribeShareGroupOffsets: found is false with no state.
 func (s *Server) shareStateSummary(k share.StateKey) (share.SPState, bool, int16) {
-	return s.shareState().persistRead(k, -1)
+	return s.shareState().persistRead(k, -1, time.Now().Add(shareStateTimeout))
 }

@@ -43,10 +43,11 @@ var straitDefaults = map[string]string{
 	"etcd.prefix":    "/strait",
 	"etcd.endpoints": "", // empty: the embedded etcd
 
-	"strait.max.decompressed.batch.bytes": "0", // no cap
-	"strait.fd.reserve":                   "256",
-	"strait.log.segment.open.files.max":   "4096",
-	"strait.http.listener":                "", // off
+	"strait.max.decompressed.batch.bytes":        "0", // no cap
+	"strait.fd.reserve":                          "256",
+	"strait.log.segment.open.files.max":          "4096",
+	"strait.http.listener":                       "", // off
+	"strait.share.coordinator.max.state.entries": "2000000",
 }
 
 // internalDefaults are Kafka's defaults of the internal keys Strait acts on,

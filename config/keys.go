@@ -31,6 +31,9 @@ var straitKeys = map[string]configType{
 	// Sealed segments' log files kept open while idle (default 4096);
 	// Log.SegmentOpenFilesMax.
 	"strait.log.segment.open.files.max": typeInt,
+	// Share-partition states and state batches a broker's share
+	// coordinator holds (default 2,000,000); Groups.ShareState.MaxEntries.
+	"strait.share.coordinator.max.state.entries": typeLong,
 	// Strait's HTTP listener (metrics, health probes); HTTP.Listener.
 	"strait.http.listener": typeString,
 	// The embedded etcd as one member of a cluster, in the style of etcd's

@@ -138,6 +138,7 @@ type ShareStateTopic struct {
 	SegmentBytes  int64 // share.coordinator.state.topic.segment.bytes (100 MiB)
 	LoadBuffer    int64 // share.coordinator.load.buffer.size (5 MiB)
 	SnapshotEvery int32 // share.coordinator.snapshot.update.records.per.snapshot (500)
+	MaxEntries    int64 // strait.share.coordinator.max.state.entries (2,000,000): states plus their batches held
 }
 
 func parseGroups(p *props) (Groups, []string) {
@@ -173,6 +174,7 @@ func parseGroups(p *props) (Groups, []string) {
 			SegmentBytes:  int64(p.intAtLeast("share.coordinator.state.topic.segment.bytes", 1)),
 			LoadBuffer:    int64(p.intAtLeast("share.coordinator.load.buffer.size", 1)),
 			SnapshotEvery: p.intAtLeast("share.coordinator.snapshot.update.records.per.snapshot", 0),
+			MaxEntries:    p.longAtLeast("strait.share.coordinator.max.state.entries", 1),
 		},
 		StreamsSessionTimeout:    ms("group.streams.session.timeout.ms", 1),
 		StreamsHeartbeatInterval: ms("group.streams.heartbeat.interval.ms", 1),

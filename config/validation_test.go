@@ -64,6 +64,7 @@ var invalidCases = []struct {
 	{"strait.max.decompressed.batch.bytes", "-1", nil, "Invalid value -1 for configuration strait.max.decompressed.batch.bytes: Value must be at least 0"},
 	{"strait.fd.reserve", "-1", nil, "Invalid value -1 for configuration strait.fd.reserve: Value must be at least 0"},
 	{"strait.log.segment.open.files.max", "0", nil, "Invalid value 0 for configuration strait.log.segment.open.files.max: Value must be at least 1"},
+	{"strait.share.coordinator.max.state.entries", "0", nil, "Invalid value 0 for configuration strait.share.coordinator.max.state.entries: Value must be at least 1"},
 	{"alter.config.policy.class.name", "com.example.Plugin", nil, "Invalid value com.example.Plugin for configuration alter.config.policy.class.name: Strait cannot load classes, and ignoring this one would change what the broker does; remove the key"},
 	{"client.quota.callback.class", "com.example.Plugin", nil, "Invalid value com.example.Plugin for configuration client.quota.callback.class: Strait cannot load classes, and ignoring this one would change what the broker does; remove the key"},
 	{"create.topic.policy.class.name", "com.example.Plugin", nil, "Invalid value com.example.Plugin for configuration create.topic.policy.class.name: Strait cannot load classes, and ignoring this one would change what the broker does; remove the key"},

@@ -96,10 +96,32 @@ type Partition struct {
 	stateEpoch  int32
 	version     uint64
 	persisted   uint64
-	// writeMu orders the writes of this share-partition's state, so a
-	// later snapshot of it is never overtaken by an earlier one.
-	writeMu sync.Mutex
+	// writeSem orders the writes of this share-partition's state, so a
+	// later snapshot of it is never overtaken by an earlier one; a channel
+	// so that a writer with a deadline can give up waiting.
+	writeSem chan struct{}
+	// expiry fires at expiryAt, the earliest lock deadline scheduled, so
+	// that a lock running out is written when it happens (ScheduleExpiry).
+	expiry   *time.Timer
+	expiryAt time.Time
 }
+
+// ScheduleExpiry arranges for fn to run (on its own goroutine) at the lock
+// deadline at, unless a call is already due by then (the lock held); now
+// is the broker clock's time. fn calls ExpiryFired first.
+func (p *Partition) ScheduleExpiry(at, now time.Time, fn func()) {
+	if p.expiry != nil && !p.expiryAt.After(at) {
+		return
+	}
+	if p.expiry != nil {
+		p.expiry.Stop()
+	}
+	p.expiryAt = at
+	p.expiry = time.AfterFunc(max(at.Sub(now), 0)+time.Millisecond, fn)
+}
+
+// ExpiryFired forgets the timer that fired (the lock held).
+func (p *Partition) ExpiryFired() { p.expiry, p.expiryAt = nil, time.Time{} }
 
 // AddWaiter parks ch (buffered, one slot) until RemoveWaiter.
 func (p *Partition) AddWaiter(ch chan struct{}) {
@@ -230,9 +252,44 @@ func (p *Partition) Persisted(version uint64) {
 	}
 }
 
-// WriteLock and WriteUnlock order the state's writes (taken before Lock).
-func (p *Partition) WriteLock()   { p.writeMu.Lock() }
-func (p *Partition) WriteUnlock() { p.writeMu.Unlock() }
+// WriteLockBy and WriteUnlock order the state's writes (taken before
+// Lock). WriteLockBy waits until deadline at most (zero: no deadline) and
+// reports whether it got the write lock.
+func (p *Partition) WriteLockBy(deadline time.Time) bool {
+	p.mu.Lock()
+	if p.writeSem == nil {
+		p.writeSem = make(chan struct{}, 1)
+	}
+	sem := p.writeSem
+	p.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return true
+	default:
+	}
+	if deadline.IsZero() {
+		sem <- struct{}{}
+		return true
+	}
+	d := time.Until(deadline)
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case sem <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// WriteLock is WriteLockBy with no deadline.
+func (p *Partition) WriteLock() { p.WriteLockBy(time.Time{}) }
+
+// WriteUnlock releases the write lock.
+func (p *Partition) WriteUnlock() { <-p.writeSem }
 
 // Start is the share-partition start offset; End the first offset never
 // acquired (the lock held).
@@ -408,6 +465,69 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, now 
 		}
 	}
 	p.advance()
+	return out
+}
+
+// Unacquire gives back an acquisition that will not go out, its state
+// write having failed or ended too late for the answer to reach the
+// client (the lock held): each record of acq still held by member at that
+// delivery count, or released meanwhile by its lock running out, is
+// available again with the count it had before, as Kafka's SharePartition
+// rolls a state transition back when its persister write fails. A
+// coordinator outage then costs no delivery attempt: otherwise each fetch
+// answered late would raise the counts until the delivery limit archived
+// records no consumer ever received.
+func (p *Partition) Unacquire(member string, acq []AcquiredRange) {
+	for _, a := range acq {
+		for off := max(a.First, p.start); off <= a.Last && off < p.End(); off++ {
+			r := &p.recs[off-p.start]
+			if r.deliveries != a.DeliveryCount || !(r.state == Acquired && r.member == member || r.state == Available) {
+				continue
+			}
+			r.state, r.member, r.deadline = Available, "", time.Time{}
+			r.deliveries--
+			p.version++
+		}
+	}
+	// Offsets at the end never delivered leave the window again.
+	for len(p.recs) > 0 {
+		r := p.recs[len(p.recs)-1]
+		if r.state != Available || r.deliveries != 0 {
+			break
+		}
+		p.recs = p.recs[:len(p.recs)-1]
+	}
+	if len(p.recs) == 0 {
+		p.recs = nil
+	}
+	// No parked fetch is woken: its write would most likely fail the same
+	// way; the records go to the next fetch.
+}
+
+// Confirm starts the locks of an acquisition whose state was written, as
+// its records go out now (the lock held): the write may have taken a good
+// part of the lock duration. A record whose lock ran out during the write
+// is taken back if nobody took it since (its count is the one written).
+// It returns the ranges member holds, leaving out the records another
+// member took meanwhile, which must not go out twice.
+func (p *Partition) Confirm(member string, acq []AcquiredRange, now time.Time, lim Limits) []AcquiredRange {
+	deadline := now.Add(lim.LockDuration)
+	var out []AcquiredRange
+	for _, a := range acq {
+		for off := max(a.First, p.start); off <= a.Last && off < p.End(); off++ {
+			r := &p.recs[off-p.start]
+			if r.deliveries != a.DeliveryCount || !(r.state == Acquired && r.member == member || r.state == Available) {
+				continue
+			}
+			// Acquired or Available persist alike: no new write.
+			r.state, r.member, r.deadline = Acquired, member, deadline
+			if k := len(out) - 1; k >= 0 && out[k].Last == off-1 && out[k].DeliveryCount == a.DeliveryCount {
+				out[k].Last = off
+			} else {
+				out = append(out, AcquiredRange{First: off, Last: off, DeliveryCount: a.DeliveryCount})
+			}
+		}
+	}
 	return out
 }
 

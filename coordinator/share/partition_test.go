@@ -247,3 +247,95 @@ func TestHoleWiderThanTheWindowIsSkipped(t *testing.T) {
 		t.Fatalf("acquired %+v, want 5000-5009 once nothing is in flight", got)
 	}
 }
+
+// An acquisition whose state write failed is given back: the records are
+// available again with their count as before, so repeated failures never
+// reach the delivery limit and archive records nobody received; offsets
+// at the end never delivered leave the window.
+func TestUnacquireAfterFailedWriteCostsNoDelivery(t *testing.T) {
+	lim := testLimits()
+	p := NewPartition()
+	p.Init(0)
+	first := p.Acquire("a", oneBatch(10), 5, t0, lim) // 0-4, count 1
+	p.Acknowledge("a", []AckBatch{{0, 1, []int8{AckAccept}}}, t0, lim)
+	p.Acknowledge("a", []AckBatch{{2, 4, []int8{AckRelease}}}, t0, lim) // 2-4 available, count 1
+	if len(first) != 1 || p.Start() != 2 {
+		t.Fatalf("setup: %+v start %d", first, p.Start())
+	}
+	for i := range 2 * int(lim.DeliveryLimit) {
+		got := p.Acquire("b", oneBatch(10), 6, t0, lim) // 2-4 again (count 2), 5-7 new (count 1)
+		if count(got) != 6 {
+			t.Fatalf("attempt %d acquired %+v, want 6 records", i, got)
+		}
+		p.Unacquire("b", got)
+	}
+	for off := int64(2); off <= 4; off++ {
+		if s, dc := p.State(off); s != Available || dc != 1 {
+			t.Fatalf("offset %d is %v (count %d), want Available (1)", off, s, dc)
+		}
+	}
+	if p.End() != 5 {
+		t.Fatalf("window ends at %d, want 5: offsets never delivered left in it", p.End())
+	}
+	// Records another member took after a lock ran out are not touched.
+	got := p.Acquire("b", oneBatch(10), 3, t0, lim)
+	p.Expire(t0.Add(lim.LockDuration), lim)
+	p.Acquire("c", oneBatch(10), 3, t0.Add(lim.LockDuration), lim)
+	p.Unacquire("b", got)
+	if s, dc := p.State(2); s != Acquired || dc != 3 {
+		t.Fatalf("offset 2 is %v (count %d), want Acquired by c (3)", s, dc)
+	}
+}
+
+// A written acquisition's locks start when it goes out; a record whose
+// lock ran out during the write is taken back unless another member took
+// it meanwhile.
+func TestConfirmRestartsLocksAndKeepsOthersRecords(t *testing.T) {
+	lim := testLimits()
+	p := NewPartition()
+	p.Init(0)
+	got := p.Acquire("a", oneBatch(10), 10, t0, lim)
+	late := t0.Add(lim.LockDuration - time.Second)
+	if kept := p.Confirm("a", got, late, lim); len(kept) != 1 || kept[0] != (AcquiredRange{0, 9, 1}) {
+		t.Fatalf("confirmed %+v, want 0-9", kept)
+	}
+	p.Expire(t0.Add(lim.LockDuration), lim)
+	if s, _ := p.State(0); s != Acquired {
+		t.Fatalf("offset 0 is %v at the first lock's end, want still Acquired", s)
+	}
+	p.Expire(late.Add(lim.LockDuration), lim) // released
+	got = p.Acquire("a", oneBatch(10), 10, late.Add(lim.LockDuration), lim)
+	p.Expire(late.Add(2*lim.LockDuration), lim)
+	p.Acquire("b", oneBatch(10), 4, late.Add(2*lim.LockDuration), lim) // 0-3 to b
+	kept := p.Confirm("a", got, late.Add(2*lim.LockDuration), lim)
+	if len(kept) != 1 || kept[0] != (AcquiredRange{4, 9, 2}) {
+		t.Fatalf("confirmed %+v after the locks ran out, want 4-9 taken back (0-3 went to b)", kept)
+	}
+	if code := p.Acknowledge("a", []AckBatch{{4, 9, []int8{AckAccept}}}, late.Add(2*lim.LockDuration), lim); code != 0 {
+		t.Fatalf("ack of the records taken back: code %d", code)
+	}
+	if code := p.Acknowledge("a", []AckBatch{{0, 0, []int8{AckAccept}}}, late.Add(2*lim.LockDuration), lim); code == 0 {
+		t.Fatal("a acknowledged a record b holds")
+	}
+}
+
+// A write of a share-partition waiting behind another gives up at its
+// deadline.
+func TestWriteLockByGivesUpAtDeadline(t *testing.T) {
+	p := NewPartition()
+	if !p.WriteLockBy(time.Time{}) {
+		t.Fatal("first write lock refused")
+	}
+	start := time.Now()
+	if p.WriteLockBy(start.Add(50 * time.Millisecond)) {
+		t.Fatal("second write lock granted while the first is held")
+	}
+	if d := time.Since(start); d < 40*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("gave up after %v, want about 50ms", d)
+	}
+	p.WriteUnlock()
+	if !p.WriteLockBy(time.Now().Add(time.Second)) {
+		t.Fatal("write lock refused once free")
+	}
+	p.WriteUnlock()
+}

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -243,6 +244,44 @@ func (r *reader) batches() []StateBatch {
 	return out
 }
 
+// Budget bounds what the shards of one broker hold, so that clients
+// writing state for ever more share-partitions (or ever more batches)
+// cannot grow its memory without bound: each stored state costs one entry
+// plus one per state batch (strait.share.coordinator.max.state.entries).
+// A write or initialization that would pass Max is refused with
+// INVALID_REQUEST; states loaded from the log are always taken, so a
+// smaller Max set at a restart holds what was written before. Shards
+// check it under their own lock only: concurrent writes of different
+// shards may pass it by one write's cost each.
+type Budget struct {
+	Max  int64
+	used atomic.Int64
+}
+
+// Used is the entries held.
+func (b *Budget) Used() int64 { return b.used.Load() }
+
+func (b *Budget) add(n int64) {
+	if b != nil {
+		b.used.Add(n)
+	}
+}
+
+func (b *Budget) allows(n int64) bool {
+	return b == nil || n <= 0 || b.used.Load()+n <= b.Max
+}
+
+// cost is what a stored state costs a Budget.
+func cost(st *SPState) int64 {
+	if st == nil {
+		return 0
+	}
+	return 1 + int64(len(st.Batches))
+}
+
+// errBudget is the answer to a write past the Budget.
+const errBudget = "The share coordinator holds the most share-partition state it may (strait.share.coordinator.max.state.entries)."
+
 // StateShard is the state of the share-partitions whose keys hash to one
 // __share_group_state partition, as its leader holds it.
 type StateShard struct {
@@ -251,10 +290,23 @@ type StateShard struct {
 	// shard was loaded at (-1: not loaded).
 	epoch  int32
 	states map[StateKey]*SPState
+	budget *Budget // nil: unbounded
 }
 
-// NewStateShard returns an unloaded shard.
-func NewStateShard() *StateShard { return &StateShard{epoch: -1, states: map[StateKey]*SPState{}} }
+// NewStateShard returns an unloaded shard drawing on budget (nil: none).
+func NewStateShard(budget *Budget) *StateShard {
+	return &StateShard{epoch: -1, states: map[StateKey]*SPState{}, budget: budget}
+}
+
+// set stores st under k (nil deletes), keeping the budget (lock held).
+func (s *StateShard) set(k StateKey, st *SPState) {
+	s.budget.add(cost(st) - cost(s.states[k]))
+	if st == nil {
+		delete(s.states, k)
+		return
+	}
+	s.states[k] = st
+}
 
 // Lock serializes the shard's loads and writes (an append included).
 func (s *StateShard) Lock()   { s.mu.Lock() }
@@ -264,7 +316,12 @@ func (s *StateShard) Unlock() { s.mu.Unlock() }
 func (s *StateShard) Loaded() int32 { return s.epoch }
 
 // Reset empties the shard before a load (lock held).
-func (s *StateShard) Reset() { s.epoch, s.states = -1, map[StateKey]*SPState{} }
+func (s *StateShard) Reset() {
+	for _, st := range s.states {
+		s.budget.add(-cost(st))
+	}
+	s.epoch, s.states = -1, map[StateKey]*SPState{}
+}
 
 // SetLoaded marks the shard loaded at epoch (lock held).
 func (s *StateShard) SetLoaded(epoch int32) { s.epoch = epoch }
@@ -279,7 +336,7 @@ func (s *StateShard) Replay(key, value []byte) error {
 		return err
 	}
 	if value == nil { // tombstone
-		delete(s.states, k)
+		s.set(k, nil)
 		return nil
 	}
 	r := &reader{b: value}
@@ -294,7 +351,7 @@ func (s *StateShard) Replay(key, value []byte) error {
 		if r.bad {
 			return errShortRecord
 		}
-		s.states[k] = st
+		s.set(k, st)
 	case recUpdate:
 		snapEpoch, leaderEpoch, start := r.i32(), r.i32(), r.i64()
 		bs := r.batches()
@@ -306,22 +363,44 @@ func (s *StateShard) Replay(key, value []byte) error {
 		if st == nil || st.SnapshotEpoch != snapEpoch {
 			return nil // an update of a snapshot compacted away or replaced
 		}
-		s.applyUpdate(st, leaderEpoch, start, bs)
+		before := cost(st)
+		s.applyUpdate(st, leaderEpoch, start, mergeBatches(st.Batches, bs, startOr(start, st.StartOffset)))
+		s.budget.add(cost(st) - before)
 	default:
 		return errShortRecord
 	}
 	return nil
 }
 
-func (s *StateShard) applyUpdate(st *SPState, leaderEpoch int32, start int64, bs []StateBatch) {
+// applyUpdate installs an update whose merged batches are merged.
+func (s *StateShard) applyUpdate(st *SPState, leaderEpoch int32, start int64, merged []StateBatch) {
 	if leaderEpoch >= 0 {
 		st.LeaderEpoch = leaderEpoch
 	}
 	if start >= 0 {
 		st.StartOffset = start
 	}
-	st.Batches = mergeBatches(st.Batches, bs, st.StartOffset)
+	st.Batches = merged
 	st.updates++
+}
+
+// startOr is an update's start offset, or cur when it carries none (-1).
+func startOr(start, cur int64) int64 {
+	if start >= 0 {
+		return start
+	}
+	return cur
+}
+
+// Keys lists the share-partitions with state here that match (lock held).
+func (s *StateShard) Keys(match func(StateKey) bool) []StateKey {
+	var out []StateKey
+	for k := range s.states {
+		if match(k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Get returns a share-partition's state (lock held).
@@ -362,11 +441,22 @@ func (s *StateShard) Write(k StateKey, stateEpoch, leaderEpoch int32, start int6
 			next.StartOffset = 0
 		}
 		next.Batches = mergeBatches(next.Batches, bs, next.StartOffset)
+		if !s.budget.allows(cost(next) - cost(st)) {
+			return StateRecord{}, nil, kerr.InvalidRequest.Code, errBudget
+		}
 		rec := StateRecord{Key: encodeKey(recSnapshot, k), Value: encodeSnapshot(next, now)}
-		return rec, func() { s.states[k] = next }, 0, ""
+		return rec, func() { s.set(k, next) }, 0, ""
+	}
+	merged := mergeBatches(st.Batches, bs, startOr(start, st.StartOffset))
+	if !s.budget.allows(int64(len(merged) - len(st.Batches))) {
+		return StateRecord{}, nil, kerr.InvalidRequest.Code, errBudget
 	}
 	rec := StateRecord{Key: encodeKey(recUpdate, k), Value: encodeUpdate(st.SnapshotEpoch, leaderEpoch, start, bs)}
-	return rec, func() { s.applyUpdate(st, leaderEpoch, start, bs) }, 0, ""
+	return rec, func() {
+		before := cost(st)
+		s.applyUpdate(st, leaderEpoch, start, merged)
+		s.budget.add(cost(st) - before)
+	}, 0, ""
 }
 
 // Initialize is InitializeShareGroupState: a new state epoch and start
@@ -379,8 +469,11 @@ func (s *StateShard) Initialize(k StateKey, stateEpoch int32, start int64, now i
 	if st := s.states[k]; st != nil {
 		next.SnapshotEpoch, next.created = st.SnapshotEpoch+1, st.created
 	}
+	if !s.budget.allows(cost(next) - cost(s.states[k])) {
+		return StateRecord{}, nil, kerr.InvalidRequest.Code, errBudget
+	}
 	rec := StateRecord{Key: encodeKey(recSnapshot, k), Value: encodeSnapshot(next, now)}
-	return rec, func() { s.states[k] = next }, 0, ""
+	return rec, func() { s.set(k, next) }, 0, ""
 }
 
 // Delete is DeleteShareGroupState: tombstones for the snapshot and the
@@ -390,7 +483,7 @@ func (s *StateShard) Delete(k StateKey) (recs []StateRecord, apply func(), ok bo
 		return nil, nil, false
 	}
 	recs = []StateRecord{{Key: encodeKey(recSnapshot, k)}, {Key: encodeKey(recUpdate, k)}}
-	return recs, func() { delete(s.states, k) }, true
+	return recs, func() { s.set(k, nil) }, true
 }
 
 // DeliveryComplete is the number of offsets at or above start that are acknowledged or archived

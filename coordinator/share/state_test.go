@@ -13,7 +13,7 @@ import (
 // every snapshotEvery writes; a tombstone deletes.
 func TestStateShardWriteReplayFence(t *testing.T) {
 	k := StateKey{Group: "g", Topic: [16]byte{1}, Partition: 3}
-	sh := NewStateShard()
+	sh := NewStateShard(nil)
 	var log []StateRecord
 	write := func(stateEpoch, leaderEpoch int32, start int64, bs ...StateBatch) int16 {
 		rec, apply, code, _ := sh.Write(k, stateEpoch, leaderEpoch, start, bs, 3, 1000)
@@ -44,7 +44,7 @@ func TestStateShardWriteReplayFence(t *testing.T) {
 	if snaps != 2 {
 		t.Fatalf("%d snapshots in %d records, want 2 (the first write and the third update)", snaps, len(log))
 	}
-	re := NewStateShard()
+	re := NewStateShard(nil)
 	for _, r := range log {
 		if err := re.Replay(r.Key, r.Value); err != nil {
 			t.Fatal(err)
@@ -112,3 +112,53 @@ func TestPartitionSnapshotRestore(t *testing.T) {
 }
 
 var timeZero = time.Unix(1_700_000_000, 0)
+
+// The budget bounds the states and batches the shards hold: past it a
+// new state or a write adding batches is INVALID_REQUEST; deleting and
+// reloading give entries back; replayed states are always taken.
+func TestStateBudget(t *testing.T) {
+	b := &Budget{Max: 10}
+	a, c := NewStateShard(b), NewStateShard(b)
+	key := func(p int32) StateKey { return StateKey{Group: "g", Partition: p} }
+	put := func(sh *StateShard, k StateKey, bs []StateBatch) int16 {
+		_, apply, code, _ := sh.Write(k, 0, 0, 0, bs, 500, 0)
+		if code == 0 {
+			apply()
+		}
+		return code
+	}
+	for p := range int32(5) {
+		if code := put(a, key(p), nil); code != 0 {
+			t.Fatalf("state %d: code %d", p, code)
+		}
+	}
+	for p := int32(5); p < 10; p++ {
+		if code := put(c, key(p), nil); code != 0 {
+			t.Fatalf("state %d: code %d", p, code)
+		}
+	}
+	if b.Used() != 10 {
+		t.Fatalf("used %d, want 10", b.Used())
+	}
+	if code := put(a, key(10), nil); code != kerr.InvalidRequest.Code {
+		t.Fatalf("state past the budget: code %d", code)
+	}
+	if _, _, code, msg := a.Initialize(key(11), 0, 0, 0); code != kerr.InvalidRequest.Code || msg == "" {
+		t.Fatalf("initialize past the budget: code %d %q", code, msg)
+	}
+	if code := put(a, key(0), []StateBatch{{0, 0, DeliveryAcknowledged, 1}, {2, 2, DeliveryAcknowledged, 1}}); code != kerr.InvalidRequest.Code {
+		t.Fatalf("batches past the budget: code %d", code)
+	}
+	_, apply, ok := a.Delete(key(0))
+	if !ok {
+		t.Fatal("delete found nothing")
+	}
+	apply()
+	if code := put(a, key(10), nil); code != 0 || b.Used() != 10 {
+		t.Fatalf("state after a delete: code %d used %d", code, b.Used())
+	}
+	a.Reset()
+	if b.Used() != 5 {
+		t.Fatalf("used %d after a reset, want 5", b.Used())
+	}
+}
