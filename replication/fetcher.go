@@ -124,6 +124,11 @@ type fetcher struct {
 	mu    sync.Mutex // guards parts; held while appending fetched data
 	parts map[*Partition]*followState
 
+	// session is the fetch session with the leader and want the last
+	// round's partitions (kept for its capacity): the run goroutine's only.
+	session followerSession
+	want    []wantPart
+
 	wake     chan struct{}
 	quit     chan struct{}
 	quitOnce sync.Once
@@ -355,8 +360,9 @@ func truncationOffset(p *Partition, leaderEpoch int32, leaderEnd int64) (int64, 
 	}
 }
 
-// fetchOnce sends one Fetch for the partitions ready to fetch and applies
-// the response; progressed is false when there was nothing to ask for.
+// fetchOnce sends one Fetch for the partitions ready to fetch, on the
+// fetcher's session with the leader (fetchsession.go), and applies the
+// response; progressed is false when there was nothing to ask for.
 func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	m := f.m
 	type sent struct {
@@ -372,8 +378,7 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	req.MinBytes = m.cfg.FetchMinBytes
 	req.MaxBytes = m.cfg.FetchResponseMaxBytes
 	partMax := m.cfg.FetchMaxBytes
-	req.SessionEpoch = -1 // full fetches, no session
-	byTopic := map[[16]byte]int{}
+	want := make([]wantPart, 0, len(f.want))
 	sentBy := map[[16]byte]map[int32]sent{}
 	now := time.Now()
 	// Checked once per fetch, and only when a throttled partition is
@@ -392,35 +397,38 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 				continue
 			}
 		}
-		i, ok := byTopic[p.topicID]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[p.topicID] = i
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = p.topic, p.topicID
-			req.Topics = append(req.Topics, rt)
-			sentBy[p.topicID] = map[int32]sent{}
+		w := wantPart{
+			key: sessionPartKey{topic: p.topic, topicID: p.topicID, partition: p.index},
+			data: sessionPartData{fetchOffset: p.log.LogEndOffset(), logStartOffset: p.log.LogStartOffset(),
+				leaderEpoch: st.leaderEpoch, maxBytes: partMax},
 		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p.index
-		rp.CurrentLeaderEpoch = st.leaderEpoch
-		rp.FetchOffset = p.log.LogEndOffset()
-		rp.LastFetchedEpoch = -1
-		rp.LogStartOffset = p.log.LogStartOffset()
-		rp.PartitionMaxBytes = partMax
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		sentBy[p.topicID][p.index] = sent{p, st.leaderEpoch, rp.FetchOffset}
+		want = append(want, w)
+		byPart := sentBy[p.topicID]
+		if byPart == nil {
+			byPart = map[int32]sent{}
+			sentBy[p.topicID] = byPart
+		}
+		byPart[p.index] = sent{p, st.leaderEpoch, w.data.fetchOffset}
 	}
 	f.mu.Unlock()
-	if len(req.Topics) == 0 {
+	f.want = want[:0] // reused next round: its capacity only
+	if len(want) == 0 {
 		return false, nil
 	}
+	next, full := f.session.build(req, want)
 	raw, err := f.request(req)
 	if err != nil {
+		f.session.failed()
 		return true, err
 	}
 	resp := raw.(*kmsg.FetchResponse)
+	f.session.answered(resp, next, full)
 	if resp.ErrorCode != 0 {
+		if isSessionError(resp.ErrorCode) {
+			// The next fetch is full; no need to wait for it.
+			m.logger.Debug("replica fetch session reset", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
+			return true, nil
+		}
 		return true, kerr.ErrorForCode(resp.ErrorCode)
 	}
 	f.mu.Lock()
