@@ -307,32 +307,40 @@ func (f *fetcher) truncateDiverged() error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, t := range todo {
+	// Truncations (each fsyncs the leader-epoch checkpoint) run
+	// concurrently, as fetched data does (fetchOnce).
+	var errMu sync.Mutex
+	var errs []error
+	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
+		t := todo[i]
 		st := f.parts[t.p]
 		if st == nil || st.leaderEpoch != t.epoch {
-			continue // unfollowed or moved on meanwhile
+			return // unfollowed or moved on meanwhile
 		}
 		a, ok := answers[t.p.topic][t.p.index]
 		if !ok {
-			continue
+			return
 		}
 		if a.ErrorCode != 0 {
 			// The leader does not know its leadership yet (or lost it):
 			// ask again after a pause.
 			st.backoffTill = time.Now().Add(f.backoff())
-			continue
+			return
 		}
 		offset, done := truncationOffset(t.p, a.LeaderEpoch, a.EndOffset)
 		if offset < t.p.log.LogEndOffset() {
 			f.m.logger.Info("truncating follower log to the leader's", "topic", t.p.topic, "partition", t.p.index,
 				"from", t.p.log.LogEndOffset(), "to", offset, "leader_epoch", a.LeaderEpoch, "leader_end_offset", a.EndOffset)
 			if err := t.p.log.TruncateTo(offset); err != nil {
-				return fmt.Errorf("truncating %s-%d: %w", t.p.topic, t.p.index, err)
+				errMu.Lock()
+				errs = append(errs, fmt.Errorf("truncating %s-%d: %w", t.p.topic, t.p.index, err))
+				errMu.Unlock()
+				return
 			}
 		}
 		st.truncate = !done
-	}
-	return nil
+	})
+	return errors.Join(errs...)
 }
 
 // truncationOffset is Kafka's AbstractFetcherThread.getOffsetTruncationState
@@ -431,16 +439,24 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 		}
 		return true, kerr.ErrorForCode(resp.ErrorCode)
 	}
+	type fetched struct {
+		p  *Partition
+		st *followState
+		rp *kmsg.FetchResponseTopicPartition
+	}
+	var todo []fetched
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, rt := range resp.Topics {
+	for ti := range resp.Topics {
+		rt := &resp.Topics[ti]
 		id := rt.TopicID
 		if id == ([16]byte{}) {
 			if lt := m.TopicByName(rt.Topic); lt != nil {
 				id = lt.id
 			}
 		}
-		for _, rp := range rt.Partitions {
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
 			sn, ok := sentBy[id][rp.Partition]
 			if !ok {
 				continue
@@ -449,10 +465,27 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 			if st == nil || st.leaderEpoch != sn.epoch || sn.p.log.LogEndOffset() != sn.at {
 				continue // unfollowed, new epoch or truncated meanwhile
 			}
-			f.applyFetched(sn.p, st, &rp)
+			todo = append(todo, fetched{sn.p, st, rp})
 		}
 	}
+	// The partitions are independent: after a failover each one's first
+	// batch of the new leader epoch fsyncs its leader-epoch checkpoint
+	// (twice), which one after another made thousands of partitions take
+	// tens of seconds; concurrent fsyncs share the filesystem's commits.
+	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
+		t := todo[i]
+		f.applyFetched(t.p, t.st, t.rp)
+	})
 	return true, nil
+}
+
+// indexes is 0..n-1, for forEachParallel.
+func indexes(n int) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out
 }
 
 // applyFetched appends one partition's fetched batches, under f.mu.
