@@ -125,7 +125,7 @@ type fetcher struct {
 	parts map[*Partition]*followState
 
 	// session is the fetch session with the leader and want the last
-	// round's partitions (kept for its capacity): the run goroutine's only.
+	// round's partitions (its array is reused): the run goroutine's only.
 	session followerSession
 	want    []wantPart
 
@@ -386,7 +386,7 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	req.MinBytes = m.cfg.FetchMinBytes
 	req.MaxBytes = m.cfg.FetchResponseMaxBytes
 	partMax := m.cfg.FetchMaxBytes
-	want := make([]wantPart, 0, len(f.want))
+	want := f.want[:0] // the previous round's array: session.build copies what it keeps
 	sentBy := map[[16]byte]map[int32]sent{}
 	now := time.Now()
 	// Checked once per fetch, and only when a throttled partition is
@@ -419,18 +419,18 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 		byPart[p.index] = sent{p, st.leaderEpoch, w.data.fetchOffset}
 	}
 	f.mu.Unlock()
-	f.want = want[:0] // reused next round: its capacity only
+	f.want = want
 	if len(want) == 0 {
 		return false, nil
 	}
-	next, full := f.session.build(req, want)
+	f.session.build(req, want)
 	raw, err := f.request(req)
 	if err != nil {
 		f.session.failed()
 		return true, err
 	}
 	resp := raw.(*kmsg.FetchResponse)
-	f.session.answered(resp, next, full)
+	f.session.answered(resp)
 	if resp.ErrorCode != 0 {
 		if isSessionError(resp.ErrorCode) {
 			// The next fetch is full; no need to wait for it.

@@ -48,7 +48,20 @@ type followerSession struct {
 	id    int32
 	epoch int32 // 0: the next fetch is full
 	// parts is what the leader's session holds, valid while epoch > 0.
-	parts map[sessionPartKey]sessionPartData
+	parts map[sessionPartKey]*sessionPart
+	round uint64 // build's count, to mark the partitions a round asks for
+
+	// What the request built last changes in parts once the leader
+	// accepts it (answered): partitions added or altered, and forgotten.
+	upserts   []wantPart
+	forgotten []sessionPartKey
+	full      bool
+}
+
+// sessionPart is one partition of the session.
+type sessionPart struct {
+	data sessionPartData
+	seen uint64 // the last round that asked for it
 }
 
 // wantPart is one partition a fetch round asks for.
@@ -58,44 +71,57 @@ type wantPart struct {
 }
 
 // build fills req's session fields, topics and forgotten topics for the
-// partitions of this round (want, grouped by topic in order), and returns
-// the session state to take if the leader accepts the request.
-func (s *followerSession) build(req *kmsg.FetchRequest, want []wantPart) (next map[sessionPartKey]sessionPartData, full bool) {
-	next = make(map[sessionPartKey]sessionPartData, len(want))
-	for _, w := range want {
-		next[w.key] = w.data
-	}
-	full = s.epoch == 0
+// partitions of this round (want), remembering the change to the session
+// for answered. Besides a look-up per partition, its cost is that of what
+// changed: an idle round lists and allocates nothing per partition.
+func (s *followerSession) build(req *kmsg.FetchRequest, want []wantPart) {
+	s.round++
+	s.full = s.epoch == 0
+	s.upserts, s.forgotten = s.upserts[:0], s.forgotten[:0]
 	req.SessionID, req.SessionEpoch = s.id, s.epoch
-	topics := map[sessionPartKey]int{} // request topic entry by topic (partition -1)
+	var topics map[sessionPartKey]int // request topic entry by topic (partition -1)
 	for _, w := range want {
+		var sp *sessionPart
+		if !s.full {
+			sp = s.parts[w.key]
+		}
 		// A full fetch (epoch 0 with our old id closes that session on
 		// the leader and asks for a new one) lists every partition.
-		if old, ok := s.parts[w.key]; full || !ok || old != w.data {
+		if sp == nil || sp.data != w.data {
+			if topics == nil {
+				topics = map[sessionPartKey]int{}
+			}
 			addFetchPartition(req, topics, w)
+			s.upserts = append(s.upserts, w)
+		}
+		if sp != nil {
+			sp.seen = s.round
 		}
 	}
-	if full {
-		return next, true
+	if s.full {
+		return
 	}
-	forgotten := map[sessionPartKey][]int32{} // by topic (partition -1)
+	var byTopic map[sessionPartKey][]int32 // forgotten partitions by topic (partition -1)
 	var order []sessionPartKey
-	for k := range s.parts {
-		if _, ok := next[k]; ok {
+	for k, sp := range s.parts {
+		if sp.seen == s.round {
 			continue
 		}
+		s.forgotten = append(s.forgotten, k)
 		tk := sessionPartKey{topic: k.topic, topicID: k.topicID, partition: -1}
-		if _, ok := forgotten[tk]; !ok {
+		if byTopic == nil {
+			byTopic = map[sessionPartKey][]int32{}
+		}
+		if _, ok := byTopic[tk]; !ok {
 			order = append(order, tk)
 		}
-		forgotten[tk] = append(forgotten[tk], k.partition)
+		byTopic[tk] = append(byTopic[tk], k.partition)
 	}
 	for _, tk := range order {
 		ft := kmsg.NewFetchRequestForgottenTopic()
-		ft.Topic, ft.TopicID, ft.Partitions = tk.topic, tk.topicID, forgotten[tk]
+		ft.Topic, ft.TopicID, ft.Partitions = tk.topic, tk.topicID, byTopic[tk]
 		req.ForgottenTopics = append(req.ForgottenTopics, ft)
 	}
-	return next, false
 }
 
 // addFetchPartition appends w to req, in its topic's entry (topics indexes
@@ -136,29 +162,43 @@ func isSessionError(code int16) bool {
 	return false
 }
 
-// answered takes the leader's answer to a request built with next and full.
-func (s *followerSession) answered(resp *kmsg.FetchResponse, next map[sessionPartKey]sessionPartData, full bool) {
+// answered takes the leader's answer to the request build made last.
+func (s *followerSession) answered(resp *kmsg.FetchResponse) {
 	switch {
 	case resp.ErrorCode == kerr.FetchSessionIDNotFound.Code:
 		s.id, s.epoch, s.parts = 0, 0, nil // nothing to close
 	case resp.ErrorCode != 0:
 		s.failed()
-	case full && resp.SessionID == 0:
+	case s.full && resp.SessionID == 0:
 		// The leader's session cache had no room: full fetches until it
 		// has.
 		s.id, s.epoch, s.parts = 0, 0, nil
-	case full:
-		s.id, s.epoch, s.parts = resp.SessionID, 1, next
+	case s.full:
+		s.id, s.epoch = resp.SessionID, 1
+		s.parts = make(map[sessionPartKey]*sessionPart, len(s.upserts))
+		for _, w := range s.upserts {
+			s.parts[w.key] = &sessionPart{data: w.data, seen: s.round}
+		}
 	case resp.SessionID != s.id:
 		// The leader closed the session (it went empty) or answered
 		// another: start afresh.
 		s.failed()
 	default:
-		s.parts = next
+		for _, w := range s.upserts {
+			if sp := s.parts[w.key]; sp != nil {
+				sp.data = w.data
+			} else {
+				s.parts[w.key] = &sessionPart{data: w.data, seen: s.round}
+			}
+		}
+		for _, k := range s.forgotten {
+			delete(s.parts, k)
+		}
 		if s.epoch == math.MaxInt32 {
 			s.epoch = 1
 		} else {
 			s.epoch++
 		}
 	}
+	s.upserts, s.forgotten = s.upserts[:0], s.forgotten[:0]
 }

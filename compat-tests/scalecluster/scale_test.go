@@ -12,7 +12,8 @@
 // about 6 minutes on 2 cores): `go test ./...` skips it, saying so. The
 // binary is $STRAIT_BIN, else bin/strait. STRAIT_SCALE_IDLE_ONLY=1 stops after
 // the idle measurement (to measure another binary's); STRAIT_SCALE_STRICT=1
-// holds the failover to issue 22's bound. The brokers' data are
+// holds the failover to issue 22's bound; STRAIT_SCALE_OVERRIDES="k=v,..."
+// adds broker settings. The brokers' data are
 // deleted at the end; their logs stay in $STRAIT_SCALE_WORK (default
 // $TMPDIR/strait-scale-cluster).
 package scalecluster
@@ -102,6 +103,13 @@ func startCluster(t *testing.T) *cluster {
 			"default.replication.factor":       "3",
 			"min.insync.replicas":              "2",
 			"offsets.topic.replication.factor": "3",
+		}
+		// STRAIT_SCALE_OVERRIDES="k=v,k=v" adds or replaces settings (to
+		// see what a setting changes in the figures).
+		for kv := range strings.SplitSeq(os.Getenv("STRAIT_SCALE_OVERRIDES"), ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
 		}
 		n.Args = append([]string{bin}, brokerproc.OverrideArgs(props)...)
 		c.Nodes = append(c.Nodes, n)
