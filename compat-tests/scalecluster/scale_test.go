@@ -412,6 +412,8 @@ func (c *cluster) killAndMeasure(l *load, topics []string, total int) failover {
 		f.acksLed, f.acksAll = ledMax, allMax
 		return err
 	})
+	c.t.Logf("kill: broker %d (led %d): new leaders after %v, their acks after %v, every partition's after %v",
+		victim, len(led), f.leaders.Round(time.Millisecond), f.acksLed.Round(time.Millisecond), f.acksAll.Round(time.Millisecond))
 	if d := time.Until(killedAt.Add(5 * time.Second)); d > 0 {
 		time.Sleep(d) // down for at least 5 s, as compat-cluster's kills
 	}
@@ -425,6 +427,7 @@ func (c *cluster) killAndMeasure(l *load, topics []string, total int) failover {
 	f.restarted = time.Since(restartAt)
 	c.fullISR(topics, total, 300*time.Second)
 	f.rejoined = time.Since(restartAt)
-	c.t.Logf("kill: %s", f)
+	c.t.Logf("restart: broker %d ready after %v, back in every ISR %v after the restart",
+		victim, f.restarted.Round(time.Millisecond), f.rejoined.Round(time.Millisecond))
 	return f
 }
