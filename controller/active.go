@@ -139,22 +139,32 @@ func (c *Controller) reconcile(ctx context.Context, guard []clientv3.Cmp, prev, 
 	if !listed {
 		topics = snap.topicList()
 	}
-	var refs []partitionRef
+	// Partitions that need a new leader are written first: they take no
+	// writes at all until then, while those only leaving a broker out of
+	// their ISR wait for acks=all only (a broker's end changes both kinds,
+	// thousands of each at scale, in transactions one after another).
+	var refs, isrOnly []partitionRef
 	for _, t := range topics {
 		if !all && prev.topic(t.Name) == t {
 			continue // unchanged since the last pass: the cache shares the pointer
 		}
 		for _, p := range t.Partitions {
-			if _, changed := isrAndLeaderChange(c.leaveChange(t, p, cached.active, noLeader)); changed {
+			next, changed := isrAndLeaderChange(c.leaveChange(t, p, cached.active, noLeader))
+			switch {
+			case !changed:
+			case next.Leader != p.Leader:
 				refs = append(refs, partitionRef{t.Name, p.Partition})
+			default:
+				isrOnly = append(isrOnly, partitionRef{t.Name, p.Partition})
 			}
 		}
 	}
+	refs = append(refs, isrOnly...)
 	if len(refs) == 0 {
 		return nil
 	}
 	began := time.Now()
-	outcomes, err := c.changePartitions(ctx, refs, changeOptions{guard: guard}, c.brokerChange(noLeader, false))
+	outcomes, err := c.changePartitions(ctx, refs, changeOptions{guard: guard, concurrent: true}, c.brokerChange(noLeader, false))
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -127,7 +128,17 @@ type changeOptions struct {
 	// waitForCache makes changePartitions return only once this controller's
 	// cache and listeners have applied the writes.
 	waitForCache bool
+	// concurrent lets up to changeConcurrency transactions of the first
+	// pass be in flight at once (fn must be safe for that): their order is
+	// then not kept.
+	concurrent bool
 }
+
+// changeConcurrency bounds the transactions a concurrent change has in
+// flight: a broker's end changes every partition it led or followed, and
+// etcd commits concurrent transactions together (one raft round, one WAL
+// fsync), where one after another each pays its own.
+const changeConcurrency = 4
 
 // changePartitions applies fn to every partition in refs, each as one
 // compare-and-swap (batched into transactions), retrying conflicts until ctx
@@ -165,14 +176,23 @@ func (c *Controller) changePartitions(ctx context.Context, refs []partitionRef, 
 			now = append(now, i)
 		}
 		var retry []int
-		for start := 0; start < len(now); start += batch {
-			chunk := now[start:min(start+batch, len(now))]
-			failed, rev, err := c.changeBatch(ctx, refs, chunk, out, opts, fn)
+		if opts.concurrent && conflicts == 0 && len(now) > batch {
+			failed, rev, err := c.changeBatchesConcurrently(ctx, refs, now, batch, out, opts, fn)
 			if err != nil {
 				return out, err
 			}
 			lastRev = max(lastRev, rev)
-			retry = append(retry, failed...)
+			retry = failed
+		} else {
+			for start := 0; start < len(now); start += batch {
+				chunk := now[start:min(start+batch, len(now))]
+				failed, rev, err := c.changeBatch(ctx, refs, chunk, out, opts, fn)
+				if err != nil {
+					return out, err
+				}
+				lastRev = max(lastRev, rev)
+				retry = append(retry, failed...)
+			}
 		}
 		if len(retry) > 0 {
 			conflicts++
@@ -185,6 +205,45 @@ func (c *Controller) changePartitions(ctx context.Context, refs []partitionRef, 
 		}
 	}
 	return out, nil
+}
+
+// changeBatchesConcurrently is changePartitions' pass over now in batches,
+// up to changeConcurrency at once, started in order. It returns the indexes
+// whose write conflicted, the highest revision written and the first error.
+func (c *Controller) changeBatchesConcurrently(ctx context.Context, refs []partitionRef, now []int, batch int,
+	out []changeOutcome, opts changeOptions, fn changeFunc) ([]int, int64, error) {
+	var (
+		mu       sync.Mutex
+		retry    []int
+		lastRev  int64
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, changeConcurrency)
+	for start := 0; start < len(now); start += batch {
+		chunk := now[start:min(start+batch, len(now))]
+		sem <- struct{}{}
+		mu.Lock()
+		stop := firstErr != nil
+		mu.Unlock()
+		if stop {
+			<-sem
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			failed, rev, err := c.changeBatch(ctx, refs, chunk, out, opts, fn)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			lastRev = max(lastRev, rev)
+			retry = append(retry, failed...)
+		})
+	}
+	wg.Wait()
+	return retry, lastRev, firstErr
 }
 
 // changeBatch reads and conditionally writes the partitions refs[i] for i in

@@ -221,3 +221,51 @@ func measureFailover(b *testing.B) (time.Duration, time.Duration) {
 		expired.Sub(crashed), elected.Sub(expired))
 	return expired.Sub(crashed), elected.Sub(expired)
 }
+
+// A broker whose lease expires while it leads and follows many partitions
+// (several transactions' worth, written concurrently, those needing a
+// leader first) leaves every one of them exactly once: each partition it
+// led gets the next ISR member as leader with the leader epoch bumped once,
+// each it followed only loses it from the ISR, and every partition epoch is
+// bumped once.
+func TestLeaseExpiryMovesManyPartitions(t *testing.T) {
+	t.Parallel() // mostly waiting for leases to expire
+	endpoints := sharedEtcd(t)
+	cs := startMembers(t, endpoints, 3)
+	const parts = 8 * changeBatchPartitions
+	rotations := [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}
+	assignment := make([][]int32, parts)
+	for i := range assignment {
+		assignment[i] = rotations[i%3]
+	}
+	createAssigned(t, cs[0], "many", assignment, nil)
+	crash(t, cs[2]) // broker 3
+	survivors := cs[:2]
+	eventually(t, "broker 3 gone from every partition", func() bool {
+		for _, c := range survivors {
+			info, ok := c.Topic("many")
+			if !ok {
+				return false
+			}
+			for _, p := range info.Partitions {
+				if p.Leader == 3 || slices.Contains(p.ISR, 3) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	for p := int32(0); p < parts; p++ {
+		got := partitionOn(t, cs[0], "many", p)
+		r := assignment[p]
+		wantLeader, wantEpoch := r[0], int32(0)
+		if r[0] == 3 {
+			wantLeader, wantEpoch = r[1], 1
+		}
+		wantISR := slices.DeleteFunc(slices.Clone(r), func(id int32) bool { return id == 3 })
+		if got.Leader != wantLeader || got.LeaderEpoch != wantEpoch || got.PartitionEpoch != 1 || !slices.Equal(got.ISR, wantISR) {
+			t.Errorf("partition %d (replicas %v): leader %d epoch %d partition epoch %d ISR %v; want %d, %d, 1, %v",
+				p, r, got.Leader, got.LeaderEpoch, got.PartitionEpoch, got.ISR, wantLeader, wantEpoch, wantISR)
+		}
+	}
+}

@@ -3,7 +3,8 @@
 //
 //   - Manager (manager.go): the set of hosted partitions, following the
 //     metadata (open, reconfigure, become leader or follower, stop and
-//     delete); the follower fetchers (fetcher.go); the maintenance loop
+//     delete); the follower fetchers (fetcher.go), each on one incremental
+//     fetch session with its leader (fetchsession.go); the maintenance loop
 //     (flush.ms, retention, producer-id expiry, ISR shrinking) and the
 //     high-watermark checkpoint loop (loops.go); the log cleaner; Start and
 //     Close.

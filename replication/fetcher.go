@@ -124,6 +124,11 @@ type fetcher struct {
 	mu    sync.Mutex // guards parts; held while appending fetched data
 	parts map[*Partition]*followState
 
+	// session is the fetch session with the leader and want the last
+	// round's partitions (its array is reused): the run goroutine's only.
+	session followerSession
+	want    []wantPart
+
 	wake     chan struct{}
 	quit     chan struct{}
 	quitOnce sync.Once
@@ -302,32 +307,40 @@ func (f *fetcher) truncateDiverged() error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, t := range todo {
+	// Truncations (each fsyncs the leader-epoch checkpoint) run
+	// concurrently, as fetched data does (fetchOnce).
+	var errMu sync.Mutex
+	var errs []error
+	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
+		t := todo[i]
 		st := f.parts[t.p]
 		if st == nil || st.leaderEpoch != t.epoch {
-			continue // unfollowed or moved on meanwhile
+			return // unfollowed or moved on meanwhile
 		}
 		a, ok := answers[t.p.topic][t.p.index]
 		if !ok {
-			continue
+			return
 		}
 		if a.ErrorCode != 0 {
 			// The leader does not know its leadership yet (or lost it):
 			// ask again after a pause.
 			st.backoffTill = time.Now().Add(f.backoff())
-			continue
+			return
 		}
 		offset, done := truncationOffset(t.p, a.LeaderEpoch, a.EndOffset)
 		if offset < t.p.log.LogEndOffset() {
 			f.m.logger.Info("truncating follower log to the leader's", "topic", t.p.topic, "partition", t.p.index,
 				"from", t.p.log.LogEndOffset(), "to", offset, "leader_epoch", a.LeaderEpoch, "leader_end_offset", a.EndOffset)
 			if err := t.p.log.TruncateTo(offset); err != nil {
-				return fmt.Errorf("truncating %s-%d: %w", t.p.topic, t.p.index, err)
+				errMu.Lock()
+				errs = append(errs, fmt.Errorf("truncating %s-%d: %w", t.p.topic, t.p.index, err))
+				errMu.Unlock()
+				return
 			}
 		}
 		st.truncate = !done
-	}
-	return nil
+	})
+	return errors.Join(errs...)
 }
 
 // truncationOffset is Kafka's AbstractFetcherThread.getOffsetTruncationState
@@ -355,8 +368,9 @@ func truncationOffset(p *Partition, leaderEpoch int32, leaderEnd int64) (int64, 
 	}
 }
 
-// fetchOnce sends one Fetch for the partitions ready to fetch and applies
-// the response; progressed is false when there was nothing to ask for.
+// fetchOnce sends one Fetch for the partitions ready to fetch, on the
+// fetcher's session with the leader (fetchsession.go), and applies the
+// response; progressed is false when there was nothing to ask for.
 func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	m := f.m
 	type sent struct {
@@ -372,8 +386,7 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	req.MinBytes = m.cfg.FetchMinBytes
 	req.MaxBytes = m.cfg.FetchResponseMaxBytes
 	partMax := m.cfg.FetchMaxBytes
-	req.SessionEpoch = -1 // full fetches, no session
-	byTopic := map[[16]byte]int{}
+	want := f.want[:0] // the previous round's array: session.build copies what it keeps
 	sentBy := map[[16]byte]map[int32]sent{}
 	now := time.Now()
 	// Checked once per fetch, and only when a throttled partition is
@@ -392,47 +405,58 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 				continue
 			}
 		}
-		i, ok := byTopic[p.topicID]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[p.topicID] = i
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = p.topic, p.topicID
-			req.Topics = append(req.Topics, rt)
-			sentBy[p.topicID] = map[int32]sent{}
+		w := wantPart{
+			key: sessionPartKey{topic: p.topic, topicID: p.topicID, partition: p.index},
+			data: sessionPartData{fetchOffset: p.log.LogEndOffset(), logStartOffset: p.log.LogStartOffset(),
+				leaderEpoch: st.leaderEpoch, maxBytes: partMax},
 		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p.index
-		rp.CurrentLeaderEpoch = st.leaderEpoch
-		rp.FetchOffset = p.log.LogEndOffset()
-		rp.LastFetchedEpoch = -1
-		rp.LogStartOffset = p.log.LogStartOffset()
-		rp.PartitionMaxBytes = partMax
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		sentBy[p.topicID][p.index] = sent{p, st.leaderEpoch, rp.FetchOffset}
+		want = append(want, w)
+		byPart := sentBy[p.topicID]
+		if byPart == nil {
+			byPart = map[int32]sent{}
+			sentBy[p.topicID] = byPart
+		}
+		byPart[p.index] = sent{p, st.leaderEpoch, w.data.fetchOffset}
 	}
 	f.mu.Unlock()
-	if len(req.Topics) == 0 {
+	f.want = want
+	if len(want) == 0 {
 		return false, nil
 	}
+	f.session.build(req, want)
 	raw, err := f.request(req)
 	if err != nil {
+		f.session.failed()
 		return true, err
 	}
 	resp := raw.(*kmsg.FetchResponse)
+	f.session.answered(resp)
 	if resp.ErrorCode != 0 {
+		if isSessionError(resp.ErrorCode) {
+			// The next fetch is full; no need to wait for it.
+			m.logger.Debug("replica fetch session reset", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
+			return true, nil
+		}
 		return true, kerr.ErrorForCode(resp.ErrorCode)
 	}
+	type fetched struct {
+		p  *Partition
+		st *followState
+		rp *kmsg.FetchResponseTopicPartition
+	}
+	var todo []fetched
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, rt := range resp.Topics {
+	for ti := range resp.Topics {
+		rt := &resp.Topics[ti]
 		id := rt.TopicID
 		if id == ([16]byte{}) {
 			if lt := m.TopicByName(rt.Topic); lt != nil {
 				id = lt.id
 			}
 		}
-		for _, rp := range rt.Partitions {
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
 			sn, ok := sentBy[id][rp.Partition]
 			if !ok {
 				continue
@@ -441,10 +465,27 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 			if st == nil || st.leaderEpoch != sn.epoch || sn.p.log.LogEndOffset() != sn.at {
 				continue // unfollowed, new epoch or truncated meanwhile
 			}
-			f.applyFetched(sn.p, st, &rp)
+			todo = append(todo, fetched{sn.p, st, rp})
 		}
 	}
+	// The partitions are independent: after a failover each one's first
+	// batch of the new leader epoch fsyncs its leader-epoch checkpoint
+	// (twice), which one after another made thousands of partitions take
+	// tens of seconds; concurrent fsyncs share the filesystem's commits.
+	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
+		t := todo[i]
+		f.applyFetched(t.p, t.st, t.rp)
+	})
 	return true, nil
+}
+
+// indexes is 0..n-1, for forEachParallel.
+func indexes(n int) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out
 }
 
 // applyFetched appends one partition's fetched batches, under f.mu.
