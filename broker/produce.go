@@ -170,11 +170,6 @@ var parallelAppendBytes = 256 << 10
 // Partitions are independent logs with their own locks; a partition named
 // twice keeps the request's order (the sequential path).
 func (s *Server) appendAll(resp *kmsg.ProduceResponse, jobs []produceJob, acks int16, txnCheck *txnProduce) {
-	run := func(j *produceJob) {
-		rt := &resp.Topics[j.topic]
-		sp := &rt.Partitions[j.partition]
-		j.code, j.msg, j.waiter = s.produceTo(j.lt, rt.Topic, sp.Partition, j.records, acks, sp, txnCheck)
-	}
 	todo := make([]int, 0, len(jobs))
 	total := 0
 	for i := range jobs {
@@ -189,26 +184,41 @@ func (s *Server) appendAll(resp *kmsg.ProduceResponse, jobs []produceJob, acks i
 	}
 	if workers < 2 {
 		for _, i := range todo {
-			run(&jobs[i])
+			s.appendJob(resp, &jobs[i], acks, txnCheck)
 		}
-		return
-	}
-	var next atomic.Int32
-	work := func() {
-		for {
-			n := int(next.Add(1)) - 1
-			if n >= len(todo) {
-				return
+	} else {
+		var next atomic.Int32
+		work := func() {
+			for {
+				n := int(next.Add(1)) - 1
+				if n >= len(todo) {
+					return
+				}
+				s.appendJob(resp, &jobs[todo[n]], acks, txnCheck)
 			}
-			run(&jobs[todo[n]])
+		}
+		var wg sync.WaitGroup
+		for range workers - 1 {
+			wg.Go(work)
+		}
+		work()
+		wg.Wait()
+	}
+	// Every partition appended: now the parked fetches (AppendedNoWake).
+	for _, i := range todo {
+		if j := &jobs[i]; j.code == 0 {
+			if p := j.lt.Partition(resp.Topics[j.topic].Partitions[j.partition].Partition); p != nil {
+				p.WakeFetches()
+			}
 		}
 	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
+}
+
+// appendJob appends one job's records and fills its response fields.
+func (s *Server) appendJob(resp *kmsg.ProduceResponse, j *produceJob, acks int16, txnCheck *txnProduce) {
+	rt := &resp.Topics[j.topic]
+	sp := &rt.Partitions[j.partition]
+	j.code, j.msg, j.waiter = s.produceTo(j.lt, rt.Topic, sp.Partition, j.records, acks, sp, txnCheck)
 }
 
 // distinctPartitions reports whether no partition is named twice among the
