@@ -180,7 +180,9 @@ func BenchmarkProduceToParkedFetch(b *testing.B) {
 	frame := benchProduceFrame("lat", 1, batch)
 	fetch, at := benchFetchFrame("lat")
 	offset := int64(0)
-	round := func() {
+	// The answers are decoded during the warm-up only: the timed rounds
+	// count the broker's allocations, not the client's.
+	round := func(check bool) {
 		binary.BigEndian.PutUint64(fetch[at:], uint64(offset))
 		fc.send(fetch)
 		// Let the fetch park: an append racing its first read would be
@@ -195,19 +197,23 @@ func BenchmarkProduceToParkedFetch(b *testing.B) {
 			}
 		}
 		pc.send(frame)
-		checkProduced(b, pc.read())
+		if check {
+			checkProduced(b, pc.read())
+		} else {
+			pc.read()
+		}
 		if got := fc.read(); len(got) < len(batch) {
 			b.Fatalf("fetch answered with %d bytes, want the %d-byte batch", len(got), len(batch))
 		}
 		offset += 16
 	}
 	for range 100 {
-		round()
+		round(true)
 	}
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		round()
+		round(false)
 	}
 }
