@@ -189,8 +189,9 @@ func (p *Partition) AppendedNoWake() {
 	p.advanceHighWatermark()
 }
 
-// WakeFetches signals the fetches parked on p (see AppendedNoWake).
-func (p *Partition) WakeFetches() { p.wakeFetchWaiters() }
+// WakeFetches signals the fetches parked on p (see AppendedNoWake) and
+// returns how many were not signalled already.
+func (p *Partition) WakeFetches() int { return p.wakeFetchWaiters() }
 
 // advanceHighWatermark recomputes a leader's high watermark from its
 // in-sync followers and completes the acks=all produces it satisfies. It
