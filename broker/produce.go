@@ -94,7 +94,17 @@ func handleProduce(c *conn, x *exchange) {
 			jobs = append(jobs, job)
 		}
 	}
-	s.appendAll(resp, jobs, req.Acks, txnCheck)
+	woke := s.appendAll(resp, jobs, req.Acks, txnCheck)
+	// The fetches woken wait on this core until this goroutine blocks (Go
+	// runs a goroutine it readies next, but does not switch to it), which a
+	// producer with requests queued on the socket may not do for a whole
+	// time slice (10 ms). Once the answer is out, this goroutine yields to
+	// them: the records reach the consumers before the next request is
+	// read. Kafka's request handler completes the fetches inline; here a
+	// fetch's answer could block on a slow consumer's socket.
+	if woke > 0 {
+		defer runtime.Gosched()
+	}
 	anyErr := false
 	var pending []pendingAck
 	var leaders map[int32]bool // named in CurrentLeader fields (KIP-951)
@@ -169,12 +179,7 @@ var parallelAppendBytes = 256 << 10
 // request, where Kafka's request handler appends them one after another.
 // Partitions are independent logs with their own locks; a partition named
 // twice keeps the request's order (the sequential path).
-func (s *Server) appendAll(resp *kmsg.ProduceResponse, jobs []produceJob, acks int16, txnCheck *txnProduce) {
-	run := func(j *produceJob) {
-		rt := &resp.Topics[j.topic]
-		sp := &rt.Partitions[j.partition]
-		j.code, j.msg, j.waiter = s.produceTo(j.lt, rt.Topic, sp.Partition, j.records, acks, sp, txnCheck)
-	}
+func (s *Server) appendAll(resp *kmsg.ProduceResponse, jobs []produceJob, acks int16, txnCheck *txnProduce) (woke int) {
 	todo := make([]int, 0, len(jobs))
 	total := 0
 	for i := range jobs {
@@ -189,26 +194,42 @@ func (s *Server) appendAll(resp *kmsg.ProduceResponse, jobs []produceJob, acks i
 	}
 	if workers < 2 {
 		for _, i := range todo {
-			run(&jobs[i])
+			s.appendJob(resp, &jobs[i], acks, txnCheck)
 		}
-		return
-	}
-	var next atomic.Int32
-	work := func() {
-		for {
-			n := int(next.Add(1)) - 1
-			if n >= len(todo) {
-				return
+	} else {
+		var next atomic.Int32
+		work := func() {
+			for {
+				n := int(next.Add(1)) - 1
+				if n >= len(todo) {
+					return
+				}
+				s.appendJob(resp, &jobs[todo[n]], acks, txnCheck)
 			}
-			run(&jobs[todo[n]])
+		}
+		var wg sync.WaitGroup
+		for range workers - 1 {
+			wg.Go(work)
+		}
+		work()
+		wg.Wait()
+	}
+	// Every partition appended: now the parked fetches (AppendedNoWake).
+	for _, i := range todo {
+		if j := &jobs[i]; j.code == 0 {
+			if p := j.lt.Partition(resp.Topics[j.topic].Partitions[j.partition].Partition); p != nil {
+				woke += p.WakeFetches()
+			}
 		}
 	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
+	return woke
+}
+
+// appendJob appends one job's records and fills its response fields.
+func (s *Server) appendJob(resp *kmsg.ProduceResponse, j *produceJob, acks int16, txnCheck *txnProduce) {
+	rt := &resp.Topics[j.topic]
+	sp := &rt.Partitions[j.partition]
+	j.code, j.msg, j.waiter = s.produceTo(j.lt, rt.Topic, sp.Partition, j.records, acks, sp, txnCheck)
 }
 
 // distinctPartitions reports whether no partition is named twice among the

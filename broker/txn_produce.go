@@ -174,16 +174,22 @@ func (s *Server) verifyTransaction(req *kmsg.ProduceRequest, version int16) *txn
 
 // appendProduced appends a produce request's batch (appendAsLeader's
 // client side): with verification on, a transactional batch opening a
-// transaction must present its guard.
+// transaction must present its guard. The partition's parked fetches are
+// not woken: appendAll wakes them once every partition is appended.
 func (s *Server) appendProduced(p *replication.Partition, records []byte, t *txnProduce, topic string, idx int32) (storage.AppendInfo, error) {
+	var info storage.AppendInfo
+	var err error
 	if t == nil || !t.verify {
-		return s.appendAsLeader(p, records)
+		info, err = p.Log().AppendAsLeader(records, p.LeaderEpoch())
+	} else {
+		info, err = p.Log().AppendAsLeaderVerified(records, p.LeaderEpoch(), t.guard(topic, idx))
 	}
-	info, err := p.Log().AppendAsLeaderVerified(records, p.LeaderEpoch(), t.guard(topic, idx))
 	if err != nil {
 		return info, err
 	}
-	p.Appended()
+	// The parked fetches wake once the request's appends are all done
+	// (appendAll).
+	p.AppendedNoWake()
 	return info, nil
 }
 

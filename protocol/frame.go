@@ -34,11 +34,18 @@ const frameGrowStep = 1 << 20
 // io.EOF is returned only when the stream ends cleanly before a frame starts;
 // a stream that ends inside the size or the frame gives io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, maxSize int32, buf []byte) ([]byte, error) {
-	var sizeBuf [4]byte
-	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+	// The size goes into buf's first bytes when it has room: an array
+	// here would escape through io.ReadFull, an allocation per frame.
+	var sizeBuf []byte
+	if cap(buf) >= 4 {
+		sizeBuf = buf[:4]
+	} else {
+		sizeBuf = make([]byte, 4)
+	}
+	if _, err := io.ReadFull(r, sizeBuf); err != nil {
 		return nil, err // io.EOF at a boundary, io.ErrUnexpectedEOF inside
 	}
-	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+	size := int32(binary.BigEndian.Uint32(sizeBuf))
 	if size < 0 {
 		return nil, ErrNegativeFrameSize
 	}

@@ -167,17 +167,31 @@ func (p *Partition) resignLeadership(role replicaRole, epoch int32) {
 // watermark moves if no follower holds it back, parked fetches (followers'
 // and consumers') wake, and satisfied acks=all produces complete.
 func (p *Partition) Appended() {
+	p.AppendedNoWake()
+	p.WakeFetches()
+}
+
+// AppendedNoWake is Appended but for waking the parked fetches, which the
+// caller does with WakeFetches once it has appended every partition of its
+// request. A fetch woken by the first of several appends of one request
+// would only run once the appending goroutine blocks (Go runs a goroutine it
+// readies next on the same core), after the other appends anyway, or, taken
+// by another core meanwhile, answer with the first partition's records and
+// leave the rest for the consumer's next round trip.
+func (p *Partition) AppendedNoWake() {
 	st := p.state.Load()
 	if st == nil || len(st.Replicas) <= 1 {
 		// One replica: the high watermark is the log end offset.
 		p.log.UpdateHighWatermark(p.log.LogEndOffset())
-		p.wakeFetchWaiters()
 		p.completeAckWaiters()
 		return
 	}
 	p.advanceHighWatermark()
-	p.wakeFetchWaiters()
 }
+
+// WakeFetches signals the fetches parked on p (see AppendedNoWake) and
+// returns how many were not signalled already.
+func (p *Partition) WakeFetches() int { return p.wakeFetchWaiters() }
 
 // advanceHighWatermark recomputes a leader's high watermark from its
 // in-sync followers and completes the acks=all produces it satisfies. It

@@ -99,16 +99,20 @@ func (p *Partition) RemoveFetchWaiter(w *FetchWaiter) {
 	p.waitMu.Unlock()
 }
 
-// wakeFetchWaiters signals every parked fetch after an append.
-func (p *Partition) wakeFetchWaiters() {
+// wakeFetchWaiters signals every parked fetch after an append and returns
+// how many it signalled (a waiter already signalled is not counted).
+func (p *Partition) wakeFetchWaiters() int {
+	n := 0
 	p.waitMu.Lock()
 	for w := range p.waiters {
 		select {
 		case w.wake <- struct{}{}:
+			n++
 		default:
 		}
 	}
 	p.waitMu.Unlock()
+	return n
 }
 
 func (p *Partition) now() time.Time { return p.m.now() }

@@ -138,6 +138,9 @@ type indexFile struct {
 	// last is entry n-1 when n > 0, so that loading a sealed segment maps
 	// nothing.
 	last [timeIndexEntrySize]byte
+	// scratch holds the entry being appended: a local array would escape
+	// through the File interface's WriteAt, one allocation per entry.
+	scratch [timeIndexEntrySize]byte
 }
 
 // openIndexFile opens (creating if absent) an index file. With fresh, the
@@ -692,10 +695,10 @@ func (oi *offsetIndex) last() (offset, pos int64, ok bool, err error) {
 }
 
 func (oi *offsetIndex) appendEntry(offset, pos int64) error {
-	var e [offsetIndexEntrySize]byte
-	binary.BigEndian.PutUint32(e[:], uint32(int32(offset-oi.baseOffset)))
+	e := oi.scratch[:offsetIndexEntrySize]
+	binary.BigEndian.PutUint32(e, uint32(int32(offset-oi.baseOffset)))
 	binary.BigEndian.PutUint32(e[4:], uint32(int32(pos)))
-	return oi.append(e[:])
+	return oi.append(e)
 }
 
 // timeIndex maps timestamps to offsets.
@@ -751,10 +754,10 @@ func (ti *timeIndex) maybeAppend(ts, offset int64) error {
 	if ts <= ti.lastTs || ti.full() {
 		return nil
 	}
-	var e [timeIndexEntrySize]byte
-	binary.BigEndian.PutUint64(e[:], uint64(ts))
+	e := ti.scratch[:timeIndexEntrySize]
+	binary.BigEndian.PutUint64(e, uint64(ts))
 	binary.BigEndian.PutUint32(e[8:], uint32(int32(offset-ti.baseOffset)))
-	if err := ti.append(e[:]); err != nil {
+	if err := ti.append(e); err != nil {
 		return err
 	}
 	ti.lastTs = ts

@@ -94,7 +94,7 @@ func (l *Log) read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (
 	i := l.segmentFor(offset)
 	var startPos int64
 	for ; i < len(l.segments); i++ {
-		pos, _, found, err := l.segments[i].findBatch(offset)
+		pos, found, err := l.segments[i].findBatchPos(offset)
 		if err != nil {
 			return res, storageErr("read", err)
 		}

@@ -64,6 +64,8 @@ type segment struct {
 	// preallocated: the log file was made segment.bytes long when the
 	// segment was created (preallocate) and is not trimmed yet.
 	preallocated bool
+	// tail: where the last batches start, while active (tailbatches.go).
+	tail *tailBatches
 }
 
 // segmentJitter draws a segment's roll jitter in [0, bound); tests
@@ -230,6 +232,10 @@ func (s *segment) append(batch []byte, h *batchHeader, intervalBytes int32) erro
 		return err
 	}
 	s.size = pos + int64(len(batch))
+	if s.tail == nil {
+		s.tail = new(tailBatches)
+	}
+	s.tail.add(h, pos, int64(len(batch)))
 	return nil
 }
 
@@ -326,6 +332,7 @@ func (s *segment) flush() error {
 // and unmapped (index.go). Nothing is fsynced: a roll leaves that to the
 // Log's asynchronous flush (syncSealed, or sealedSync without the lock).
 func (s *segment) deactivate() error {
+	s.tail = nil // fetches at the log end read the next segment now
 	if err := s.trimPreallocated(); err != nil {
 		return err
 	}

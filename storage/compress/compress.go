@@ -155,14 +155,24 @@ func NewLimitedReader(c Codec, src []byte, limit int64) (io.ReadCloser, error) {
 			if err != nil {
 				return nil, fmt.Errorf("zstd: %w", err)
 			}
-			d = &zstdDecoder{zr: zr}
+			d = &zstdDecoder{zr: zr, window: MaxZstdWindow}
 		}
 		d.src.Reset(src)
 		window := uint64(MaxZstdWindow)
 		if limit > 0 {
 			window = uint64(min(MaxZstdWindow, max(limit, MinCappedZstdWindow)))
 		}
-		if err := d.zr.ResetWithOptions(&d.src, zstd.WithDecoderMaxWindow(window)); err != nil {
+		var err error
+		if window == d.window {
+			// The decoder has this window already: ResetWithOptions
+			// would copy its options (two allocations per batch).
+			err = d.zr.Reset(&d.src)
+		} else {
+			d.window = window
+			err = d.zr.ResetWithOptions(&d.src, zstd.WithDecoderMaxWindow(window))
+		}
+		if err != nil {
+			d.window = 0 // options possibly half applied: set them again next time
 			d.src.Reset(nil)
 			zstdDecoders.Put(d)
 			return nil, fmt.Errorf("zstd: %w", err)
@@ -209,8 +219,9 @@ func (d *lz4Decoder) Close() error {
 }
 
 type zstdDecoder struct {
-	zr  *zstd.Decoder
-	src bytes.Reader
+	zr     *zstd.Decoder
+	src    bytes.Reader
+	window uint64 // the decoder's maximum window, 0 when unknown
 }
 
 func (d *zstdDecoder) Read(p []byte) (int, error) { return d.zr.Read(p) }

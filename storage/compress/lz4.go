@@ -35,7 +35,7 @@ func lz4BlockSize(idx byte) int64 { return 1 << (8 + 2*int64(idx)) } // 4: 64 Ki
 // header checksum, a truncated frame) is passed on as it is from there,
 // for the decoder to read or refuse.
 func (r *sliceReader) lz4View(src []byte) {
-	r.parts = r.parts[:0]
+	r.parts, r.next = r.parts[:0], 0
 	r.hdrs = r.hdrs[:0]
 	pos := 0
 	for pos < len(src) {
@@ -143,26 +143,30 @@ func lz4DescriptorChecksum(desc []byte) byte {
 	return byte(h >> 8)
 }
 
-// sliceReader reads the concatenation of parts; hdrs backs patched headers.
+// sliceReader reads the concatenation of parts from parts[next]; hdrs
+// backs patched headers. Reading moves next rather than reslicing parts,
+// so that parts keeps its capacity for the next batch (no allocation per
+// batch once the pool's reader has seen one).
 type sliceReader struct {
 	parts [][]byte
+	next  int
 	hdrs  []byte
 }
 
 func (r *sliceReader) Read(p []byte) (int, error) {
-	for len(r.parts) > 0 && len(r.parts[0]) == 0 {
-		r.parts = r.parts[1:]
+	for r.next < len(r.parts) && len(r.parts[r.next]) == 0 {
+		r.next++
 	}
-	if len(r.parts) == 0 {
+	if r.next == len(r.parts) {
 		return 0, io.EOF
 	}
-	n := copy(p, r.parts[0])
-	r.parts[0] = r.parts[0][n:]
+	n := copy(p, r.parts[r.next])
+	r.parts[r.next] = r.parts[r.next][n:]
 	return n, nil
 }
 
 func (r *sliceReader) reset() {
 	clear(r.parts[:cap(r.parts)])
-	r.parts = r.parts[:0]
+	r.parts, r.next = r.parts[:0], 0
 	r.hdrs = r.hdrs[:0]
 }
