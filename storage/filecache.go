@@ -291,22 +291,28 @@ func (sf *segFile) Close() error {
 // ReleaseIdleActive lets the FileCache close the active segment's log file
 // once nothing was appended for idle (the next append opens it again), so
 // that an idle partition holds no descriptor at all. The broker calls it
-// from its maintenance pass; without a FileCache it does nothing.
-func (l *Log) ReleaseIdleActive(now time.Time, idle time.Duration) {
+// from its maintenance; without a FileCache it does nothing. It returns
+// when a call would release the file, were nothing appended meanwhile
+// (false: never; released already, or no cache).
+func (l *Log) ReleaseIdleActive(now time.Time, idle time.Duration) (time.Time, bool) {
 	if l.cache == nil {
-		return
+		return time.Time{}, false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return
+		return time.Time{}, false
 	}
 	act := l.active()
 	if act != l.idleSeg || act.nextOffset != l.idleEnd {
 		l.idleSeg, l.idleEnd, l.idleSince = act, act.nextOffset, now
-		return
 	}
-	if now.Sub(l.idleSince) >= idle && act.log.kept() {
+	if !act.log.kept() {
+		return time.Time{}, false
+	}
+	if now.Sub(l.idleSince) >= idle {
 		act.log.makeEvictable(l.cache)
+		return time.Time{}, false
 	}
+	return l.idleSince.Add(idle), true
 }

@@ -95,6 +95,9 @@ type Log struct {
 	idleSeg   *segment
 	idleEnd   int64
 	idleSince time.Time
+	// onChange is called when something the time-based work depends on
+	// changed (schedule.go); nil: nobody asks.
+	onChange atomic.Pointer[func()]
 
 	// The asynchronous flush of rolled segments (flushRolled). flushMu
 	// serializes the flushes of this log; taken before mu. flushes counts
@@ -162,7 +165,9 @@ func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
 // [LogStartOffset, LogEndOffset].
 func (l *Log) UpdateHighWatermark(offset int64) {
 	offset = min(max(offset, l.logStartOffset.Load()), l.logEndOffset.Load())
-	l.highWatermark.Store(offset)
+	if l.highWatermark.Swap(offset) != offset {
+		l.changed()
+	}
 	if l.txnAwaitingHW.Load() {
 		l.txnHighWatermarkMoved()
 	}
@@ -173,6 +178,7 @@ func (l *Log) UpdateHighWatermark(offset int64) {
 func (l *Log) SetConfig(cfg LogConfig) {
 	c := cfg
 	l.cfg.Store(&c)
+	l.changed()
 }
 
 func (l *Log) config() *LogConfig { return l.cfg.Load() }
@@ -253,6 +259,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 		return AppendInfo{}, storageErr("append", err)
 	}
 	l.logEndOffset.Store(vb.header.NextOffset())
+	l.changed()
 	l.updateProducersLocked(producer, vb.header.NextOffset())
 	info := AppendInfo{
 		FirstOffset:    base,
@@ -746,6 +753,7 @@ func (l *Log) closeAndStopFlushes() bool {
 	l.mu.Lock()
 	wasOpen := !l.closed
 	l.closed = true
+	l.changed()
 	l.mu.Unlock()
 	l.stopFlush.Store(true)
 	l.flushes.Wait()

@@ -157,6 +157,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 		return storageErr("truncate: reload segment", err)
 	}
 	l.logEndOffset.Store(newLEO)
+	l.changed()
 	if err := l.truncateTxnIndexesLocked(newLEO); err != nil {
 		return storageErr("truncate", err)
 	}
@@ -252,6 +253,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	// The log start offset checkpoint first: after a crash at any later
 	// point, Open finds no readable record below offset.
 	l.logStartOffset.Store(offset)
+	l.changed()
 	if err := l.checkpointLogStartLocked(offset, true); err != nil {
 		return storageErr("truncate: log start offset checkpoint", err)
 	}
@@ -261,6 +263,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	seg, err := openSegmentFiles(l.fs, l.dir, offset, cfg, segmentCreate, true, now)
 	if err != nil {
 		l.closed = true
+		l.changed()
 		l.logger.Error("cannot create a segment after truncating the whole log; closing it", "dir", l.dir, "offset", offset, "err", err)
 		return storageErr("truncate: new segment", err)
 	}
