@@ -289,11 +289,12 @@ func (sf *segFile) Close() error {
 }
 
 // ReleaseIdleActive lets the FileCache close the active segment's log file
-// once nothing was appended for idle (the next append opens it again), so
-// that an idle partition holds no descriptor at all. The broker calls it
-// from its maintenance; without a FileCache it does nothing. It returns
-// when a call would release the file, were nothing appended meanwhile
-// (false: never; released already, or no cache).
+// and unmaps its indexes (they are mapped again by the next append) once
+// nothing was appended for idle, so that an idle partition holds no
+// descriptor and no mapping at all. The broker calls it from its
+// maintenance; without a FileCache it does nothing. It returns when a
+// call would release something, were nothing appended meanwhile (false:
+// never; released already, or no cache).
 func (l *Log) ReleaseIdleActive(now time.Time, idle time.Duration) (time.Time, bool) {
 	if l.cache == nil {
 		return time.Time{}, false
@@ -307,12 +308,19 @@ func (l *Log) ReleaseIdleActive(now time.Time, idle time.Duration) (time.Time, b
 	if act != l.idleSeg || act.nextOffset != l.idleEnd {
 		l.idleSeg, l.idleEnd, l.idleSince = act, act.nextOffset, now
 	}
-	if !act.log.kept() {
+	if !act.log.kept() && !act.offsetIndex.mappedActive() && !act.timeIndex.mappedActive() {
 		return time.Time{}, false
 	}
-	if now.Sub(l.idleSince) >= idle {
+	if now.Sub(l.idleSince) < idle {
+		return l.idleSince.Add(idle), true
+	}
+	if act.log.kept() {
 		act.log.makeEvictable(l.cache)
-		return time.Time{}, false
 	}
-	return l.idleSince.Add(idle), true
+	for _, ix := range []*indexFile{act.offsetIndex.indexFile, act.timeIndex.indexFile} {
+		if err := ix.park(); err != nil {
+			l.logger.Warn("unmapping an idle segment index", "file", ix.path, "err", err)
+		}
+	}
+	return time.Time{}, false
 }
