@@ -35,12 +35,22 @@ func TestMaintenanceVisitsOnlyWhatChanged(t *testing.T) {
 	if got := e.pass(ps); got != n {
 		t.Fatalf("first pass visited %d partitions, want the %d new ones", got, n)
 	}
-	// Each waits for its active segment to be idle a minute.
-	if got := e.m.sched.scheduled(qTick); got != n {
-		t.Fatalf("%d partitions with a deadline, want %d", got, n)
+	// Empty: their active segments were released at once.
+	if got := e.m.sched.scheduled(qTick); got != 0 {
+		t.Fatalf("%d empty partitions with a deadline, want none", got)
 	}
 	if got := e.pass(ps); got != 0 {
 		t.Fatalf("a pass with nothing changed visited %d partitions", got)
+	}
+	for i := range 10 {
+		produce(t, e.m.Partition("idle", int32(i)), 1)
+	}
+	if got := e.pass(ps); got != 10 {
+		t.Fatalf("a pass after appends to 10 partitions visited %d, want 10", got)
+	}
+	// Each waits for its active segment to be idle a minute.
+	if got := e.m.sched.scheduled(qTick); got != 10 {
+		t.Fatalf("%d partitions with a deadline, want 10", got)
 	}
 	p := e.m.Partition("idle", 7)
 	produce(t, p, 1)
@@ -48,8 +58,8 @@ func TestMaintenanceVisitsOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("a pass after one append visited %d partitions, want 1", got)
 	}
 	e.clock.Advance(activeSegmentIdle)
-	if got := e.pass(ps); got != n {
-		t.Fatalf("a pass a minute later visited %d partitions, want %d (idle release due)", got, n)
+	if got := e.pass(ps); got != 10 {
+		t.Fatalf("a pass a minute later visited %d partitions, want 10 (idle release due)", got)
 	}
 	if got := e.m.sched.scheduled(qTick); got != 0 {
 		t.Fatalf("%d partitions still scheduled after their release", got)

@@ -294,7 +294,8 @@ func (sf *segFile) Close() error {
 // descriptor and no mapping at all. The broker calls it from its
 // maintenance; without a FileCache it does nothing. It returns when a
 // call would release something, were nothing appended meanwhile (false:
-// never; released already, or no cache).
+// never; released already, or no cache). An empty active segment is
+// released without waiting.
 func (l *Log) ReleaseIdleActive(now time.Time, idle time.Duration) (time.Time, bool) {
 	if l.cache == nil {
 		return time.Time{}, false
@@ -311,7 +312,10 @@ func (l *Log) ReleaseIdleActive(now time.Time, idle time.Duration) (time.Time, b
 	if !act.log.kept() && !act.offsetIndex.mappedActive() && !act.timeIndex.mappedActive() {
 		return time.Time{}, false
 	}
-	if now.Sub(l.idleSince) < idle {
+	// An empty active segment (a new partition) has nothing to read and
+	// goes at once: creating many partitions must not hold a descriptor
+	// each for the idle time.
+	if now.Sub(l.idleSince) < idle && act.size > 0 {
 		return l.idleSince.Add(idle), true
 	}
 	if act.log.kept() {

@@ -8,12 +8,15 @@
 //
 //	go build -o bin/strait ./cmd/strait && go run ./bench/idlepartitions -topics 100 -partitions 1000
 //
-// (make bench-idle-partitions). Each topic gets its record right after it
-// is created, so that no more than the partitions created in the last
-// minute have their active segment open and mapped at once: producing to
-// all 100,000 within a minute would map 200,000 index files, past
-// vm.max_map_count's default of 65,530 (as in Kafka, whose operators raise
-// it).
+// (make bench-idle-partitions). The topics are created first (a new,
+// empty partition holds no descriptor once the maintenance saw it), then
+// written topic by topic, waiting while the broker holds more than
+// -max-busy-fds descriptors: a partition written to keeps its active
+// segment's descriptor and two index mappings for the minute before it
+// counts as idle, and writing to all 100,000 within a minute would take
+// 100,000 descriptors (this machine's RLIMIT_NOFILE is 20,000) and
+// 200,000 mappings (vm.max_map_count's default is 65,530), as it would in
+// Kafka, which holds them for good.
 package main
 
 import (
@@ -24,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,11 +47,12 @@ func main() {
 		cpuWindow  = flag.Duration("cpu-window", 60*time.Second, "how long idle CPU is measured")
 		work       = flag.String("dir", "", "working directory (default: a new one under $TMPDIR); removed at the end")
 		port       = flag.Int("port", 19792, "listener port on 127.0.0.1")
+		busyFDs    = flag.Int("max-busy-fds", 10000, "write the next topic only while the broker holds fewer descriptors")
 	)
 	var overrides multi
 	flag.Var(&overrides, "override", "broker property key=value (repeatable)")
 	flag.Parse()
-	if err := run(*bin, *topics, *partitions, *idleWait, *cpuWindow, *work, *port, overrides); err != nil {
+	if err := run(*bin, *topics, *partitions, *idleWait, *cpuWindow, *work, *port, *busyFDs, overrides); err != nil {
 		fmt.Fprintln(os.Stderr, "idlepartitions:", err)
 		os.Exit(1)
 	}
@@ -58,7 +63,7 @@ type multi []string
 func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
-func run(bin string, topics, partitions int, idleWait, cpuWindow time.Duration, work string, port int, overrides []string) error {
+func run(bin string, topics, partitions int, idleWait, cpuWindow time.Duration, work string, port, busyFDs int, overrides []string) error {
 	if work == "" {
 		d, err := os.MkdirTemp("", "strait-idle-")
 		if err != nil {
@@ -87,6 +92,15 @@ func run(bin string, topics, partitions int, idleWait, cpuWindow time.Duration, 
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	// Interrupted: stop the broker and remove the data before exiting.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		stop(cmd, exited)
+		os.RemoveAll(work)
+		os.Exit(1)
+	}()
 	pid := cmd.Process.Pid
 	defer stop(cmd, exited)
 	if err := waitFile(ready, exited, time.Minute); err != nil {
@@ -106,33 +120,51 @@ func run(bin string, topics, partitions int, idleWait, cpuWindow time.Duration, 
 	adm.SetTimeoutMillis(int32((5 * time.Minute).Milliseconds()))
 	start := time.Now()
 	var peakFDs, peakMaps int
+	note := func() procSample {
+		s := sample(pid)
+		peakFDs, peakMaps = max(peakFDs, s.fds), max(peakMaps, s.maps)
+		return s
+	}
+	name := func(i int) string { return fmt.Sprintf("idle-%03d", i) }
 	for i := range topics {
-		name := fmt.Sprintf("idle-%03d", i)
 		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-		res, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, name)
+		res, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, name(i))
+		cancel()
 		if err == nil {
 			err = res.Err
 		}
 		if err != nil {
-			cancel()
-			return fmt.Errorf("creating %s: %w", name, err)
+			return fmt.Errorf("creating %s: %w", name(i), err)
 		}
-		recs := make([]*kgo.Record, partitions)
-		for p := range recs {
-			recs[p] = &kgo.Record{Topic: name, Partition: int32(p), Value: []byte("idle")}
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			cancel()
-			return fmt.Errorf("producing to %s: %w", name, err)
-		}
-		cancel()
-		s := sample(pid)
-		peakFDs, peakMaps = max(peakFDs, s.fds), max(peakMaps, s.maps)
+		s := note()
 		if (i+1)%10 == 0 || i+1 == topics {
-			fmt.Printf("%d partitions created and written in %.0f s: %d descriptors, %d mappings, RSS %.0f MiB\n",
+			fmt.Printf("%d partitions created in %.0f s: %d descriptors, %d mappings, RSS %.0f MiB\n",
 				(i+1)*partitions, time.Since(start).Seconds(), s.fds, s.maps, float64(s.rss)/(1<<20))
 		}
 	}
+	created := time.Since(start)
+	start = time.Now()
+	for i := range topics {
+		for waited := 0; sample(pid).fds > busyFDs && waited < 300; waited++ {
+			time.Sleep(time.Second)
+		}
+		recs := make([]*kgo.Record, partitions)
+		for p := range recs {
+			recs[p] = &kgo.Record{Topic: name(i), Partition: int32(p), Value: []byte("idle")}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+		err := cl.ProduceSync(ctx, recs...).FirstErr()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("producing to %s: %w", name(i), err)
+		}
+		s := note()
+		if (i+1)%10 == 0 || i+1 == topics {
+			fmt.Printf("%d partitions written in %.0f s: %d descriptors, %d mappings, RSS %.0f MiB\n",
+				(i+1)*partitions, time.Since(start).Seconds(), s.fds, s.maps, float64(s.rss)/(1<<20))
+		}
+	}
+	fmt.Printf("created %d partitions in %.0f s, wrote them in %.0f s (paced)\n", topics*partitions, created.Seconds(), time.Since(start).Seconds())
 	cl.Close()
 	total := topics * partitions
 	fmt.Printf("waiting %s for the idle release\n", idleWait)
