@@ -424,6 +424,7 @@ func (l *Log) flushRolled(upTo int64, gen uint64) {
 	advance := !l.closed && l.flushGen == gen && upTo > l.recoveryPoint.Load()
 	if advance {
 		l.recoveryPoint.Store(upTo)
+		l.cpTouch()
 	}
 	l.mu.Unlock()
 	if advance {
@@ -517,6 +518,7 @@ func (l *Log) setRecoveryPointSyncLocked(rp int64, mode fileSync) {
 		return
 	}
 	l.recoveryPoint.Store(rp)
+	l.cpTouch()
 	if err := l.writeRecoveryPointSync(mode); err != nil {
 		// Only costs recovery work after a crash.
 		l.logger.Warn("cannot write recovery point checkpoint", "dir", l.dir, "err", err)
@@ -563,6 +565,7 @@ func (l *Log) flushLocked(now time.Time) error {
 			return err
 		}
 		l.recoveryPoint.Store(act.baseOffset)
+		l.cpTouch()
 	}
 	if err := act.flush(); err != nil {
 		return err

@@ -29,6 +29,9 @@ func (l *Log) SetChangeHook(fn func()) {
 }
 
 func (l *Log) changed() {
+	if l.cp != nil {
+		l.cp.touch()
+	}
 	if fn := l.onChange.Load(); fn != nil {
 		(*fn)()
 	}
@@ -121,4 +124,12 @@ func (l *Log) NextProducerExpiry() (int64, bool) {
 		}
 	}
 	return next, ok
+}
+
+// cpTouch tells the directory's checkpoints that a value moved (one the
+// change hook does not cover: the recovery point).
+func (l *Log) cpTouch() {
+	if l.cp != nil {
+		l.cp.touch()
+	}
 }

@@ -133,6 +133,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	l.flushGen++
 	if l.recoveryPoint.Load() > newLEO {
 		l.recoveryPoint.Store(newLEO)
+		l.cpTouch()
 		if err := l.writeRecoveryPoint(); err != nil {
 			return storageErr("truncate: recovery point checkpoint", err)
 		}
@@ -276,6 +277,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	l.unflushedMessages = 0
 	l.flushGen++ // as in truncateToLocked
 	l.recoveryPoint.Store(offset)
+	l.cpTouch()
 	if err := l.writeRecoveryPoint(); err != nil {
 		l.logger.Warn("cannot write recovery point checkpoint", "dir", l.dir, "err", err)
 	}
