@@ -64,7 +64,8 @@ import (
 //     so opening a log maps nothing but its active segment's indexes.
 //
 // vm.max_map_count (65530 by default) bounds the mappings of the process:
-// this package holds two per active segment (one per index), plus one per
+// this package holds two per active segment (one per index) but none for
+// an idle partition's (park, from Log.ReleaseIdleActive), plus one per
 // sealed segment whose offset index was searched since the log was opened
 // (fetches, the cleaner) and one per sealed segment whose time index was
 // (ListOffsets by timestamp); empty indexes are never mapped. 10,000
