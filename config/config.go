@@ -43,9 +43,15 @@ var straitDefaults = map[string]string{
 	"etcd.prefix":    "/strait",
 	"etcd.endpoints": "", // empty: the embedded etcd
 
-	"strait.max.decompressed.batch.bytes":        "0", // no cap
-	"strait.fd.reserve":                          "256",
-	"strait.log.segment.open.files.max":          "4096",
+	"strait.max.decompressed.batch.bytes": "0", // no cap
+	"strait.fd.reserve":                   "256",
+	// Kafka has no such bound: it keeps every segment's .log open, and its
+	// operators raise RLIMIT_NOFILE past 100,000. 1,000 keeps a broker with
+	// any number of idle partitions under 2,000 descriptors in all (the
+	// rest: strait.fd.reserve, connections, etcd); closing and opening a
+	// file again costs microseconds, little next to the catch-up read of a
+	// sealed segment that needs it (BENCHMARKS.md, idle partitions).
+	"strait.log.segment.open.files.max":          "1000",
 	"strait.http.listener":                       "", // off
 	"strait.share.coordinator.max.state.entries": "2000000",
 }
@@ -123,7 +129,7 @@ type Log struct {
 	// recovery-point and log-start-offset checkpoints are written.
 	FlushOffsetCheckpointIntervalMs      int64
 	FlushStartOffsetCheckpointIntervalMs int64
-	// SegmentOpenFilesMax is strait.log.segment.open.files.max (4096, at
+	// SegmentOpenFilesMax is strait.log.segment.open.files.max (1000, at
 	// least 1): sealed segments' log files kept open while no read uses
 	// them; more are closed, least recently used first, and opened again
 	// on the next read (storage.FileCache).

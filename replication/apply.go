@@ -148,12 +148,7 @@ func (m *Manager) applyTopic(t controller.TopicInfo, changed []int32) error {
 				p.log.UpdateHighWatermark(p.log.LogEndOffset())
 			}
 		}
-		p.repl.mu.Lock()
-		p.repl.minISR = minISR
-		p.repl.mu.Unlock()
-		throttles.apply(p)
-		p.state.Store(pi)
-		m.transition(p, pi)
+		m.start(p, throttles.settings(i, minISR), pi)
 		lt.parts[i] = p
 	}
 	forEachParallel(todo, applyWorkers, apply)

@@ -400,27 +400,41 @@ func (p *Partition) maybeExpandISR(replica int32) {
 }
 
 // maybeShrinkISR drops the in-sync followers that have not caught up for
-// replica.lag.time.max.ms by now (the maintenance loop's ISR check, Kafka's
-// maybeShrinkIsr).
-func (p *Partition) maybeShrinkISR(now time.Time) {
+// replica.lag.time.max.ms (Kafka's maybeShrinkIsr). It returns when it
+// should look again (false: only after a change of role or state): the
+// first time an in-sync follower could be out, were nothing to change, or
+// the next pass while a change is in flight.
+func (p *Partition) maybeShrinkISR(now time.Time) (time.Time, bool) {
 	m := p.m
 	st := p.state.Load()
 	if st == nil || st.Leader != m.cfg.NodeID || len(st.ISR) <= 1 {
-		return
+		return time.Time{}, false
 	}
 	r := &p.repl
 	r.mu.Lock()
-	if r.role != roleLeader || r.isrProposal >= 0 {
+	if r.role != roleLeader {
 		r.mu.Unlock()
-		return
+		return time.Time{}, false
+	}
+	if r.isrProposal >= 0 {
+		r.mu.Unlock()
+		return now, true
 	}
 	var out []int32
+	var next time.Time
 	for _, id := range st.ISR {
 		if id == m.cfg.NodeID {
 			continue
 		}
-		if fs := r.followers[id]; fs == nil || now.Sub(fs.lastCaughtUp) > m.cfg.ReplicaLagTimeMax {
+		fs := r.followers[id]
+		if fs == nil || now.Sub(fs.lastCaughtUp) > m.cfg.ReplicaLagTimeMax {
 			out = append(out, id)
+			continue
+		}
+		// Out once now - lastCaughtUp > the lag; lastCaughtUp only moves
+		// forward, so this is the earliest.
+		if at := fs.lastCaughtUp.Add(m.cfg.ReplicaLagTimeMax + 1); next.IsZero() || at.Before(next) {
+			next = at
 		}
 	}
 	if len(out) > 0 {
@@ -428,10 +442,11 @@ func (p *Partition) maybeShrinkISR(now time.Time) {
 	}
 	r.mu.Unlock()
 	if len(out) == 0 {
-		return
+		return next, !next.IsZero()
 	}
 	newISR := slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return slices.Contains(out, id) })
 	p.proposeISR(st, newISR, "followers out of sync", out...)
+	return now, true
 }
 
 // proposeISR sends the AlterPartition on a goroutine of the Manager's; the

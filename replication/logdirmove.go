@@ -471,20 +471,12 @@ func (m *Manager) reopenLocked(p *Partition, dir string, cfg storage.LogConfig, 
 		return
 	}
 	l.UpdateHighWatermark(min(hw, l.LogEndOffset()))
-	np := &Partition{m: m, topic: p.topic, topicID: p.topicID, index: p.index, log: l}
+	np := m.newPartition(p.topic, p.topicID, p.index, l)
 	st := p.state.Load()
-	p.repl.mu.Lock()
-	np.repl.minISR = p.repl.minISR
-	p.repl.mu.Unlock()
-	np.leaderThrottled.Store(p.leaderThrottled.Load())
-	np.followerThrottled.Store(p.followerThrottled.Load())
-	if st != nil {
-		if len(st.Replicas) <= 1 {
-			l.UpdateHighWatermark(l.LogEndOffset())
-		}
-		np.state.Store(st)
-		m.transition(np, st)
+	if st != nil && len(st.Replicas) <= 1 {
+		l.UpdateHighWatermark(l.LogEndOffset())
 	}
+	m.start(np, p.settings(), st)
 	nt := &Topic{name: lt.name, id: lt.id, parts: slices.Clone(lt.parts)}
 	nt.parts[p.index] = np
 	m.publishLocked(nt, lt)

@@ -78,6 +78,8 @@ type Manager struct {
 	files *storage.FileCache
 
 	fetchers *fetchers
+	// sched says which partitions the maintenance loop visits (schedule.go).
+	sched schedule
 	// cleaner compacts the logs of compacted topics in the background
 	// (nil with log.cleaner.enable=false).
 	cleaner *storage.Cleaner
@@ -127,6 +129,7 @@ func New(cfg Config, deps Deps) *Manager {
 	m.stopCtx, m.cancel = context.WithCancel(context.Background())
 	m.initDirs()
 	m.fetchers = newFetchers(m)
+	m.sched.init()
 	m.byName.Store(&map[string]*Topic{})
 	m.byID.Store(&map[[16]byte]*Topic{})
 	if cfg.SegmentOpenFilesMax > 0 {
@@ -222,6 +225,7 @@ func (m *Manager) apply(ch controller.TopicChange) {
 // change), or follower of the current leader (fetching, after truncation),
 // as Kafka's makeLeader/makeFollower.
 func (m *Manager) transition(p *Partition, pi *controller.PartitionInfo) {
+	defer p.noteChanged() // its ISR deadlines, if it leads
 	p.repl.mu.Lock()
 	role, epoch := p.repl.role, p.repl.epoch
 	p.repl.mu.Unlock()
@@ -421,7 +425,7 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 	}
 	m.logger.Debug("opened partition log", "dir", dir, "log_end_offset", l.LogEndOffset(),
 		"high_watermark", l.HighWatermark(), "took", time.Since(start))
-	return &Partition{m: m, topic: t.Name, topicID: t.ID, index: idx, log: l}, created, nil
+	return m.newPartition(t.Name, t.ID, idx, l), created, nil
 }
 
 // stopping reports whether Stop has been called.

@@ -37,6 +37,13 @@ type Partition struct {
 	leaderThrottled, followerThrottled atomic.Bool
 
 	repl replicaState
+
+	// The partition's place in the maintenance schedule (schedule.go):
+	// sched guarded by Manager.sched.mu, pending set while it is on the
+	// changed list, visited owned by the maintenance loop.
+	sched   [numQueues]slot
+	pending atomic.Bool
+	visited uint64
 }
 
 // Topic is the partition's topic name.
@@ -116,3 +123,44 @@ func (p *Partition) wakeFetchWaiters() int {
 }
 
 func (p *Partition) now() time.Time { return p.m.now() }
+
+// newPartition wraps an opened log as a Partition of this Manager's, on
+// the maintenance schedule from now on (its log's changes list it).
+func (m *Manager) newPartition(topic string, id [16]byte, idx int32, l *storage.Log) *Partition {
+	p := &Partition{m: m, topic: topic, topicID: id, index: idx, log: l}
+	l.SetChangeHook(p.noteChanged)
+	p.noteChanged()
+	return p
+}
+
+// partSettings is what a Partition holds from its topic's configuration
+// besides its log's: min.insync.replicas and the replication throttles.
+type partSettings struct {
+	minISR                             int32
+	leaderThrottled, followerThrottled bool
+}
+
+// settings is p's, to carry to the Partition of a reopened log.
+func (p *Partition) settings() partSettings {
+	p.repl.mu.Lock()
+	defer p.repl.mu.Unlock()
+	return partSettings{minISR: p.repl.minISR,
+		leaderThrottled: p.leaderThrottled.Load(), followerThrottled: p.followerThrottled.Load()}
+}
+
+// start gives p its settings and, with a state (pi not nil), moves it to
+// the role pi gives this broker: for a Partition opened or changed by the
+// metadata (apply.go) and for the one of a log reopened elsewhere
+// (logdirmove.go) alike.
+func (m *Manager) start(p *Partition, s partSettings, pi *controller.PartitionInfo) {
+	p.repl.mu.Lock()
+	p.repl.minISR = s.minISR
+	p.repl.mu.Unlock()
+	p.leaderThrottled.Store(s.leaderThrottled)
+	p.followerThrottled.Store(s.followerThrottled)
+	if pi == nil {
+		return
+	}
+	p.state.Store(pi)
+	m.transition(p, pi)
+}

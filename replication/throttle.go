@@ -43,9 +43,11 @@ func throttledOn(configs map[string]string, node int32) topicThrottles {
 	return t
 }
 
-func (t topicThrottles) apply(p *Partition) {
-	p.leaderThrottled.Store(t.leaderAll || slices.Contains(t.leader, p.index))
-	p.followerThrottled.Store(t.followerAll || slices.Contains(t.follower, p.index))
+// settings is partition idx's, with minISR.
+func (t topicThrottles) settings(idx, minISR int32) partSettings {
+	return partSettings{minISR: minISR,
+		leaderThrottled:   t.leaderAll || slices.Contains(t.leader, idx),
+		followerThrottled: t.followerAll || slices.Contains(t.follower, idx)}
 }
 
 // ShouldLeaderThrottle is ReplicaManager.shouldLeaderThrottle: whether a

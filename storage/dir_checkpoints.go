@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // DirCheckpoints is one log directory's three per-directory checkpoints,
@@ -56,6 +57,10 @@ type DirCheckpoints struct {
 	writeMu [numDirKinds]sync.Mutex
 	// durable is what each file holds, by partition; guarded by writeMu.
 	durable [numDirKinds]map[TopicPartition]int64
+	// stale says a value of file k may have changed since its last
+	// periodic write (touch): an idle broker's periodic writes then skip
+	// gathering and sorting every partition's value.
+	stale [numDirKinds]atomic.Bool
 }
 
 type dirKind int
@@ -95,6 +100,7 @@ func OpenDirCheckpoints(fsys FS, logDir string, logger *slog.Logger) (*DirCheckp
 		logger = slog.Default()
 	}
 	c := &DirCheckpoints{fs: fsys, dir: logDir, logger: logger, entries: map[TopicPartition]*dirEntry{}}
+	c.touch()
 	if err := fsys.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -191,6 +197,7 @@ func (c *DirCheckpoints) register(tp TopicPartition, l *Log) {
 		c.entries[tp] = e
 	}
 	e.log = l
+	c.touch()
 }
 
 // setFrozen sets a not-open partition's value of kind k (used while a log
@@ -206,6 +213,7 @@ func (c *DirCheckpoints) setFrozen(tp TopicPartition, k dirKind, v int64) {
 	if e.log == nil {
 		e.values[k], e.has[k] = v, true
 	}
+	c.touch()
 }
 
 // unregister freezes tp's values as l has them now (l is closing).
@@ -220,6 +228,7 @@ func (c *DirCheckpoints) unregister(tp TopicPartition, l *Log) {
 		e.values[k], e.has[k] = l.dirValue(k), true
 	}
 	e.log = nil
+	c.touch()
 }
 
 // Adopt sets tp's values, for a partition about to be opened here from a
@@ -229,6 +238,7 @@ func (c *DirCheckpoints) Adopt(tp TopicPartition, recoveryPoint, logStart, highW
 	c.mu.Lock()
 	c.entries[tp] = &dirEntry{values: [numDirKinds]int64{recoveryPoint, logStart, highWatermark}, has: [numDirKinds]bool{true, true, true}}
 	c.mu.Unlock()
+	c.touch()
 	return c.WriteAll()
 }
 
@@ -242,6 +252,7 @@ func (c *DirCheckpoints) Forget(tp TopicPartition, l *Log) error {
 		delete(c.entries, tp)
 	}
 	c.mu.Unlock()
+	c.touch()
 	return c.WriteAll()
 }
 
@@ -254,6 +265,31 @@ func (c *DirCheckpoints) lowered(tp TopicPartition, k dirKind, v int64) error {
 		return nil
 	}
 	return c.writeLocked(k)
+}
+
+// touch notes that values may have changed (a log's change hook, a
+// recovery point moved, an entry added or frozen).
+func (c *DirCheckpoints) touch() {
+	for k := range c.stale {
+		if !c.stale[k].Load() {
+			c.stale[k].Store(true)
+		}
+	}
+}
+
+// writePeriodic is the periodic write of file k: nothing when no value
+// changed since the last one.
+func (c *DirCheckpoints) writePeriodic(k dirKind) error {
+	c.writeMu[k].Lock()
+	defer c.writeMu[k].Unlock()
+	if !c.stale[k].Swap(false) {
+		return nil
+	}
+	if err := c.writeLocked(k); err != nil {
+		c.stale[k].Store(true)
+		return err
+	}
+	return nil
 }
 
 // writeNow writes file k with the values as they are now.
@@ -298,15 +334,15 @@ func (c *DirCheckpoints) gather(k dirKind) map[TopicPartition]int64 {
 
 // WriteRecoveryPoints writes recovery-point-offset-checkpoint (Kafka's
 // log.flush.offset.checkpoint.interval.ms task).
-func (c *DirCheckpoints) WriteRecoveryPoints() error { return c.writeNow(recoveryPointKind) }
+func (c *DirCheckpoints) WriteRecoveryPoints() error { return c.writePeriodic(recoveryPointKind) }
 
 // WriteLogStartOffsets writes log-start-offset-checkpoint (Kafka's
 // log.flush.start.offset.checkpoint.interval.ms task).
-func (c *DirCheckpoints) WriteLogStartOffsets() error { return c.writeNow(logStartKind) }
+func (c *DirCheckpoints) WriteLogStartOffsets() error { return c.writePeriodic(logStartKind) }
 
 // WriteHighWatermarks writes replication-offset-checkpoint (Kafka's
 // replica.high.watermark.checkpoint.interval.ms task).
-func (c *DirCheckpoints) WriteHighWatermarks() error { return c.writeNow(highWatermarkKind) }
+func (c *DirCheckpoints) WriteHighWatermarks() error { return c.writePeriodic(highWatermarkKind) }
 
 // WriteAll writes the three files; the broker calls it once per directory
 // on a clean shutdown, after closing the directory's logs. Each file's

@@ -188,3 +188,48 @@ func TestDirCheckpointsDeleteForgets(t *testing.T) {
 		t.Fatalf("re-created log: start %d end %d hw %d, want 0 0 0", l2.LogStartOffset(), l2.LogEndOffset(), l2.HighWatermark())
 	}
 }
+
+// TestDirCheckpointsPeriodicWriteSkipsIdle: a periodic write with no value
+// changed since the last one gathers nothing (an idle broker's checkpoint
+// ticks cost nothing per partition); a high watermark moved, an append
+// flushed, a log start moved are all written by the next one.
+func TestDirCheckpointsPeriodicWriteSkipsIdle(t *testing.T) {
+	logDir := t.TempDir()
+	c := openDirCP(t, logDir)
+	a := openCPLog(t, c, "idle-0")
+	defer a.Close()
+	mustAppend(t, a, simpleBatch(t, compress.None, 5, testEpoch.UnixMilli()))
+	a.UpdateHighWatermark(3)
+	write := func() {
+		t.Helper()
+		for _, w := range []func() error{c.WriteHighWatermarks, c.WriteRecoveryPoints, c.WriteLogStartOffsets} {
+			if err := w(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write()
+	if got, want := readDirFile(t, logDir, ReplicationOffsetFile), "0\n1\nidle 0 3\n"; got != want {
+		t.Fatalf("replication-offset-checkpoint %q, want %q", got, want)
+	}
+	if allocs := testing.AllocsPerRun(20, write); allocs != 0 {
+		t.Fatalf("a periodic write with nothing changed allocated %v times (gathered the partitions)", allocs)
+	}
+	a.UpdateHighWatermark(5)
+	if err := a.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.DeleteRecordsBefore(2); err != nil {
+		t.Fatal(err)
+	}
+	write()
+	for name, want := range map[string]string{
+		ReplicationOffsetFile: "0\n1\nidle 0 5\n",
+		recoveryPointFile:     "0\n1\nidle 0 5\n",
+		logStartOffsetFile:    "0\n1\nidle 0 2\n",
+	} {
+		if got := readDirFile(t, logDir, name); got != want {
+			t.Fatalf("%s: %q, want %q", name, got, want)
+		}
+	}
+}

@@ -51,7 +51,8 @@
 //
 // The active segment holds one file descriptor, its .log's, until its
 // partition has gone idle (ReleaseIdleActive: the cache may then close it
-// too, the next append opens it again). A sealed
+// too, and its indexes are unmapped; the next append opens and maps them
+// again; an empty active segment goes at once). A sealed
 // segment's .log is opened on demand: with Options.FileCache (the broker's,
 // bounded by strait.log.segment.open.files.max) it is closed again, least
 // recently used first, once more sealed segments' files are open than the

@@ -289,24 +289,42 @@ func (sf *segFile) Close() error {
 }
 
 // ReleaseIdleActive lets the FileCache close the active segment's log file
-// once nothing was appended for idle (the next append opens it again), so
-// that an idle partition holds no descriptor at all. The broker calls it
-// from its maintenance pass; without a FileCache it does nothing.
-func (l *Log) ReleaseIdleActive(now time.Time, idle time.Duration) {
+// and unmaps its indexes (they are mapped again by the next append) once
+// nothing was appended for idle, so that an idle partition holds no
+// descriptor and no mapping at all. The broker calls it from its
+// maintenance; without a FileCache it does nothing. It returns when a
+// call would release something, were nothing appended meanwhile (false:
+// never; released already, or no cache). An empty active segment is
+// released without waiting.
+func (l *Log) ReleaseIdleActive(now time.Time, idle time.Duration) (time.Time, bool) {
 	if l.cache == nil {
-		return
+		return time.Time{}, false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return
+		return time.Time{}, false
 	}
 	act := l.active()
 	if act != l.idleSeg || act.nextOffset != l.idleEnd {
 		l.idleSeg, l.idleEnd, l.idleSince = act, act.nextOffset, now
-		return
 	}
-	if now.Sub(l.idleSince) >= idle && act.log.kept() {
+	if !act.log.kept() && !act.offsetIndex.mappedActive() && !act.timeIndex.mappedActive() {
+		return time.Time{}, false
+	}
+	// An empty active segment (a new partition) has nothing to read and
+	// goes at once: creating many partitions must not hold a descriptor
+	// each for the idle time.
+	if now.Sub(l.idleSince) < idle && act.size > 0 {
+		return l.idleSince.Add(idle), true
+	}
+	if act.log.kept() {
 		act.log.makeEvictable(l.cache)
 	}
+	for _, ix := range []*indexFile{act.offsetIndex.indexFile, act.timeIndex.indexFile} {
+		if err := ix.park(); err != nil {
+			l.logger.Warn("unmapping an idle segment index", "file", ix.path, "err", err)
+		}
+	}
+	return time.Time{}, false
 }

@@ -276,3 +276,81 @@ func TestFileCacheConcurrentReads(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReleaseIdleActiveUnmapsIndexes: an idle partition's active indexes
+// are unmapped with its descriptor (vm.max_map_count); while so, lookups
+// by offset and by timestamp pread them, a flush makes their entries
+// durable, the next append maps them again, and after a close and reopen
+// every entry is there.
+func TestReleaseIdleActiveUnmapsIndexes(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.IndexIntervalBytes = 1 // an entry per batch
+	l, err := Open(dir, cfg, Options{FileCache: NewFileCache(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { l.Close() }()
+	for i := range 10 {
+		mustAppend(t, l, simpleBatch(t, compress.None, 2, testEpoch.UnixMilli()+int64(i)))
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+	if n := len(mappingsUnder(t, dir)); n != 2 {
+		t.Fatalf("%d index files mapped while busy, want 2", n)
+	}
+	l.ReleaseIdleActive(testEpoch, time.Minute)
+	if _, due := l.ReleaseIdleActive(testEpoch.Add(time.Minute), time.Minute); due {
+		t.Fatal("still something to release after the idle time")
+	}
+	if m := mappingsUnder(t, dir); len(m) != 0 {
+		t.Fatalf("index files mapped after the idle release: %v", m)
+	}
+	if n := logFDs(t, dir); n != 1 { // the cache of 1 holds it
+		t.Fatalf("%d log descriptors", n)
+	}
+	check := func(what string) {
+		t.Helper()
+		res, err := l.Read(13, math.MaxInt32, l.LogEndOffset(), true)
+		if err != nil {
+			t.Fatalf("%s: read: %v", what, err)
+		}
+		hs := splitBatches(t, readSlices(t, res))
+		res.Release()
+		if len(hs) == 0 || hs[0].BaseOffset != 12 {
+			t.Fatalf("%s: read at 13 starts at %+v, want the batch at 12", what, hs)
+		}
+		off, _, found, err := l.OffsetForTimestamp(testEpoch.UnixMilli() + 7)
+		if err != nil || !found || off != 13 { // the second record of the batch at 12 is stamped +7
+			t.Fatalf("%s: offset for timestamp +7 = %d, %v, %v; want 13", what, off, found, err)
+		}
+	}
+	check("parked")
+	if err := l.flush(); err != nil {
+		t.Fatalf("flush of parked indexes: %v", err)
+	}
+	mustAppend(t, l, simpleBatch(t, compress.None, 2, testEpoch.UnixMilli()+10))
+	if n := len(mappingsUnder(t, dir)); n != 2 {
+		t.Fatalf("%d index files mapped after an append, want 2", n)
+	}
+	if _, due := l.ReleaseIdleActive(testEpoch.Add(2*time.Minute), time.Minute); !due {
+		t.Fatal("no release due after an append mapped the indexes again")
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+	check("mapped again")
+	entries := l.active().offsetIndex.n
+	if entries < 10 {
+		t.Fatalf("%d offset index entries for 11 batches", entries)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Open(dir, cfg, Options{FileCache: NewFileCache(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+	check("reopened")
+	if got := l.active().offsetIndex.n; got != entries {
+		t.Fatalf("offset index has %d entries after reopening, want %d", got, entries)
+	}
+}

@@ -158,6 +158,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 			break
 		}
 		l.logEndOffset.Store(h.NextOffset())
+		l.changed()
 		info.LastOffset = h.LastOffset()
 		info.RecordCount += int64(h.RecordCount)
 		l.unflushedMessages += int64(h.RecordCount)

@@ -64,7 +64,8 @@ import (
 //     so opening a log maps nothing but its active segment's indexes.
 //
 // vm.max_map_count (65530 by default) bounds the mappings of the process:
-// this package holds two per active segment (one per index), plus one per
+// this package holds two per active segment (one per index) but none for
+// an idle partition's (park, from Log.ReleaseIdleActive), plus one per
 // sealed segment whose offset index was searched since the log was opened
 // (fetches, the cleaner) and one per sealed segment whose time index was
 // (ListOffsets by timestamp); empty indexes are never mapped. 10,000
@@ -478,6 +479,9 @@ func (ix *indexFile) append(e []byte) error {
 		ix.n++
 		return nil
 	}
+	if err := ix.unpark(); err != nil {
+		return err
+	}
 	if err := ix.reserve(off + ix.entrySize); err != nil {
 		return err
 	}
@@ -505,6 +509,10 @@ func (ix *indexFile) truncateEntries(n int) error {
 	case !ix.useMmap:
 		return ix.file.Truncate(int64(n * ix.entrySize))
 	case ix.active:
+		if err := ix.unpark(); err != nil {
+			ix.n = old
+			return err
+		}
 		clear(ix.mm[n*ix.entrySize : old*ix.entrySize])
 		ix.markDirty(n*ix.entrySize, old*ix.entrySize)
 		if n > 0 {
@@ -615,11 +623,61 @@ func (ix *indexFile) sync() error {
 	if !ix.active || ix.dirtyTo == 0 {
 		return nil
 	}
+	if ix.mm == nil { // parked: the stores are in the page cache
+		if err := syncPath(ix.fsys, ix.path); err != nil {
+			return err
+		}
+		ix.dirtyFrom, ix.dirtyTo = ix.maxEntries*ix.entrySize, 0
+		return nil
+	}
 	from := ix.dirtyFrom &^ (pageSize - 1)
 	if err := msync(ix.mm[from:ix.dirtyTo]); err != nil {
 		return &os.PathError{Op: "msync", Path: ix.path, Err: err}
 	}
 	ix.dirtyFrom, ix.dirtyTo = len(ix.mm), 0
+	return nil
+}
+
+// park unmaps an active index of an idle segment (Log.ReleaseIdleActive),
+// so that an idle partition holds no mapping (vm.max_map_count) as it
+// holds no descriptor. It stays active: the file keeps its
+// preallocation and reserved blocks, searches pread it (view), and the
+// next append or truncation maps it again (unpark). The stores made
+// through the mapping stay in the shared page cache, so sync fsyncs the
+// file instead of an msync. Under the Log's write lock.
+func (ix *indexFile) park() error {
+	if !ix.useMmap || !ix.active || ix.mm == nil {
+		return nil
+	}
+	return ix.unmap()
+}
+
+// parked reports whether ix is active and unmapped (park).
+func (ix *indexFile) parked() bool { return ix.useMmap && ix.active && ix.mm == nil }
+
+// mappedActive reports whether ix is an active index holding a mapping.
+func (ix *indexFile) mappedActive() bool { return ix.useMmap && ix.active && ix.mm != nil }
+
+// unpark maps a parked index read-write again. Under the Log's write lock.
+func (ix *indexFile) unpark() error {
+	if !ix.parked() {
+		return nil
+	}
+	f, mf, err := ix.openMappable(os.O_RDWR)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	mm, err := mf.mmap(ix.maxEntries*ix.entrySize, true)
+	if err != nil {
+		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
+	}
+	ix.mu.Lock()
+	ix.mm = mm
+	ix.mu.Unlock()
+	if ix.dirtyTo == 0 {
+		ix.dirtyFrom = len(mm)
+	}
 	return nil
 }
 

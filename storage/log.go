@@ -95,6 +95,9 @@ type Log struct {
 	idleSeg   *segment
 	idleEnd   int64
 	idleSince time.Time
+	// onChange is called when something the time-based work depends on
+	// changed (schedule.go); nil: nobody asks.
+	onChange atomic.Pointer[func()]
 
 	// The asynchronous flush of rolled segments (flushRolled). flushMu
 	// serializes the flushes of this log; taken before mu. flushes counts
@@ -162,7 +165,9 @@ func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
 // [LogStartOffset, LogEndOffset].
 func (l *Log) UpdateHighWatermark(offset int64) {
 	offset = min(max(offset, l.logStartOffset.Load()), l.logEndOffset.Load())
-	l.highWatermark.Store(offset)
+	if l.highWatermark.Swap(offset) != offset {
+		l.changed()
+	}
 	if l.txnAwaitingHW.Load() {
 		l.txnHighWatermarkMoved()
 	}
@@ -173,6 +178,7 @@ func (l *Log) UpdateHighWatermark(offset int64) {
 func (l *Log) SetConfig(cfg LogConfig) {
 	c := cfg
 	l.cfg.Store(&c)
+	l.changed()
 }
 
 func (l *Log) config() *LogConfig { return l.cfg.Load() }
@@ -253,6 +259,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 		return AppendInfo{}, storageErr("append", err)
 	}
 	l.logEndOffset.Store(vb.header.NextOffset())
+	l.changed()
 	l.updateProducersLocked(producer, vb.header.NextOffset())
 	info := AppendInfo{
 		FirstOffset:    base,
@@ -417,6 +424,7 @@ func (l *Log) flushRolled(upTo int64, gen uint64) {
 	advance := !l.closed && l.flushGen == gen && upTo > l.recoveryPoint.Load()
 	if advance {
 		l.recoveryPoint.Store(upTo)
+		l.cpTouch()
 	}
 	l.mu.Unlock()
 	if advance {
@@ -510,6 +518,7 @@ func (l *Log) setRecoveryPointSyncLocked(rp int64, mode fileSync) {
 		return
 	}
 	l.recoveryPoint.Store(rp)
+	l.cpTouch()
 	if err := l.writeRecoveryPointSync(mode); err != nil {
 		// Only costs recovery work after a crash.
 		l.logger.Warn("cannot write recovery point checkpoint", "dir", l.dir, "err", err)
@@ -556,6 +565,7 @@ func (l *Log) flushLocked(now time.Time) error {
 			return err
 		}
 		l.recoveryPoint.Store(act.baseOffset)
+		l.cpTouch()
 	}
 	if err := act.flush(); err != nil {
 		return err
@@ -817,6 +827,7 @@ func (l *Log) closeAndStopFlushes() bool {
 	l.mu.Lock()
 	wasOpen := !l.closed
 	l.closed = true
+	l.changed()
 	l.mu.Unlock()
 	l.stopFlush.Store(true)
 	l.flushes.Wait()

@@ -120,6 +120,7 @@ func (l *Log) setLogStartOffsetLocked(offset int64, force bool) error {
 	if hw := l.highWatermark.Load(); hw < offset {
 		l.highWatermark.Store(offset)
 	}
+	l.changed()
 	if err := l.checkpointLogStartLocked(offset, force); err != nil {
 		return storageErr("checkpoint log start offset", err)
 	}

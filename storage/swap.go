@@ -90,6 +90,7 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment) error {
 	cleaned.timeIndex.path = segmentPath(l.dir, base, timeIndexFileSuffix)
 	cleaned.swappedTxnIndex()
 	l.segments = slices.Concat(l.segments[:i], []*segment{cleaned}, l.segments[i+len(old):])
+	l.changed()
 	l.removeDeletedSegmentsLater(old)
 	// As Kafka's UnifiedLog.replaceSegments: the producer snapshots of the
 	// segments gone, not of the one whose base offset lives on.

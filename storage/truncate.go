@@ -133,6 +133,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	l.flushGen++
 	if l.recoveryPoint.Load() > newLEO {
 		l.recoveryPoint.Store(newLEO)
+		l.cpTouch()
 		if err := l.writeRecoveryPoint(); err != nil {
 			return storageErr("truncate: recovery point checkpoint", err)
 		}
@@ -157,6 +158,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 		return storageErr("truncate: reload segment", err)
 	}
 	l.logEndOffset.Store(newLEO)
+	l.changed()
 	if err := l.truncateTxnIndexesLocked(newLEO); err != nil {
 		return storageErr("truncate", err)
 	}
@@ -252,6 +254,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	// The log start offset checkpoint first: after a crash at any later
 	// point, Open finds no readable record below offset.
 	l.logStartOffset.Store(offset)
+	l.changed()
 	if err := l.checkpointLogStartLocked(offset, true); err != nil {
 		return storageErr("truncate: log start offset checkpoint", err)
 	}
@@ -261,6 +264,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	seg, err := openSegmentFiles(l.fs, l.dir, offset, cfg, segmentCreate, true, now)
 	if err != nil {
 		l.closed = true
+		l.changed()
 		l.logger.Error("cannot create a segment after truncating the whole log; closing it", "dir", l.dir, "offset", offset, "err", err)
 		return storageErr("truncate: new segment", err)
 	}
@@ -273,6 +277,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	l.unflushedMessages = 0
 	l.flushGen++ // as in truncateToLocked
 	l.recoveryPoint.Store(offset)
+	l.cpTouch()
 	if err := l.writeRecoveryPoint(); err != nil {
 		l.logger.Warn("cannot write recovery point checkpoint", "dir", l.dir, "err", err)
 	}

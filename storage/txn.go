@@ -264,6 +264,7 @@ func (l *Log) StartTxnVerification(producerID int64, epoch int16, baseSequence i
 	case g == nil:
 		g = &VerificationGuard{producerID: producerID, epoch: epoch, lowestSeq: baseSequence, startedMs: l.now().UnixMilli()}
 		m.verifying[producerID] = g
+		l.changed()
 	case epoch > g.epoch:
 		g.epoch, g.lowestSeq = epoch, baseSequence
 	case epoch == g.epoch:
@@ -344,6 +345,7 @@ func (l *Log) AppendMarkerVersion(mk TxnMarker, leaderEpoch int32, transactionVe
 		return AppendInfo{}, storageErr("append", err)
 	}
 	l.logEndOffset.Store(h.NextOffset())
+	l.changed()
 	l.producers.update(pa)
 	l.producers.clearVerificationForMarker(mk.ProducerID, mk.ProducerEpoch)
 	var ixErr error
