@@ -208,8 +208,12 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 			committed, err := sess.End(ctx, kgo.TransactionEndTry(wantCommit))
 			if !committed && len(recs) > 0 {
 				why := fmt.Sprintf("want commit %v, end error %v; kgo: %s", wantCommit, err, elog.String())
+				cause := endCause(wantCommit, err, why)
+				if cause == "other" {
+					t.Logf("%s: transaction not committed for a reason not sorted: %s", txid, why)
+				}
 				mu.Lock()
-				notCommitted = append(notCommitted, endedTxn{txid, why, endCause(wantCommit, err, why), recs})
+				notCommitted = append(notCommitted, endedTxn{txid, why, cause, recs})
 				mu.Unlock()
 			}
 			switch {
@@ -574,7 +578,7 @@ func (l *endLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, fmt.Sprintf("%s %v", msg, keyvals))
-	if len(l.lines) > 12 { // the last ones: End's decision comes last
+	if len(l.lines) > 30 { // the last ones: End's decision comes last
 		l.lines = l.lines[1:]
 	}
 }
