@@ -121,9 +121,18 @@ func (s *Server) verifyTransaction(req *kmsg.ProduceRequest, version int16) *txn
 				mixed = true
 			}
 			producerID, epoch, seen = pid, e, true
+			// Answered here, as Kafka's Partition.maybeStartTransactionVerification
+			// does, and not left to produceTo: a replica that becomes the
+			// leader before the append would take the batch unverified
+			// (INVALID_TXN_STATE for a client that only has to retry).
 			p := s.replicas.Partition(rt.Topic, rp.Partition)
-			if p == nil || !p.IsLeader() {
-				continue // produceTo answers it
+			if p == nil {
+				tp.errs[key] = txnProduceErr{code: s.missingPartitionCode(rt.Topic, rp.Partition)}
+				continue
+			}
+			if !p.IsLeader() {
+				tp.errs[key] = txnProduceErr{code: kerr.NotLeaderForPartition.Code}
+				continue
 			}
 			cands = append(cands, candidate{tp: key, p: p, baseSeq: seq})
 		}

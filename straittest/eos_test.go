@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -123,9 +125,15 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 		total         atomic.Int64 // set once the input is complete
 		txns          atomic.Int64
 		aborted       atomic.Int64
+		produceAborts atomic.Int64 // aborted by the job: a produce failed
 		dialAborts    atomic.Int64
 		uncertainRecs atomic.Int64 // records of job transactions of unknown outcome
 		done          atomic.Bool
+		// notCommitted are the job's transactions the client saw end
+		// without a commit, kept to tell, should the committed ones not
+		// account for the input, an outcome the client was wrong about
+		// (the output holds their keys) from input skipped (it does not).
+		notCommitted []endedTxn
 	)
 	total.Store(-1)
 	fail := func(format string, args ...any) {
@@ -138,7 +146,8 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 	// members keep leaving and joining (rebalances) through the kills. It
 	// reports whether the job is done.
 	transact := func(txid string, txnsBeforeQuit int) sessionEnd {
-		sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Addrs()...),
+		elog := &endLog{}
+		sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Addrs()...), kgo.WithLogger(elog),
 			kgo.TransactionalID(txid), kgo.TransactionTimeout(60*time.Second),
 			kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.ServerSideBalancer(),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
@@ -168,6 +177,7 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 			}
 			var recs []partOffset
 			data := 0
+			var produceErrs atomic.Int64
 			fs.EachRecord(func(r *kgo.Record) {
 				recs = append(recs, partOffset{r.Partition, r.Offset})
 				if r.Attrs.IsControl() {
@@ -176,12 +186,36 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 				data++
 				sess.Produce(ctx, &kgo.Record{Key: r.Key}, func(_ *kgo.Record, err error) {
 					if err != nil && err != kgo.ErrAborting {
+						produceErrs.Add(1)
 						t.Logf("%s: transactional produce: %v", txid, err)
 					}
 				})
 			})
-			wantCommit := ntxns < txnsBeforeQuit
+			quit := ntxns >= txnsBeforeQuit
+			elog.reset()
+			// kgo leaves a failed produce to the application: End would
+			// commit the offsets of a record whose output is not written
+			// (the Java client instead makes such a transaction abortable).
+			// The promises have run once Flush returns.
+			if err := sess.Client().Flush(ctx); err != nil {
+				fail("%s: flush: %v", txid, err)
+				return restartSession
+			}
+			wantCommit := !quit && produceErrs.Load() == 0
+			if !quit && !wantCommit {
+				produceAborts.Add(1)
+			}
 			committed, err := sess.End(ctx, kgo.TransactionEndTry(wantCommit))
+			if !committed && len(recs) > 0 {
+				why := fmt.Sprintf("want commit %v, end error %v; kgo: %s", wantCommit, err, elog.String())
+				cause := endCause(wantCommit, err, why)
+				if cause == "other" {
+					t.Logf("%s: transaction not committed for a reason not sorted: %s", txid, why)
+				}
+				mu.Lock()
+				notCommitted = append(notCommitted, endedTxn{txid, why, cause, recs})
+				mu.Unlock()
+			}
 			switch {
 			case err != nil && errors.Is(err, syscall.ECONNREFUSED):
 				// kgo gives up on a killed coordinator it cannot dial
@@ -195,7 +229,7 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 			case err != nil:
 				fail("%s: end transaction: %v", txid, err)
 				return restartSession
-			case !committed && !wantCommit:
+			case !committed && quit:
 				return quitSession
 			case !committed:
 				aborted.Add(1)
@@ -312,16 +346,21 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 	t.Logf("%d input transactions had an unknown outcome", uncertain.Load())
 	t.Logf("%d input records, %d consumed in %d committed transactions by %d member sessions (%d aborted; %d more, of %d records, of unknown outcome: kgo could not dial the killed coordinator)",
 		total.Load(), consumed.Load(), txns.Load(), sessions.Load(), aborted.Load(), dialAborts.Load(), uncertainRecs.Load())
+	causes := map[string]int{}
+	for _, e := range notCommitted {
+		causes[e.cause]++
+	}
+	t.Logf("job transactions with records that did not commit, by cause: %v; %d aborted by the job as a produce failed", causes, produceAborts.Load())
 	if len(errs) > 0 {
 		t.Errorf("job errors: %v", errs[:min(len(errs), 10)])
 	}
 	if len(doubles) > 0 {
 		t.Fatalf("%d input offsets in two committed transactions: %v", len(doubles), doubles[:min(len(doubles), 20)])
 	}
-	if consumed.Load() > total.Load() || consumed.Load()+uncertainRecs.Load() < total.Load() {
-		t.Fatalf("the committed transactions consumed %d records (and %d more in transactions of unknown outcome) of %d",
-			consumed.Load(), uncertainRecs.Load(), total.Load())
-	}
+	// Checked after the output is read, to say which input records the
+	// committed transactions did not consume and whether the output has
+	// them.
+	countWrong := consumed.Load() > total.Load() || consumed.Load()+uncertainRecs.Load() < total.Load()
 
 	// The output, read_committed, holds every input key exactly once.
 	rd := c.Client(kgo.ConsumeTopics(out), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -351,6 +390,10 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 		n++
 	})
 	pcancel()
+	if countWrong {
+		t.Errorf("the committed transactions consumed %d records (and %d more in transactions of unknown outcome) of %d; %s",
+			consumed.Load(), uncertainRecs.Load(), total.Load(), notConsumed(inputKeys, keys, partOffsets, notCommitted))
+	}
 	var missing, twice, fromAborted []int
 	for k := range inputKeys {
 		switch keys[k] {
@@ -362,7 +405,7 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 		}
 	}
 	for k := range keys {
-		if !inputKeys[k] {
+		if _, ok := inputKeys[k]; !ok {
 			fromAborted = append(fromAborted, k)
 		}
 	}
@@ -374,8 +417,8 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 }
 
 // readCommitted reads a topic read_committed from its start to its end and
-// returns the count of each key; a key seen twice fails the test.
-func readCommitted(t *testing.T, c *straittest.Cluster, topic string, partitions int32) map[int]bool {
+// returns where each key is; a key seen twice fails the test.
+func readCommitted(t *testing.T, c *straittest.Cluster, topic string, partitions int32) map[int]partOffset {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -386,7 +429,7 @@ func readCommitted(t *testing.T, c *straittest.Cluster, topic string, partitions
 	rd := c.Client(kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	next := map[int32]int64{}
-	keys := map[int]bool{}
+	keys := map[int]partOffset{}
 	done := func() bool {
 		for p := int32(0); p < partitions; p++ {
 			end, _ := ends.Lookup(topic, p)
@@ -407,10 +450,10 @@ func readCommitted(t *testing.T, c *straittest.Cluster, topic string, partitions
 				return
 			}
 			k, err := strconv.Atoi(string(r.Key))
-			if err != nil || keys[k] {
+			if _, twice := keys[k]; err != nil || twice {
 				t.Errorf("%s: key %q at %d@%d read twice or unreadable", topic, r.Key, r.Partition, r.Offset)
 			}
-			keys[k] = true
+			keys[k] = partOffset{r.Partition, r.Offset}
 		})
 	}
 	return keys
@@ -443,4 +486,111 @@ func waitCommittedToEnd(t *testing.T, c *straittest.Cluster, group, topic string
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// endedTxn is a job transaction the client saw end without a commit.
+type endedTxn struct {
+	txid  string
+	why   string // the End's result and what kgo logged about it
+	cause string // endCause
+	recs  []partOffset
+}
+
+// endCause sorts why a transaction did not commit, from what kgo logged.
+func endCause(wantCommit bool, err error, why string) string {
+	switch {
+	case !wantCommit:
+		return "session quit or a produce failed"
+	case err != nil:
+		return "end error"
+	case strings.Contains(why, "was_failed true"):
+		return "revoked or lost"
+	case strings.Contains(why, "retrying as abort"):
+		return "EndTxn failed, retried as abort"
+	case strings.Contains(why, "can_try_commit false"):
+		return "offset commit or heartbeat failed"
+	}
+	return "other"
+}
+
+// notConsumed describes the input records no committed transaction
+// consumed: those the output holds (a transaction committed that the client
+// was told did not) and those it does not (input skipped), each with the
+// not-committed transaction that last consumed it, if any.
+func notConsumed(inputKeys map[int]partOffset, outputKeys map[int]int, committed map[partOffset]bool, ended []endedTxn) string {
+	lastEnded := map[partOffset]int{}
+	for i, e := range ended {
+		for _, po := range e.recs {
+			lastEnded[po] = i
+		}
+	}
+	var inOutput, skipped []int
+	byTxn := map[int]int{} // not-committed transaction -> its records in the output
+	var noTxn []partOffset
+	for k, po := range inputKeys {
+		if committed[po] {
+			continue
+		}
+		i, ok := lastEnded[po]
+		if outputKeys[k] > 0 {
+			inOutput = append(inOutput, k)
+			if ok {
+				byTxn[i]++
+			}
+		} else {
+			skipped = append(skipped, k)
+		}
+		if !ok {
+			noTxn = append(noTxn, po)
+		}
+	}
+	slices.Sort(inOutput)
+	slices.Sort(skipped)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d input records in no committed transaction: %d of them in the output (a commit the client saw as none) %v, %d not (skipped) %v; %d consumed by no transaction at all %v",
+		len(inOutput)+len(skipped), len(inOutput), inOutput[:min(len(inOutput), 20)], len(skipped), skipped[:min(len(skipped), 20)],
+		len(noTxn), noTxn[:min(len(noTxn), 20)])
+	n := 0
+	for i, e := range ended {
+		if byTxn[i] == 0 || n >= 10 {
+			continue
+		}
+		n++
+		fmt.Fprintf(&b, "\n  %s (%d records, %d in the output): %s", e.txid, len(e.recs), byTxn[i], e.why)
+	}
+	return b.String()
+}
+
+// endLog keeps what kgo logs about ending a transaction (End's decision,
+// EndTxn and offset commit failures) since its last reset.
+type endLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *endLog) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+
+func (l *endLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lower := strings.ToLower(msg)
+	if !strings.Contains(lower, "transaction") && !strings.Contains(lower, "commit") && level < kgo.LogLevelWarn {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf("%s %v", msg, keyvals))
+	if len(l.lines) > 30 { // the last ones: End's decision comes last
+		l.lines = l.lines[1:]
+	}
+}
+
+func (l *endLog) reset() {
+	l.mu.Lock()
+	l.lines = nil
+	l.mu.Unlock()
+}
+
+func (l *endLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "; ")
 }
