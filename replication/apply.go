@@ -161,7 +161,7 @@ func (m *Manager) applyTopic(t controller.TopicInfo, changed []int32) error {
 	// partition in: that covers the entries and every write it deferred.
 	syncDir := m.cfg.FS.SyncDir
 	if batch != nil {
-		_ = batch.Finish()
+		batch.Finish()
 		syncDir = func(d string) error { _, err := storage.SyncFS(m.filesystem(), d); return err }
 		created = map[string][]int32{}
 		for _, p := range opened {

@@ -23,23 +23,11 @@ func NewDeferSyncFS(inner FS) *DeferSyncFS {
 	return d
 }
 
-// Finish ends the deferral, then makes every write to the filesystems
-// holding paths durable with one SyncFS each. Ending it first means that
-// a Sync skipped concurrently had its write done before the SyncFS began.
-func (d *DeferSyncFS) Finish(paths ...string) error {
-	d.deferring.Store(false)
-	var errs []error
-	for _, p := range paths {
-		ok, err := SyncFS(d.FS, p)
-		if err == nil && !ok {
-			err = errors.ErrUnsupported
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
+// Finish ends the deferral: from then on every Sync and SyncDir goes
+// through. The caller then makes what was deferred durable with SyncFS;
+// ending the deferral first means that a Sync skipped concurrently had its
+// write done before that SyncFS began.
+func (d *DeferSyncFS) Finish() { d.deferring.Store(false) }
 
 func (d *DeferSyncFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f, err := d.FS.OpenFile(name, flag, perm)
