@@ -60,6 +60,12 @@ func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 		return nil
 	}
 	attrs := append(slices.Clip(c.attrs), fieldsToAttrs(fields)...)
+	if e.Level >= zapcore.DPanicLevel {
+		// zap panics or exits the process after this entry (etcd's
+		// lg.Fatal, e.g. on EMFILE): say so, since slog has no such level
+		// and the line is the broker's last.
+		attrs = append(attrs, slog.String("etcd.level", e.Level.String()))
+	}
 	c.log.LogAttrs(context.Background(), level, "etcd: "+e.Message, attrs...)
 	return nil
 }
