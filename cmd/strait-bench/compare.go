@@ -424,41 +424,18 @@ func (o compareOptions) scaling(ctx context.Context, kind string, pool *valuePoo
 			break
 		}
 		st := ScaleStep{Partitions: n, TotalPartitions: total + n}
-		topics, took, err := scaleTopics(ctx, []string{p.addr}, n, o.scaleLimit)
+		err := o.scaleStep(ctx, p, &st, pool)
 		if err != nil {
 			st.Error = err.Error()
-			steps = append(steps, st)
-			fail("scaling %s %d partitions: %v", kind, n, err)
-			break
 		}
-		total += n
-		st.CreateSeconds = took.Seconds()
-		first, err := touchPartitions(ctx, []string{p.addr}, topics, min(n, maxPartitionsPerTopic), pool)
-		if err != nil {
-			st.Error = err.Error()
-			steps = append(steps, st)
-			fail("scaling %s %d partitions: first write: %v", kind, n, err)
-			break
-		}
-		st.FirstWriteSeconds = first.Seconds()
-		sleepCtx(ctx, time.Second)
-		if m, err := p.memory(); err == nil {
-			st.IdleRSS = m.RSS
-		}
-		sampler := p.sampleRSS()
-		st.FreshProduce, _, err = scaleLoad(ctx, []string{p.addr}, topics, o.scaleDuration, pool, false)
-		if err == nil {
-			st.Produce, st.Consume, err = scaleLoad(ctx, []string{p.addr}, topics, o.scaleDuration, pool, true)
-		}
-		st.LoadRSS = sampler.stop()
-		if err != nil {
-			st.Error = err.Error()
-			fail("scaling %s %d partitions: %v", kind, n, err)
-		}
+		total = st.TotalPartitions
 		steps = append(steps, st)
-		logf("scaling %-6s +%d partitions (total %d): created in %.2f s, first write %.2f s, RSS %s; produce %.1f MB/s fresh, %.1f MB/s settled, consume %.1f MB/s, RSS under load %s",
-			kind, n, st.TotalPartitions, st.CreateSeconds, st.FirstWriteSeconds, mib(st.IdleRSS), st.FreshProduce.MBPerSec, st.Produce.MBPerSec, st.Consume.MBPerSec, mib(st.LoadRSS))
-		if st.Error != "" {
+		if st.CreateSeconds > 0 {
+			logf("scaling %-6s +%d partitions (total %d): created in %.2f s, first write %.2f s, RSS %s; produce %.1f MB/s fresh, %.1f MB/s settled, consume %.1f MB/s, RSS under load %s",
+				kind, n, st.TotalPartitions, st.CreateSeconds, st.FirstWriteSeconds, mib(st.IdleRSS), st.FreshProduce.MBPerSec, st.Produce.MBPerSec, st.Consume.MBPerSec, mib(st.LoadRSS))
+		}
+		if err != nil {
+			fail("scaling %s %d partitions: %v", kind, n, err)
 			break
 		}
 	}
@@ -471,6 +448,47 @@ func (o compareOptions) scaling(ctx context.Context, kind string, pool *valuePoo
 		logf("scaling %-6s stopped with %d partitions in %.2f s (killed: %v)", kind, last.TotalPartitions, last.StopSeconds, killed)
 	}
 	return steps
+}
+
+// scaleStep creates st.Partitions more partitions on p and measures them:
+// the first write to each (within o.scaleLimit), then produce and consume
+// under load. A broker that exits meanwhile ends the step with that reason.
+func (o compareOptions) scaleStep(ctx context.Context, p *process, st *ScaleStep, pool *valuePool) error {
+	ctx, done := p.whileRunning(ctx)
+	defer done()
+	topics, took, err := scaleTopics(ctx, []string{p.addr}, st.Partitions, o.scaleLimit)
+	if err != nil {
+		return stepError(ctx, err)
+	}
+	st.CreateSeconds = took.Seconds()
+	touchCtx, cancel := context.WithTimeout(ctx, o.scaleLimit)
+	first, err := touchPartitions(touchCtx, []string{p.addr}, topics, min(st.Partitions, maxPartitionsPerTopic), pool)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("first write: %w", stepError(ctx, err))
+	}
+	st.FirstWriteSeconds = first.Seconds()
+	sleepCtx(ctx, time.Second)
+	if m, err := p.memory(); err == nil {
+		st.IdleRSS = m.RSS
+	}
+	sampler := p.sampleRSS()
+	st.FreshProduce, _, err = scaleLoad(ctx, []string{p.addr}, topics, o.scaleDuration, pool, false)
+	if err == nil {
+		st.Produce, st.Consume, err = scaleLoad(ctx, []string{p.addr}, topics, o.scaleDuration, pool, true)
+	}
+	st.LoadRSS = sampler.stop()
+	return stepError(ctx, err)
+}
+
+// stepError is err, or the broker's exit when that is what ended ctx.
+func stepError(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+			return cause
+		}
+	}
+	return err
 }
 
 // rotate returns s rotated left by k.

@@ -216,6 +216,21 @@ func (p *process) scrapeEverySecond(url string) {
 	}
 }
 
+// whileRunning returns ctx, cancelled as well when the broker process
+// exits: a client of a dead broker can block for good (kgo's Produce waits
+// for buffer space), and the run must end with the reason instead.
+func (p *process) whileRunning(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-p.exited:
+			cancel(fmt.Errorf("%s exited (%v); see its log in bench/work", p.kind, p.waitErr))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
 // stop sends SIGTERM and waits up to 30 s before SIGKILL.
 func (p *process) stop() {
 	p.stopWithin(30 * time.Second)
