@@ -113,16 +113,16 @@ func replaceFileSync(fsys FS, dir, path string, data []byte, mode fileSync) erro
 	return err
 }
 
-// writeMarker creates an empty marker file durably: an empty file has no
-// contents to fsync, its directory entry is made durable by fsyncing the
-// directory.
-func writeMarker(fsys FS, dir, name string) error {
+// writeMarker creates an empty marker file. An empty file has no contents
+// to fsync: any mode but syncNone makes its directory entry durable by
+// fsyncing the directory; with syncNone that is the caller's.
+func writeMarker(fsys FS, dir, name string, mode fileSync) error {
 	f, err := fsys.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
 	err = f.Close()
-	if err == nil {
+	if err == nil && mode != syncNone {
 		err = fsys.SyncDir(dir)
 	}
 	return err

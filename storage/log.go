@@ -630,7 +630,7 @@ func (l *Log) Close() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.closeLocked(l.shutdownLocked())
+	return l.closeLocked(l.shutdownLocked(syncContents))
 }
 
 // CloseUnsynced is Close for a shutdown of many logs on one filesystem
@@ -653,7 +653,7 @@ func (l *Log) CloseUnsynced() (marked bool, err error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return false, l.closeLocked(l.shutdownUnsyncedLocked())
+	return false, l.closeLocked(l.shutdownLocked(syncNone))
 }
 
 // MarkCleanShutdown writes the clean-shutdown marker of a log closed by
@@ -661,11 +661,7 @@ func (l *Log) CloseUnsynced() (marked bool, err error) {
 // durable by the caller's next SyncFS (until then a crash costs only a
 // recovery at the next start).
 func (l *Log) MarkCleanShutdown() error {
-	f, err := l.fs.OpenFile(filepath.Join(l.dir, cleanShutdownFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return storageErr("close: clean-shutdown marker", err)
-	}
-	if err := f.Close(); err != nil {
+	if err := writeMarker(l.fs, l.dir, cleanShutdownFile, syncNone); err != nil {
 		return storageErr("close: clean-shutdown marker", err)
 	}
 	return nil
@@ -684,10 +680,17 @@ func (l *Log) closeLocked(err error) error {
 	return err
 }
 
-func (l *Log) shutdownLocked() error {
+// shutdownLocked writes what a closing log leaves: the final time-index
+// entry, the active segment trimmed (file and indexes), the checkpoints and
+// a producer snapshot. Close passes syncContents: everything is fsynced,
+// then the directory once, then the clean-shutdown marker is written.
+// CloseUnsynced passes syncNone: no fsync and no marker, the files durable
+// only after the caller's SyncFS (then MarkCleanShutdown).
+func (l *Log) shutdownLocked(mode fileSync) error {
+	sync := mode != syncNone
 	act := l.active()
 	// What the asynchronous flushes, stopped, left.
-	if l.recoveryPoint.Load() < act.baseOffset {
+	if sync && l.recoveryPoint.Load() < act.baseOffset {
 		if err := l.flushRolledLocked(act.baseOffset); err != nil {
 			return storageErr("close", err)
 		}
@@ -702,70 +705,51 @@ func (l *Log) shutdownLocked() error {
 	if err := act.trimPreallocated(); err != nil {
 		return storageErr("close", err)
 	}
-	if err := act.log.Sync(); err != nil {
+	// Indexes trimmed to their used size and, with sync, fsynced, as
+	// Kafka's close does (the fsync covers what was stored through the
+	// mapping: no msync first).
+	trimIndex := (*indexFile).trim
+	if sync {
+		if err := act.log.Sync(); err != nil {
+			return storageErr("close", err)
+		}
+		if err := act.txnIndex.sync(); err != nil {
+			return storageErr("close", err)
+		}
+		trimIndex = (*indexFile).seal
+	}
+	if err := trimIndex(act.offsetIndex.indexFile); err != nil {
 		return storageErr("close", err)
 	}
-	if err := act.txnIndex.sync(); err != nil {
+	if err := trimIndex(act.timeIndex.indexFile); err != nil {
 		return storageErr("close", err)
 	}
-	// Trimmed to their used size and fsynced, as Kafka's close does (the
-	// fsync covers what was stored through the mapping: no msync first).
-	if err := act.offsetIndex.seal(); err != nil {
-		return storageErr("close", err)
-	}
-	if err := act.timeIndex.seal(); err != nil {
-		return storageErr("close", err)
-	}
-	// The checkpoints and the snapshot fsync their contents; one fsync of
-	// the directory then makes all their renames durable, before the
-	// marker exists (a partition's close is fsync-bound: one directory
-	// fsync instead of one per file).
-	l.setRecoveryPointSyncLocked(l.logEndOffset.Load(), syncContents)
+	// With sync the checkpoints and the snapshot fsync their contents; one
+	// fsync of the directory then makes all their renames durable, before
+	// the marker exists (a partition's close is fsync-bound: one directory
+	// fsync instead of one per file). With the directory's checkpoints
+	// (always so without sync) the offsets are only recorded in memory;
+	// the directory's files are written by their owner.
+	l.setRecoveryPointSyncLocked(l.logEndOffset.Load(), mode)
 	if l.highWatermark.Load() != l.hwCheckpointed { // else the file holds it
-		if err := l.writeHighWatermarkLocked(syncContents); err != nil {
+		if err := l.writeHighWatermarkLocked(mode); err != nil {
 			return storageErr("close: high watermark checkpoint", err)
 		}
 	}
 	// A clean shutdown without any producer snapshot is taken for a log
 	// that never had producer state (Kafka's upgrade path, no replay), so
 	// the marker must not outlive a failed snapshot.
-	if err := l.snapshotProducersLocked(l.logEndOffset.Load(), syncContents); err != nil {
+	if err := l.snapshotProducersLocked(l.logEndOffset.Load(), mode); err != nil {
 		return storageErr("close: producer state snapshot", err)
+	}
+	if !sync {
+		return nil
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return storageErr("close", err)
 	}
-	if err := writeMarker(l.fs, l.dir, cleanShutdownFile); err != nil {
+	if err := writeMarker(l.fs, l.dir, cleanShutdownFile, syncAll); err != nil {
 		return storageErr("close", err)
-	}
-	return nil
-}
-
-// shutdownUnsyncedLocked is shutdownLocked without any fsync and without
-// the marker (CloseUnsynced): the files end as shutdownLocked leaves them,
-// durable only after SyncFS.
-func (l *Log) shutdownUnsyncedLocked() error {
-	act := l.active()
-	if err := act.timeIndex.maybeAppend(act.maxTimestamp, act.offsetOfMaxTimestamp); err != nil {
-		return storageErr("close", err)
-	}
-	if err := act.trimPreallocated(); err != nil {
-		return storageErr("close", err)
-	}
-	if err := act.offsetIndex.trim(); err != nil {
-		return storageErr("close", err)
-	}
-	if err := act.timeIndex.trim(); err != nil {
-		return storageErr("close", err)
-	}
-	// With the directory's checkpoints these only record the offsets in
-	// memory; Manager.Close writes the directory's files after SyncFS.
-	l.setRecoveryPointSyncLocked(l.logEndOffset.Load(), syncNone)
-	if err := l.writeHighWatermarkLocked(syncNone); err != nil {
-		return storageErr("close: high watermark checkpoint", err)
-	}
-	if err := l.snapshotProducersLocked(l.logEndOffset.Load(), syncNone); err != nil {
-		return storageErr("close: producer state snapshot", err)
 	}
 	return nil
 }

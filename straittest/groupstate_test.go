@@ -16,59 +16,6 @@ import (
 	"github.com/strait/strait/straittest"
 )
 
-// memberView is what ConsumerGroupDescribe says of one member.
-type memberView struct {
-	epoch      int32
-	assignment string
-}
-
-// describeMembers describes the group through a new client each time:
-// kgo keeps a group's coordinator cached across dial errors, so a long
-// lived admin client would keep asking the killed broker.
-func describeMembers(t *testing.T, c *straittest.Cluster, group string) (kadm.DescribedConsumerGroup, map[string]memberView, error) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	gs, err := kadm.NewClient(cl).DescribeConsumerGroups(ctx, group)
-	if err != nil {
-		return kadm.DescribedConsumerGroup{}, nil, err
-	}
-	g := gs[group]
-	if g.Err != nil {
-		return g, nil, g.Err
-	}
-	out := map[string]memberView{}
-	for _, m := range g.Members {
-		out[m.MemberID] = memberView{epoch: m.MemberEpoch, assignment: fmt.Sprint(m.Assignment.Sorted())}
-	}
-	return g, out, nil
-}
-
-// describeWhen describes the group until cond holds (a client may first
-// dial the killed broker) and fails the test after timeout.
-func describeWhen(t *testing.T, c *straittest.Cluster, group string, timeout time.Duration,
-	cond func(kadm.DescribedConsumerGroup, map[string]memberView) bool) (kadm.DescribedConsumerGroup, map[string]memberView) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		g, ms, err := describeMembers(t, c, group)
-		if err == nil && cond(g, ms) {
-			return g, ms
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("describing group %s: %+v %v", group, g, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func anyAnswer(kadm.DescribedConsumerGroup, map[string]memberView) bool { return true }
-
 // A KIP-848 group of three consumers keeps its members, epochs and
 // assignments when its coordinator is killed -9 while they consume: the
 // coordinator that takes over __consumer_offsets loads them, the members
@@ -125,11 +72,7 @@ func TestConsumerGroupSurvivesCoordinatorKill(t *testing.T) {
 	// poll. After the snapshot, any revocation, loss or new assignment is
 	// a rebalance the move should not cause.
 	var (
-		mu        sync.Mutex
-		seen      = map[int32]map[int64]int{} // partition -> offset -> times consumed
-		committed = map[int32]int64{}         // partition -> highest committed offset
-		dupes     []string
-		consumed  atomic.Int64
+		ct        = newCommitTracker()
 		watching  atomic.Bool
 		rebalance atomic.Value // string: what happened
 	)
@@ -149,55 +92,22 @@ func TestConsumerGroupSurvivesCoordinatorKill(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			for n := 0; n < 1_000_000; n++ {
+			ct.consume(ctx, cl, func() bool {
 				select {
 				case <-stop:
-					return
+					return false
 				default:
+					return ctx.Err() == nil
 				}
-				pctx, pcancel := context.WithTimeout(ctx, time.Second)
-				fs := cl.PollFetches(pctx)
-				pcancel()
-				if ctx.Err() != nil {
-					return
-				}
-				recs := fs.Records()
-				if len(recs) == 0 {
-					continue
-				}
-				mu.Lock()
-				for _, r := range recs {
-					ps := seen[r.Partition]
-					if ps == nil {
-						ps = map[int64]int{}
-						seen[r.Partition] = ps
-					}
-					ps[r.Offset]++
-					if ps[r.Offset] > 1 && r.Offset < committed[r.Partition] {
-						dupes = append(dupes, fmt.Sprintf("%d@%d", r.Partition, r.Offset))
-					}
-				}
-				mu.Unlock()
-				consumed.Add(int64(len(recs)))
-				if err := cl.CommitRecords(ctx, recs...); err != nil {
-					continue // the coordinator moved: the next commit covers these
-				}
-				mu.Lock()
-				for _, r := range recs {
-					if r.Offset+1 > committed[r.Partition] {
-						committed[r.Partition] = r.Offset + 1
-					}
-				}
-				mu.Unlock()
-			}
+			})
 		})
 	}
 	waitConsumed := func(n int64, why string) {
 		t.Helper()
 		deadline := time.Now().Add(90 * time.Second)
-		for consumed.Load() < n {
+		for ct.consumed.Load() < n {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: consumed %d of %d", why, consumed.Load(), n)
+				t.Fatalf("%s: consumed %d of %d", why, ct.consumed.Load(), n)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -207,13 +117,11 @@ func TestConsumerGroupSurvivesCoordinatorKill(t *testing.T) {
 	beforeGroup, before := describeWhen(t, c, group, 60*time.Second, func(g kadm.DescribedConsumerGroup, ms map[string]memberView) bool {
 		return g.State == "Stable" && len(ms) == 3 && len(g.AssignedPartitions()[topic]) == partitions
 	})
-	waitConsumed(consumed.Load()+200, "before the kill")
+	waitConsumed(ct.consumed.Load()+200, "before the kill")
 	watching.Store(true)
 	// A rebalance that happened between the describe and watching would
 	// show as a changed description; take it again now.
-	if _, ms := describeWhen(t, c, group, 30*time.Second, anyAnswer); !maps.Equal(ms, before) {
-		t.Fatalf("group moved before the kill: %v (was %v)", ms, before)
-	}
+	membersStay(t, c, group, before, "moved before the kill")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	co := adm.FindGroupCoordinators(ctx, group)[group]
@@ -221,9 +129,7 @@ func TestConsumerGroupSurvivesCoordinatorKill(t *testing.T) {
 	if co.Err != nil {
 		t.Fatalf("find coordinator: %v", co.Err)
 	}
-	mu.Lock()
-	atKill := maps.Clone(committed)
-	mu.Unlock()
+	atKill := ct.committedNow()
 	killed := time.Now()
 	c.Kill(co.NodeID)
 	t.Logf("killed coordinator %d of group %s (epoch %d)", co.NodeID, group, beforeGroup.Epoch)
@@ -246,17 +152,10 @@ func TestConsumerGroupSurvivesCoordinatorKill(t *testing.T) {
 	// it loaded (a commit with an epoch it did not know would fail).
 	commitsMove := func(since map[int32]int64, why string) {
 		t.Helper()
-		waitConsumed(consumed.Load()+300, why)
+		waitConsumed(ct.consumed.Load()+300, why)
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			mu.Lock()
-			moved := 0
-			for p := int32(0); p < partitions; p++ {
-				if committed[p] > since[p] {
-					moved++
-				}
-			}
-			mu.Unlock()
+			moved := ct.movedPast(since, partitions)
 			if moved == partitions {
 				return
 			}
@@ -267,16 +166,12 @@ func TestConsumerGroupSurvivesCoordinatorKill(t *testing.T) {
 		}
 	}
 	commitsMove(atKill, "after the kill")
-	if _, ms := describeWhen(t, c, group, 30*time.Second, anyAnswer); !maps.Equal(ms, before) {
-		t.Fatalf("group after consuming on: %v (was %v)", ms, before)
-	}
+	membersStay(t, c, group, before, "after consuming on")
 
 	// The killed broker comes back and, as the preferred leader, takes the
 	// partition back: a second move, from a coordinator that hands over,
 	// to one that loads what the other wrote.
-	mu.Lock()
-	atRestart := maps.Clone(committed)
-	mu.Unlock()
+	atRestart := ct.committedNow()
 	c.Restart(co.NodeID)
 	back, after2 := describeWhen(t, c, group, 90*time.Second, func(g kadm.DescribedConsumerGroup, ms map[string]memberView) bool {
 		return g.Coordinator.NodeID == co.NodeID && len(ms) > 0
@@ -285,21 +180,11 @@ func TestConsumerGroupSurvivesCoordinatorKill(t *testing.T) {
 		t.Fatalf("group back on %d: epoch %d %v\nbefore: epoch %d %v", co.NodeID, back.Epoch, after2, beforeGroup.Epoch, before)
 	}
 	commitsMove(atRestart, "after the restart")
-	if _, ms := describeWhen(t, c, group, 30*time.Second, anyAnswer); !maps.Equal(ms, before) {
-		t.Fatalf("group after consuming on: %v (was %v)", ms, before)
-	}
+	membersStay(t, c, group, before, "after consuming on")
 	if r := rebalance.Load(); r != nil {
 		t.Fatalf("the members rebalanced across the move: %s", r)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(dupes) > 0 {
-		t.Fatalf("committed records consumed again: %v", dupes[:min(len(dupes), 20)])
-	}
-	total := 0
-	for _, ps := range seen {
-		total += len(ps)
-	}
-	t.Logf("consumed %d distinct records, %d produced; committed at the kill %v, at the end %v", total, produced.Load(),
-		atKill, committed)
+	ct.noneAgain(t)
+	t.Logf("consumed %d distinct records, %d produced; committed at the kill %v, at the end %v", ct.distinct(), produced.Load(),
+		atKill, ct.committedNow())
 }

@@ -46,39 +46,9 @@ func TestShareGroupSurvivesCoordinatorKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	// The group starts at the earliest offset.
-	ac := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	r := kmsg.NewIncrementalAlterConfigsRequestResource()
-	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	rc.Name, rc.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	r.Configs = append(r.Configs, rc)
-	ac.Resources = append(ac.Resources, r)
-	if resp, err := ac.RequestWith(ctx, admin); err != nil || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("group config: %v %+v", err, resp)
-	}
-	// Every broker sees it before anything is fetched.
-	for _, b := range c.Brokers() {
-		bc := c.Client(kgo.SeedBrokers(b.Addr()))
-		for attempt := 0; ; attempt++ {
-			dc := kmsg.NewPtrDescribeConfigsRequest()
-			dr := kmsg.NewDescribeConfigsRequestResource()
-			dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-			dr.ConfigNames = []string{"share.auto.offset.reset"}
-			dc.Resources = append(dc.Resources, dr)
-			resp, err := bc.Broker(int(b.ID())).RetriableRequest(ctx, dc)
-			if err == nil {
-				if rs := resp.(*kmsg.DescribeConfigsResponse).Resources; len(rs) == 1 && len(rs[0].Configs) == 1 &&
-					rs[0].Configs[0].Value != nil && *rs[0].Configs[0].Value == "earliest" {
-					break
-				}
-			}
-			if attempt == 100 {
-				t.Fatalf("broker %d does not see the group config: %v", b.ID(), err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	// The group starts at the earliest offset, on every broker before
+	// anything is fetched.
+	setShareEarliest(t, ctx, c, group)
 	prod := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for p := int32(0); p < partitions; p++ {
 		var rs []*kgo.Record
@@ -218,26 +188,7 @@ func TestShareGroupSurvivesCoordinatorKill(t *testing.T) {
 
 	// The start offsets just before the kill: everything below them was
 	// acknowledged (or archived) and persisted.
-	spso := map[int32]int64{}
-	dso := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-	dg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
-	dg.GroupID = group
-	dt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
-	dt.Topic = topic
-	for p := int32(0); p < partitions; p++ {
-		dt.Partitions = append(dt.Partitions, p)
-	}
-	dg.Topics = append(dg.Topics, dt)
-	dso.Groups = append(dso.Groups, dg)
-	dresp, err := dso.RequestWith(ctx, admin)
-	if err != nil || len(dresp.Groups) != 1 || dresp.Groups[0].ErrorCode != 0 {
-		t.Fatalf("describe offsets: %v %+v", err, dresp)
-	}
-	for _, rt := range dresp.Groups[0].Topics {
-		for _, rp := range rt.Partitions {
-			spso[rp.Partition] = rp.StartOffset
-		}
-	}
+	spso := shareStartOffsets(t, ctx, admin, group, topic, partitions)
 	t.Logf("killing broker %d (group coordinator); holder's partition %d led by %d; %d delivered; start offsets %v",
 		victim, held, c.Leader(topic, held), count(), spso)
 	mu.Lock()
@@ -281,7 +232,7 @@ func TestShareGroupSurvivesCoordinatorKill(t *testing.T) {
 			}
 			mu.Unlock()
 			var after any
-			if dresp, err := dso.RequestWith(ctx, c.Client()); err == nil && len(dresp.Groups) == 1 {
+			if dresp, err := describeShareOffsets(ctx, c.Client(), group, topic, partitions); err == nil && len(dresp.Groups) == 1 {
 				after = dresp.Groups[0]
 			}
 			t.Fatalf("after the kill: %d of %d records delivered (missing %v); held offsets not redelivered with a raised count: %v; offsets now %+v",
@@ -289,33 +240,16 @@ func TestShareGroupSurvivesCoordinatorKill(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if dresp, err := dso.RequestWith(ctx, c.Client()); err == nil && len(dresp.Groups) == 1 {
+	if dresp, err := describeShareOffsets(ctx, c.Client(), group, topic, partitions); err == nil && len(dresp.Groups) == 1 {
 		t.Logf("after: %+v", dresp.Groups[0])
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for k, ds := range deliveries {
-		if start, ok := spso[int32(k[0])]; ok && k[1] < start && len(ds) > 1 {
-			t.Errorf("record %d@%d, acknowledged before the kill, delivered %d times (counts %v)", k[0], k[1], len(ds), ds)
-		}
-	}
+	ackedOnce(t, deliveries, spso)
 	for _, o := range heldOffsets {
 		ds := deliveries[[2]int64{int64(held), o}]
 		if ds[0] < 2 {
 			t.Errorf("held record %d@%d delivered with count %v", held, o, ds)
 		}
 	}
-}
-
-func topicIDByName(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) [16]byte {
-	t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, mt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil || len(resp.Topics) != 1 {
-		t.Fatalf("metadata: %v", err)
-	}
-	return resp.Topics[0].TopicID
 }

@@ -97,17 +97,19 @@ set +e
 (cd "$root" && env "${secure_env[@]}" KGO_SEEDS=$seeds KGO_TEST_RF=$brokers KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-50000} KGO_LOG_LEVEL=none \
   go test -json -count=1 -timeout ${KGO_TIMEOUT:-15m} ${KGO_RUN:+-run "$KGO_RUN"} ${skip:+-skip "^($skip)\$"} github.com/twmb/franz-go/pkg/kgo) >"$work/test.json" 2>"$work/test.stderr"
 # A failed test listed in flaky.txt (its own logic races on a cluster) is run
-# again by itself, twice at most; summarize.py reports every rerun.
+# again by itself, twice at most; summarize.py reports every rerun. Which
+# tests failed or passed is read from the JSON events by summarize.py.
 flaky=$(sed 's/#.*//' "$here/flaky.txt" | tr -s ' \n' '\n' | grep -v '^$' || true)
+failed=$(python3 "$here/summarize.py" --failed "$work/test.json")
 : >"$work/rerun.json"
 for t in $flaky; do
-  grep -q "\"Action\":\"fail\",\"Package\":\"[^\"]*\",\"Test\":\"$t\"" "$work/test.json" || continue
+  grep -qxF "$t" <<<"$failed" || continue
   for attempt in 1 2; do
     echo "rerunning $t (listed in flaky.txt), attempt $attempt"
     (cd "$root" && env "${secure_env[@]}" KGO_SEEDS=$seeds KGO_TEST_RF=$brokers KGO_LOG_LEVEL=none \
       go test -json -count=1 -timeout 5m -run "^$t\$" github.com/twmb/franz-go/pkg/kgo) >"$work/rerun-$t.json" 2>>"$work/test.stderr"
     cat "$work/rerun-$t.json" >>"$work/rerun.json"
-    grep -q "\"Action\":\"pass\",\"Package\":\"[^\"]*\",\"Test\":\"$t\"" "$work/rerun-$t.json" && break
+    grep -qxF "$t" <<<"$(python3 "$here/summarize.py" --passed "$work/rerun-$t.json")" && break
   done
 done
 set -e

@@ -5,15 +5,14 @@ a listed test passed (the list must then be shortened), so a regression or a
 stale list fails `make test`. A test listed in flaky.txt that failed and then
 passed when run.sh ran it again by itself counts as passed, and RESULTS.md
 names it with its failures.
+
+`summarize.py --failed EVENTS` (or --passed) prints the top-level tests that
+failed (passed) in a go test -json file, one per line: run.sh picks the
+flaky.txt tests to rerun, and sees whether a rerun passed, with it.
 """
 import json
 import os
 import sys
-
-events, expected_path, out_path, version = sys.argv[1:5]
-skip_path = sys.argv[5] if len(sys.argv) > 5 else None
-rerun_path = sys.argv[6] if len(sys.argv) > 6 else None
-flaky_path = sys.argv[7] if len(sys.argv) > 7 else None
 
 
 def listed(path):
@@ -27,16 +26,22 @@ def listed(path):
     return out
 
 
-def results(path):
-    """Top-level test outcomes in a go test -json file, the tests started, and
-    whether the package failed."""
-    status, started, package_failed = {}, set(), False
+def test_events(path):
+    """The (test, action) of each event in a go test -json file, in order;
+    lines that are not JSON are passed over."""
     for line in open(path):
         try:
             ev = json.loads(line)
         except ValueError:
             continue
-        test, action = ev.get("Test"), ev.get("Action")
+        yield ev.get("Test"), ev.get("Action")
+
+
+def results(path):
+    """Top-level test outcomes in a go test -json file, the tests started, and
+    whether the package failed."""
+    status, started, package_failed = {}, set(), False
+    for test, action in test_events(path):
         if not test:
             package_failed = package_failed or action == "fail"
             continue
@@ -49,6 +54,22 @@ def results(path):
     return status, started, package_failed
 
 
+OUTCOME_FLAGS = {"--failed": "fail", "--passed": "pass"}
+if len(sys.argv) == 3 and sys.argv[1] in OUTCOME_FLAGS:
+    # As results() reads them: a test that never ended is not listed (the
+    # summary below counts it as failed, but reruns none).
+    want = OUTCOME_FLAGS[sys.argv[1]]
+    for t in sorted(t for t, a in results(sys.argv[2])[0].items() if a == want):
+        print(t)
+    sys.exit(0)
+if len(sys.argv) < 5 or sys.argv[1].startswith("--"):
+    sys.exit("usage: summarize.py EVENTS EXPECTED OUT VERSION [SKIP [RERUNS [FLAKY]]]\n"
+             "       summarize.py --failed|--passed EVENTS")
+events, expected_path, out_path, version = sys.argv[1:5]
+skip_path = sys.argv[5] if len(sys.argv) > 5 else None
+rerun_path = sys.argv[6] if len(sys.argv) > 6 else None
+flaky_path = sys.argv[7] if len(sys.argv) > 7 else None
+
 not_run = listed(skip_path)
 status, started, package_failed = results(events)
 # The package fails when a test fails; only a failure with no failed test
@@ -59,12 +80,7 @@ package_failed = package_failed and "fail" not in status.values()
 flaky = listed(flaky_path)
 reruns = {}
 if rerun_path and os.path.exists(rerun_path):
-    for line in open(rerun_path):
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        test, action = ev.get("Test"), ev.get("Action")
+    for test, action in test_events(rerun_path):
         if test in flaky and status.get(test) == "fail" and action in ("pass", "fail"):
             reruns.setdefault(test, []).append(action)
 for t, outcomes in reruns.items():
