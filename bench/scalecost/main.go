@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command scalecost drives the scaling phase's load (strait-bench compare,
 // scaleLoad: 1 KiB records, acks=1, no compression, round-robin, linger
 // 5 ms, 32 MiB buffered) at a running broker and prints, per phase, the
