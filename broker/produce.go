@@ -59,7 +59,12 @@ func handleProduce(c *conn, x *exchange) {
 	}
 	// First the response skeleton and the checks that need no append, then
 	// the appends (in parallel when worth it, appendAll), then the codes.
-	var jobs []produceJob
+	n := 0
+	for _, rt := range req.Topics {
+		n += len(rt.Partitions)
+	}
+	// Sized once: a request to 10,000 partitions grew it 15 times.
+	jobs := make([]produceJob, 0, n)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti, rt := range req.Topics {
 		st := &resp.Topics[ti]

@@ -213,7 +213,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 	if origin == originCoordinator {
 		validate = validateFromCoordinator
 	}
-	vb, err := validate(records, cfg, now.UnixMilli(), filepath.Base(l.dir))
+	vb, err := validate(records, cfg, now.UnixMilli(), l.dir)
 	if err != nil {
 		return AppendInfo{}, err
 	}

@@ -534,7 +534,7 @@ func (l *Log) AppendAsCoordinator(records []byte, leaderEpoch int32, verify bool
 // validateFromCoordinator is validateProduce without the checks Kafka's
 // LogValidator makes for client batches only (offset range and count,
 // control batches, sequence numbers).
-func validateFromCoordinator(records []byte, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
+func validateFromCoordinator(records []byte, cfg *LogConfig, nowMs int64, logDir string) (validatedBatch, error) {
 	batch, err := singleBatch(records)
 	if err != nil {
 		return validatedBatch{}, err
@@ -547,5 +547,5 @@ func validateFromCoordinator(records []byte, cfg *LogConfig, nowMs int64, topicP
 		return validatedBatch{}, appendErrorf(kerr.MessageTooLarge,
 			"the record batch size is %d bytes, larger than max.message.bytes %d", h.Size(), cfg.MaxMessageBytes)
 	}
-	return validateRecords(batch, &h, cfg, nowMs, topicPartition)
+	return validateRecords(batch, &h, cfg, nowMs, logDir)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 
 	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
@@ -49,7 +50,7 @@ type validatedBatch struct {
 // Deviation from Kafka, for input no Kafka client produces: a batch
 // whose codec fails to decompress is CORRUPT_MESSAGE (Kafka answers
 // UNKNOWN_SERVER_ERROR).
-func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
+func validateProduce(records []byte, cfg *LogConfig, nowMs int64, logDir string) (validatedBatch, error) {
 	batch, err := singleBatch(records)
 	if err != nil {
 		return validatedBatch{}, err
@@ -90,7 +91,7 @@ func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition
 			h.BaseSequence, h.ProducerID)
 	}
 
-	vb, err := validateRecords(batch, &h, cfg, nowMs, topicPartition)
+	vb, err := validateRecords(batch, &h, cfg, nowMs, logDir)
 	if err != nil {
 		return validatedBatch{}, err
 	}
@@ -106,7 +107,7 @@ func validateProduce(records []byte, cfg *LogConfig, nowMs int64, topicPartition
 		if vb.header.Size() > int64(cfg.MaxMessageBytes) {
 			return validatedBatch{}, appendErrorf(kerr.MessageTooLarge,
 				"Message batch size is %d bytes in append to partition %s which exceeds the maximum configured size of %d.",
-				vb.header.Size(), topicPartition, cfg.MaxMessageBytes)
+				vb.header.Size(), filepath.Base(logDir), cfg.MaxMessageBytes)
 		}
 	}
 	if vb.header.Size() > cfg.SegmentBytes {
@@ -172,10 +173,11 @@ func nextBatchBounds(b []byte) ([]byte, int, error) {
 
 // validateRecords walks the records (LogValidator.validateRecord for each)
 // and sets the batch's max timestamp as Kafka's in-place assignment does.
-// topicPartition ("<topic>-<partition>") goes into Kafka's messages. The
+// logDir's name ("<topic>-<partition>") goes into Kafka's messages, taken
+// only for one (a per-batch filepath.Base showed at 10,000 partitions). The
 // records are decompressed here whatever the codec, so the compacted-topic
 // key check costs no extra pass.
-func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, topicPartition string) (validatedBatch, error) {
+func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, logDir string) (validatedBatch, error) {
 	vb := validatedBatch{bytes: batch, header: *h, maxTimestamp: recordbatch.NoTimestamp, offsetDeltaOfMaxTimestamp: -1, logAppendTime: -1,
 		deltasInOrder: true, firstTimestamp: recordbatch.NoTimestamp}
 	var recordErrs []RecordError
@@ -193,7 +195,7 @@ func validateRecords(batch []byte, h *batchHeader, cfg *LogConfig, nowMs int64, 
 			vb.firstTimestamp = ts
 		}
 		if cfg.Compact && !r.HasKey {
-			recordErrs = append(recordErrs, RecordError{i, "Compacted topic cannot accept message without key in topic partition " + topicPartition})
+			recordErrs = append(recordErrs, RecordError{i, "Compacted topic cannot accept message without key in topic partition " + filepath.Base(logDir)})
 			return nil
 		}
 		if cfg.TimestampType == CreateTime && ts != recordbatch.NoTimestamp {
