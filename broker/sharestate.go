@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,6 +45,9 @@ type shareStateService struct {
 	mu       sync.Mutex
 	shards   map[int32]*share.StateShard
 	budget   *share.Budget // bounds what the shards hold
+	// writeFault, set by tests only, answers a share-partition leader's
+	// state writes in place of the coordinator when it returns an error.
+	writeFault atomic.Pointer[func(share.StateKey) int16]
 }
 
 func (s *Server) shareState() *shareStateService {
@@ -362,6 +366,11 @@ func (ss *shareStateService) persistRead(k share.StateKey, leaderEpoch int32, de
 
 // persistWrite writes a share-partition's state to its coordinator.
 func (ss *shareStateService) persistWrite(k share.StateKey, stateEpoch, leaderEpoch int32, start int64, bs []share.StateBatch, deadline time.Time) int16 {
+	if f := ss.writeFault.Load(); f != nil {
+		if code := (*f)(k); code != 0 {
+			return code
+		}
+	}
 	req := kmsg.NewPtrWriteShareGroupStateRequest()
 	req.GroupID = k.Group
 	rt := kmsg.NewWriteShareGroupStateRequestTopic()
