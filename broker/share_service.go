@@ -10,6 +10,8 @@ package broker
 // __consumer_offsets, written and loaded through the group coordinator.
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strait/strait/controller"
@@ -80,6 +82,9 @@ func (s *Server) startShareCoordinator() *share.Coordinator {
 	cfg.PartitionExists = func(tp share.TopicPartition) bool {
 		t, ok := s.ctrl.TopicByID(tp.Topic)
 		return ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions)
+	}
+	cfg.InitializeState = func(group string, epoch int32, topics []share.InitTopic) map[[16]byte][]int32 {
+		return s.shareState().initializeGroup(group, epoch, topics, time.Now().Add(shareInitTimeout))
 	}
 	cfg.Released = func(groupID string, tp share.TopicPartition, p *share.Partition) {
 		s.bg.Go(func() { s.sharePersist(groupID, tp, p) })

@@ -49,6 +49,7 @@ type shareTarget struct {
 	topic    string
 	part     *replication.Partition
 	code     int16 // fetch error
+	msg      string
 	ackCode  int16
 	ackMsg   string
 	acked    bool
@@ -316,6 +317,9 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 		})
 		if code != 0 {
 			t.code = code
+			if code == shareNotInitialized {
+				t.msg = *shareStateNotFound(share.StateKey{Group: op.group, Topic: t.tp.Topic, Partition: t.tp.Partition})
+			}
 			done = true
 			continue
 		}
@@ -709,6 +713,9 @@ func (op *shareFetchOp) respond(async bool) {
 		rp.Partition = t.tp.Partition
 		if t.fetch {
 			rp.ErrorCode = t.code
+			if t.code != 0 && t.msg != "" {
+				rp.ErrorMessage = &t.msg
+			}
 		}
 		rp.AcknowledgeErrorCode = t.ackCode
 		if t.ackMsg != "" {

@@ -127,6 +127,17 @@ func (p *Partition) ScheduleExpiry(at, now time.Time, fn func()) {
 // ExpiryFired forgets the timer that fired (the lock held).
 func (p *Partition) ExpiryFired() { p.expiry, p.expiryAt = nil, time.Time{} }
 
+// stopExpiry stops the expiry timer of a share-partition being forgotten,
+// which would otherwise keep it in memory until the lock duration ends.
+func (p *Partition) stopExpiry() {
+	p.mu.Lock()
+	if p.expiry != nil {
+		p.expiry.Stop()
+		p.expiry, p.expiryAt = nil, time.Time{}
+	}
+	p.mu.Unlock()
+}
+
 // AddWaiter parks ch (buffered, one slot) until RemoveWaiter.
 func (p *Partition) AddWaiter(ch chan struct{}) {
 	p.mu.Lock()
