@@ -92,9 +92,18 @@ func (s *Server) startShareCoordinator() *share.Coordinator {
 	sc := share.New(cfg)
 	s.ctrl.Listen(func(ch controller.TopicChange) {
 		if ch.Deleted {
-			sc.TopicDeleted(ch.Topic.ID) // its share-partitions go with it
+			groups := sc.TopicDeleted(ch.Topic.ID) // its share-partitions go with it
 			id := ch.Topic.ID
 			s.bg.Go(func() { s.shareState().topicDeleted(id) }) // and their stored state
+			if len(groups) > 0 {
+				// The groups' records of their initialized partitions
+				// (a failed write is logged; the next change writes it).
+				s.bg.Go(func() {
+					for _, g := range groups {
+						_ = sc.Flush(g)
+					}
+				})
+			}
 		}
 	})
 	return sc

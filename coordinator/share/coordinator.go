@@ -742,15 +742,36 @@ func (c *Coordinator) releaseMemberLocked(groupID, memberID string) {
 	}
 }
 
-// TopicDeleted forgets the share-partitions of a deleted topic.
-func (c *Coordinator) TopicDeleted(id [16]byte) {
+// TopicDeleted forgets the share-partitions of a deleted topic and drops
+// the topic from the groups' record of initialized partitions, as Kafka's
+// maybeCleanupShareGroupState. It returns the groups whose record changed:
+// the caller writes it (Flush), not on its own goroutine if that must not
+// block.
+func (c *Coordinator) TopicDeleted(id [16]byte) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.parts {
+	for k, p := range c.parts {
 		if k.topic == id {
+			p.stopExpiry()
 			delete(c.parts, k)
 		}
 	}
+	var changed []string
+	for gid, g := range c.groups {
+		m := g.spm
+		if m == nil {
+			continue
+		}
+		_, initialized := m.initialized[id]
+		_, initializing := m.initializing[id]
+		if initialized || initializing || m.deleting[id] {
+			delete(m.initialized, id)
+			delete(m.initializing, id)
+			delete(m.deleting, id)
+			changed = append(changed, gid)
+		}
+	}
+	return changed
 }
 
 // EnsureGroup creates an empty share group of that id if there is none

@@ -186,3 +186,26 @@ func TestShareInitializeRecordedAndLoaded(t *testing.T) {
 		t.Fatalf("begin delete of the group: %v %v", parts, code)
 	}
 }
+
+// A deleted topic leaves the groups' record of initialized partitions, as
+// Kafka's maybeCleanupShareGroupState: the groups concerned are returned
+// and Flush writes their record.
+func TestShareTopicDeletedLeavesTheRecord(t *testing.T) {
+	topics := map[string]int32{"t": 2, "uu": 1}
+	log := &memLog{}
+	clk := &fakeClock{now: t0}
+	a := newPersistedCoordinator(topics, log, clk)
+	heartbeat(a, "g", "m1", 0, "t", "uu")
+	heartbeat(a, "h", "m1", 0, "t")
+	if got := a.TopicDeleted([16]byte{2}); !reflect.DeepEqual(got, []string{"g"}) {
+		t.Fatalf("groups changed by deleting uu: %v, want [g]", got)
+	}
+	if err := a.Flush("g"); err != nil {
+		t.Fatal(err)
+	}
+	b := newPersistedCoordinator(topics, &memLog{}, clk)
+	b.Load(0, log.recs)
+	if got := b.InitializedPartitions("g"); !reflect.DeepEqual(got, map[[16]byte][]int32{{1}: {0, 1}}) {
+		t.Fatalf("loaded after the topic's deletion: %v, want t only", got)
+	}
+}
