@@ -10,6 +10,8 @@ package broker
 // __consumer_offsets, written and loaded through the group coordinator.
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strait/strait/controller"
@@ -81,15 +83,27 @@ func (s *Server) startShareCoordinator() *share.Coordinator {
 		t, ok := s.ctrl.TopicByID(tp.Topic)
 		return ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions)
 	}
+	cfg.InitializeState = func(group string, epoch int32, topics []share.InitTopic) map[[16]byte][]int32 {
+		return s.shareState().initializeGroup(group, epoch, topics, time.Now().Add(shareInitTimeout))
+	}
 	cfg.Released = func(groupID string, tp share.TopicPartition, p *share.Partition) {
 		s.bg.Go(func() { s.sharePersist(groupID, tp, p) })
 	}
 	sc := share.New(cfg)
 	s.ctrl.Listen(func(ch controller.TopicChange) {
 		if ch.Deleted {
-			sc.TopicDeleted(ch.Topic.ID) // its share-partitions go with it
+			groups := sc.TopicDeleted(ch.Topic.ID) // its share-partitions go with it
 			id := ch.Topic.ID
 			s.bg.Go(func() { s.shareState().topicDeleted(id) }) // and their stored state
+			if len(groups) > 0 {
+				// The groups' records of their initialized partitions
+				// (a failed write is logged; the next change writes it).
+				s.bg.Go(func() {
+					for _, g := range groups {
+						_ = sc.Flush(g)
+					}
+				})
+			}
 		}
 	})
 	return sc

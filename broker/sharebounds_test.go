@@ -13,9 +13,23 @@ import (
 
 // A client naming ever new share group ids: the broker keeps state for at
 // most 1,000 share groups (coordinator/share's MaxGroups), refuses a new
-// one with GROUP_MAX_SIZE_REACHED beyond it, and forgets groups that have
-// had no member and no share session for the session timeout when a new
-// one needs the room. RELIABILITY.md's "Resource bounds" has the row.
+// one with GROUP_MAX_SIZE_REACHED beyond it (its join), and forgets groups
+// that have had no live member and no share session for the session
+// timeout when a new one needs the room. RELIABILITY.md's "Resource bounds" has the row.
+
+// shareJoin makes member "m" join group subscribing to topic (the group's
+// coordinator initializes its share-partitions, which a fetch needs) and
+// returns the heartbeat's error code.
+func shareJoin(t *testing.T, cl *kgo.Client, group, topic string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.SubscribedTopicNames = group, "m", []string{topic}
+	resp, err := req.RequestWith(ctxFor(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.ErrorCode
+}
 
 // shareFetchAt sends a ShareFetch at epoch 0 for group (member "m") on
 // partition 0 of topic, or at epoch 1 (acquiring), or -1 (closing).
@@ -66,6 +80,13 @@ func TestShareGroupsBoundedForManyGroupIDs(t *testing.T) {
 		var admitted []string
 		for i := range perRound {
 			g := "many-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
+			switch code := shareJoin(t, cl, g, "share-many"); code {
+			case 0:
+			case kerr.GroupMaxSizeReached.Code:
+				continue
+			default:
+				t.Fatalf("round %d group %s joining: %v", round, g, kerr.ErrorForCode(code))
+			}
 			r := shareFetchAt(t, cl, g, topic, 0)
 			switch r.ErrorCode {
 			case 0:
@@ -107,6 +128,9 @@ func TestShareGroupsBoundedForManyGroupIDs(t *testing.T) {
 		}
 	}
 	// The broker still serves a share consumer.
+	if code := shareJoin(t, cl, "many-last", "share-many"); code != 0 {
+		t.Fatalf("a new group joining after the rounds: %v", kerr.ErrorForCode(code))
+	}
 	r := shareFetchAt(t, cl, "many-last", topic, 0)
 	if r.ErrorCode != 0 {
 		t.Fatalf("a new group after the rounds: %v", kerr.ErrorForCode(r.ErrorCode))

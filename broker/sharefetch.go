@@ -49,6 +49,7 @@ type shareTarget struct {
 	topic    string
 	part     *replication.Partition
 	code     int16 // fetch error
+	msg      string
 	ackCode  int16
 	ackMsg   string
 	acked    bool
@@ -233,7 +234,8 @@ func handleShareFetch(c *conn, x *exchange) {
 
 // shareAcknowledge applies one partition's acknowledgement batches and
 // writes the share-partition's state before answering, as Kafka's
-// SharePartition waits for its persister. Offsets never acquired are
+// SharePartition waits for its persister (and rolls the acknowledgement
+// back when the write fails). Offsets never acquired are
 // INVALID_RECORD_STATE with Kafka's message.
 func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches []share.AckBatch, now, deadline time.Time) (int16, string) {
 	if t.code != 0 {
@@ -251,12 +253,19 @@ func (s *Server) shareAcknowledge(group, member string, t *shareTarget, batches 
 		sp.Uninit()
 	}
 	sp.Expire(now, lim)
-	code, msg := sp.AcknowledgeMsg(member, batches, now, lim)
+	code, msg, undo := sp.AcknowledgeHeld(member, batches, now, lim)
 	sp.Unlock()
 	if code != 0 {
 		return code, msg
 	}
-	return s.sharePersistBy(group, t.tp, sp, deadline), ""
+	code = s.sharePersistBy(group, t.tp, sp, deadline)
+	// A failed write rolls the acknowledgement back, as Kafka's
+	// SharePartition does: the records stay acquired by the member, which
+	// may acknowledge them again.
+	sp.Lock()
+	sp.Settle(undo, code == 0)
+	sp.Unlock()
+	return code, ""
 }
 
 // acquire acquires records on every fetched partition, within MaxRecords
@@ -308,6 +317,9 @@ func (op *shareFetchOp) acquire() (next time.Time, done bool) {
 		})
 		if code != 0 {
 			t.code = code
+			if code == shareNotInitialized {
+				t.msg = *shareStateNotFound(share.StateKey{Group: op.group, Topic: t.tp.Topic, Partition: t.tp.Partition})
+			}
 			done = true
 			continue
 		}
@@ -701,6 +713,9 @@ func (op *shareFetchOp) respond(async bool) {
 		rp.Partition = t.tp.Partition
 		if t.fetch {
 			rp.ErrorCode = t.code
+			if t.code != 0 && t.msg != "" {
+				rp.ErrorMessage = &t.msg
+			}
 		}
 		rp.AcknowledgeErrorCode = t.ackCode
 		if t.ackMsg != "" {

@@ -93,9 +93,10 @@ func addShareGroups(sc *share.Coordinator, req *kmsg.ListGroupsRequest, resp *km
 
 // deleteShareGroups deletes the share groups among req's groups (removing
 // them from req) and returns their answers: NON_EMPTY_GROUP while a member
-// is live, else the share-partitions' stored state is deleted at the share
-// coordinators (sharestate.go), then the group (kept, with the error,
-// when that fails).
+// is live, else the stored state of the share-partitions the group
+// initialized is deleted at the share coordinators (sharestate.go), their
+// topics recorded as deleting meanwhile, then the group (kept, with the
+// error, when that fails).
 func deleteShareGroups(s *Server, req *kmsg.DeleteGroupsRequest) []kmsg.DeleteGroupsResponseGroup {
 	sc := s.shares()
 	var out []kmsg.DeleteGroupsResponseGroup
@@ -107,7 +108,9 @@ func deleteShareGroups(s *Server, req *kmsg.DeleteGroupsRequest) []kmsg.DeleteGr
 		r.Group = id
 		if !sc.GroupEmpty(id) {
 			r.ErrorCode = kerr.NonEmptyGroup.Code
-		} else if code := s.shareState().deleteGroup(id, time.Now().Add(shareStateTimeout)); code != 0 {
+		} else if parts, code := sc.BeginDelete(id, nil); code != 0 {
+			r.ErrorCode = code
+		} else if code := s.shareState().deleteGroup(id, parts, time.Now().Add(shareStateTimeout)); code != 0 {
 			r.ErrorCode = code
 		} else {
 			r.ErrorCode, _ = sc.Delete(id)

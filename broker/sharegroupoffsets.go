@@ -8,8 +8,10 @@ package broker
 // empty. Authorization: DESCRIBE on the group and topics to describe, READ
 // on the group and topics to alter, DELETE on the group and READ on the
 // topics to delete (a topic not described answers TOPIC_AUTHORIZATION_FAILED
-// per partition). A partition never fetched, or of a group with no share
-// state, has StartOffset -1.
+// per partition). A partition its group has not initialized, or whose
+// leader has not served it since (the group coordinator initializes it
+// with start offset -1, which the leader's first fetch sets), has
+// StartOffset -1, as Kafka's.
 
 import (
 	"time"
@@ -51,7 +53,9 @@ func handleDescribeShareGroupOffsets(c *conn, x *exchange) {
 			}
 			var want []tps
 			if rg.Topics == nil {
-				for id, parts := range sc.GroupPartitions(rg.GroupID) {
+				// The share-partitions the group initialized, as Kafka's
+				// describe of all of a group's offsets.
+				for id, parts := range sc.InitializedPartitions(rg.GroupID) {
 					if t, ok := c.srv.ctrl.TopicByID(id); ok {
 						want = append(want, tps{t.Name, id, parts})
 					}
@@ -95,7 +99,7 @@ func handleDescribeShareGroupOffsets(c *conn, x *exchange) {
 							hw = part.Log().HighWatermark()
 						}
 					}
-					if found {
+					if found && st.StartOffset >= 0 {
 						rp.StartOffset, rp.LeaderEpoch = st.StartOffset, max(st.LeaderEpoch, 0)
 						if hw >= 0 {
 							rp.Lag = max(0, hw-st.StartOffset-int64(share.DeliveryComplete(&st)))
@@ -177,6 +181,11 @@ func handleAlterShareGroupOffsets(c *conn, x *exchange) {
 				if code == 0 {
 					code = ss.persistInitialize(k, st.StateEpoch+1, start, deadline)
 				}
+				if code == 0 {
+					if err := sc.MarkInitialized(req.GroupID, ti.ID, []int32{rp.Partition}); err != nil {
+						c.srv.logger.Warn("recording an initialized share-partition failed", "group", req.GroupID, "err", err)
+					}
+				}
 				p.ErrorCode = code
 			}
 			t.Partitions = append(t.Partitions, p)
@@ -219,12 +228,19 @@ func handleDeleteShareGroupOffsets(c *conn, x *exchange) {
 			for _, p := range parts[ti.ID] {
 				sc.DeletePartition(req.GroupID, ti.ID, p)
 			}
-			for p := range int32(len(ti.Partitions)) {
-				k := share.StateKey{Group: req.GroupID, Topic: ti.ID, Partition: p}
-				if code := c.srv.shareState().persistDelete(k, time.Now().Add(shareStateTimeout)); code != 0 && t.ErrorCode == 0 {
-					t.ErrorCode = code
+			// The partitions the group initialized, their topic recorded
+			// as deleting until their state is gone.
+			ids := [][16]byte{ti.ID}
+			del, code := sc.BeginDelete(req.GroupID, ids)
+			if code == 0 {
+				code = c.srv.shareState().deleteGroup(req.GroupID, del, time.Now().Add(shareStateTimeout))
+			}
+			if code == 0 {
+				if err := sc.EndDelete(req.GroupID, ids); err != nil {
+					c.srv.logger.Warn("recording deleted share-partitions failed", "group", req.GroupID, "err", err)
 				}
 			}
+			t.ErrorCode = code
 		}
 		resp.Topics = append(resp.Topics, t)
 	}

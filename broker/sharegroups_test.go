@@ -106,10 +106,40 @@ type shareSession struct {
 	topic  [16]byte
 	epoch  int32
 	wait   int32 // MaxWaitMillis; 0: 100
+	joined bool
+}
+
+// join makes the member join its group subscribing to the topic (once), so
+// that the group's coordinator initializes the share-partitions, which a
+// fetch needs as in Kafka. A topic id that names no topic is not joined.
+func (s *shareSession) join() {
+	s.t.Helper()
+	if s.joined {
+		return
+	}
+	s.joined = true
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctxFor(s.t), s.cl)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, mt := range md.Topics {
+		if mt.Topic == nil || mt.TopicID != s.topic {
+			continue
+		}
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.SubscribedTopicNames = s.group, s.member, []string{*mt.Topic}
+		resp, err := req.RequestWith(ctxFor(s.t), s.cl)
+		if err != nil || resp.ErrorCode != 0 {
+			s.t.Fatalf("join %s: %v %+v", s.group, err, resp)
+		}
+	}
 }
 
 func (s *shareSession) fetch(acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
 	s.t.Helper()
+	if s.group != "" && s.member != "" {
+		s.join()
+	}
 	req := kmsg.NewPtrShareFetchRequest()
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = &s.group, &s.member, s.epoch
 	req.MaxWaitMillis, req.MaxBytes, req.MaxRecords, req.BatchSize = 100, 1<<20, 500, 500

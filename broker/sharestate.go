@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,6 +45,9 @@ type shareStateService struct {
 	mu       sync.Mutex
 	shards   map[int32]*share.StateShard
 	budget   *share.Budget // bounds what the shards hold
+	// writeFault, set by tests only, answers a share-partition leader's
+	// state writes in place of the coordinator when it returns an error.
+	writeFault atomic.Pointer[func(share.StateKey) int16]
 }
 
 func (s *Server) shareState() *shareStateService {
@@ -345,7 +349,7 @@ func (ss *shareStateService) persistRead(k share.StateKey, leaderEpoch int32, de
 			return result{}, 0, false
 		}
 		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode == kerr.InvalidRequest.Code || p.ErrorCode == 0 && p.StartOffset < 0 {
+		if p.ErrorCode == kerr.InvalidRequest.Code {
 			return result{}, 0, true // no state (Kafka's "Data not found")
 		}
 		if p.ErrorCode != 0 {
@@ -362,6 +366,11 @@ func (ss *shareStateService) persistRead(k share.StateKey, leaderEpoch int32, de
 
 // persistWrite writes a share-partition's state to its coordinator.
 func (ss *shareStateService) persistWrite(k share.StateKey, stateEpoch, leaderEpoch int32, start int64, bs []share.StateBatch, deadline time.Time) int16 {
+	if f := ss.writeFault.Load(); f != nil {
+		if code := (*f)(k); code != 0 {
+			return code
+		}
+	}
 	req := kmsg.NewPtrWriteShareGroupStateRequest()
 	req.GroupID = k.Group
 	rt := kmsg.NewWriteShareGroupStateRequestTopic()
@@ -478,9 +487,12 @@ func (s *Server) sharePersistBy(group string, tp share.TopicPartition, sp *share
 
 // shareLoad makes sp current for the topic partition's leaderEpoch: a
 // share-partition loaded at another epoch (or never) reads its persisted
-// state from the coordinator; with none, init starts it (from
-// share.auto.offset.reset) and the start is written. Called without sp's
-// lock.
+// state from the coordinator. State initialized with no start offset (by
+// the group coordinator: -1) starts from init (share.auto.offset.reset),
+// which the next write stores. A share-partition with no state, which its
+// group's coordinator has not initialized, is not served: as Kafka's
+// SharePartition, whose initialization fails then, the fetch answers it
+// with shareNotInitialized. Called without sp's lock.
 func (s *Server) shareLoad(group string, tp share.TopicPartition, sp *share.Partition, leaderEpoch int32, lim share.Limits, deadline time.Time, init func() int64) int16 {
 	if !sp.WriteLockBy(deadline) {
 		return kerr.RequestTimedOut.Code
@@ -497,40 +509,40 @@ func (s *Server) shareLoad(group string, tp share.TopicPartition, sp *share.Part
 	if code != 0 {
 		return code
 	}
+	if !found {
+		return shareNotInitialized
+	}
 	sp.Lock()
 	defer sp.Unlock()
-	if found {
+	if st.StartOffset < 0 {
+		sp.Init(init())
+	} else {
 		sp.Restore(st.StartOffset, st.Batches, lim)
-		sp.SetEpochs(leaderEpoch, st.StateEpoch)
-		return 0
 	}
-	sp.Init(init())
-	sp.SetEpochs(leaderEpoch, 0)
+	sp.SetEpochs(leaderEpoch, st.StateEpoch)
 	return 0
 }
 
-// deleteGroup deletes the stored state of every share-partition of group
-// at its coordinators, as Kafka's group coordinator does when it deletes a
-// share group (DeleteShareGroupState: tombstones in __share_group_state),
-// so that a group of that id created again starts from
-// share.auto.offset.reset. Strait's group coordinator does not record which
-// partitions a group initialized (Kafka's ShareGroupStatePartitionMetadata),
-// so every partition of every topic is named, in one request per
-// coordinator (shareDeleteChunk partitions at most each): a key with no
-// state costs its coordinator one map lookup.
-func (ss *shareStateService) deleteGroup(group string, deadline time.Time) int16 {
+// deleteGroup deletes the stored state of the share-partitions parts of
+// group at their coordinators, as Kafka's group coordinator does when it
+// deletes a share group or its offsets (DeleteShareGroupState: tombstones
+// in __share_group_state), so that a group of that id created again starts
+// from share.auto.offset.reset. parts are those the group coordinator
+// recorded as initialized (coordinator/share initstate.go), in one request
+// per coordinator (shareDeleteChunk partitions at most each).
+func (ss *shareStateService) deleteGroup(group string, parts map[[16]byte][]int32, deadline time.Time) int16 {
+	if len(parts) == 0 {
+		return 0
+	}
 	st, ok := ss.srv.ctrl.Topic(shareStateTopic)
 	if !ok || len(st.Partitions) == 0 {
 		return 0 // no share state was ever written
 	}
 	n := int32(len(st.Partitions))
 	byLeader := map[int32][]share.StateKey{}
-	for _, ti := range ss.srv.ctrl.Topics() {
-		if ti.Name == shareStateTopic {
-			continue
-		}
-		for p := range int32(len(ti.Partitions)) {
-			k := share.StateKey{Group: group, Topic: ti.ID, Partition: p}
+	for id, ps := range parts {
+		for _, p := range ps {
+			k := share.StateKey{Group: group, Topic: id, Partition: p}
 			leader := st.Partitions[recordbatch.PartitionFor(k.CoordinatorKey(), n)].Leader
 			byLeader[leader] = append(byLeader[leader], k)
 		}
@@ -558,6 +570,53 @@ func (ss *shareStateService) deleteGroup(group string, deadline time.Time) int16
 		}
 	}
 	return first
+}
+
+// shareNotInitialized answers a fetch of a share-partition with no state:
+// Kafka's SharePartition fails to initialize with the share coordinator's
+// "Data not found" (INVALID_REQUEST), which it turns into
+// UNKNOWN_SERVER_ERROR.
+const shareNotInitialized int16 = -1 // UNKNOWN_SERVER_ERROR
+
+// shareInitTimeout bounds the initialization of a group's new
+// share-partitions, which a heartbeat waits for.
+const shareInitTimeout = 5 * time.Second
+
+// initializeGroup initializes the state of group's share-partitions at
+// their coordinators (InitializeShareGroupState with the group epoch as
+// state epoch and each topic's start offset, as Kafka's group coordinator)
+// and returns those that succeeded. A share-partition that already has
+// state (written before its group kept a record of it, or by an
+// AlterShareGroupOffsets) keeps it and counts as initialized.
+func (ss *shareStateService) initializeGroup(group string, epoch int32, topics []share.InitTopic, deadline time.Time) map[[16]byte][]int32 {
+	var keys []share.StateKey
+	var starts []int64
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			keys = append(keys, share.StateKey{Group: group, Topic: t.ID, Partition: p})
+			starts = append(starts, t.Start)
+		}
+	}
+	done := make([]bool, len(keys))
+	shareParallel(len(keys), func(i int) {
+		k := keys[i]
+		_, found, code := ss.persistRead(k, -1, deadline)
+		if code == 0 && !found {
+			code = ss.persistInitialize(k, epoch, starts[i], deadline)
+		}
+		if code != 0 {
+			ss.srv.logLimited(&ss.srv.shareStateLog, slog.LevelWarn, "initializing share state failed", "group", group,
+				"partition", k.Partition, "err", kerr.ErrorForCode(code))
+		}
+		done[i] = code == 0
+	})
+	out := map[[16]byte][]int32{}
+	for i, k := range keys {
+		if done[i] {
+			out[k.Topic] = append(out[k.Topic], k.Partition)
+		}
+	}
+	return out
 }
 
 // shareDeleteChunk bounds the partitions of one DeleteShareGroupState a

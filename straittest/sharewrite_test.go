@@ -90,6 +90,20 @@ func TestShareFetchGivesBackWhatItCouldNotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The member joins: its group's coordinator initializes the
+	// share-partitions' state (a fetch needs it, as in Kafka).
+	for attempt := 0; ; attempt++ {
+		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+		hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = group, "member-wfail-0001", []string{topic}
+		resp, err := hb.RequestWith(ctx, admin)
+		if err == nil && resp.ErrorCode == 0 {
+			break
+		}
+		if attempt == 100 {
+			t.Fatalf("join: %v %+v", err, resp)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	fetchCl := c.Client(kgo.SeedBrokers(c.Broker(leader).Addr()))
 	epoch := int32(0)
 	fetch := func() (*kmsg.ShareFetchResponse, time.Duration) {

@@ -708,9 +708,9 @@ func aclCases() []aclCase {
 			return r
 		}},
 		// The share coordinator's RPCs: CLUSTER_ACTION on the cluster.
-		// (Of a group with no state: Strait's share-partition leader
-		// writes state for ShareFetch above, which Kafka's does not for a
-		// member the group coordinator never assigned.)
+		// (Of a group with no state: a group a member joined above has its
+		// share-partitions initialized by its coordinator, Kafka's in the
+		// background, so its state may or may not be there yet.)
 		{84, "ReadShareGroupState of an unknown group", func(ids topicIDs) kmsg.Request {
 			r := kmsg.NewPtrReadShareGroupStateRequest()
 			r.GroupID = "acl-no-such-share-group"

@@ -88,6 +88,11 @@ type Config struct {
 	// PartitionOf is a group's __consumer_offsets partition: Load replaces
 	// the groups of the partition it loads.
 	PartitionOf func(groupID string) int32
+	// InitializeState initializes the state of a group's new
+	// share-partitions at their share coordinators
+	// (InitializeShareGroupState, state epoch the group epoch) and returns
+	// those that succeeded. Nil: every partition succeeds at once.
+	InitializeState func(groupID string, groupEpoch int32, topics []InitTopic) map[[16]byte][]int32
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -135,6 +140,9 @@ type group struct {
 	metaHash uint64
 	// log is what the group's records in __consumer_offsets say (persist.go).
 	log *groupLog
+	// spm is the share-partitions the group initialized (initstate.go);
+	// nil until the first.
+	spm *spMeta
 }
 
 type partKey struct {
@@ -244,6 +252,9 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 			failed.ErrorCode = appendErrorCode(err)
 			return failed
 		}
+	}
+	if resp.ErrorCode == 0 && req.MemberEpoch != -1 {
+		c.initializeNew(req.GroupID)
 	}
 	return resp
 }
@@ -362,6 +373,7 @@ func (c *Coordinator) heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest,
 		}
 		resp.Assignment = &a
 	}
+	c.markNewLocked(g)
 	return resp, c.changesLocked(g)
 }
 
@@ -591,8 +603,9 @@ func (c *Coordinator) sweepLocked(now time.Time) {
 func (c *Coordinator) forgetLocked(groupID string) {
 	delete(c.groups, groupID)
 	delete(c.known, groupID)
-	for k := range c.parts {
+	for k, p := range c.parts {
 		if k.group == groupID {
+			p.stopExpiry()
 			delete(c.parts, k)
 		}
 	}
@@ -729,15 +742,36 @@ func (c *Coordinator) releaseMemberLocked(groupID, memberID string) {
 	}
 }
 
-// TopicDeleted forgets the share-partitions of a deleted topic.
-func (c *Coordinator) TopicDeleted(id [16]byte) {
+// TopicDeleted forgets the share-partitions of a deleted topic and drops
+// the topic from the groups' record of initialized partitions, as Kafka's
+// maybeCleanupShareGroupState. It returns the groups whose record changed:
+// the caller writes it (Flush), not on its own goroutine if that must not
+// block.
+func (c *Coordinator) TopicDeleted(id [16]byte) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.parts {
+	for k, p := range c.parts {
 		if k.topic == id {
+			p.stopExpiry()
 			delete(c.parts, k)
 		}
 	}
+	var changed []string
+	for gid, g := range c.groups {
+		m := g.spm
+		if m == nil {
+			continue
+		}
+		_, initialized := m.initialized[id]
+		_, initializing := m.initializing[id]
+		if initialized || initializing || m.deleting[id] {
+			delete(m.initialized, id)
+			delete(m.initializing, id)
+			delete(m.deleting, id)
+			changed = append(changed, gid)
+		}
+	}
+	return changed
 }
 
 // EnsureGroup creates an empty share group of that id if there is none

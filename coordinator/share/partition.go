@@ -104,6 +104,10 @@ type Partition struct {
 	// that a lock running out is written when it happens (ScheduleExpiry).
 	expiry   *time.Timer
 	expiryAt time.Time
+	// holds counts the acknowledgements applied whose write is under way
+	// (AcknowledgeHeld): the start does not move past their records until
+	// Settle, so that a failed write can roll them back.
+	holds int
 }
 
 // ScheduleExpiry arranges for fn to run (on its own goroutine) at the lock
@@ -122,6 +126,17 @@ func (p *Partition) ScheduleExpiry(at, now time.Time, fn func()) {
 
 // ExpiryFired forgets the timer that fired (the lock held).
 func (p *Partition) ExpiryFired() { p.expiry, p.expiryAt = nil, time.Time{} }
+
+// stopExpiry stops the expiry timer of a share-partition being forgotten,
+// which would otherwise keep it in memory until the lock duration ends.
+func (p *Partition) stopExpiry() {
+	p.mu.Lock()
+	if p.expiry != nil {
+		p.expiry.Stop()
+		p.expiry, p.expiryAt = nil, time.Time{}
+	}
+	p.mu.Unlock()
+}
 
 // AddWaiter parks ch (buffered, one slot) until RemoveWaiter.
 func (p *Partition) AddWaiter(ch chan struct{}) {
@@ -227,7 +242,15 @@ func (p *Partition) Snapshot() (start int64, batches []StateBatch, version uint6
 	if !p.initialized || p.version == p.persisted {
 		return 0, nil, p.version, false
 	}
-	for i, r := range p.recs {
+	// Acknowledged or archived records at the head, which an
+	// acknowledgement's write under way keeps in the window, are written
+	// as the start moved past them.
+	head := 0
+	for head < len(p.recs) && (p.recs[head].state == Acknowledged || p.recs[head].state == Archived) {
+		head++
+	}
+	for i, r := range p.recs[head:] {
+		i += head
 		st := DeliveryAvailable
 		switch r.state {
 		case Acknowledged:
@@ -242,7 +265,7 @@ func (p *Partition) Snapshot() (start int64, batches []StateBatch, version uint6
 		}
 		batches = append(batches, StateBatch{First: off, Last: off, State: st, Count: r.deliveries})
 	}
-	return p.start, batches, p.version, true
+	return p.start + int64(head), batches, p.version, true
 }
 
 // Persisted records that version was written (the lock held).
@@ -352,8 +375,12 @@ func (p *Partition) flushWake() {
 	}
 }
 
-// advance moves the start past the terminal records at its head.
+// advance moves the start past the terminal records at its head (none
+// while an acknowledgement's write is under way).
 func (p *Partition) advance() {
+	if p.holds > 0 {
+		return
+	}
 	n := 0
 	for n < len(p.recs) && (p.recs[n].state == Acknowledged || p.recs[n].state == Archived) {
 		n++
@@ -606,6 +633,69 @@ func (p *Partition) AcknowledgeMsg(member string, batches []AckBatch, now time.T
 	p.advance()
 	p.flushWake()
 	return 0, ""
+}
+
+// AckUndo is what an acknowledgement changed (AcknowledgeHeld): each
+// offset's record before and after, to roll it back should its write fail.
+type AckUndo struct {
+	offs        []int64
+	prev, after []record
+}
+
+// AcknowledgeHeld is AcknowledgeMsg for an acknowledgement whose state
+// write follows: the start stays where it is until Settle reports the
+// write's outcome. A nil undo (an error answered) needs no Settle. The
+// lock held.
+func (p *Partition) AcknowledgeHeld(member string, batches []AckBatch, now time.Time, lim Limits) (int16, string, *AckUndo) {
+	u := &AckUndo{}
+	for _, b := range batches {
+		if b.First < p.start || b.Last >= p.End() || b.Last < b.First {
+			break // refused below
+		}
+		for off := b.First; off <= b.Last; off++ {
+			u.offs = append(u.offs, off)
+			u.prev = append(u.prev, p.recs[off-p.start])
+		}
+	}
+	p.holds++
+	code, msg := p.AcknowledgeMsg(member, batches, now, lim)
+	if code != 0 {
+		p.holds--
+		return code, msg, nil
+	}
+	for _, off := range u.offs {
+		u.after = append(u.after, p.recs[off-p.start])
+	}
+	return 0, "", u
+}
+
+// Settle ends an acknowledgement's hold once its write is done (the lock
+// held). When the write failed (ok false) each record the acknowledgement
+// changed and nothing changed since is as it was before: acquired by the
+// member again, its lock and delivery count as they were, as Kafka's
+// SharePartition rolls an acknowledgement back when its persister write
+// fails. A share-partition whose state was dropped meanwhile (Uninit,
+// Init, Restore) keeps what it has.
+func (p *Partition) Settle(u *AckUndo, ok bool) {
+	if u == nil {
+		return
+	}
+	p.holds--
+	if !ok {
+		for i, off := range u.offs {
+			if off < p.start || off >= p.End() {
+				continue
+			}
+			r := &p.recs[off-p.start]
+			if *r != u.after[i] {
+				continue // acquired again, expired, or reloaded since
+			}
+			*r = u.prev[i]
+			p.version++
+		}
+	}
+	p.advance()
+	p.flushWake()
 }
 
 // ReleaseMember releases every record member holds (its share session

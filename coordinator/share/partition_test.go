@@ -339,3 +339,53 @@ func TestWriteLockByGivesUpAtDeadline(t *testing.T) {
 	}
 	p.WriteUnlock()
 }
+
+// An acknowledgement held for its write (AcknowledgeHeld) is rolled back
+// when the write fails (Settle false), as Kafka's SharePartition rolls a
+// transition back: the records are acquired by the member again with the
+// lock and delivery count they had, and the start, which does not move
+// while the write is under way, stays. A record changed since (released
+// by the acknowledgement, then acquired by another member) is left alone.
+// A successful write moves the start then.
+func TestAcknowledgeRolledBackWhenItsWriteFails(t *testing.T) {
+	lim := testLimits()
+	p := NewPartition()
+	p.Init(0)
+	p.Acquire("a", oneBatch(10), 10, t0, lim) // 0-9, count 1
+	code, _, undo := p.AcknowledgeHeld("a", []AckBatch{{0, 3, []int8{AckAccept}}, {4, 5, []int8{AckRelease}}, {6, 6, []int8{AckReject}}}, t0, lim)
+	if code != 0 || undo == nil {
+		t.Fatalf("acknowledge: code %d", code)
+	}
+	if p.Start() != 0 {
+		t.Fatalf("start moved to %d while the write is under way", p.Start())
+	}
+	// Another member takes the released 4-5 before the write fails.
+	if got := p.Acquire("b", oneBatch(10), 1, t0.Add(time.Second), lim); len(got) != 1 || got[0] != (AcquiredRange{4, 4, 2}) {
+		t.Fatalf("b acquired %+v, want 4 (count 2)", got)
+	}
+	p.Settle(undo, false)
+	for _, off := range []int64{0, 1, 2, 3, 5, 6} {
+		if s, dc := p.State(off); s != Acquired || dc != 1 {
+			t.Fatalf("offset %d after the failed write: %v (count %d), want Acquired (1)", off, s, dc)
+		}
+	}
+	if s, dc := p.State(4); s != Acquired || dc != 2 || p.recs[4].member != "b" {
+		t.Fatalf("offset 4 after the failed write: %v (count %d, member %q), want b's (2)", s, dc, p.recs[4].member)
+	}
+	if p.Start() != 0 || p.recs[0].deadline != t0.Add(lim.LockDuration) {
+		t.Fatalf("start %d, lock %v after the rollback", p.Start(), p.recs[0].deadline)
+	}
+	// Acknowledged again, written this time: the start moves past 0-3.
+	code, _, undo = p.AcknowledgeHeld("a", []AckBatch{{0, 3, []int8{AckAccept}}}, t0, lim)
+	if code != 0 {
+		t.Fatalf("second acknowledge: %d", code)
+	}
+	p.Settle(undo, true)
+	if p.Start() != 4 {
+		t.Fatalf("start %d after the written acknowledgement, want 4", p.Start())
+	}
+	// A refused acknowledgement holds nothing.
+	if code, _, undo := p.AcknowledgeHeld("a", []AckBatch{{0, 0, []int8{AckAccept}}}, t0, lim); code != kerr.InvalidRecordState.Code || undo != nil || p.holds != 0 {
+		t.Fatalf("refused acknowledge: code %d undo %v holds %d", code, undo, p.holds)
+	}
+}

@@ -27,6 +27,7 @@ type groupLog struct {
 	epoch                   int32 // its epoch
 	assignEpoch             int32 // -1: no target assignment metadata record
 	member, target, current map[string][]byte
+	spm                     []byte // the ShareGroupStatePartitionMetadata value; nil: none
 }
 
 func newGroupLog() *groupLog {
@@ -137,13 +138,33 @@ func (c *Coordinator) recordsLocked(g *group) (recs []Record, commit func()) {
 		cv := currentValue{epoch: m.epoch, prevEpoch: m.prevEpoch, assigned: c.byID(m.assigned)}
 		set(KeyCurrentMember, l.current, id, cv.encode())
 	}
+	// The share-partitions initialized last, as Kafka appends the record
+	// of the partitions a heartbeat starts initializing after its others.
+	spm := l.spm
+	if g.spm != nil {
+		if v := g.spm.encode(c.topicName); !bytes.Equal(v, l.spm) {
+			recs = append(recs, Record{Key: recordKey{typ: KeyStatePartitionMetadata, group: g.id}.encode(), Value: v})
+			spm = v
+		}
+	}
 	epoch, assignEpoch := g.epoch, g.assignEpoch
 	return recs, func() {
 		for _, u := range updates {
 			u()
 		}
-		l.written, l.epoch, l.assignEpoch = true, epoch, assignEpoch
+		l.written, l.epoch, l.assignEpoch, l.spm = true, epoch, assignEpoch, spm
 	}
+}
+
+// topicName is a topic id's name for the records, Kafka's "<UNKNOWN>" for
+// a topic that no longer exists.
+func (c *Coordinator) topicName(id [16]byte) string {
+	if c.cfg.TopicName != nil {
+		if t, ok := c.cfg.TopicName(id); ok {
+			return t
+		}
+	}
+	return unknownTopicName
 }
 
 // tombstonesLocked deletes every record of g, as Kafka's
@@ -232,6 +253,7 @@ type replayed struct {
 	member             map[string]memberValue
 	target             map[string]topicParts
 	current            map[string]currentValue
+	spm                *spMeta
 	raw                *groupLog
 }
 
@@ -251,6 +273,8 @@ func (r *replayed) apply(k recordKey, v []byte) error {
 		case KeyCurrentMember:
 			delete(r.current, k.member)
 			delete(r.raw.current, k.member)
+		case KeyStatePartitionMetadata:
+			r.spm, r.raw.spm = nil, nil
 		}
 		return nil
 	}
@@ -285,10 +309,14 @@ func (r *replayed) apply(k recordKey, v []byte) error {
 			return err
 		}
 		r.current[k.member], r.raw.current[k.member] = cv, slices.Clone(v)
+	case KeyStatePartitionMetadata:
+		m, err := decodeSPMeta(v)
+		if err != nil {
+			return err
+		}
+		r.spm, r.raw.spm = m, slices.Clone(v)
 	}
-	// ShareGroupPartitionMetadata (deprecated) and
-	// ShareGroupStatePartitionMetadata: the share-partitions' state is
-	// initialized on first use from __share_group_state (sharestate.go).
+	// ShareGroupPartitionMetadata (deprecated since Kafka 4.1) is ignored.
 	return nil
 }
 
@@ -339,7 +367,7 @@ func (c *Coordinator) Load(partition int32, recs []Record) int {
 		if !r.exists {
 			continue
 		}
-		g := &group{id: id, epoch: r.epoch, assignEpoch: max(r.assignEpoch, 0), members: map[string]*member{}}
+		g := &group{id: id, epoch: r.epoch, assignEpoch: max(r.assignEpoch, 0), members: map[string]*member{}, spm: r.spm}
 		for mid, mv := range r.member {
 			m := &member{id: mid, clientID: mv.clientID, host: mv.clientHost, rack: mv.rack,
 				topics: mv.topics, lastSeen: now, assigned: map[string][]int32{}}

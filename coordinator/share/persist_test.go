@@ -231,7 +231,7 @@ func TestShareRecordsKafkaBytes(t *testing.T) {
 	recs := []Record{
 		{key(10, "g", "m"), mem}, {key(11, "g"), meta}, {key(13, "g", "m"), target},
 		{key(12, "g"), tmeta}, {key(14, "g", "m"), cur},
-		{key(15, "g"), []byte{0, 0, 1, 1, 0}}, // ShareGroupStatePartitionMetadataValue: empty arrays
+		{key(15, "g"), []byte{0, 0, 1, 1, 1, 0}}, // ShareGroupStatePartitionMetadataValue: empty arrays
 	}
 	clk := &fakeClock{now: t0}
 	c := newPersistedCoordinator(map[string]int32{"t": 2}, &memLog{}, clk)

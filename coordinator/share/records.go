@@ -235,3 +235,102 @@ func finish(r *kbin.Reader) error {
 	}
 	return nil
 }
+
+// spMeta is ShareGroupStatePartitionMetadataValue v0, as Kafka 4.4's group
+// coordinator keeps it per share group: the share-partitions whose state it
+// is initializing (InitializeShareGroupState sent, not yet answered), those
+// it has initialized, and the topics whose state it is deleting (a
+// DeleteGroups or DeleteShareGroupOffsets under way). A group's deletion
+// names only these partitions.
+type spMeta struct {
+	initializing, initialized topicParts
+	deleting                  map[[16]byte]bool
+}
+
+func newSPMeta() *spMeta {
+	return &spMeta{initializing: topicParts{}, initialized: topicParts{}, deleting: map[[16]byte]bool{}}
+}
+
+// unknownTopicName is the name Kafka writes for a topic id it cannot
+// resolve.
+const unknownTopicName = "<UNKNOWN>"
+
+// encode writes the value: three compact arrays, InitializingTopics and
+// InitializedTopics of {TopicId, TopicName, Partitions, tags} and
+// DeletingTopics of {TopicId, TopicName, tags}, sorted by topic id. name
+// resolves a topic id.
+func (m *spMeta) encode(name func([16]byte) string) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	for _, a := range []topicParts{m.initializing, m.initialized} {
+		ids := sortedIDs(a)
+		b = kbin.AppendCompactArrayLen(b, len(ids))
+		for _, id := range ids {
+			ps := slices.Sorted(slices.Values(a[id]))
+			b = kbin.AppendUuid(b, id)
+			b = kbin.AppendCompactString(b, name(id))
+			b = kbin.AppendCompactArrayLen(b, len(ps))
+			for _, p := range ps {
+				b = kbin.AppendInt32(b, p)
+			}
+			b = kbin.AppendUvarint(b, 0)
+		}
+	}
+	ids := slices.SortedFunc(maps.Keys(m.deleting), func(x, y [16]byte) int { return slices.Compare(x[:], y[:]) })
+	b = kbin.AppendCompactArrayLen(b, len(ids))
+	for _, id := range ids {
+		b = kbin.AppendUuid(b, id)
+		b = kbin.AppendCompactString(b, name(id))
+		b = kbin.AppendUvarint(b, 0)
+	}
+	return kbin.AppendUvarint(b, 0)
+}
+
+func sortedIDs(a topicParts) [][16]byte {
+	return slices.SortedFunc(maps.Keys(a), func(x, y [16]byte) int { return slices.Compare(x[:], y[:]) })
+}
+
+func decodeSPMeta(v []byte) (*spMeta, error) {
+	r := kbin.Reader{Src: v}
+	r.Int16()
+	m := newSPMeta()
+	for _, a := range []topicParts{m.initializing, m.initialized} {
+		n := r.CompactArrayLen()
+		// An element takes at least 19 bytes: the count is bounded by the
+		// record's size before anything is allocated.
+		if n < 0 || int(n) > len(r.Src) {
+			return nil, errBadRecord
+		}
+		for i := int32(0); i < n; i++ {
+			id := r.Uuid()
+			r.CompactString()
+			np := r.CompactArrayLen()
+			if np < 0 || int(np)*4 > len(r.Src) {
+				return nil, errBadRecord
+			}
+			for j := int32(0); j < np; j++ {
+				a[id] = append(a[id], r.Int32())
+			}
+			skipTags(&r)
+			if !r.Ok() {
+				return nil, errBadRecord
+			}
+		}
+	}
+	n := r.CompactArrayLen()
+	if n < 0 || int(n) > len(r.Src) {
+		return nil, errBadRecord
+	}
+	for i := int32(0); i < n; i++ {
+		id := r.Uuid()
+		r.CompactString()
+		skipTags(&r)
+		if !r.Ok() {
+			return nil, errBadRecord
+		}
+		m.deleting[id] = true
+	}
+	if err := finish(&r); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
