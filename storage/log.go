@@ -255,7 +255,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 		return AppendInfo{}, storageErr("roll segment", err)
 	}
 	if err := seg.append(vb.bytes, &vb.header, cfg.IndexIntervalBytes); err != nil {
-		l.logger.Error("append failed", "dir", l.dir, "offset", base, "err", err)
+		l.errorLimited("append failed", "dir", l.dir, "offset", base, "err", err)
 		return AppendInfo{}, storageErr("append", err)
 	}
 	l.logEndOffset.Store(vb.header.NextOffset())
@@ -335,7 +335,7 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 	if err := old.deactivate(); err != nil {
 		seg.closeFiles()
 		if rerr := removeSegmentFiles(l.fs, l.dir, base, ""); rerr != nil {
-			l.logger.Warn("cannot remove the files of a segment whose roll failed", "dir", l.dir, "base_offset", base, "err", rerr)
+			l.warnLimited("cannot remove the files of a segment whose roll failed", "dir", l.dir, "base_offset", base, "err", rerr)
 		}
 		l.reactivateLocked(old)
 		return nil, err
@@ -345,7 +345,7 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", base, "previous_size", old.size)
 	if err := l.snapshotProducersLocked(base, syncNone); err != nil {
 		// Only costs recovery work: Open replays from an older snapshot.
-		l.logger.Warn("cannot write producer state snapshot", "dir", l.dir, "offset", base, "err", err)
+		l.warnLimited("cannot write producer state snapshot", "dir", l.dir, "offset", base, "err", err)
 	}
 	l.startFlushLocked(base)
 	return seg, nil
@@ -356,7 +356,7 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 func (l *Log) reactivateLocked(s *segment) {
 	for _, ix := range []*indexFile{s.offsetIndex.indexFile, s.timeIndex.indexFile} {
 		if err := ix.activate(); err != nil {
-			l.logger.Error("cannot reactivate segment index after a failed roll", "file", ix.path, "err", err)
+			l.errorLimited("cannot reactivate segment index after a failed roll", "file", ix.path, "err", err)
 		}
 	}
 }
