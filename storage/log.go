@@ -87,8 +87,8 @@ type Log struct {
 	// there.
 	cp *DirCheckpoints
 	tp TopicPartition
-	// cache closes sealed segments' log files while idle (filecache.go);
-	// nil keeps them open.
+	// cache bounds the segments' open log files (filecache.go); nil keeps
+	// them open.
 	cache *FileCache
 	// idleSeg and idleEnd are the active segment and its next offset when
 	// ReleaseIdleActive last saw them change, at idleSince; guarded by mu.
@@ -326,7 +326,7 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 	}
 	// The new segment first: should its files not be made (a full disk
 	// failing the reservation of index blocks), the old one is untouched.
-	seg, err := openSegmentFiles(l.fs, l.dir, base, cfg, segmentCreate, true, now)
+	seg, err := l.createActiveSegment(base, cfg, now)
 	if err != nil {
 		return nil, err
 	}
