@@ -259,3 +259,52 @@ func TestOpenFilesBound(t *testing.T) {
 		}
 	}
 }
+
+// TestFileCachePinnedPastBound: reads pinning more files than the total
+// bound (a fetch over many partitions) keep them all open and readable,
+// appends to the logs meanwhile succeed, and once the reads are released
+// the cache is back under its bound.
+func TestFileCachePinnedPastBound(t *testing.T) {
+	root := t.TempDir()
+	const logs, total = 100, 4
+	cache := NewFileCacheBounds(2, total)
+	var ls []*Log
+	var held []ReadResult
+	want := make([][]byte, logs)
+	for i := range logs {
+		l, err := Open(filepath.Join(root, fmt.Sprintf("t-%d", i)), testConfig(), Options{FileCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ls = append(ls, l)
+		want[i] = simpleBatch(t, compress.None, 2, testEpoch.UnixMilli())
+		mustAppend(t, l, want[i])
+	}
+	for _, l := range ls {
+		l.UpdateHighWatermark(l.LogEndOffset())
+		res, err := l.Read(0, math.MaxInt32, l.LogEndOffset(), true)
+		if err != nil || len(res.Slices) != 1 {
+			t.Fatalf("read: %v, %d slices", err, len(res.Slices))
+		}
+		held = append(held, res)
+	}
+	if n := cache.Open(); n != logs {
+		t.Fatalf("%d files open with %d pinned", n, logs)
+	}
+	for i, l := range ls {
+		mustAppend(t, l, simpleBatch(t, compress.None, 1, testEpoch.UnixMilli()))
+		if got := readSlices(t, held[i]); !bytes.Equal(got, want[i]) {
+			t.Fatalf("log %d: the pinned slice read back other bytes", i)
+		}
+	}
+	for i := range held {
+		held[i].Release()
+	}
+	if n := cache.Open(); n > total {
+		t.Fatalf("%d files open after the reads' release, bound %d", n, total)
+	}
+	if n := logFDs(t, root); n > total {
+		t.Fatalf("%d segment log descriptors after the reads' release, bound %d", n, total)
+	}
+}
