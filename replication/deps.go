@@ -50,8 +50,9 @@ type Config struct {
 	RecoveryPointCheckpointInterval  time.Duration
 	LogStartOffsetCheckpointInterval time.Duration
 	// SegmentOpenFilesMax is strait.log.segment.open.files.max: sealed
-	// segments' log files kept open while idle (storage.FileCache); 0:
-	// every segment keeps its file open.
+	// (and idle active) segments' log files kept open while unused
+	// (storage.FileCache, whose total bound, active segments' included,
+	// comes from RLIMIT_NOFILE); 0: every segment keeps its file open.
 	SegmentOpenFilesMax int
 
 	// RecoveryThreadsPerDataDir is num.recovery.threads.per.data.dir (2):

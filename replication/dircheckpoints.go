@@ -42,8 +42,8 @@ func checkpointKey(dir string) (storage.TopicPartition, bool) {
 	return storage.TopicPartition{Topic: topic, Partition: p}, ok
 }
 
-// OpenSegmentFiles is the number of sealed segments' log files open while
-// idle (strait.log.segment.open.files.max bounds it), -1 without a bound.
+// OpenSegmentFiles is the number of segment log files the file cache holds
+// open, active and sealed (storage.FileCache), -1 without a cache.
 func (m *Manager) OpenSegmentFiles() int {
 	if m.files == nil {
 		return -1

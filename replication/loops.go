@@ -32,8 +32,10 @@ func (m *Manager) maintenanceLoop() {
 }
 
 // activeSegmentIdle is how long a partition goes without an append before
-// its active segment's descriptor may be closed by the segment file cache
-// (strait.log.segment.open.files.max): an idle partition then holds none.
+// its active segment's descriptor comes under the segment file cache's
+// sealed bound (strait.log.segment.open.files.max): an idle partition then
+// holds none. Before, only the cache's total bound (from RLIMIT_NOFILE)
+// closes it.
 const activeSegmentIdle = time.Minute
 
 // periodic is a task run every interval by the maintenance loop.

@@ -134,6 +134,8 @@ func New(cfg Config, deps Deps) *Manager {
 	m.byID.Store(&map[[16]byte]*Topic{})
 	if cfg.SegmentOpenFilesMax > 0 {
 		m.files = storage.NewFileCache(cfg.SegmentOpenFilesMax)
+		sealed, total := m.files.Bounds()
+		m.logger.Info("segment file descriptors bounded", "sealed", sealed, "total", total)
 	}
 	return m
 }

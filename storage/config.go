@@ -186,8 +186,9 @@ type Options struct {
 	// writes no per-partition file for them. The partition directory's
 	// name must then be "<topic>-<partition>".
 	Checkpoints *DirCheckpoints
-	// FileCache, when set, closes sealed segments' log files while idle,
-	// keeping at most its bound open (filecache.go); nil keeps every
-	// segment's open while it exists.
+	// FileCache, when set, bounds the open segment log files it shares
+	// between logs: sealed and idle ones by its sealed bound, all of them,
+	// active ones included, by its total bound (filecache.go); nil keeps
+	// every segment's open while it exists.
 	FileCache *FileCache
 }

@@ -49,24 +49,47 @@
 //
 // # Open files
 //
-// The active segment holds one file descriptor, its .log's, until its
-// partition has gone idle (ReleaseIdleActive: the cache may then close it
-// too, and its indexes are unmapped; the next append opens and maps them
-// again; an empty active segment goes at once). A sealed
-// segment's .log is opened on demand: with Options.FileCache (the broker's,
-// bounded by strait.log.segment.open.files.max) it is closed again, least
-// recently used first, once more sealed segments' files are open than the
-// bound, and never while a read uses it or a ReadResult's slices still
-// pin it for sendfile (filecache.go); without one it stays open until the
-// segment is deleted. Its .index and .timeindex hold none: the active
-// segment's are memory-mapped read-write, a sealed segment's are mapped
-// read-only on their first lookup, and both are unmapped when the segment
-// is closed or deleted (index.go says when and why, and what bounds the
-// number of mappings). The .txnindex, the checkpoints, the producer
-// snapshots and the leader-epoch-checkpoint are opened for each read or
-// write and closed after it. A broker thus needs one descriptor per
-// partition appended to in the last minute plus at most the bound (Kafka:
-// one per segment).
+// A segment's .log is its only descriptor, and with Options.FileCache (the
+// broker's, shared by all its logs: filecache.go) not for good. The cache
+// closes unpinned files, to be opened again by the next read or append,
+// past two bounds:
+//
+//   - sealed bound, strait.log.segment.open.files.max (1,000): the log
+//     files of sealed segments and of active segments whose partition went
+//     a minute without appends (ReleaseIdleActive, which also unmaps their
+//     indexes; an empty active segment goes at once), least recently used
+//     first;
+//   - total bound, every file the cache holds, active segments' included:
+//     RLIMIT_NOFILE as read when the cache is made (the broker raises the
+//     soft limit to the hard one first), less a quarter of it, or less
+//     min(4,096, half of it) when that is more (OpenFilesBound), the rest
+//     left for connections, the embedded etcd, checkpoints and index
+//     files opened for a moment. Past it the sealed and idle files go
+//     first, then active ones by a clock (an active file appended to or
+//     read since the hand last passed is spared once).
+//
+// So the active files of the partitions being written stay open as long
+// as they fit under the total bound (15,000 at a limit of 20,000: a load
+// over 10,000 partitions opens nothing), and a load over more partitions
+// than that costs a close and an open for an append whose file was closed
+// instead of failing with EMFILE, as it did when every active segment kept
+// its descriptor for a minute. An open that fails all the same for want
+// of descriptors (taken by connections or etcd) makes the cache close some
+// of its files and is tried again. A file is never closed while a read
+// uses it or a ReadResult's slices still pin it for sendfile, so the
+// bounds are exceeded by the reads in flight, never broken. Without a
+// FileCache every segment's .log stays open until the segment is deleted.
+//
+// Index files hold none: the active segment's .index and .timeindex are
+// memory-mapped read-write, a sealed segment's are mapped read-only on
+// their first lookup, and both are unmapped when the segment is closed or
+// deleted, an idle active segment's by ReleaseIdleActive (index.go says
+// when and why, and what bounds the number of mappings). The .txnindex,
+// the checkpoints, the producer snapshots and the leader-epoch-checkpoint
+// are opened for each read or write and closed after it. A broker thus
+// needs at most the total bound of descriptors for its segments, and at
+// most the sealed bound once its partitions are idle (Kafka: one per
+// segment).
 //
 // # Record batches
 //

@@ -153,7 +153,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 			break
 		}
 		if err := seg.append(b.bytes, h, cfg.IndexIntervalBytes); err != nil {
-			l.logger.Error("follower append failed", "dir", l.dir, "offset", h.BaseOffset, "err", err)
+			l.errorLimited("follower append failed", "dir", l.dir, "offset", h.BaseOffset, "err", err)
 			appendErr = storageErr("append", err)
 			break
 		}
@@ -164,7 +164,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 		l.unflushedMessages += int64(h.RecordCount)
 		if err := l.applyReplicatedBatchLocked(seg, b.bytes, h); err != nil {
 			// The batch is in the log; recovery rebuilds the index from it.
-			l.logger.Error("transaction index append failed", "dir", l.dir, "offset", h.BaseOffset, "err", err)
+			l.errorLimited("transaction index append failed", "dir", l.dir, "offset", h.BaseOffset, "err", err)
 			appendErr = storageErr("transaction index", err)
 			break
 		}

@@ -87,8 +87,8 @@ type Log struct {
 	// there.
 	cp *DirCheckpoints
 	tp TopicPartition
-	// cache closes sealed segments' log files while idle (filecache.go);
-	// nil keeps them open.
+	// cache bounds the segments' open log files (filecache.go); nil keeps
+	// them open.
 	cache *FileCache
 	// idleSeg and idleEnd are the active segment and its next offset when
 	// ReleaseIdleActive last saw them change, at idleSince; guarded by mu.
@@ -255,7 +255,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 		return AppendInfo{}, storageErr("roll segment", err)
 	}
 	if err := seg.append(vb.bytes, &vb.header, cfg.IndexIntervalBytes); err != nil {
-		l.logger.Error("append failed", "dir", l.dir, "offset", base, "err", err)
+		l.errorLimited("append failed", "dir", l.dir, "offset", base, "err", err)
 		return AppendInfo{}, storageErr("append", err)
 	}
 	l.logEndOffset.Store(vb.header.NextOffset())
@@ -326,7 +326,7 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 	}
 	// The new segment first: should its files not be made (a full disk
 	// failing the reservation of index blocks), the old one is untouched.
-	seg, err := openSegmentFiles(l.fs, l.dir, base, cfg, segmentCreate, true, now)
+	seg, err := l.createActiveSegment(base, cfg, now)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +335,7 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 	if err := old.deactivate(); err != nil {
 		seg.closeFiles()
 		if rerr := removeSegmentFiles(l.fs, l.dir, base, ""); rerr != nil {
-			l.logger.Warn("cannot remove the files of a segment whose roll failed", "dir", l.dir, "base_offset", base, "err", rerr)
+			l.warnLimited("cannot remove the files of a segment whose roll failed", "dir", l.dir, "base_offset", base, "err", rerr)
 		}
 		l.reactivateLocked(old)
 		return nil, err
@@ -345,7 +345,7 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", base, "previous_size", old.size)
 	if err := l.snapshotProducersLocked(base, syncNone); err != nil {
 		// Only costs recovery work: Open replays from an older snapshot.
-		l.logger.Warn("cannot write producer state snapshot", "dir", l.dir, "offset", base, "err", err)
+		l.warnLimited("cannot write producer state snapshot", "dir", l.dir, "offset", base, "err", err)
 	}
 	l.startFlushLocked(base)
 	return seg, nil
@@ -356,7 +356,7 @@ func (l *Log) rollAtLocked(base int64, now time.Time) (*segment, error) {
 func (l *Log) reactivateLocked(s *segment) {
 	for _, ix := range []*indexFile{s.offsetIndex.indexFile, s.timeIndex.indexFile} {
 		if err := ix.activate(); err != nil {
-			l.logger.Error("cannot reactivate segment index after a failed roll", "file", ix.path, "err", err)
+			l.errorLimited("cannot reactivate segment index after a failed roll", "file", ix.path, "err", err)
 		}
 	}
 }

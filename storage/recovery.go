@@ -71,9 +71,7 @@ func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
 	if l.cp != nil {
 		l.cp.register(l.tp, l)
 	}
-	for _, s := range l.segments[:len(l.segments)-1] {
-		s.log.makeEvictable(l.cache)
-	}
+	l.adoptSegmentFiles()
 	return l, nil
 }
 

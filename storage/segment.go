@@ -38,9 +38,9 @@ func segmentPath(dir string, baseOffset int64, suffix string) string {
 //
 // Thread-safety: none; the owning Log's lock guards every call, except
 // the fsyncs of a sealedSync captured under it (the asynchronous flush
-// after a roll). The log's *os.File stays open until the segment is
-// deleted (and then some: see Log); it is the only descriptor a segment
-// holds (index.go, txn_index.go).
+// after a roll). The log file is the only descriptor a segment holds
+// (index.go, txn_index.go), and with a FileCache only while the cache
+// keeps it open (filecache.go).
 type segment struct {
 	dir         string
 	baseOffset  int64
@@ -207,11 +207,10 @@ func (s *segment) indexBatch(h *batchHeader, pos int64, intervalBytes int32) err
 // On failure the segment is as before: the log file is cut back to its
 // previous size and index entries added for the batch are dropped.
 func (s *segment) append(batch []byte, h *batchHeader, intervalBytes int32) error {
-	// An active segment idle long enough may have let the cache close its
-	// file (Log.ReleaseIdleActive): appends keep it open again.
-	if err := s.log.keepOpen(); err != nil {
-		return err
-	}
+	// An idle partition's file went to the sealed bound
+	// (Log.ReleaseIdleActive): an append makes it active again. The cache
+	// may have closed it: WriteAt opens it again.
+	s.log.reactivate()
 	pos := s.size
 	saved := *s
 	savedOffN, savedTimeN := s.offsetIndex.n, s.timeIndex.n

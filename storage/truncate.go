@@ -261,7 +261,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	old := slices.Clone(l.segments)
 	slices.Reverse(old)
 	l.deleteSegmentsLocked(old)
-	seg, err := openSegmentFiles(l.fs, l.dir, offset, cfg, segmentCreate, true, now)
+	seg, err := l.createActiveSegment(offset, cfg, now)
 	if err != nil {
 		l.closed = true
 		l.changed()
@@ -328,9 +328,7 @@ func (s *segment) truncateAt(pos, cut int64) error {
 // activate makes a sealed segment take appends again: its indexes are
 // preallocated and mapped (a no-op for the active segment).
 func (s *segment) activate() error {
-	if err := s.log.keepOpen(); err != nil {
-		return err
-	}
+	s.log.reactivate()
 	for _, ix := range []*indexFile{s.offsetIndex.indexFile, s.timeIndex.indexFile} {
 		if err := ix.activate(); err != nil {
 			return err

@@ -341,7 +341,7 @@ func (l *Log) AppendMarkerVersion(mk TxnMarker, leaderEpoch int32, transactionVe
 		return AppendInfo{}, storageErr("roll segment", err)
 	}
 	if err := seg.append(batch, &h, l.config().IndexIntervalBytes); err != nil {
-		l.logger.Error("marker append failed", "dir", l.dir, "offset", base, "err", err)
+		l.errorLimited("marker append failed", "dir", l.dir, "offset", base, "err", err)
 		return AppendInfo{}, storageErr("append", err)
 	}
 	l.logEndOffset.Store(h.NextOffset())
@@ -357,7 +357,7 @@ func (l *Log) AppendMarkerVersion(mk TxnMarker, leaderEpoch int32, transactionVe
 	info := AppendInfo{FirstOffset: base, LastOffset: base, LogAppendTime: -1, LogStartOffset: l.logStartOffset.Load(), RecordCount: 1}
 	if ixErr != nil {
 		// The marker is in the log; recovery rebuilds the index from it.
-		l.logger.Error("transaction index append failed", "dir", l.dir, "offset", base, "err", ixErr)
+		l.errorLimited("transaction index append failed", "dir", l.dir, "offset", base, "err", ixErr)
 		return info, storageErr("transaction index", ixErr)
 	}
 	l.unflushedMessages++
