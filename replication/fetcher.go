@@ -307,8 +307,8 @@ func (f *fetcher) truncateDiverged() error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	// Truncations (each fsyncs the leader-epoch checkpoint) run
-	// concurrently, as fetched data does (fetchOnce).
+	// Truncations (each cuts segment files, and may write the recovery
+	// point) run concurrently, as fetched data does (fetchOnce).
 	var errMu sync.Mutex
 	var errs []error
 	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
@@ -468,10 +468,12 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 			todo = append(todo, fetched{sn.p, st, rp})
 		}
 	}
-	// The partitions are independent: after a failover each one's first
-	// batch of the new leader epoch fsyncs its leader-epoch checkpoint
-	// (twice), which one after another made thousands of partitions take
-	// tens of seconds; concurrent fsyncs share the filesystem's commits.
+	// The partitions are independent, and an append may wait for its disk
+	// (flush.messages, a truncation by a new leader's first batch):
+	// concurrent fsyncs share the filesystem's commits. (A first batch of a
+	// new leader epoch no longer fsyncs the leader-epoch checkpoint, which
+	// one partition after another took tens of seconds after a failover:
+	// storage/leader_epoch.go.)
 	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
 		t := todo[i]
 		f.applyFetched(t.p, t.st, t.rp)

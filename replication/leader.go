@@ -94,9 +94,13 @@ func (w *AckWaiter) complete(code int16) {
 }
 
 // becomeLeader starts a leadership at pi's epoch: the epoch begins at the
-// log end offset (leader-epoch-checkpoint), every follower's position is
-// unknown until it fetches, and in-sync followers count as caught up from now
-// so that they are not dropped before they could fetch.
+// log end offset, every follower's position is unknown until it fetches,
+// and in-sync followers count as caught up from now so that they are not
+// dropped before they could fetch. The epoch goes to the log's leader
+// epoch cache in memory: its checkpoint file is written when the recovery
+// point next moves (storage/leader_epoch.go), so a survivor taking over
+// thousands of partitions makes no fsync per partition here, where Kafka's
+// Partition.makeLeader fsyncs the file and its directory.
 func (p *Partition) becomeLeader(pi *controller.PartitionInfo) {
 	m := p.m
 	now := p.now()

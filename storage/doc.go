@@ -18,7 +18,10 @@
 //	  00000000000000004711.log ...    next segment, named by its base offset
 //	  00000000000000000000.snapshot   producer state at that offset (producer_snapshot.go)
 //	  cleaner-offset-checkpoint         compacted logs: the first dirty offset (checkpoint.go)
-//	  leader-epoch-checkpoint           leader epochs and their start offsets (leader_epoch.go)
+//	  leader-epoch-checkpoint           leader epochs and their start offsets (leader_epoch.go;
+//	                                  written when the recovery point moves and at
+//	                                  close, not on each change: recovery re-derives
+//	                                  the epochs of the batches it rescans)
 //	  partition.metadata                the topic id the directory belongs to (partition_metadata.go)
 //	  .kafka_cleanshutdown            present only while the log is closed cleanly
 //	  *.deleted                       files of a deleted segment awaiting removal
@@ -109,9 +112,10 @@
 // epochs included (AppendAsFollower, follower.go), and cuts its log back
 // where it diverged from a new leader's (TruncateTo, TruncateFullyAndStartAt,
 // truncate.go), found with the leader epoch cache (leader_epoch.go) that
-// every append keeps. The high watermark is checkpointed so that a
-// restarted replica does not expose records that were never committed
-// (high_watermark.go).
+// every append keeps in memory; a new epoch, a truncation or a new log
+// start costs no fsync (Kafka fsyncs its file on each new epoch). The high
+// watermark is checkpointed so that a restarted replica does not expose
+// records that were never committed (high_watermark.go).
 //
 // # Cleanup policies
 //

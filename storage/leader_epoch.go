@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -31,13 +33,31 @@ import (
 //
 // On disk it is Kafka's leader-epoch-checkpoint file in the partition
 // directory, text, replaced atomically (written to <name>.tmp, fsynced,
-// renamed, directory fsynced) on every change:
+// renamed):
 //
 //	0                       format version
 //	<count>                 number of entries
 //	<epoch> <startOffset>   one line per entry, in epoch order
 //
-// Thread-safety: none; the owning Log's lock guards it.
+// When the file is written: not on every change, unlike Kafka, whose
+// assign fsyncs the file and its directory under the log's lock (only its
+// truncations write in the background since KAFKA-15046 and KAFKA-16541).
+// A change (a new leader's epoch, a follower's first batch of an epoch, a
+// truncation, a new log start) is made in memory only; the file is
+// written and fsynced, if anything changed, before the recovery point
+// moves (flushRolled, flushLocked, setRecoveryPointSyncLocked) and by
+// Close before the clean-shutdown marker. So after a crash every entry
+// starting below the recovery point is in the file, and recovery
+// re-derives the others from the batches it rescans, which start at or
+// below the recovery point: it drops the entries starting at or past the
+// first rescanned segment's base and assigns each rescanned batch's
+// partition leader epoch, as Kafka's LogSegment.recover does
+// (recoverEpochsFrom, recoverBatchEpoch). A failover at 10,000 partitions
+// thus costs no fsync per partition for its epochs. Only clear
+// (TruncateFullyAndStartAt) writes at once, as Kafka's clearAndFlush.
+//
+// Thread-safety: entries and version are guarded by the owning Log's lock;
+// the file by fileMu, so that a flush can write it without that lock.
 const leaderEpochFile = "leader-epoch-checkpoint"
 
 // undefinedEpoch is Kafka's UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET.
@@ -58,6 +78,12 @@ type leaderEpochCache struct {
 	dir     string
 	logger  *slog.Logger
 	entries []EpochEntry // epoch ascending, start offsets ascending
+	// version counts the changes to entries; written is the version the
+	// file holds (a failed write leaves it behind). fileMu serializes the
+	// writes of the file and guards written's updates.
+	version uint64
+	fileMu  sync.Mutex
+	written atomic.Uint64
 }
 
 // loadLeaderEpochCache reads the checkpoint in dir; an absent file is an
@@ -129,8 +155,9 @@ func readEpochCheckpoint(fsys FS, path string) ([]EpochEntry, error) {
 	return entries, nil
 }
 
-// writeEpochCheckpoint atomically replaces the checkpoint file.
-func writeEpochCheckpoint(fsys FS, dir string, entries []EpochEntry) error {
+// writeEpochCheckpoint atomically replaces the checkpoint file, with the
+// fsyncs of mode.
+func writeEpochCheckpoint(fsys FS, dir string, entries []EpochEntry, mode fileSync) error {
 	b := make([]byte, 0, 16+len(entries)*16)
 	b = append(b, "0\n"...)
 	b = strconv.AppendInt(b, int64(len(entries)), 10)
@@ -141,17 +168,53 @@ func writeEpochCheckpoint(fsys FS, dir string, entries []EpochEntry) error {
 		b = strconv.AppendInt(b, e.StartOffset, 10)
 		b = append(b, '\n')
 	}
-	return replaceFile(fsys, dir, filepath.Join(dir, leaderEpochFile), b)
+	return replaceFileSync(fsys, dir, filepath.Join(dir, leaderEpochFile), b, mode)
 }
 
-// set persists entries and then makes them the cache's; on failure the
-// cache is unchanged.
-func (c *leaderEpochCache) set(entries []EpochEntry) error {
-	if err := writeEpochCheckpoint(c.fs, c.dir, entries); err != nil {
+// change makes entries the cache's, in memory; the file follows later
+// (persistLocked, persist).
+func (c *leaderEpochCache) change(entries []EpochEntry) {
+	c.entries = entries
+	c.version++
+}
+
+// dirty reports whether the file lacks changes made in memory. The caller
+// holds the Log's lock.
+func (c *leaderEpochCache) dirty() bool { return c.written.Load() != c.version }
+
+// snapshot returns the entries and their version for persist, nil when
+// the file holds them already. The caller holds the Log's lock, at least
+// for reading.
+func (c *leaderEpochCache) snapshot() ([]EpochEntry, uint64) {
+	if !c.dirty() {
+		return nil, 0
+	}
+	return slices.Clone(c.entries), c.version
+}
+
+// persist writes entries, the cache's at version, to the file with the
+// fsyncs of mode, unless the file holds that version or a later one
+// already. It needs no lock: a flush calls it without the Log's.
+func (c *leaderEpochCache) persist(entries []EpochEntry, version uint64, mode fileSync) error {
+	c.fileMu.Lock()
+	defer c.fileMu.Unlock()
+	if c.written.Load() >= version {
+		return nil
+	}
+	if err := writeEpochCheckpoint(c.fs, c.dir, entries, mode); err != nil {
 		return err
 	}
-	c.entries = entries
+	c.written.Store(version)
 	return nil
+}
+
+// persistLocked writes the file if it lacks changes; the caller holds the
+// Log's lock.
+func (c *leaderEpochCache) persistLocked(mode fileSync) error {
+	if c == nil || !c.dirty() {
+		return nil
+	}
+	return c.persist(c.entries, c.version, mode)
 }
 
 func (c *leaderEpochCache) latest() (EpochEntry, bool) {
@@ -185,7 +248,8 @@ func assignEntry(entries []EpochEntry, e EpochEntry, logger *slog.Logger) []Epoc
 	return append(slices.Clone(entries[:n]), e)
 }
 
-// assign is Kafka's LeaderEpochFileCache.assign.
+// assign is Kafka's LeaderEpochFileCache.assign, in memory (see the file
+// comment for when the file follows).
 func (c *leaderEpochCache) assign(epoch int32, startOffset int64) error {
 	e := EpochEntry{Epoch: epoch, StartOffset: startOffset}
 	if epoch < 0 || startOffset < 0 {
@@ -194,51 +258,66 @@ func (c *leaderEpochCache) assign(epoch int32, startOffset int64) error {
 	if !c.updateNeeded(e) {
 		return nil
 	}
-	if err := c.set(assignEntry(c.entries, e, c.logger.With("dir", c.dir))); err != nil {
-		return err
-	}
+	c.change(assignEntry(c.entries, e, c.logger.With("dir", c.dir)))
 	c.logger.Debug("assigned leader epoch", "dir", c.dir, "epoch", epoch, "start_offset", startOffset, "entries", len(c.entries))
 	return nil
 }
 
 // truncateFromEnd removes the entries starting at or after endOffset
 // (Kafka's truncateFromEnd), after a truncation of the log to endOffset.
-func (c *leaderEpochCache) truncateFromEnd(endOffset int64) error {
+func (c *leaderEpochCache) truncateFromEnd(endOffset int64) {
 	last, ok := c.latest()
 	if endOffset < 0 || !ok || last.StartOffset < endOffset {
-		return nil
+		return
 	}
 	n := len(c.entries)
 	for n > 0 && c.entries[n-1].StartOffset >= endOffset {
 		n--
 	}
-	return c.set(slices.Clone(c.entries[:n]))
+	c.change(slices.Clone(c.entries[:n]))
 }
 
 // truncateFromStart drops the entries starting at or before startOffset,
 // the new log start offset, keeping the last of them with startOffset as
 // its start (Kafka's truncateFromStart): the epoch that was current at the
 // log start now starts there.
-func (c *leaderEpochCache) truncateFromStart(startOffset int64) error {
+func (c *leaderEpochCache) truncateFromStart(startOffset int64) {
 	n := 0
 	for n < len(c.entries) && c.entries[n].StartOffset <= startOffset {
 		n++
 	}
 	if n == 0 || (n == 1 && c.entries[0].StartOffset == startOffset) {
-		return nil
+		return
 	}
 	first := EpochEntry{Epoch: c.entries[n-1].Epoch, StartOffset: startOffset}
-	return c.set(append([]EpochEntry{first}, c.entries[n:]...))
+	c.change(append([]EpochEntry{first}, c.entries[n:]...))
 }
 
-// clear removes every entry (Kafka's clearAndFlush).
+// clear removes every entry and writes the file at once (Kafka's
+// clearAndFlush): the log was emptied and restarted elsewhere
+// (TruncateFullyAndStartAt), and recovery would not rescan the old
+// offsets the entries name.
 func (c *leaderEpochCache) clear() error {
-	if len(c.entries) == 0 {
+	if len(c.entries) == 0 && !c.dirty() {
 		if ok, err := fileExists(c.fs, filepath.Join(c.dir, leaderEpochFile)); err != nil || !ok {
 			return err
 		}
 	}
-	return c.set(nil)
+	c.change(nil)
+	return c.persist(nil, c.version, syncAll)
+}
+
+// recoverBatchEpoch records a recovered batch's partition leader epoch, as
+// Kafka's LogSegment.recover: an epoch above the latest starts at the
+// batch's base offset; a batch without one (-1) records nothing.
+func (c *leaderEpochCache) recoverBatchEpoch(epoch int32, baseOffset int64) {
+	if epoch < 0 {
+		return
+	}
+	if last, ok := c.latest(); ok && epoch <= last.Epoch {
+		return
+	}
+	c.change(assignEntry(c.entries, EpochEntry{Epoch: epoch, StartOffset: baseOffset}, c.logger.With("dir", c.dir)))
 }
 
 // endOffsetFor is Kafka's LeaderEpochFileCache.endOffsetFor.
@@ -263,24 +342,42 @@ func (c *leaderEpochCache) endOffsetFor(requested int32, logEndOffset int64) (in
 	return c.entries[hi-1].Epoch, higher.StartOffset
 }
 
-// loadLeaderEpochsLocked loads the cache at Open, once the log end and
-// start offsets are known: entries at or past the log end go (recovery may
-// have cut the log; a leader may have recorded its epoch without writing),
-// and the first entry moves up to the log start offset, as Kafka's
-// LogLoader does.
-func (l *Log) loadLeaderEpochsLocked() error {
+// openLeaderEpochs loads the cache at the start of Open, before the
+// segments, whose recovery updates it (recoverEpochsFrom,
+// recoverBatchEpoch); it returns the entries the file holds.
+func (l *Log) openLeaderEpochs() ([]EpochEntry, error) {
 	c, err := loadLeaderEpochCache(l.fs, l.dir, l.logger)
 	if err != nil {
-		return fmt.Errorf("leader epoch checkpoint: %w", err)
+		return nil, fmt.Errorf("leader epoch checkpoint: %w", err)
 	}
 	l.epochs = c
-	if err := c.truncateFromEnd(l.logEndOffset.Load()); err != nil {
-		return fmt.Errorf("leader epoch checkpoint: %w", err)
+	return slices.Clone(c.entries), nil
+}
+
+// recoverEpochsFrom prepares the cache for the recovery of the log from
+// base, the first segment rescanned because of where the recovery point
+// is: the entries starting at or past base go, since the file may hold
+// stale ones there (a truncation made in memory only) and lack others (an
+// epoch started in memory only); the rescanned batches then assign theirs
+// (recoverBatchEpoch). Entries below base are right: the file was written
+// before the recovery point moved past them.
+func (l *Log) recoverEpochsFrom(base int64) {
+	l.epochs.truncateFromEnd(base)
+}
+
+// finishLeaderEpochsLocked ends the cache's load, once the log end and
+// start offsets are known: entries at or past the log end go (recovery
+// may have cut the log; a leader may have recorded its epoch without
+// writing), and the first entry moves up to the log start offset, as
+// Kafka's LogLoader does. Unless the result is what the file holds
+// (loaded), the file is written before the recovery point is set.
+func (l *Log) finishLeaderEpochsLocked(loaded []EpochEntry) {
+	c := l.epochs
+	c.truncateFromEnd(l.logEndOffset.Load())
+	c.truncateFromStart(l.logStartOffset.Load())
+	if slices.Equal(c.entries, loaded) {
+		c.written.Store(c.version)
 	}
-	if err := c.truncateFromStart(l.logStartOffset.Load()); err != nil {
-		return fmt.Errorf("leader epoch checkpoint: %w", err)
-	}
-	return nil
 }
 
 // maybeAssignEpochLocked records that epoch starts at startOffset, for an
@@ -288,13 +385,10 @@ func (l *Log) loadLeaderEpochsLocked() error {
 // appendAsFollower call assign for every batch). An epoch below 0 (no
 // leader epoch) records nothing.
 func (l *Log) maybeAssignEpochLocked(epoch int32, startOffset int64) error {
-	if epoch < 0 || !l.epochs.updateNeeded(EpochEntry{Epoch: epoch, StartOffset: startOffset}) {
+	if epoch < 0 {
 		return nil
 	}
-	if err := l.epochs.assign(epoch, startOffset); err != nil {
-		return storageErr("leader epoch checkpoint", err)
-	}
-	return nil
+	return l.epochs.assign(epoch, startOffset)
 }
 
 // AssignEpochStartOffset records that leader epoch epoch starts at
@@ -303,20 +397,16 @@ func (l *Log) maybeAssignEpochLocked(epoch int32, startOffset int64) error {
 // from the latest cached epoch (or is the latest with an earlier start),
 // after removing the entries whose epoch is >= epoch or whose start offset
 // is >= startOffset; it does nothing when epoch is the latest already.
-// The checkpoint is rewritten before it returns.
+// The checkpoint file follows when the recovery point next moves (see
+// leaderEpochCache): a crash before that loses nothing, since the entry
+// starts at the log end.
 func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return errLogClosed
 	}
-	if err := l.epochs.assign(epoch, startOffset); err != nil {
-		if errors.Is(err, kerr.InvalidRequest) {
-			return err
-		}
-		return storageErr("leader epoch checkpoint", err)
-	}
-	return nil
+	return l.epochs.assign(epoch, startOffset)
 }
 
 // LatestEpoch is the latest cached leader epoch; false when the cache is

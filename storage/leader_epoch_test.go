@@ -22,6 +22,9 @@ func newTestEpochCache(t *testing.T, entries ...EpochEntry) *leaderEpochCache {
 			t.Fatal(err)
 		}
 	}
+	if err := c.persistLocked(syncAll); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -56,7 +59,7 @@ func TestEpochCacheAssign(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestEpochCache(t, tc.assign...)
 			checkEpochs(t, c.entries, tc.want...)
-			// What is cached is what is on disk.
+			// What is cached is what is on disk once written.
 			c2, err := loadLeaderEpochCache(OSFS{}, c.dir, slog.Default())
 			if err != nil {
 				t.Fatal(err)
@@ -117,18 +120,18 @@ func TestEpochCacheTruncation(t *testing.T) {
 		op   func(c *leaderEpochCache) error
 		want []EpochEntry
 	}{
-		{"from start between epochs", func(c *leaderEpochCache) error { return c.truncateFromStart(9) }, []EpochEntry{ee(3, 9), ee(4, 11)}},
-		{"from start too early", func(c *leaderEpochCache) error { return c.truncateFromStart(1) }, base},
-		{"from start at the first offset", func(c *leaderEpochCache) error { return c.truncateFromStart(6) }, base},
-		{"from start at the latest epoch", func(c *leaderEpochCache) error { return c.truncateFromStart(11) }, []EpochEntry{ee(4, 11)}},
-		{"from start past the latest epoch", func(c *leaderEpochCache) error { return c.truncateFromStart(15) }, []EpochEntry{ee(4, 15)}},
-		{"from start at an epoch boundary", func(c *leaderEpochCache) error { return c.truncateFromStart(8) }, []EpochEntry{ee(3, 8), ee(4, 11)}},
-		{"from end undefined", func(c *leaderEpochCache) error { return c.truncateFromEnd(-1) }, base},
-		{"from end past the latest", func(c *leaderEpochCache) error { return c.truncateFromEnd(12) }, base},
-		{"from end at an epoch boundary", func(c *leaderEpochCache) error { return c.truncateFromEnd(11) }, []EpochEntry{ee(2, 6), ee(3, 8)}},
-		{"from end between epochs", func(c *leaderEpochCache) error { return c.truncateFromEnd(9) }, []EpochEntry{ee(2, 6), ee(3, 8)}},
-		{"from end at the first", func(c *leaderEpochCache) error { return c.truncateFromEnd(6) }, nil},
-		{"from end at zero", func(c *leaderEpochCache) error { return c.truncateFromEnd(0) }, nil},
+		{"from start between epochs", func(c *leaderEpochCache) error { c.truncateFromStart(9); return nil }, []EpochEntry{ee(3, 9), ee(4, 11)}},
+		{"from start too early", func(c *leaderEpochCache) error { c.truncateFromStart(1); return nil }, base},
+		{"from start at the first offset", func(c *leaderEpochCache) error { c.truncateFromStart(6); return nil }, base},
+		{"from start at the latest epoch", func(c *leaderEpochCache) error { c.truncateFromStart(11); return nil }, []EpochEntry{ee(4, 11)}},
+		{"from start past the latest epoch", func(c *leaderEpochCache) error { c.truncateFromStart(15); return nil }, []EpochEntry{ee(4, 15)}},
+		{"from start at an epoch boundary", func(c *leaderEpochCache) error { c.truncateFromStart(8); return nil }, []EpochEntry{ee(3, 8), ee(4, 11)}},
+		{"from end undefined", func(c *leaderEpochCache) error { c.truncateFromEnd(-1); return nil }, base},
+		{"from end past the latest", func(c *leaderEpochCache) error { c.truncateFromEnd(12); return nil }, base},
+		{"from end at an epoch boundary", func(c *leaderEpochCache) error { c.truncateFromEnd(11); return nil }, []EpochEntry{ee(2, 6), ee(3, 8)}},
+		{"from end between epochs", func(c *leaderEpochCache) error { c.truncateFromEnd(9); return nil }, []EpochEntry{ee(2, 6), ee(3, 8)}},
+		{"from end at the first", func(c *leaderEpochCache) error { c.truncateFromEnd(6); return nil }, nil},
+		{"from end at zero", func(c *leaderEpochCache) error { c.truncateFromEnd(0); return nil }, nil},
 		{"clear", func(c *leaderEpochCache) error { return c.clear() }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,6 +140,9 @@ func TestEpochCacheTruncation(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkEpochs(t, c.entries, tc.want...)
+			if err := c.persistLocked(syncAll); err != nil {
+				t.Fatal(err)
+			}
 			c2, err := loadLeaderEpochCache(OSFS{}, c.dir, slog.Default())
 			if err != nil {
 				t.Fatal(err)
@@ -146,7 +152,7 @@ func TestEpochCacheTruncation(t *testing.T) {
 	}
 	// An empty cache stays empty.
 	c := newTestEpochCache(t)
-	for _, op := range []func() error{func() error { return c.truncateFromStart(5) }, func() error { return c.truncateFromEnd(5) }, c.clear} {
+	for _, op := range []func() error{func() error { c.truncateFromStart(5); return nil }, func() error { c.truncateFromEnd(5); return nil }, c.clear} {
 		if err := op(); err != nil {
 			t.Fatal(err)
 		}

@@ -395,6 +395,7 @@ func (l *Log) flushRolled(upTo int64, gen uint64) {
 		return
 	}
 	segs, snapshots := l.unflushedLocked(upTo)
+	epochs, epochsVersion := l.epochs.snapshot()
 	l.mu.RUnlock()
 
 	for i := range segs {
@@ -415,6 +416,15 @@ func (l *Log) flushRolled(upTo int64, gen uint64) {
 	}
 	if l.stopFlush.Load() {
 		return
+	}
+	// The leader epochs changed in memory since the file was written: it
+	// must hold them before the recovery point moves (leader_epoch.go).
+	// Its rename is made durable by the directory's fsync below.
+	if epochs != nil {
+		if err := l.epochs.persist(epochs, epochsVersion, syncContents); err != nil &&
+			l.flushFailed(gen, nil, upTo, "leader epoch checkpoint", err) {
+			return
+		}
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil && l.flushFailed(gen, nil, upTo, "directory", err) {
 		return
@@ -512,9 +522,15 @@ func (l *Log) setRecoveryPointLocked(rp int64) {
 }
 
 // setRecoveryPointSyncLocked is setRecoveryPointLocked with the fsyncs of
-// mode.
+// mode. The leader epoch checkpoint is written first if it lacks changes:
+// recovery rescans only from the recovery point (leader_epoch.go); if it
+// cannot be written the recovery point stays.
 func (l *Log) setRecoveryPointSyncLocked(rp int64, mode fileSync) {
 	if rp <= l.recoveryPoint.Load() {
+		return
+	}
+	if err := l.epochs.persistLocked(mode); err != nil {
+		l.logger.Warn("cannot write leader epoch checkpoint; the recovery point stays", "dir", l.dir, "err", err)
 		return
 	}
 	l.recoveryPoint.Store(rp)
@@ -561,6 +577,12 @@ func (l *Log) writeRecoveryPointSync(mode fileSync) error {
 func (l *Log) flushLocked(now time.Time) error {
 	act := l.active()
 	if l.recoveryPoint.Load() < act.baseOffset {
+		// The leader epoch checkpoint before the recovery point moves
+		// (leader_epoch.go); flushRolledLocked's directory fsync makes its
+		// rename durable.
+		if err := l.epochs.persistLocked(syncContents); err != nil {
+			return err
+		}
 		if err := l.flushRolledLocked(act.baseOffset); err != nil {
 			return err
 		}
@@ -729,7 +751,12 @@ func (l *Log) shutdownLocked(mode fileSync) error {
 	// the marker exists (a partition's close is fsync-bound: one directory
 	// fsync instead of one per file). With the directory's checkpoints
 	// (always so without sync) the offsets are only recorded in memory;
-	// the directory's files are written by their owner.
+	// the directory's files are written by their owner. The leader-epoch
+	// checkpoint goes first: recovery re-derives only the epochs past the
+	// recovery point.
+	if err := l.epochs.persistLocked(mode); err != nil {
+		return storageErr("close: leader epoch checkpoint", err)
+	}
 	l.setRecoveryPointSyncLocked(l.logEndOffset.Load(), mode)
 	if l.highWatermark.Load() != l.hwCheckpointed { // else the file holds it
 		if err := l.writeHighWatermarkLocked(mode); err != nil {

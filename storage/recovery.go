@@ -37,9 +37,13 @@ import (
 //   - a segment failing a sanity check is recovered the same way; one whose
 //     files cannot be opened or read (EMFILE, EACCES, EIO) fails Open with
 //     that error and is left untouched: that says nothing of its content;
-//   - the high watermark starts at its checkpoint (high_watermark.go),
-//     and the leader epoch cache (leader_epoch.go) loses the entries at
-//     or past the log end and starts at the log start offset.
+//   - the leader epoch cache (leader_epoch.go) is re-derived from the
+//     batches of the segments recovered from the recovery point on (their
+//     partition leader epochs, as Kafka's LogSegment.recover), since its
+//     file is written only when the recovery point moves; it then loses
+//     the entries at or past the log end and starts at the log start
+//     offset;
+//   - the high watermark starts at its checkpoint (high_watermark.go).
 //
 // The marker is removed before Open returns: from then on the log is open
 // for writing and only Close writes it again.
@@ -111,6 +115,10 @@ func (l *Log) load() error {
 		l.cleanerCheckpoint.Store(off)
 	}
 
+	loadedEpochs, err := l.openLeaderEpochs()
+	if err != nil {
+		return err
+	}
 	recoverFrom := len(bases)
 	if !clean {
 		recoverFrom = 0
@@ -138,6 +146,9 @@ func (l *Log) load() error {
 			}
 		}
 		if seg == nil {
+			if i == recoverFrom {
+				l.recoverEpochsFrom(base)
+			}
 			var truncated bool
 			limit := int64(math.MaxInt64)
 			if !last {
@@ -191,9 +202,7 @@ func (l *Log) load() error {
 	}
 	l.logStartOffset.Store(lso)
 	l.highWatermark.Store(l.loadHighWatermark(lso, leo))
-	if err := l.loadLeaderEpochsLocked(); err != nil {
-		return err
-	}
+	l.finishLeaderEpochsLocked(loadedEpochs)
 	// Transaction indexes (txn_index.go): entries past the log end went
 	// with a cut tail; a corrupt index is rebuilt by replaying the whole
 	// log, as if no producer snapshot and no clean shutdown were there.
@@ -431,8 +440,9 @@ func (s *segment) noteBatch(h *batchHeader) {
 // the first invalid byte and rebuilds both indexes. Its batches must end
 // below limit, the next segment's base offset (the base offset is outside
 // the CRC, so a flipped bit there passes it and would make offsets go
-// back). The segment comes back active (indexes mapped); the caller seals
-// it if it is not the last.
+// back). Each batch kept gives the leader epoch cache its partition leader
+// epoch (recoverBatchEpoch). The segment comes back active (indexes
+// mapped); the caller seals it if it is not the last.
 func (l *Log) recoverSegment(base, limit int64, now time.Time) (*segment, bool, error) {
 	cfg := l.config()
 	seg, err := openSegmentFiles(l.fs, l.dir, base, cfg, segmentRebuild, true, now)
@@ -459,6 +469,7 @@ func (l *Log) recoverSegment(base, limit int64, now time.Time) (*segment, bool, 
 			seg.closeFiles()
 			return nil, false, err
 		}
+		l.epochs.recoverBatchEpoch(h.LeaderEpoch, h.BaseOffset)
 		pos += h.Size()
 		seg.size = pos
 	}

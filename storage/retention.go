@@ -124,9 +124,8 @@ func (l *Log) setLogStartOffsetLocked(offset int64, force bool) error {
 	if err := l.checkpointLogStartLocked(offset, force); err != nil {
 		return storageErr("checkpoint log start offset", err)
 	}
-	if err := l.epochs.truncateFromStart(offset); err != nil {
-		return storageErr("leader epoch checkpoint", err)
-	}
+	// In memory: entries below the log start are dropped again by Open.
+	l.epochs.truncateFromStart(offset)
 	return nil
 }
 

@@ -75,7 +75,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	if leo := l.logEndOffset.Load(); offset >= leo {
 		defer l.mu.Unlock()
-		return l.truncateEpochsFromEndLocked(leo)
+		l.epochs.truncateFromEnd(leo)
+		return nil
 	}
 	l.mu.Unlock()
 
@@ -87,7 +88,8 @@ func (l *Log) TruncateTo(offset int64) error {
 		return errLogClosed
 	}
 	if leo := l.logEndOffset.Load(); offset >= leo {
-		return l.truncateEpochsFromEndLocked(leo)
+		l.epochs.truncateFromEnd(leo)
+		return nil
 	}
 	var err error
 	if offset < l.segments[0].baseOffset {
@@ -99,13 +101,6 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.truncateCleanerCheckpointLocked()
 	}
 	return err
-}
-
-func (l *Log) truncateEpochsFromEndLocked(end int64) error {
-	if err := l.epochs.truncateFromEnd(end); err != nil {
-		return storageErr("leader epoch checkpoint", err)
-	}
-	return nil
 }
 
 // truncateToLocked is TruncateTo for segments[0].baseOffset <= offset <
@@ -171,9 +166,11 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if l.highWatermark.Load() > newLEO {
 		l.highWatermark.Store(newLEO)
 	}
-	if err := l.truncateEpochsFromEndLocked(newLEO); err != nil {
-		return err
-	}
+	// In memory only, as Kafka's truncateFromEndAsyncFlush defers its
+	// write: the recovery point is at or below newLEO now, so a crash
+	// rescans from there and drops what the file still holds past it
+	// (leaderEpochCache).
+	l.epochs.truncateFromEnd(newLEO)
 	if err := l.rebuildProducersLocked(newLEO, cfg); err != nil {
 		return storageErr("truncate: producer state", err)
 	}
