@@ -310,6 +310,14 @@ func checkLeader(p *replication.Partition, clientEpoch int32) int16 {
 	return 0
 }
 
+// fetchPinsUnchecked is how many partitions' files a fetch pins before it
+// asks the segment file cache whether the broker's descriptors are
+// crowded, and again after each as many more: a fetch over 100,000
+// partitions with a little data each would otherwise pin a file per
+// partition (35,000 were seen), past RLIMIT_NOFILE, where the reads fail
+// and the embedded etcd's next open stops the process.
+const fetchPinsUnchecked = 64
+
 // read reads every healthy partition again and reports whether the fetch can
 // complete now: enough bytes, or an error to report.
 func (f *fetchOp) read() bool {
@@ -323,6 +331,8 @@ func (f *fetchOp) read() bool {
 	preferred := false
 	f.chunks = f.chunks[:0]
 	f.releaseReads()
+	files := f.srv.replicas.FileCache()
+	crowded, nextCheck := false, fetchPinsUnchecked
 	for i := range f.targets {
 		ft := &f.targets[i]
 		if ft.code != 0 || ft.part == nil {
@@ -332,6 +342,21 @@ func (f *fetchOp) read() bool {
 		log := ft.part.Log()
 		hw := log.HighWatermark()
 		lso := min(log.LastStableOffset(), hw)
+		if !crowded && len(f.reads) >= nextCheck {
+			crowded = files.Crowded()
+			nextCheck += fetchPinsUnchecked
+		}
+		if crowded {
+			// Past the descriptor bound: the partition is answered as
+			// one past the response's max bytes is, offsets and no
+			// records (a session moves the partitions that returned
+			// records to its end, so the others come first next time).
+			sp.ErrorCode = 0
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, log.LogStartOffset()
+			sp.AbortedTransactions = nil
+			f.records[ft.t][ft.p] = nil
+			continue
+		}
 		if ft.preferred {
 			// Kafka skips the read and answers at once with the
 			// partition's offsets.

@@ -173,6 +173,10 @@ func (m *Manager) Logs() []*storage.Log {
 	return out
 }
 
+// FileCache is the cache bounding the segment files of this broker's logs
+// (nil: unbounded).
+func (m *Manager) FileCache() *storage.FileCache { return m.files }
+
 // TopicByName is the hosted partitions of topic name, nil if none.
 func (m *Manager) TopicByName(name string) *Topic { return (*m.byName.Load())[name] }
 

@@ -101,6 +101,21 @@ func (c *FileCache) Open() int {
 	return c.lru.Len() + c.hot.Len()
 }
 
+// Crowded reports whether the files the cache holds, pinned ones included,
+// have reached its total bound. A reader about to pin many more (a fetch
+// over thousands of partitions) should then stop and leave the rest to a
+// later request: pinned files can be neither closed nor refused, so only
+// their readers can keep the process under RLIMIT_NOFILE. A nil cache is
+// never crowded.
+func (c *FileCache) Crowded() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()+c.hot.Len() >= c.total
+}
+
 // Closes is the number of files the cache has closed to keep its bounds
 // or to free descriptors.
 func (c *FileCache) Closes() int64 { return c.closes.Load() }
