@@ -126,9 +126,12 @@ func (g *groupService) ensureOffsetsTopic() (controller.TopicInfo, error) {
 // partitions and metadata.
 type offsetsTopic struct{ internalTopicLog }
 
-func (o *offsetsTopic) Leads(p int32) bool {
-	_, err := o.partition(p)
-	return err == nil
+func (o *offsetsTopic) LeaderEpoch(p int32) (int32, bool) {
+	part, err := o.partition(p)
+	if err != nil {
+		return 0, false
+	}
+	return part.LeaderEpoch(), true
 }
 
 func (o *offsetsTopic) Topic(name string) (group.TopicMeta, bool) {

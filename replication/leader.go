@@ -57,6 +57,12 @@ type replicaState struct {
 	// based on, -1 when none: one change at a time, as Kafka's
 	// PendingShrinkIsr/PendingExpandIsr states.
 	isrProposal int32
+	// isrJoining is the follower an expansion in flight adds (nil: none).
+	// It holds the high watermark back from the proposal on, as Kafka's
+	// maximal ISR counts a pending addition: the controller may elect it
+	// as soon as the ISR with it is committed, so it must hold every
+	// record below the high watermark by then.
+	isrJoining []int32
 	// minISR is the topic's min.insync.replicas.
 	minISR int32
 }
@@ -110,7 +116,7 @@ func (p *Partition) becomeLeader(pi *controller.PartitionInfo) {
 	if err := p.log.AssignEpochStartOffset(pi.LeaderEpoch, leo); err != nil {
 		m.logger.Error("recording leader epoch", "topic", p.topic, "partition", p.index, "epoch", pi.LeaderEpoch, "err", err)
 	}
-	r.role, r.epoch, r.epochStartOffset, r.isrProposal = roleLeader, pi.LeaderEpoch, leo, -1
+	r.role, r.epoch, r.epochStartOffset, r.isrProposal, r.isrJoining = roleLeader, pi.LeaderEpoch, leo, -1, nil
 	r.followers = make(map[int32]*followerState, len(pi.Replicas))
 	for _, id := range pi.Replicas {
 		if id == m.cfg.NodeID {
@@ -144,7 +150,7 @@ func (p *Partition) leaderStateChanged(pi *controller.PartitionInfo) {
 		}
 	}
 	if r.isrProposal >= 0 && pi.PartitionEpoch != r.isrProposal {
-		r.isrProposal = -1
+		r.isrProposal, r.isrJoining = -1, nil
 	}
 	r.mu.Unlock()
 	// A smaller ISR may let the high watermark move.
@@ -202,7 +208,8 @@ func (p *Partition) WakeFetches() int { return p.wakeFetchWaiters() }
 // returns whether the high watermark moved. Every member of the committed
 // ISR holds it back, lagging or not (Kafka's maximal ISR): a follower stops
 // counting only once the ISR without it is committed, which a leader cut off
-// from etcd cannot do, so it cannot acknowledge alone.
+// from etcd cannot do, so it cannot acknowledge alone; a follower being
+// added counts from the proposal on, before the ISR with it is committed.
 func (p *Partition) advanceHighWatermark() bool {
 	m := p.m
 	st := p.state.Load()
@@ -224,7 +231,7 @@ func (p *Partition) advanceHighWatermark() bool {
 		return false
 	}
 	hw := p.log.LogEndOffset()
-	for _, id := range st.ISR {
+	for _, id := range slices.Concat(st.ISR, r.isrJoining) {
 		if id == m.cfg.NodeID {
 			continue
 		}
@@ -393,7 +400,7 @@ func (p *Partition) maybeExpandISR(replica int32) {
 	ok := r.role == roleLeader && fs != nil && r.isrProposal < 0 &&
 		fs.leo >= p.log.HighWatermark() && fs.leo >= r.epochStartOffset
 	if ok {
-		r.isrProposal = st.PartitionEpoch
+		r.isrProposal, r.isrJoining = st.PartitionEpoch, []int32{replica}
 	}
 	r.mu.Unlock()
 	if !ok {
@@ -476,7 +483,7 @@ func (p *Partition) proposeISR(st *controller.PartitionInfo, newISR []int32, why
 	abandon := func() {
 		p.repl.mu.Lock()
 		if p.repl.isrProposal == st.PartitionEpoch {
-			p.repl.isrProposal = -1
+			p.repl.isrProposal, p.repl.isrJoining = -1, nil
 		}
 		p.repl.mu.Unlock()
 	}

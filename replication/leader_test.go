@@ -81,8 +81,11 @@ func TestHighWatermarkIgnoresReplicasOutsideISR(t *testing.T) {
 	e.meta.setPartition("outside", 0, func(pi *controller.PartitionInfo) { pi.ISR = []int32{1, 2}; pi.PartitionEpoch++ })
 	p := leaderOf(t, e, "outside")
 	produce(t, p, 4)
-	p.FollowerFetched(3, 103, 0, 0)
+	// Follower 2 first: replica 3 fetching at the high watermark would be
+	// proposed for the ISR, and a follower joining holds it back
+	// (TestHighWatermarkWaitsForAJoiningFollower).
 	p.FollowerFetched(2, 102, 4, 0)
+	p.FollowerFetched(3, 103, 0, 0)
 	if hw := p.Log().HighWatermark(); hw != 4 {
 		t.Fatalf("high watermark %d, want 4 (replica 3 is not in the ISR)", hw)
 	}
@@ -263,5 +266,44 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestHighWatermarkWaitsForAJoiningFollower: a follower asked to join the
+// ISR holds the high watermark back from the request on, as Kafka's maximal
+// ISR counts a pending addition. The controller may elect it as soon as the
+// ISR with it is committed (a preferred leader election right after a
+// restarted broker caught up); had the high watermark moved past it
+// meanwhile, the records acknowledged in between would be lost with that
+// election. A run of the exactly-once test lost a __transaction_state
+// record this way: the transaction coordinator had acknowledged an EndTxn
+// whose epoch bump the next coordinator then did not have, and fenced the
+// producer.
+func TestHighWatermarkWaitsForAJoiningFollower(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.isr.apply = false // the expansion stays in flight
+	e.topic("join", []int32{1, 2, 3})
+	e.meta.setPartition("join", 0, func(pi *controller.PartitionInfo) { pi.ISR = []int32{1, 2}; pi.PartitionEpoch++ })
+	p := leaderOf(t, e, "join")
+	produce(t, p, 3)
+	p.FollowerFetched(2, 102, 3, 0)
+	if hw := p.Log().HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d with the ISR [1 2] at 3, want 3", hw)
+	}
+	// Follower 3 reaches the high watermark: it is proposed for the ISR.
+	p.FollowerFetched(3, 103, 3, 0)
+	if isr := e.isr.awaitISR(t); !slices.Equal(isr, []int32{1, 2, 3}) {
+		t.Fatalf("proposed ISR %v, want [1 2 3]", isr)
+	}
+	// While the expansion is in flight, follower 2 alone does not move
+	// the high watermark past follower 3.
+	produce(t, p, 2)
+	p.FollowerFetched(2, 102, 5, 0)
+	if hw := p.Log().HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d with follower 3 joining at 3, want 3", hw)
+	}
+	p.FollowerFetched(3, 103, 5, 0)
+	if hw := p.Log().HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d with every follower at 5, want 5", hw)
 	}
 }

@@ -228,6 +228,7 @@ func TestTxnEtlAcrossCoordinatorKills(t *testing.T) {
 				return restartSession
 			case err != nil:
 				fail("%s: end transaction: %v", txid, err)
+				t.Logf("%s: kgo's last lines before the end error:\n    %s", txid, elog.Recent())
 				return restartSession
 			case !committed && quit:
 				return quitSession
@@ -562,24 +563,33 @@ func notConsumed(inputKeys map[int]partOffset, outputKeys map[int]int, committed
 }
 
 // endLog keeps what kgo logs about ending a transaction (End's decision,
-// EndTxn and offset commit failures) since its last reset.
+// EndTxn and offset commit failures) and about its producer id (the epochs
+// it got, a produce error failing it) since its last reset, and the last
+// lines before it, which a job error reports.
 type endLog struct {
-	mu    sync.Mutex
-	lines []string
+	mu     sync.Mutex
+	lines  []string
+	recent []string
 }
 
 func (l *endLog) Level() kgo.LogLevel { return kgo.LogLevelInfo }
 
 func (l *endLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	lower := strings.ToLower(msg)
-	if !strings.Contains(lower, "transaction") && !strings.Contains(lower, "commit") && level < kgo.LogLevelWarn {
+	if !strings.Contains(lower, "transaction") && !strings.Contains(lower, "commit") &&
+		!strings.Contains(lower, "producer") && level < kgo.LogLevelWarn {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf("%s %v", msg, keyvals))
+	line := fmt.Sprintf("%s %v", msg, keyvals)
+	l.lines = append(l.lines, line)
 	if len(l.lines) > 30 { // the last ones: End's decision comes last
 		l.lines = l.lines[1:]
+	}
+	l.recent = append(l.recent, line)
+	if len(l.recent) > 40 {
+		l.recent = l.recent[1:]
 	}
 }
 
@@ -593,4 +603,12 @@ func (l *endLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.lines, "; ")
+}
+
+// Recent is the last lines kept, across resets: the transactions before a
+// job error.
+func (l *endLog) Recent() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.recent, "\n    ")
 }

@@ -33,8 +33,8 @@ func (c *Coordinator) ListGroups(cl Client, req *kmsg.ListGroupsRequest) *kmsg.L
 	// does and let the client retry.
 	n := c.log.Partitions()
 	for p := int32(0); p < n; p++ {
-		if c.log.Leads(p) {
-			if code := c.shardFor(p).ensureLoaded(c); code != 0 {
+		if epoch, leads := c.log.LeaderEpoch(p); leads {
+			if code := c.shardFor(p).ensureLoaded(c, epoch); code != 0 {
 				resp.ErrorCode = code
 				return resp
 			}

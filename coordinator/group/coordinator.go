@@ -2,6 +2,7 @@ package group
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -158,9 +159,11 @@ func (c *Coordinator) consumerTimeouts(id string) (session, heartbeat time.Durat
 type Log interface {
 	// Partitions is the topic's partition count, 0 while it does not exist.
 	Partitions() int32
-	// Leads reports whether this broker leads the partition, that is,
-	// coordinates its groups.
-	Leads(partition int32) bool
+	// LeaderEpoch returns the partition's leader epoch if this broker
+	// leads it, that is, coordinates its groups. A shard loaded at another
+	// epoch is loaded again: the broker may have lost and regained the
+	// partition, and the leader in between may have written to it.
+	LeaderEpoch(partition int32) (int32, bool)
 	// Append appends one record batch as the partition's leader and returns
 	// once it is durable as configured; errors unwrap to a *kerr.Error when
 	// Kafka has a code for them.
@@ -302,8 +305,8 @@ func (c *Coordinator) LoadOwned() {
 	}
 	n := c.log.Partitions()
 	for p := int32(0); p < n; p++ {
-		if c.log.Leads(p) {
-			c.shardFor(p).ensureLoaded(c)
+		if epoch, leads := c.log.LeaderEpoch(p); leads {
+			c.shardFor(p).ensureLoaded(c, epoch)
 		} else if v, ok := c.shards.Load(p); ok {
 			v.(*shard).unload(c)
 		}
@@ -331,9 +334,17 @@ const (
 type shard struct {
 	index int32
 
-	mu     sync.Mutex // guards state, groups and completed, never held while taking a group's lock
+	mu     sync.Mutex // guards state, epoch, gen, groups and completed, never held while taking a group's lock
 	state  shardState
 	groups map[string]*group
+	// epoch is the partition's leader epoch the shard is loaded (or
+	// loading) at: Kafka's coordinator runtime loads a partition again
+	// when its epoch changes, not only when it was not led here.
+	epoch int32
+	// gen numbers the loads, so that a load superseded by another (the
+	// shard unloaded and loaded again meanwhile) does not install its
+	// groups.
+	gen uint64
 	// completed holds the transaction markers reported while the shard
 	// loads: a marker appended after the load read the log's end would
 	// otherwise be lost and leave its offsets pending for good.
@@ -346,25 +357,53 @@ type txnCompletion struct {
 	commit     bool
 }
 
-// ensureLoaded starts loading the shard if it is unloaded and reports its
-// error code for a request now: 0 when loaded, else
+// ensureLoaded starts loading the shard at the partition's leader epoch if
+// it is unloaded, or loaded at another epoch (unloading it first), and
+// reports its error code for a request now: 0 when loaded, else
 // COORDINATOR_LOAD_IN_PROGRESS.
-func (s *shard) ensureLoaded(c *Coordinator) int16 {
+func (s *shard) ensureLoaded(c *Coordinator, epoch int32) int16 {
 	s.mu.Lock()
+	if s.state != shardUnloaded && s.epoch != epoch {
+		s.mu.Unlock()
+		c.logger.Info("group coordinator partition led at a new epoch; loading it again", "partition", s.index,
+			"leader_epoch", epoch)
+		s.unload(c)
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
-	switch s.state {
-	case shardLoaded:
+	switch {
+	case s.state == shardLoaded && s.epoch == epoch:
 		return 0
-	case shardLoading:
+	case s.state == shardLoading && s.epoch == epoch:
+		return kerr.CoordinatorLoadInProgress.Code
+	case s.state != shardUnloaded:
+		// Another caller saw yet another epoch meanwhile; this request
+		// retries.
 		return kerr.CoordinatorLoadInProgress.Code
 	}
-	s.state, s.completed = shardLoading, nil
-	if !c.bg.Go(func() { c.load(s) }) {
+	s.gen++
+	gen := s.gen
+	s.state, s.completed, s.epoch = shardLoading, nil, epoch
+	if !c.bg.Go(func() { c.load(s, gen) }) {
 		s.state = shardUnloaded
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return kerr.CoordinatorLoadInProgress.Code
 }
+
+// current reports whether the shard is loaded at the partition's current
+// leader epoch here, so that its state may be written: a shard left over
+// from an earlier term must not write records computed from what it missed.
+func (c *Coordinator) current(s *shard) bool {
+	epoch, leads := c.log.LeaderEpoch(s.index)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return leads && s.state == shardLoaded && s.epoch == epoch
+}
+
+// errStaleShard refuses a write from a shard not loaded at the partition's
+// current leader epoch.
+var errStaleShard = fmt.Errorf("the group coordinator partition is not loaded at its current leader epoch: %w", kerr.NotLeaderForPartition)
 
 // unload drops the shard's groups: parked requests are answered
 // NOT_COORDINATOR and timers stop.
@@ -398,14 +437,15 @@ func (c *Coordinator) loadedShard(groupID string) (*shard, int16) {
 		return nil, kerr.NotCoordinator.Code
 	}
 	p := PartitionFor(groupID, n)
-	if !c.log.Leads(p) {
+	epoch, leads := c.log.LeaderEpoch(p)
+	if !leads {
 		if v, ok := c.shards.Load(p); ok {
 			v.(*shard).unload(c)
 		}
 		return nil, kerr.NotCoordinator.Code
 	}
 	s := c.shardFor(p)
-	if code := s.ensureLoaded(c); code != 0 {
+	if code := s.ensureLoaded(c, epoch); code != 0 {
 		return nil, code
 	}
 	return s, 0
@@ -496,6 +536,9 @@ func (c *Coordinator) AppendShare(groupID string, recs []ShareRecord) error {
 	for i, r := range recs {
 		rs[i] = record{key: r.Key, value: r.Value}
 	}
+	if !c.current(s) {
+		return kerr.NotCoordinator
+	}
 	if err := c.log.Append(s.index, buildBatch(rs, c.now())); err != nil {
 		return kerr.ErrorForCode(appendErrorCode(err))
 	}
@@ -506,6 +549,9 @@ func (c *Coordinator) AppendShare(groupID string, recs []ShareRecord) error {
 func (g *group) appendRecords(recs []record) error {
 	if len(recs) == 0 {
 		return nil
+	}
+	if !g.c.current(g.shard) {
+		return errStaleShard
 	}
 	return g.c.log.Append(g.shard.index, buildBatch(recs, g.c.now()))
 }

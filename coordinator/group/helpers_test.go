@@ -20,6 +20,9 @@ type memLog struct {
 	batches map[int32][][]byte
 	next    map[int32]int64
 	fail    error // returned by Append when set
+	// epochs and notLeader are the leadership setLeader changed.
+	epochs    map[int32]int32
+	notLeader map[int32]bool
 	// afterRead, when set, runs once when a ReadFrom has read the batches
 	// (a load that reached the end of the log).
 	afterRead func()
@@ -29,8 +32,27 @@ func newMemLog(parts int32) *memLog {
 	return &memLog{parts: parts, batches: map[int32][][]byte{}, next: map[int32]int64{}}
 }
 
-func (l *memLog) Partitions() int32  { return l.parts }
-func (l *memLog) Leads(p int32) bool { return p >= 0 && p < l.parts }
+func (l *memLog) Partitions() int32 { return l.parts }
+
+// LeaderEpoch leads every partition, at the epoch setLeader gave it (0).
+func (l *memLog) LeaderEpoch(p int32) (int32, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p < 0 || p >= l.parts || l.notLeader[p] {
+		return 0, false
+	}
+	return l.epochs[p], true
+}
+
+// setLeader makes this broker lead p at epoch, or not lead it.
+func (l *memLog) setLeader(p int32, leads bool, epoch int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.epochs == nil {
+		l.epochs, l.notLeader = map[int32]int32{}, map[int32]bool{}
+	}
+	l.epochs[p], l.notLeader[p] = epoch, !leads
+}
 
 func (l *memLog) Append(p int32, batch []byte) error {
 	l.mu.Lock()

@@ -221,15 +221,16 @@ func (g *group) replayGroupMetadata(v *kmsg.GroupMetadataValue) {
 	cg.subscribedTopics = cg.computeSubscribedTopics()
 }
 
-// load replays a shard's partition and makes its groups available.
-func (c *Coordinator) load(s *shard) {
+// load replays a shard's partition and makes its groups available, unless
+// the shard was unloaded or loaded again meanwhile (gen is this load's).
+func (c *Coordinator) load(s *shard, gen uint64) {
 	start := time.Now()
 	r := &replayer{c: c, s: s, groups: map[string]*group{}, txn: map[int64][]txnOffset{},
 		consumer: map[string]*replayedConsumer{}, streams: map[string]*replayedStreams{}, share: map[string][]byte{}}
 	if err := c.log.ReadFrom(s.index, 0, r.batch); err != nil {
 		c.logger.Error("loading group coordinator partition failed", "partition", s.index, "err", err)
 		s.mu.Lock()
-		if s.state == shardLoading {
+		if s.state == shardLoading && s.gen == gen {
 			s.state, s.completed = shardUnloaded, nil
 		}
 		s.mu.Unlock()
@@ -267,6 +268,12 @@ func (c *Coordinator) load(s *shard) {
 	// Share groups are handed over before the shard answers as loaded, so
 	// their members find them at once (not under s.mu: the share
 	// coordinator asks about shards with its own lock held).
+	s.mu.Lock()
+	superseded := s.state != shardLoading || s.gen != gen
+	s.mu.Unlock()
+	if superseded {
+		return
+	}
 	if c.cfg.ShareLoaded != nil {
 		recs := make([]ShareRecord, 0, len(r.share))
 		for k, v := range r.share {
@@ -277,9 +284,9 @@ func (c *Coordinator) load(s *shard) {
 	s.mu.Lock()
 	completed := s.completed
 	s.completed = nil
-	if s.state != shardLoading || c.closed.Load() {
+	if s.state != shardLoading || s.gen != gen || c.closed.Load() {
 		s.mu.Unlock()
-		return // unloaded meanwhile
+		return // unloaded (or loaded again) meanwhile
 	}
 	loaded := make([]*group, 0, len(r.groups))
 	for _, g := range r.groups {

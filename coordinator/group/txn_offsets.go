@@ -100,7 +100,11 @@ func (c *Coordinator) TxnOffsetCommit(cl Client, req *kmsg.TxnOffsetCommitReques
 		return resp
 	}
 	batch := buildProducerBatch(recs, c.now(), req.ProducerID, req.ProducerEpoch)
-	if err := write(g.shard.index, batch); err != nil {
+	err := errStaleShard
+	if c.current(g.shard) {
+		err = write(g.shard.index, batch)
+	}
+	if err != nil {
 		code := appendErrorCode(err)
 		for _, tg := range written {
 			resp.Topics[tg.t].Partitions[tg.p].ErrorCode = code

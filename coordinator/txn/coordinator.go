@@ -424,6 +424,16 @@ func (c *Coordinator) illegal(err error) int16 {
 
 var errProducerFenced = fmt.Errorf("%w", kerr.ProducerFenced)
 
+// logFenced records a request refused PRODUCER_FENCED, with the epoch it
+// carried and the current one: to a client running transaction version 2 a
+// fenced producer is fatal, so which side moved on is worth a line. Under
+// m's lock.
+func (c *Coordinator) logFenced(op string, m *txnMetadata, producerID int64, epoch int16) {
+	c.logger.Info("producer fenced", "request", op, "transactional_id", m.id, "producer_id", producerID,
+		"producer_epoch", epoch, "current_producer_id", m.producerID, "current_producer_epoch", m.producerEpoch,
+		"state", m.state, "pending", m.pending)
+}
+
 // ValidTimeout reports whether a transaction timeout is within
 // (0, transaction.max.timeout.ms].
 func (c *Coordinator) ValidTimeout(ms int32) bool {

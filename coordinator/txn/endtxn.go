@@ -42,6 +42,9 @@ func (c *Coordinator) endTransaction(id string, producerID int64, epoch int16, c
 
 	m.lock()
 	t, isEpochFence, done, code := c.prepareEnd(m, producerID, epoch, commit, fromClient, tv)
+	if code == kerr.ProducerFenced.Code && fromClient {
+		c.logFenced("EndTxn", m, producerID, epoch)
+	}
 	if code != 0 && !fromClient && m.pending == PrepareEpochFence {
 		// A fence that cannot proceed must not block the id forever.
 		m.pending = noState

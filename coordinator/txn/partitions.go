@@ -30,6 +30,7 @@ func (c *Coordinator) AddPartitions(id string, producerID int64, epoch int16, pa
 	case m.producerID != producerID:
 		code = kerr.InvalidProducerIDMapping.Code
 	case m.producerEpoch != epoch:
+		c.logFenced("AddPartitionsToTxn", m, producerID, epoch)
 		code = kerr.ProducerFenced.Code
 	case m.pending != noState, m.state == PrepareCommit, m.state == PrepareAbort:
 		code = kerr.ConcurrentTransactions.Code
@@ -89,6 +90,7 @@ func (c *Coordinator) VerifyPartitions(id string, producerID int64, epoch int16,
 	case m.producerID != producerID:
 		return all(kerr.InvalidProducerIDMapping.Code)
 	case m.producerEpoch != epoch:
+		c.logFenced("AddPartitionsToTxn (verify only)", m, producerID, epoch)
 		return all(kerr.ProducerFenced.Code)
 	case m.state == PrepareCommit || m.state == PrepareAbort:
 		return all(kerr.ConcurrentTransactions.Code)
