@@ -28,16 +28,7 @@ func TestShareFetchGivesBackWhatItCouldNotWrite(t *testing.T) {
 	admin := c.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ac := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	r := kmsg.NewIncrementalAlterConfigsRequestResource()
-	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	rc.Name, rc.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	r.Configs = append(r.Configs, rc)
-	ac.Resources = append(ac.Resources, r)
-	if resp, err := ac.RequestWith(ctx, admin); err != nil || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("group config: %v %+v", err, resp)
-	}
+	setShareEarliest(t, ctx, c, group)
 	topicID := topicIDByName(t, ctx, admin, topic)
 
 	// __share_group_state exists once a state call names a key; its one
