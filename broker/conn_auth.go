@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -207,32 +206,13 @@ func (c *conn) handshakeTLS(tc *tls.Conn) bool {
 func (c *conn) logRefused(msg string, err error) { c.logRefusedAt(slog.LevelInfo, msg, err) }
 
 func (c *conn) logRefusedAt(level slog.Level, msg string, err error) {
-	if n, ok := c.srv.refusedLog.allow(time.Now()); ok {
+	if n, ok := c.srv.refusedLog.Allow(time.Now()); ok {
 		args := []any{"err", err}
 		if n > 0 {
 			args = append(args, "suppressed", n)
 		}
 		c.logger().Log(context.Background(), level, "closing connection: "+msg, args...)
 	}
-}
-
-// logLimiter lets one line a second through and counts the ones it holds back.
-type logLimiter struct {
-	mu         sync.Mutex
-	last       time.Time
-	suppressed int
-}
-
-func (l *logLimiter) allow(now time.Time) (suppressed int, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < time.Second {
-		l.suppressed++
-		return 0, false
-	}
-	n := l.suppressed
-	l.last, l.suppressed = now, 0
-	return n, true
 }
 
 // SASL phases, as SaslServerAuthenticator's states.

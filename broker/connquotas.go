@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strait/strait/config"
+	"github.com/strait/strait/internal/loglimit"
 )
 
 // connQuotas is Kafka's ConnectionQuotas for max.connections,
@@ -35,7 +36,7 @@ type connQuotas struct {
 	freed       chan struct{} // closed and replaced when a connection closes or a limit changes
 
 	refused atomic.Int64
-	log     logLimiter
+	log     loglimit.Limiter
 }
 
 func newConnQuotas(cfg *config.Config, logger *slog.Logger) *connQuotas {
@@ -176,7 +177,7 @@ func (q *connQuotas) dec(ip, listener string) {
 // second with the count held back: a client reconnecting in a loop must
 // not flood the log.
 func (q *connQuotas) logRefused(logger *slog.Logger, listener, ip string, limit string) {
-	if n, ok := q.log.allow(time.Now()); ok {
+	if n, ok := q.log.Allow(time.Now()); ok {
 		args := []any{"listener", listener, "remote_ip", ip}
 		if n > 0 {
 			args = append(args, "suppressed", n)

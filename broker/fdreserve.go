@@ -23,6 +23,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strait/strait/internal/fdlimit"
+	"github.com/strait/strait/internal/loglimit"
 )
 
 const fdSampleInterval = 100 * time.Millisecond
@@ -37,14 +40,14 @@ type fdGuard struct {
 	baseConns int // client connections open at sampledAt
 
 	refused atomic.Int64
-	log     logLimiter
+	log     loglimit.Limiter
 }
 
 // newFDGuard returns the guard for a reserve of reserve descriptors under
 // the current soft limit, at most half of it.
 func newFDGuard(reserve int32, logger *slog.Logger) *fdGuard {
 	g := &fdGuard{}
-	soft, _, err := fileLimit()
+	soft, _, err := fdlimit.Get()
 	if err != nil || soft == 0 || soft > 1<<30 {
 		return g
 	}
@@ -107,7 +110,7 @@ func (g *fdGuard) admit(conns int) (ok bool, open int) {
 // logRefused logs a connection closed for the reserve, at most once a
 // second with the count held back.
 func (g *fdGuard) logRefused(logger *slog.Logger, listener string, open int) {
-	if n, ok := g.log.allow(time.Now()); ok {
+	if n, ok := g.log.Allow(time.Now()); ok {
 		args := []any{"listener", listener, "open_descriptors", open, "limit", g.limit, "reserve", g.reserve}
 		if n > 0 {
 			args = append(args, "suppressed", n)

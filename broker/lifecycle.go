@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/strait/strait/internal/fdlimit"
 )
 
 // logDirCheckInterval is how often watchLogDirs looks at the log dirs.
@@ -149,11 +151,12 @@ func (s *Server) logDirUsable(dir string) error {
 // brokers it starts.
 var fileLimitOnce sync.Once
 
-// raiseFileLimitOnce runs raiseFileLimit the first time a broker is made
-// and logs the limits (or why they could not be raised).
+// raiseFileLimitOnce raises the soft RLIMIT_NOFILE to the hard one
+// (fdlimit.Raise) the first time a broker is made and logs the limits (or
+// why they could not be raised).
 func raiseFileLimitOnce(logger *slog.Logger) {
 	fileLimitOnce.Do(func() {
-		soft, hard, err := raiseFileLimit()
+		soft, hard, err := fdlimit.Raise()
 		if err != nil {
 			logger.Warn("could not raise the open file limit", "soft", soft, "hard", hard, "err", err)
 			return

@@ -32,6 +32,7 @@ import (
 	"github.com/strait/strait/coordinator/share"
 	"github.com/strait/strait/internal/background"
 	"github.com/strait/strait/internal/clock"
+	"github.com/strait/strait/internal/loglimit"
 	"github.com/strait/strait/metrics"
 	"github.com/strait/strait/metrics/telemetry"
 	"github.com/strait/strait/protocol"
@@ -94,7 +95,7 @@ type Server struct {
 	// shareStateSvc is __share_group_state (sharestate.go), made on first use.
 	shareStateOnce sync.Once
 	shareStateSvc  *shareStateService
-	shareStateLog  logLimiter
+	shareStateLog  loglimit.Limiter
 	txnSvc         *txnService
 	// interBroker holds the clients for requests to other brokers.
 	interBroker interBrokerClients
@@ -108,11 +109,11 @@ type Server struct {
 	// listener name (conn_auth.go); refusedLog limits the lines about
 	// connections refused for bad input.
 	security   map[string]*listenerSecurity
-	refusedLog logLimiter
+	refusedLog loglimit.Limiter
 	// clientErrLog and produceErrLog limit the lines about requests
 	// refused for their content and about failed appends (clientlog.go).
-	clientErrLog        logLimiter
-	produceErrLog       logLimiter
+	clientErrLog        loglimit.Limiter
+	produceErrLog       loglimit.Limiter
 	tlsHandshakeTimeout time.Duration
 
 	connsMu sync.Mutex

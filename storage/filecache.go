@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strait/strait/internal/fdlimit"
 )
 
 // Segment log files opened on demand. A broker with 100,000 partitions of a
@@ -65,7 +67,8 @@ type FileCache struct {
 // segments' log files open while unpinned (at least 1), and at most
 // OpenFilesBound of this process's RLIMIT_NOFILE files in all.
 func NewFileCache(n int) *FileCache {
-	return NewFileCacheBounds(n, OpenFilesBound(fileLimit()))
+	soft, _, _ := fdlimit.Get() // 0 on an error: unknown, no total bound
+	return NewFileCacheBounds(n, OpenFilesBound(soft))
 }
 
 // NewFileCacheBounds is NewFileCache with the total bound given (at least
@@ -170,7 +173,7 @@ func (sf *segFile) acquire() (File, error) {
 				sf.mu.Unlock()
 				// Out of descriptors: close some of the cache's and try
 				// again, rather than fail an append the cache can serve.
-				if cache != nil && attempt < 3 && fdExhausted(err) && cache.shed() > 0 {
+				if cache != nil && attempt < 3 && fdlimit.Exhausted(err) && cache.shed() > 0 {
 					continue
 				}
 				return nil, err
@@ -509,7 +512,7 @@ func (l *Log) adoptSegmentFiles() {
 // tried once more.
 func (l *Log) createActiveSegment(base int64, cfg *LogConfig, now time.Time) (*segment, error) {
 	seg, err := openSegmentFiles(l.fs, l.dir, base, cfg, segmentCreate, true, now)
-	if err != nil && l.cache != nil && fdExhausted(err) && l.cache.shed() > 0 {
+	if err != nil && l.cache != nil && fdlimit.Exhausted(err) && l.cache.shed() > 0 {
 		seg, err = openSegmentFiles(l.fs, l.dir, base, cfg, segmentCreate, true, now)
 	}
 	if err != nil {
