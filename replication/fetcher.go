@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -113,6 +114,9 @@ type followState struct {
 	// last fetch that brought records (or the first), -1 before it: 0 is
 	// in sync (PartitionFetchState.isReplicaInSync), never throttled.
 	lag int64
+	// since is when this leader epoch's following began, zero once its
+	// first fetch was answered (for the log of a failover's timeline).
+	since time.Time
 }
 
 // fetcher fetches the partitions this broker follows from one leader
@@ -148,7 +152,7 @@ func newFetcher(m *Manager, leader int32) *fetcher {
 
 func (f *fetcher) add(p *Partition, leaderEpoch int32) {
 	f.mu.Lock()
-	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true, lag: -1}
+	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true, lag: -1, since: time.Now()}
 	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -289,11 +293,13 @@ func (f *fetcher) truncateDiverged() error {
 		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = t.p.index, t.epoch, t.latest
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
+	asked := time.Now()
 	raw, err := f.request(req)
 	if err != nil {
 		return err
 	}
 	resp := raw.(*kmsg.OffsetForLeaderEpochResponse)
+	took := time.Since(asked)
 	answers := map[string]map[int32]kmsg.OffsetForLeaderEpochResponseTopicPartition{}
 	for _, rt := range resp.Topics {
 		m := answers[rt.Topic]
@@ -311,6 +317,8 @@ func (f *fetcher) truncateDiverged() error {
 	// point) run concurrently, as fetched data does (fetchOnce).
 	var errMu sync.Mutex
 	var errs []error
+	var refused, truncated atomic.Int32
+	var refusal atomic.Int32 // the first error code
 	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
 		t := todo[i]
 		st := f.parts[t.p]
@@ -325,12 +333,15 @@ func (f *fetcher) truncateDiverged() error {
 			// The leader does not know its leadership yet (or lost it):
 			// ask again after a pause.
 			st.backoffTill = time.Now().Add(f.backoff())
+			refused.Add(1)
+			refusal.CompareAndSwap(0, int32(a.ErrorCode))
 			return
 		}
 		offset, done := truncationOffset(t.p, a.LeaderEpoch, a.EndOffset)
 		if offset < t.p.log.LogEndOffset() {
 			f.m.logger.Info("truncating follower log to the leader's", "topic", t.p.topic, "partition", t.p.index,
 				"from", t.p.log.LogEndOffset(), "to", offset, "leader_epoch", a.LeaderEpoch, "leader_end_offset", a.EndOffset)
+			truncated.Add(1)
 			if err := t.p.log.TruncateTo(offset); err != nil {
 				errMu.Lock()
 				errs = append(errs, fmt.Errorf("truncating %s-%d: %w", t.p.topic, t.p.index, err))
@@ -340,6 +351,11 @@ func (f *fetcher) truncateDiverged() error {
 		}
 		st.truncate = !done
 	})
+	// One line per round (rounds follow changes of leadership): when the
+	// followers of a new leader could start fetching.
+	f.m.logger.Info("replica fetcher: leader epoch end offsets", "leader", f.leader, "partitions", len(todo),
+		"refused", refused.Load(), "error", kerr.ErrorForCode(int16(refusal.Load())), "truncated", truncated.Load(),
+		"request_took", took)
 	return errors.Join(errs...)
 }
 
@@ -474,10 +490,34 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	// new leader epoch no longer fsyncs the leader-epoch checkpoint, which
 	// one partition after another took tens of seconds after a failover:
 	// storage/leader_epoch.go.)
+	var firsts, refused atomic.Int32
+	var firstWait atomic.Int64 // the longest, in nanoseconds
+	var refusal atomic.Int32   // the first error code
 	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
 		t := todo[i]
+		if code := t.rp.ErrorCode; code != 0 && code != kerr.OffsetOutOfRange.Code {
+			refused.Add(1)
+			refusal.CompareAndSwap(0, int32(code))
+		} else if !t.st.since.IsZero() {
+			firsts.Add(1)
+			w := int64(time.Since(t.st.since))
+			for {
+				cur := firstWait.Load()
+				if w <= cur || firstWait.CompareAndSwap(cur, w) {
+					break
+				}
+			}
+			t.st.since = time.Time{}
+		}
 		f.applyFetched(t.p, t.st, t.rp)
 	})
+	if firsts.Load() > 0 || refused.Load() > 0 {
+		// One line per round that started partitions of a new leader
+		// epoch or was refused some (each then backs off).
+		m.logger.Info("replica fetcher: round", "leader", f.leader, "partitions", len(todo),
+			"first_fetches", firsts.Load(), "longest_since_follow", time.Duration(firstWait.Load()),
+			"refused", refused.Load(), "error", kerr.ErrorForCode(int16(refusal.Load())))
+	}
 	return true, nil
 }
 
