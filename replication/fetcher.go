@@ -117,6 +117,9 @@ type followState struct {
 	// since is when this leader epoch's following began, zero once its
 	// first fetch was answered (for the log of a failover's timeline).
 	since time.Time
+	// refusals counts the leader's refusals for not leading yet (see
+	// refusedBackoff).
+	refusals int
 }
 
 // fetcher fetches the partitions this broker follows from one leader
@@ -181,6 +184,30 @@ func (f *fetcher) stop() {
 
 // backoff is replica.fetch.backoff.ms.
 func (f *fetcher) backoff() time.Duration { return f.m.cfg.FetchBackoff }
+
+// leaderCatchUpBackoff is the first pause after a leader refused a
+// partition it does not lead yet.
+const leaderCatchUpBackoff = 50 * time.Millisecond
+
+// refusedBackoff is how long a partition pauses after the leader answered
+// it with code. NOT_LEADER_OR_FOLLOWER and UNKNOWN_LEADER_EPOCH mean the
+// leader has not applied the leadership our metadata gives it yet: after a
+// failover each survivor applies thousands of changes, and the followers
+// of its last ones asked before it got to them (a third of a survivor's
+// new partitions at 10,000, each then waiting the whole
+// replica.fetch.backoff.ms of 1 s, as Kafka's fetcher does). Those ask
+// again after 50 ms, doubling up to replica.fetch.backoff.ms (a leader
+// that stays behind, or a leadership that moved on meanwhile, costs a
+// small request now and then); other errors pause the whole back-off.
+func (f *fetcher) refusedBackoff(st *followState, code int16) time.Duration {
+	full := f.backoff()
+	if code != kerr.NotLeaderForPartition.Code && code != kerr.UnknownLeaderEpoch.Code {
+		return full
+	}
+	d := leaderCatchUpBackoff << min(st.refusals, 8)
+	st.refusals++
+	return min(d, full)
+}
 
 func (f *fetcher) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -332,7 +359,7 @@ func (f *fetcher) truncateDiverged() error {
 		if a.ErrorCode != 0 {
 			// The leader does not know its leadership yet (or lost it):
 			// ask again after a pause.
-			st.backoffTill = time.Now().Add(f.backoff())
+			st.backoffTill = time.Now().Add(f.refusedBackoff(st, a.ErrorCode))
 			refused.Add(1)
 			refusal.CompareAndSwap(0, int32(a.ErrorCode))
 			return
@@ -408,8 +435,13 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	// Checked once per fetch, and only when a throttled partition is
 	// behind (ReplicaFetcherThread.shouldFollowerThrottle).
 	throttled, exceeded := false, false
+	var retryTruncation time.Time // the earliest a refused truncation is asked again
 	f.mu.Lock()
 	for p, st := range f.parts {
+		if st.truncate && now.Before(st.backoffTill) &&
+			(retryTruncation.IsZero() || st.backoffTill.Before(retryTruncation)) {
+			retryTruncation = st.backoffTill
+		}
 		if st.truncate || now.Before(st.backoffTill) {
 			continue
 		}
@@ -438,6 +470,13 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	f.want = want
 	if len(want) == 0 {
 		return false, nil
+	}
+	if !retryTruncation.IsZero() {
+		// The leader holds a fetch with nothing new for up to
+		// replica.fetch.wait.max.ms; partitions it refused for not
+		// leading yet ask again before that (refusedBackoff).
+		wait := int32(max(time.Until(retryTruncation), time.Millisecond) / time.Millisecond)
+		req.MaxWaitMillis = min(req.MaxWaitMillis, wait)
 	}
 	f.session.build(req, want)
 	raw, err := f.request(req)
@@ -541,7 +580,7 @@ func (f *fetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResp
 	default:
 		// NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, unknown
 		// topic...: the metadata will move us on; pause this partition.
-		st.backoffTill = time.Now().Add(f.backoff())
+		st.backoffTill = time.Now().Add(f.refusedBackoff(st, rp.ErrorCode))
 		m.logger.Debug("replica fetch partition error", "topic", p.topic, "partition", p.index,
 			"leader", f.leader, "err", kerr.ErrorForCode(rp.ErrorCode))
 		return
