@@ -128,8 +128,11 @@ type fetcher struct {
 	m      *Manager
 	leader int32
 
-	mu    sync.Mutex // guards parts; held while appending fetched data
+	mu    sync.Mutex // guards parts and added; held while appending fetched data
 	parts map[*Partition]*followState
+	// added is when a partition last started following here (see
+	// followingWait).
+	added time.Time
 
 	// session is the fetch session with the leader and want the last
 	// round's partitions (its array is reused): the run goroutine's only.
@@ -155,7 +158,9 @@ func newFetcher(m *Manager, leader int32) *fetcher {
 
 func (f *fetcher) add(p *Partition, leaderEpoch int32) {
 	f.mu.Lock()
-	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true, lag: -1, since: time.Now()}
+	now := time.Now()
+	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true, lag: -1, since: now}
+	f.added = now
 	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -188,6 +193,18 @@ func (f *fetcher) backoff() time.Duration { return f.m.cfg.FetchBackoff }
 // leaderCatchUpBackoff is the first pause after a leader refused a
 // partition it does not lead yet.
 const leaderCatchUpBackoff = 50 * time.Millisecond
+
+// Partitions added to a fetcher while its fetch waits at the leader (up to
+// replica.fetch.wait.max.ms when nothing new comes) truncate and start
+// only once it returns. A leadership change adds them in bursts over a
+// second or more (a survivor of a failover at 10,000 partitions applies
+// thousands of changes as the controller writes them), so for
+// followingWindow after the last addition a fetch waits at most
+// followingWait.
+const (
+	followingWindow = time.Second
+	followingWait   = 50 * time.Millisecond
+)
 
 // refusedBackoff is how long a partition pauses after the leader answered
 // it with code. NOT_LEADER_OR_FOLLOWER and UNKNOWN_LEADER_EPOCH mean the
@@ -437,6 +454,7 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	throttled, exceeded := false, false
 	var retryTruncation time.Time // the earliest a refused truncation is asked again
 	f.mu.Lock()
+	following := now.Sub(f.added) < followingWindow
 	for p, st := range f.parts {
 		if st.truncate && now.Before(st.backoffTill) &&
 			(retryTruncation.IsZero() || st.backoffTill.Before(retryTruncation)) {
@@ -470,6 +488,9 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	f.want = want
 	if len(want) == 0 {
 		return false, nil
+	}
+	if following {
+		req.MaxWaitMillis = min(req.MaxWaitMillis, int32(followingWait/time.Millisecond))
 	}
 	if !retryTruncation.IsZero() {
 		// The leader holds a fetch with nothing new for up to
