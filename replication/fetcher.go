@@ -13,7 +13,8 @@ package replication
 // (storage.Log.AppendAsFollower); the follower's high watermark is the
 // leader's, bounded by its own log end offset, and its log start offset
 // follows the leader's. A fetch below the leader's log start offset starts
-// the log afresh there. Errors back off for replica.fetch.backoff.ms.
+// the log afresh there. Errors back off for replica.fetch.backoff.ms, but for
+// a leader that does not know its leadership yet (refusedBackoff).
 //
 // Requests go through the Manager's BrokerClient; a fetcher's context is
 // cancelled when it stops, which ends a request in flight.
