@@ -13,7 +13,8 @@ package replication
 // (storage.Log.AppendAsFollower); the follower's high watermark is the
 // leader's, bounded by its own log end offset, and its log start offset
 // follows the leader's. A fetch below the leader's log start offset starts
-// the log afresh there. Errors back off for replica.fetch.backoff.ms.
+// the log afresh there. Errors back off for replica.fetch.backoff.ms, but for
+// a leader that does not know its leadership yet (refusedBackoff).
 //
 // Requests go through the Manager's BrokerClient; a fetcher's context is
 // cancelled when it stops, which ends a request in flight.
@@ -23,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -113,6 +115,12 @@ type followState struct {
 	// last fetch that brought records (or the first), -1 before it: 0 is
 	// in sync (PartitionFetchState.isReplicaInSync), never throttled.
 	lag int64
+	// since is when this leader epoch's following began, zero once its
+	// first fetch was answered (for the log of a failover's timeline).
+	since time.Time
+	// refusals counts the leader's refusals for not leading yet (see
+	// refusedBackoff).
+	refusals int
 }
 
 // fetcher fetches the partitions this broker follows from one leader
@@ -121,8 +129,11 @@ type fetcher struct {
 	m      *Manager
 	leader int32
 
-	mu    sync.Mutex // guards parts; held while appending fetched data
+	mu    sync.Mutex // guards parts and added; held while appending fetched data
 	parts map[*Partition]*followState
+	// added is when a partition last started following here (see
+	// followingWait).
+	added time.Time
 
 	// session is the fetch session with the leader and want the last
 	// round's partitions (its array is reused): the run goroutine's only.
@@ -148,7 +159,9 @@ func newFetcher(m *Manager, leader int32) *fetcher {
 
 func (f *fetcher) add(p *Partition, leaderEpoch int32) {
 	f.mu.Lock()
-	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true, lag: -1}
+	now := time.Now()
+	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true, lag: -1, since: now}
+	f.added = now
 	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -177,6 +190,42 @@ func (f *fetcher) stop() {
 
 // backoff is replica.fetch.backoff.ms.
 func (f *fetcher) backoff() time.Duration { return f.m.cfg.FetchBackoff }
+
+// leaderCatchUpBackoff is the first pause after a leader refused a
+// partition it does not lead yet.
+const leaderCatchUpBackoff = 50 * time.Millisecond
+
+// Partitions added to a fetcher while its fetch waits at the leader (up to
+// replica.fetch.wait.max.ms when nothing new comes) truncate and start
+// only once it returns. A leadership change adds them in bursts over a
+// second or more (a survivor of a failover at 10,000 partitions applies
+// thousands of changes as the controller writes them), so for
+// followingWindow after the last addition a fetch waits at most
+// followingWait.
+const (
+	followingWindow = time.Second
+	followingWait   = 50 * time.Millisecond
+)
+
+// refusedBackoff is how long a partition pauses after the leader answered
+// it with code. NOT_LEADER_OR_FOLLOWER and UNKNOWN_LEADER_EPOCH mean the
+// leader has not applied the leadership our metadata gives it yet: after a
+// failover each survivor applies thousands of changes, and the followers
+// of its last ones asked before it got to them (a third of a survivor's
+// new partitions at 10,000, each then waiting the whole
+// replica.fetch.backoff.ms of 1 s, as Kafka's fetcher does). Those ask
+// again after 50 ms, doubling up to replica.fetch.backoff.ms (a leader
+// that stays behind, or a leadership that moved on meanwhile, costs a
+// small request now and then); other errors pause the whole back-off.
+func (f *fetcher) refusedBackoff(st *followState, code int16) time.Duration {
+	full := f.backoff()
+	if code != kerr.NotLeaderForPartition.Code && code != kerr.UnknownLeaderEpoch.Code {
+		return full
+	}
+	d := leaderCatchUpBackoff << min(st.refusals, 8)
+	st.refusals++
+	return min(d, full)
+}
 
 func (f *fetcher) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -289,11 +338,13 @@ func (f *fetcher) truncateDiverged() error {
 		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = t.p.index, t.epoch, t.latest
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
+	asked := time.Now()
 	raw, err := f.request(req)
 	if err != nil {
 		return err
 	}
 	resp := raw.(*kmsg.OffsetForLeaderEpochResponse)
+	took := time.Since(asked)
 	answers := map[string]map[int32]kmsg.OffsetForLeaderEpochResponseTopicPartition{}
 	for _, rt := range resp.Topics {
 		m := answers[rt.Topic]
@@ -311,6 +362,8 @@ func (f *fetcher) truncateDiverged() error {
 	// point) run concurrently, as fetched data does (fetchOnce).
 	var errMu sync.Mutex
 	var errs []error
+	var refused, truncated atomic.Int32
+	var refusal atomic.Int32 // the first error code
 	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
 		t := todo[i]
 		st := f.parts[t.p]
@@ -324,13 +377,16 @@ func (f *fetcher) truncateDiverged() error {
 		if a.ErrorCode != 0 {
 			// The leader does not know its leadership yet (or lost it):
 			// ask again after a pause.
-			st.backoffTill = time.Now().Add(f.backoff())
+			st.backoffTill = time.Now().Add(f.refusedBackoff(st, a.ErrorCode))
+			refused.Add(1)
+			refusal.CompareAndSwap(0, int32(a.ErrorCode))
 			return
 		}
 		offset, done := truncationOffset(t.p, a.LeaderEpoch, a.EndOffset)
 		if offset < t.p.log.LogEndOffset() {
 			f.m.logger.Info("truncating follower log to the leader's", "topic", t.p.topic, "partition", t.p.index,
 				"from", t.p.log.LogEndOffset(), "to", offset, "leader_epoch", a.LeaderEpoch, "leader_end_offset", a.EndOffset)
+			truncated.Add(1)
 			if err := t.p.log.TruncateTo(offset); err != nil {
 				errMu.Lock()
 				errs = append(errs, fmt.Errorf("truncating %s-%d: %w", t.p.topic, t.p.index, err))
@@ -340,6 +396,11 @@ func (f *fetcher) truncateDiverged() error {
 		}
 		st.truncate = !done
 	})
+	// One line per round (rounds follow changes of leadership): when the
+	// followers of a new leader could start fetching.
+	f.m.logger.Info("replica fetcher: leader epoch end offsets", "leader", f.leader, "partitions", len(todo),
+		"refused", refused.Load(), "error", kerr.ErrorForCode(int16(refusal.Load())), "truncated", truncated.Load(),
+		"request_took", took)
 	return errors.Join(errs...)
 }
 
@@ -392,8 +453,14 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	// Checked once per fetch, and only when a throttled partition is
 	// behind (ReplicaFetcherThread.shouldFollowerThrottle).
 	throttled, exceeded := false, false
+	var retryTruncation time.Time // the earliest a refused truncation is asked again
 	f.mu.Lock()
+	following := now.Sub(f.added) < followingWindow
 	for p, st := range f.parts {
+		if st.truncate && now.Before(st.backoffTill) &&
+			(retryTruncation.IsZero() || st.backoffTill.Before(retryTruncation)) {
+			retryTruncation = st.backoffTill
+		}
 		if st.truncate || now.Before(st.backoffTill) {
 			continue
 		}
@@ -422,6 +489,16 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	f.want = want
 	if len(want) == 0 {
 		return false, nil
+	}
+	if following {
+		req.MaxWaitMillis = min(req.MaxWaitMillis, int32(followingWait/time.Millisecond))
+	}
+	if !retryTruncation.IsZero() {
+		// The leader holds a fetch with nothing new for up to
+		// replica.fetch.wait.max.ms; partitions it refused for not
+		// leading yet ask again before that (refusedBackoff).
+		wait := int32(max(time.Until(retryTruncation), time.Millisecond) / time.Millisecond)
+		req.MaxWaitMillis = min(req.MaxWaitMillis, wait)
 	}
 	f.session.build(req, want)
 	raw, err := f.request(req)
@@ -474,10 +551,34 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	// new leader epoch no longer fsyncs the leader-epoch checkpoint, which
 	// one partition after another took tens of seconds after a failover:
 	// storage/leader_epoch.go.)
+	var firsts, refused atomic.Int32
+	var firstWait atomic.Int64 // the longest, in nanoseconds
+	var refusal atomic.Int32   // the first error code
 	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
 		t := todo[i]
+		if code := t.rp.ErrorCode; code != 0 && code != kerr.OffsetOutOfRange.Code {
+			refused.Add(1)
+			refusal.CompareAndSwap(0, int32(code))
+		} else if !t.st.since.IsZero() {
+			firsts.Add(1)
+			w := int64(time.Since(t.st.since))
+			for {
+				cur := firstWait.Load()
+				if w <= cur || firstWait.CompareAndSwap(cur, w) {
+					break
+				}
+			}
+			t.st.since = time.Time{}
+		}
 		f.applyFetched(t.p, t.st, t.rp)
 	})
+	if firsts.Load() > 0 || refused.Load() > 0 {
+		// One line per round that started partitions of a new leader
+		// epoch or was refused some (each then backs off).
+		m.logger.Info("replica fetcher: round", "leader", f.leader, "partitions", len(todo),
+			"first_fetches", firsts.Load(), "longest_since_follow", time.Duration(firstWait.Load()),
+			"refused", refused.Load(), "error", kerr.ErrorForCode(int16(refusal.Load())))
+	}
 	return true, nil
 }
 
@@ -501,7 +602,7 @@ func (f *fetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResp
 	default:
 		// NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, unknown
 		// topic...: the metadata will move us on; pause this partition.
-		st.backoffTill = time.Now().Add(f.backoff())
+		st.backoffTill = time.Now().Add(f.refusedBackoff(st, rp.ErrorCode))
 		m.logger.Debug("replica fetch partition error", "topic", p.topic, "partition", p.index,
 			"leader", f.leader, "err", kerr.ErrorForCode(rp.ErrorCode))
 		return

@@ -2,11 +2,13 @@ package replication
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strait/strait/controller"
@@ -122,4 +124,99 @@ func TestFollowerAppendsFetchedRecords(t *testing.T) {
 	}
 	waitUntil(t, "the follower to append the fetched batch", func() bool { return p.Log().LogEndOffset() == 3 })
 	waitUntil(t, "the leader's high watermark", func() bool { return p.Log().HighWatermark() == 2 })
+}
+
+// TestRefusedBackoff: a partition the leader refused for not leading it
+// (yet) asks again after 50 ms, doubling up to replica.fetch.backoff.ms;
+// other errors pause the whole back-off, as Kafka's fetcher does.
+func TestRefusedBackoff(t *testing.T) {
+	f := &fetcher{m: &Manager{cfg: Config{FetchBackoff: time.Second}}}
+	for _, code := range []int16{kerr.NotLeaderForPartition.Code, kerr.UnknownLeaderEpoch.Code} {
+		st := &followState{}
+		var got []time.Duration
+		for range 7 {
+			got = append(got, f.refusedBackoff(st, code))
+		}
+		want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,
+			400 * time.Millisecond, 800 * time.Millisecond, time.Second, time.Second}
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: back-offs %v, want %v", kerr.ErrorForCode(code), got, want)
+		}
+	}
+	for _, code := range []int16{kerr.FencedLeaderEpoch.Code, kerr.UnknownTopicOrPartition.Code, kerr.KafkaStorageError.Code} {
+		if got := f.refusedBackoff(&followState{}, code); got != time.Second {
+			t.Errorf("%v: back-off %v, want replica.fetch.backoff.ms (1s)", kerr.ErrorForCode(code), got)
+		}
+	}
+}
+
+// TestNewFollowerAsksAgainSoon: after a leadership change the new leader
+// may not know it leads yet (it applies the metadata on its own time) and
+// refuses the follower's OffsetForLeaderEpoch; the follower asks again
+// without waiting replica.fetch.backoff.ms (an hour here), and its fetches
+// right after the change wait at most 50 ms at the leader.
+func TestNewFollowerAsksAgainSoon(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		asked     int
+		fetchWait []int32
+	)
+	client := clientFunc(func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+		switch r := req.(type) {
+		case *kmsg.OffsetForLeaderEpochRequest:
+			mu.Lock()
+			asked++
+			refuse := asked == 1
+			mu.Unlock()
+			resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+			for _, rt := range r.Topics {
+				st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+				st.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+					sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, rp.LeaderEpoch, 1
+					if refuse {
+						sp.ErrorCode, sp.LeaderEpoch, sp.EndOffset = kerr.NotLeaderForPartition.Code, -1, -1
+					}
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp, nil
+		case *kmsg.FetchRequest:
+			mu.Lock()
+			fetchWait = append(fetchWait, r.MaxWaitMillis)
+			mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+			return kmsg.NewPtrFetchResponse(), nil
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	e := newEnv(t, func(c *Config) { c.FetchBackoff = time.Hour }, client)
+	// Node 1 leads at epoch 1 and writes a record, so that its log has an
+	// epoch to ask about; then broker 2 takes over at epoch 2.
+	e.topic("r", []int32{1, 2})
+	p := e.m.Partition("r", 0)
+	produce(t, p, 1)
+	e.meta.setPartition("r", 0, func(pi *controller.PartitionInfo) { pi.Leader = 2; pi.LeaderEpoch++ })
+	waitUntil(t, "the follower to ask the new leader again after its refusal", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked >= 2
+	})
+	waitUntil(t, "the follower's first fetch", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(fetchWait) > 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if fetchWait[0] > 50 {
+		t.Errorf("the first fetch after the change waits up to %d ms at the leader, want at most 50", fetchWait[0])
+	}
 }

@@ -221,10 +221,27 @@ func (m *Manager) apply(ch controller.TopicChange) {
 		m.deleteTopic(ch.Topic)
 		return
 	}
+	start := time.Now()
 	if err := m.applyTopic(ch.Topic, ch.Partitions); err != nil {
 		m.logger.Error("applying topic metadata", "topic", ch.Topic.Name, "err", err)
 	}
+	// One line per change of many partitions (a topic created, a broker's
+	// failover): the phase boundaries of a failover's timeline.
+	n := len(ch.Partitions)
+	if ch.Partitions == nil {
+		n = len(ch.Topic.Partitions)
+	}
+	level := slog.LevelDebug
+	if n >= applyLogMinPartitions {
+		level = slog.LevelInfo
+	}
+	m.logger.Log(context.Background(), level, "applied topic metadata", "topic", ch.Topic.Name,
+		"partitions", n, "took", time.Since(start))
 }
+
+// applyLogMinPartitions is the size of a metadata change from which its
+// application is logged at info level.
+const applyLogMinPartitions = 10
 
 // transition moves a partition to the role its new state gives this broker:
 // leader (a new leadership when the epoch changed, else an ISR or replica

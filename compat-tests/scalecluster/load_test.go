@@ -211,6 +211,26 @@ func (pr *probes) acked(led []partition) (ledMax, allMax time.Duration, err erro
 	return ledMax, allMax, nil
 }
 
+// ledQuantiles is the median and the 90th percentile of the times from
+// the probe to the acknowledgements of the partitions led (those
+// acknowledged so far): whether a failover's time is every partition's or a
+// tail's.
+func (pr *probes) ledQuantiles(led []partition) (p50, p90 time.Duration) {
+	pr.mu.Lock()
+	var ds []time.Duration
+	for _, p := range led {
+		if at, ok := pr.by[tp{p.topic, p.index}]; ok {
+			ds = append(ds, at.Sub(pr.at))
+		}
+	}
+	pr.mu.Unlock()
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], ds[len(ds)*9/10]
+}
+
 // finish stops producing and waits (at most 2 minutes) for every record's
 // outcome.
 func (l *load) finish() {

@@ -344,14 +344,17 @@ type failover struct {
 	led       int           // partitions it led
 	leaders   time.Duration // every one of them led by another broker (Metadata, polled)
 	acksLed   time.Duration // the probe record of every one acknowledged
+	acksP50   time.Duration // half of them acknowledged
+	acksP90   time.Duration // nine tenths of them acknowledged
 	acksAll   time.Duration // the probe record of every partition acknowledged
 	restarted time.Duration // from the restart to its ready line
 	rejoined  time.Duration // from the restart until it is in every ISR
 }
 
 func (f failover) String() string {
-	return fmt.Sprintf("broker %d (led %d): new leaders after %v, their acks after %v, every partition's after %v; restarted in %v, back in every ISR %v after the restart",
-		f.victim, f.led, f.leaders.Round(time.Millisecond), f.acksLed.Round(time.Millisecond), f.acksAll.Round(time.Millisecond),
+	return fmt.Sprintf("broker %d (led %d): new leaders after %v, their acks after %v (half after %v, 90%% after %v), every partition's after %v; restarted in %v, back in every ISR %v after the restart",
+		f.victim, f.led, f.leaders.Round(time.Millisecond), f.acksLed.Round(time.Millisecond),
+		f.acksP50.Round(time.Millisecond), f.acksP90.Round(time.Millisecond), f.acksAll.Round(time.Millisecond),
 		f.restarted.Round(time.Millisecond), f.rejoined.Round(time.Millisecond))
 }
 
@@ -388,10 +391,12 @@ func (c *cluster) killAndMeasure(l *load, topics []string, total int) failover {
 	}
 	led := leads[victim]
 	f := failover{victim: victim, led: len(led)}
-	c.t.Logf("killing broker %d (controller %d, etcd leader %d); it leads %d of %d partitions", victim, ctrl, etcdLeader, len(led), total)
 	n := c.Node(victim)
 	killedAt := time.Now()
 	n.Kill9()
+	// The time, to line the brokers' logs up with the kill.
+	c.t.Logf("killed broker %d at %s (controller %d, etcd leader %d); it led %d of %d partitions",
+		victim, killedAt.UTC().Format("15:04:05.000"), ctrl, etcdLeader, len(led), total)
 	probes := l.probe(killedAt)
 
 	alive := victim%3 + 1
@@ -412,8 +417,10 @@ func (c *cluster) killAndMeasure(l *load, topics []string, total int) failover {
 		f.acksLed, f.acksAll = ledMax, allMax
 		return err
 	})
-	c.t.Logf("kill: broker %d (led %d): new leaders after %v, their acks after %v, every partition's after %v",
-		victim, len(led), f.leaders.Round(time.Millisecond), f.acksLed.Round(time.Millisecond), f.acksAll.Round(time.Millisecond))
+	f.acksP50, f.acksP90 = probes.ledQuantiles(led)
+	c.t.Logf("kill: broker %d (led %d): new leaders after %v, their acks after %v (half after %v, 90%% after %v), every partition's after %v",
+		victim, len(led), f.leaders.Round(time.Millisecond), f.acksLed.Round(time.Millisecond),
+		f.acksP50.Round(time.Millisecond), f.acksP90.Round(time.Millisecond), f.acksAll.Round(time.Millisecond))
 	if d := time.Until(killedAt.Add(5 * time.Second)); d > 0 {
 		time.Sleep(d) // down for at least 5 s, as compat-cluster's kills
 	}
