@@ -216,6 +216,8 @@ bench:
 # partition scaling, head/tail fetch; writes bench/results/latest.md and .json.
 # The SASL_SSL and SSL scenarios (bench/scenarios/09-*, 10-*) give each broker's
 # cost of TLS. About 11 minutes; QUICK=1 or ROUNDS=n; see bench/compare.sh.
+# SCALE=1,100,1000,10000 for more partitions, SCALE_PARTITIONER=round-robin
+# for the scaling load of a record per partition in turn (default sticky).
 # Needs java, mvn, openssl and keytool.
 bench-compare: build
 	GO=$(GO) ./bench/compare.sh

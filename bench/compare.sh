@@ -14,8 +14,12 @@
 #   SKIP=a,b      phases to leave out: startup, connections, scenarios,
 #                 headtail, scaling
 #   SCALE=list    partitions per scaling step (default 1,100,1000;
-#                 1,100,1000,10000 adds about 10 minutes: 7 on Kafka,
-#                 and Strait runs out of file descriptors near 6,600)
+#                 1,100,1000,10000 adds about 10 minutes: 7 on Kafka)
+#   SCALE_PARTITIONER=p  the scaling load's partitioner: sticky (default:
+#                 16 KiB to a partition, then the next, as the Java client
+#                 and kafka-producer-perf-test batch records without a
+#                 key) or round-robin (a record to each partition in turn:
+#                 batches of 1-2 records at 10,000 partitions)
 #   BENCH_ARGS    more strait-bench compare flags (-h lists them)
 #
 # Scenarios with "security" (09-sasl-ssl.json: SASL_SSL with SCRAM-SHA-512,
@@ -52,6 +56,7 @@ if [ -n "${SCENARIOS:-}" ]; then
 fi
 [ -n "${SKIP:-}" ] && args+=(-skip "$SKIP")
 [ -n "${SCALE:-}" ] && args+=(-scale "$SCALE")
+[ -n "${SCALE_PARTITIONER:-}" ] && args+=(-scale-partitioner "$SCALE_PARTITIONER")
 # shellcheck disable=SC2206 # BENCH_ARGS is a list of flags
 args+=(${BENCH_ARGS:-})
 mkdir -p bench/work bench/results

@@ -1,15 +1,16 @@
 //go:build linux
 
 // Command scalecost drives the scaling phase's load (strait-bench compare,
-// scaleLoad: 1 KiB records, acks=1, no compression, round-robin, linger
-// 5 ms, 32 MiB buffered) at a running broker and prints, per phase, the
+// scaleLoad: 1 KiB records, acks=1, no compression, sticky or round-robin,
+// linger 5 ms, 32 MiB buffered) at a running broker and prints, per phase, the
 // broker's CPU seconds per GB (from /proc/<pid>/stat), its own, and the
-// producer's batches per request and records per batch: where the cost
+// producer's batches per request, records per batch and the partitions it
+// wrote to: where the cost
 // per byte goes as the partition count grows, on a shared machine where
 // MB/s alone says little. -profile sends SIGUSR1/SIGUSR2 around the
 // settled produce (or the consume) phase, for bench/strait-pprof.
 //
-//	scalecost -addr 127.0.0.1:9092 -pid $(pidof strait) -parts 10000
+//	scalecost -addr 127.0.0.1:9092 -pid $(pidof strait) -parts 10000 [-partitioner round-robin]
 package main
 
 import (
@@ -65,10 +66,58 @@ var (
 	secs    = flag.Duration("d", 3*time.Second, "each produce phase (fresh, then settled); the consume phase reads both back from offset 0")
 	prefix  = flag.String("prefix", "scale", "topic name prefix")
 	profile = flag.String("profile", "", "produce or consume: USR1/USR2 around the settled phase")
+	partTo  = flag.String("partitioner", "sticky", "sticky: 16 records (16 KiB) to a partition, then the next in order, each produce phase running on past -d (at most 10x) until every partition had its turn; round-robin: a record to each partition in turn")
 )
+
+// turnRecords is strait-bench's stickyInTurnPartitioner's turn: 16 KiB of
+// 1 KiB records, the Java client's batch.size.
+const turnRecords = 16
+
+// inTurn is strait-bench's stickyInTurnPartitioner: turnRecords records to
+// one partition, then the next in order.
+type inTurnPartitioner struct{}
+
+func (inTurnPartitioner) ForTopic(string) kgo.TopicPartitioner { return &inTurn{} }
+
+type inTurn struct{ index, sent int }
+
+func (*inTurn) RequiresConsistency(*kgo.Record) bool { return false }
+func (t *inTurn) Partition(_ *kgo.Record, n int) int {
+	if t.sent == turnRecords {
+		t.sent = 0
+		t.index++
+	}
+	if t.index >= n {
+		t.index = 0
+	}
+	t.sent++
+	return t.index
+}
+
+// written counts the partitions whose end offset moved from a to b.
+func written(a, b kadm.ListedOffsets) int {
+	n := 0
+	b.Each(func(o kadm.ListedOffset) {
+		if prev, ok := a.Lookup(o.Topic, o.Partition); ok && o.Offset > prev.Offset {
+			n++
+		}
+	})
+	return n
+}
 
 func main() {
 	flag.Parse()
+	partitioner := kgo.RoundRobinPartitioner()
+	minRecords := 0
+	switch *partTo {
+	case "sticky":
+		partitioner = inTurnPartitioner{}
+		minRecords = (*parts + 999) / 1000 * min(*parts, 1000) * turnRecords
+	case "round-robin":
+	default:
+		fmt.Fprintln(os.Stderr, "-partitioner: want sticky or round-robin")
+		os.Exit(2)
+	}
 	ctx := context.Background()
 	adm := kadm.NewClient(must(kgo.NewClient(kgo.SeedBrokers(*addr))))
 	var topics []string
@@ -94,7 +143,7 @@ func main() {
 	phase := func(name string, sig bool) {
 		h := &batchHook{}
 		cl := must(kgo.NewClient(kgo.SeedBrokers(*addr), kgo.DisableIdempotentWrite(), kgo.DefaultProduceTopic(topics[0]),
-			kgo.RequiredAcks(kgo.LeaderAck()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+			kgo.RequiredAcks(kgo.LeaderAck()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(partitioner),
 			kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedBytes(32<<20), kgo.MaxBufferedRecords(1<<20),
 			kgo.MetadataMinAge(50*time.Millisecond), kgo.WithHooks(h)))
 		for i := range 100 {
@@ -108,10 +157,11 @@ func main() {
 			syscall.Kill(*pid, syscall.SIGUSR1)
 		}
 		var acked atomic.Int64
+		before := must(adm.ListEndOffsets(ctx, topics...))
 		b0, s0, t0 := ticks(*pid), self(), time.Now()
-		deadline := t0.Add(*secs)
+		deadline, stretched := t0.Add(*secs), t0.Add(10**secs)
 		for i := 0; ; i++ {
-			if i%256 == 0 && time.Now().After(deadline) {
+			if now := time.Now(); i%256 == 0 && (now.After(stretched) || now.After(deadline) && i >= minRecords) {
 				break
 			}
 			cl.Produce(ctx, &kgo.Record{Topic: topics[i%len(topics)], Value: val}, func(_ *kgo.Record, err error) {
@@ -127,9 +177,11 @@ func main() {
 			syscall.Kill(*pid, syscall.SIGUSR2)
 		}
 		cl.Close()
+		after := must(adm.ListEndOffsets(ctx, topics...))
 		gb := float64(acked.Load()) * 1024 / 1e9
-		fmt.Printf("%s p=%d: %.1f MB/s, broker %.2f CPU s/GB (%.2fs), client %.2f CPU s/GB, batches %d (%.1f rec/batch), requests %d (%.1f batches/req)\n",
-			name, *parts, gb*1e3/el.Seconds(), (b1-b0)/gb, b1-b0, (s1-s0)/gb, h.batches.Load(), float64(h.records.Load())/float64(max(1, h.batches.Load())), h.reqs.Load(), float64(h.batches.Load())/float64(max(1, h.reqs.Load())))
+		fmt.Printf("%s p=%d %s: %.1f MB/s over %.1f s, broker %.2f CPU s/GB (%.2fs), client %.2f CPU s/GB, batches %d (%.1f rec/batch), requests %d (%.1f batches/req), partitions written %d\n",
+			name, *parts, *partTo, gb*1e3/el.Seconds(), el.Seconds(), (b1-b0)/gb, b1-b0, (s1-s0)/gb, h.batches.Load(), float64(h.records.Load())/float64(max(1, h.batches.Load())),
+			h.reqs.Load(), float64(h.batches.Load())/float64(max(1, h.reqs.Load())), written(before, after))
 	}
 	phase("fresh", false)
 	phase("settled", *profile == "produce")

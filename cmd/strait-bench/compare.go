@@ -31,6 +31,7 @@ type compareOptions struct {
 	scalePartitions    []int
 	scaleDuration      time.Duration
 	scaleLimit         time.Duration // longest one topic of a scaling step may take to serve
+	scalePartitioner   string        // the scaling load's partitioner: scaleSticky or scaleRoundRobin
 	kfakeRounds        int           // kfake keeps every record in memory: fewer rounds
 	kfakeMaxPartitions int
 	// equalConsume has every broker's consume phase read the same number of
@@ -70,6 +71,9 @@ type CompareReport struct {
 	Connections map[string]ConnMemory      `json:"connections"`
 	HeadTail    map[string]FetchLatency    `json:"head_tail"`
 	Scaling     map[string][]ScaleStep     `json:"scaling"`
+	// ScalePartitioner is the scaling load's partitioner, scaleSticky or
+	// scaleRoundRobin (absent: round-robin, the only load before).
+	ScalePartitioner string `json:"scale_partitioner,omitempty"`
 	// TLS is what each broker's TLS listeners negotiated with Go's client,
 	// by broker and protocol: "TLS 1.3 TLS_AES_128_GCM_SHA256".
 	TLS map[string]map[string]string `json:"tls,omitempty"`
@@ -118,6 +122,9 @@ func runCompare(ctx context.Context, o compareOptions) *CompareReport {
 		rep.ACLs = o.acls
 	}
 	rep.ScrapedMetrics = o.scrapeMetrics
+	if !o.skip[phaseScaling] {
+		rep.ScalePartitioner = o.scalePartitioner
+	}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
@@ -431,8 +438,9 @@ func (o compareOptions) scaling(ctx context.Context, kind string, pool *valuePoo
 		total = st.TotalPartitions
 		steps = append(steps, st)
 		if st.CreateSeconds > 0 {
-			logf("scaling %-6s +%d partitions (total %d): created in %.2f s, first write %.2f s, RSS %s; produce %.1f MB/s fresh, %.1f MB/s settled, consume %.1f MB/s, RSS under load %s",
-				kind, n, st.TotalPartitions, st.CreateSeconds, st.FirstWriteSeconds, mib(st.IdleRSS), st.FreshProduce.MBPerSec, st.Produce.MBPerSec, st.Consume.MBPerSec, mib(st.LoadRSS))
+			logf("scaling %-6s +%d partitions (total %d): created in %.2f s, first write %.2f s, RSS %s; produce %.1f MB/s fresh, %.1f MB/s settled (%d partitions written in %.1f s), consume %.1f MB/s, RSS under load %s",
+				kind, n, st.TotalPartitions, st.CreateSeconds, st.FirstWriteSeconds, mib(st.IdleRSS), st.FreshProduce.MBPerSec, st.Produce.MBPerSec,
+				st.PartitionsWritten, st.Produce.Seconds, st.Consume.MBPerSec, mib(st.LoadRSS))
 		}
 		if err != nil {
 			fail("scaling %s %d partitions: %v", kind, n, err)
@@ -473,9 +481,9 @@ func (o compareOptions) scaleStep(ctx context.Context, p *process, st *ScaleStep
 		st.IdleRSS = m.RSS
 	}
 	sampler := p.sampleRSS()
-	st.FreshProduce, _, err = scaleLoad(ctx, []string{p.addr}, topics, o.scaleDuration, pool, false)
+	st.FreshProduce, _, _, err = scaleLoad(ctx, []string{p.addr}, topics, o.scaleDuration, o.scalePartitioner, pool, false)
 	if err == nil {
-		st.Produce, st.Consume, err = scaleLoad(ctx, []string{p.addr}, topics, o.scaleDuration, pool, true)
+		st.Produce, st.Consume, st.PartitionsWritten, err = scaleLoad(ctx, []string{p.addr}, topics, o.scaleDuration, o.scalePartitioner, pool, true)
 	}
 	st.LoadRSS = sampler.stop()
 	return stepError(ctx, err)

@@ -80,7 +80,7 @@ func cmdRun(ctx context.Context, args []string) {
 	fs.StringVar(&s.Acks, "acks", s.Acks, "acks: all, 1 or 0")
 	fs.StringVar(&s.Compression, "compression", s.Compression, "none, gzip, snappy, lz4, zstd")
 	fs.IntVar(&s.Producers, "producers", s.Producers, "producer clients")
-	fs.StringVar(&s.Partitioner, "partitioner", s.Partitioner, "sticky or round-robin")
+	fs.StringVar(&s.Partitioner, "partitioner", s.Partitioner, "sticky, round-robin or sticky-in-turn (16 KiB to a partition, then the next)")
 	fs.IntVar(&s.LingerMs, "linger-ms", s.LingerMs, "producer linger")
 	duration := fs.Duration("duration", s.Duration.D(), "produce phase length")
 	fs.StringVar(&s.Topic, "topic", "", "use this topic (created if missing) instead of a fresh one")
@@ -193,6 +193,7 @@ func cmdCompare(ctx context.Context, args []string) {
 	fs.IntVar(&o.headTailSamples, "headtail-samples", 200, "fetches at the head and as many at the tail")
 	scale := fs.String("scale", "1,100,1000", "partitions the scaling phase adds in turn (10000 works on Kafka but takes minutes)")
 	fs.DurationVar(&o.scaleDuration, "scale-duration", 3*time.Second, "produce phase of each scaling step")
+	fs.StringVar(&o.scalePartitioner, "scale-partitioner", scaleSticky, "the scaling steps' partitioner: sticky (16 KiB, the Java client's batch.size, to one partition, then the next in order, as Kafka's clients and kafka-producer-perf-test batch records without a key; a phase runs past -scale-duration, up to 10 times, until every partition has had its turn) or round-robin (every record to the next partition: batches of a record or two at 10,000 partitions)")
 	fs.DurationVar(&o.scaleLimit, "scale-limit", time.Minute, "longest one topic (of at most 1,000 partitions) of a scaling step may take to serve")
 	fs.IntVar(&o.kfakeRounds, "kfake-rounds", 1, "rounds kfake takes part in (it keeps every record in memory)")
 	fs.IntVar(&o.kfakeMaxPartitions, "kfake-max-partitions", 1000, "largest scaling step for kfake (memory again)")
@@ -222,6 +223,9 @@ func cmdCompare(ctx context.Context, args []string) {
 			fail("-scale %q: want partition counts", *scale)
 		}
 		o.scalePartitions = append(o.scalePartitions, n)
+	}
+	if o.scalePartitioner != scaleSticky && o.scalePartitioner != scaleRoundRobin {
+		fail("-scale-partitioner %q: want %s or %s", o.scalePartitioner, scaleSticky, scaleRoundRobin)
 	}
 	o.skip = map[string]bool{}
 	for _, p := range strings.Split(*skip, ",") {

@@ -235,6 +235,10 @@ type ScaleStep struct {
 	Produce      Throughput `json:"produce"`
 	Consume      Throughput `json:"consume"`
 	LoadRSS      int64      `json:"load_rss"` // peak VmRSS while producing and consuming
+	// PartitionsWritten is how many of the step's partitions the settled
+	// produce phase wrote to (end offsets before and after): all of them
+	// unless the load left some out.
+	PartitionsWritten int `json:"partitions_written,omitempty"`
 	// StopSeconds, on a broker's last step only, is SIGTERM to exit with
 	// every step's partitions (StopKilled: it was killed after stopGrace).
 	StopSeconds float64 `json:"stop_seconds,omitempty"`
@@ -278,31 +282,74 @@ func scaleTopics(ctx context.Context, brokers []string, n int, limit time.Durati
 	return topics, time.Since(start), nil
 }
 
-// scaleLoad produces 1 KiB records round-robin over every partition of the
-// topics (acks=1, no compression) for d, then (if consume) reads them back.
-func scaleLoad(ctx context.Context, brokers []string, topics []string, d time.Duration, pool *valuePool, consume bool) (Throughput, Throughput, error) {
+// The scaling steps' loads (compare -scale-partitioner).
+const (
+	// scaleRoundRobin: every record to the next partition, so with n
+	// partitions a partition's batch holds about 1/n of what the producer
+	// buffers (about 2 records at 10,000).
+	scaleRoundRobin = "round-robin"
+	// scaleSticky: 16 KiB to one partition, then the next in order
+	// (stickyInTurnPartitioner), the batches of the Java client's and
+	// franz-go's default partitioners for records without a key; a phase
+	// runs on past its length until every partition has had its turn.
+	scaleSticky = "sticky"
+)
+
+// scaleLoad produces 1 KiB records over every partition of the topics
+// (acks=1, no compression) for d, partitioned as partitioner (scaleSticky
+// or scaleRoundRobin) says, then (if consume) reads them back. written is
+// how many partitions the produce phase wrote to, counted only with consume
+// (from the end offsets the consume phase reads between).
+func scaleLoad(ctx context.Context, brokers []string, topics []string, d time.Duration, partitioner string, pool *valuePool, consume bool) (p, c Throughput, written int, err error) {
 	s := defaultScenario()
-	s.Acks, s.Partitioner, s.Duration, s.Topics = "1", "round-robin", Dur(d), topics
+	s.Acks, s.Partitioner, s.Duration, s.Topics = "1", scaleRoundRobin, Dur(d), topics
 	adm := kadm.NewClient(mustClient(brokers))
 	defer adm.Close()
+	if partitioner == scaleSticky {
+		s.Partitioner = partitionerStickyInTurn
+	}
 	prods, err := newProducers(ctx, brokers, topics[0], s, 5*time.Millisecond, pool)
 	if err != nil {
-		return Throughput{}, Throughput{}, err
+		return p, c, 0, err
 	}
 	from, err := endOffsets(ctx, adm, topics...)
 	if err != nil {
 		closeAll(prods)
-		return Throughput{}, Throughput{}, err
+		return p, c, 0, err
 	}
-	p, err := produceMax(ctx, prods, s, pool)
+	if s.Partitioner == partitionerStickyInTurn {
+		// Records go to the topics in turn, so each topic's partitioner
+		// needs its turn on each of its partitions, however few it has.
+		widest := 0
+		for _, parts := range from {
+			widest = max(widest, len(parts))
+		}
+		s.MinRecords = int64(len(topics) * widest * stickyTurnRecords(s.RecordSize))
+	}
+	p, err = produceMax(ctx, prods, s, pool)
 	closeAll(prods)
 	if err != nil || !consume {
-		return p, Throughput{}, err
+		return p, c, 0, err
 	}
 	to, err := endOffsets(ctx, adm, topics...)
 	if err != nil {
-		return p, Throughput{}, err
+		return p, c, 0, err
 	}
-	c, err := consumeRange(ctx, brokers, from, to, 0)
-	return p, c, err
+	written = partitionsWritten(from, to)
+	c, err = consumeRange(ctx, brokers, from, to, 0)
+	return p, c, written, err
+}
+
+// partitionsWritten counts the partitions whose end offset moved from from
+// to to.
+func partitionsWritten(from, to offsets) int {
+	n := 0
+	for t, ends := range to {
+		for p, end := range ends {
+			if end > from[t][p] {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -389,12 +389,12 @@ func writeScaling(w io.Writer, rep *CompareReport, s summary) {
 	}
 	kinds := append([]string{rep.Reference, rep.Subject}, s.others()...)
 	fmt.Fprintf(w, "\n## Partition scaling: one broker, topics of 1, 100, 1,000 (and more) partitions added in turn\n\n")
-	fmt.Fprintf(w, "1 KiB records, acks=1, no compression, round-robin over every partition of the new topic. ")
+	fmt.Fprintf(w, "1 KiB records, acks=1, no compression, over every partition of the new topic (the partitioner is under the table). ")
 	fmt.Fprintf(w, "Create: CreateTopics until every partition has a leader and answers ListOffsets. First write: one record to each partition, acks=1. ")
 	fmt.Fprintf(w, "Fresh: the first produce phase right after; settled: a second one right after that (the ratio is of these), then the consume phase. ")
-	fmt.Fprintf(w, "RSS: after creation, and the peak while producing and consuming.\n\n")
-	fmt.Fprintf(w, "| partitions (total) | broker | create s | first write s | fresh produce MB/s | settled produce MB/s (rec/s) | consume MB/s (rec/s) | idle RSS MiB | RSS under load MiB | produce ratio | consume ratio |\n")
-	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "Written: the partitions the settled phase wrote to. RSS: after creation, and the peak while producing and consuming.\n\n")
+	fmt.Fprintf(w, "| partitions (total) | broker | create s | first write s | fresh produce MB/s | settled produce MB/s (rec/s) | written | consume MB/s (rec/s) | idle RSS MiB | RSS under load MiB | produce ratio | consume ratio |\n")
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	steps := map[string]map[int]ScaleStep{}
 	var sizes []int
 	for _, k := range kinds {
@@ -414,7 +414,7 @@ func writeScaling(w io.Writer, rep *CompareReport, s summary) {
 				continue
 			}
 			if st.Error != "" && st.CreateSeconds == 0 {
-				fmt.Fprintf(w, "| %d (%d) | %s | failed: %s | | | | | | | | |\n", n, st.TotalPartitions, title(k), mdEscape(st.Error))
+				fmt.Fprintf(w, "| %d (%d) | %s | failed: %s | | | | | | | | | |\n", n, st.TotalPartitions, title(k), mdEscape(st.Error))
 				continue
 			}
 			pr, cr := "", ""
@@ -424,12 +424,29 @@ func writeScaling(w io.Writer, rep *CompareReport, s summary) {
 					cr = fratio(ratioOf(st.Consume.MBPerSec, rs.Consume.MBPerSec))
 				}
 			}
-			fmt.Fprintf(w, "| %d (%d) | %s | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s |\n", n, st.TotalPartitions, title(k), st.CreateSeconds, st.FirstWriteSeconds, f1(st.FreshProduce.MBPerSec),
-				mbRecs(st.Produce.MBPerSec, st.Produce.RecordsPerSec), mbRecs(st.Consume.MBPerSec, st.Consume.RecordsPerSec),
+			written := "–"
+			if st.PartitionsWritten > 0 {
+				written = fmt.Sprint(st.PartitionsWritten)
+			}
+			fmt.Fprintf(w, "| %d (%d) | %s | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n", n, st.TotalPartitions, title(k), st.CreateSeconds, st.FirstWriteSeconds, f1(st.FreshProduce.MBPerSec),
+				mbRecs(st.Produce.MBPerSec, st.Produce.RecordsPerSec), written, mbRecs(st.Consume.MBPerSec, st.Consume.RecordsPerSec),
 				mibf(st.IdleRSS), mibf(st.LoadRSS), pr, cr)
 		}
 	}
+	fmt.Fprintf(w, "\n%s\n", scalePartitionerLine(rep.ScalePartitioner))
 	writeScalingStop(w, rep, kinds)
+}
+
+// scalePartitionerLine says how the scaling load chose partitions.
+func scalePartitionerLine(partitioner string) string {
+	if partitioner == scaleSticky {
+		return fmt.Sprintf("Partitioner: **sticky**: %d records (16 KiB, the Java client's batch.size) to one partition, then the next in order: "+
+			"the batches of the Java client's built-in partitioner (KIP-794, which kafka-producer-perf-test uses) and franz-go's default for records without a key, "+
+			"which pick the next partition at random; in order, every partition has had its turn once a phase carried %d records per partition, "+
+			"and each produce phase runs past its length until then (at most %dx).", stickyTurnRecords(1024), stickyTurnRecords(1024), minRecordsStretch)
+	}
+	// Reports from before the choice have no partitioner: round-robin.
+	return "Partitioner: **round-robin**: every record to the next partition, so a partition's batch holds about 1/n of what the producer buffers (about 2 records at 10,000 partitions)."
 }
 
 // writeScalingStop lists each broker's clean shutdown after its last

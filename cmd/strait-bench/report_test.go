@@ -37,3 +37,29 @@ func TestScalingStopTable(t *testing.T) {
 		t.Errorf("stop table without a measured stop:\n%s", b.String())
 	}
 }
+
+// TestScalingPartitionerLine: the scaling table says which partitioner made
+// its load and how many partitions each settled phase wrote; a report from
+// before the choice was round-robin.
+func TestScalingPartitionerLine(t *testing.T) {
+	rep := &CompareReport{
+		Reference: kindKafka, Subject: kindStrait, ScalePartitioner: scaleSticky,
+		Scaling: map[string][]ScaleStep{
+			kindStrait: {{Partitions: 10000, TotalPartitions: 10000, CreateSeconds: 6, PartitionsWritten: 9999}},
+		},
+	}
+	var b strings.Builder
+	writeScaling(&b, rep, newSummary(rep))
+	out := b.String()
+	for _, want := range []string{"Partitioner: **sticky**: 16 records", "| 9999 |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scaling table lacks %q:\n%s", want, out)
+		}
+	}
+	rep.ScalePartitioner = ""
+	b.Reset()
+	writeScaling(&b, rep, newSummary(rep))
+	if !strings.Contains(b.String(), "Partitioner: **round-robin**") {
+		t.Errorf("a report without a partitioner is not round-robin:\n%s", b.String())
+	}
+}

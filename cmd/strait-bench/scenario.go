@@ -27,14 +27,20 @@ type Scenario struct {
 	Compression string `json:"compression"` // none, gzip, snappy, lz4, zstd
 	Producers   int    `json:"producers"`
 	// Partitioner: "sticky" (franz-go's default for records without a key:
-	// one partition per batch, as the Java client does since KIP-794) or
+	// one partition per batch, as the Java client does since KIP-794),
 	// "round-robin" (every record to the next partition, so each request
-	// carries a batch for every partition).
+	// carries a batch for every partition) or "sticky-in-turn" (16 KiB to
+	// one partition, then the next in order: stickyInTurnPartitioner).
 	Partitioner string `json:"partitioner"`
 	LingerMs    int    `json:"linger_ms"`       // producer linger (Java's default since 4.0: 5)
 	BatchBytes  int    `json:"batch_max_bytes"` // 0: franz-go's default (1 MB)
 	Duration    Dur    `json:"duration"`        // produce-as-fast-as-possible phase
 	MaxRecords  int64  `json:"max_records"`     // stop the produce phase earlier (0: no limit)
+	// MinRecords keeps the produce phase going past Duration until so many
+	// records are issued, over all producers (at most minRecordsStretch
+	// times Duration): the scaling steps' sticky load, to reach every
+	// partition.
+	MinRecords int64 `json:"-"`
 	// LatencyRate is the total records/s of the latency phase; 0 means half of
 	// the reference broker's produce throughput in the same round (compare),
 	// or half of the measured throughput (run). Negative skips the phase.

@@ -199,15 +199,30 @@ func (f *firstErr) get() error {
 	return fmt.Errorf("%d records failed, first: %w", f.n.Load(), f.err)
 }
 
+// minRecordsStretch bounds how far past its duration a produce phase runs
+// to reach the scenario's MinRecords: a broker too slow for that in this
+// much time is measured over what it did write.
+const minRecordsStretch = 10
+
 // produceMax has every producer produce as fast as its buffer allows until
-// the scenario's duration (or record limit) is reached, and returns the
-// acknowledged records over the time to the last acknowledgement.
+// the scenario's duration (or record limit) is reached, and past the
+// duration until MinRecords are issued (for at most minRecordsStretch times
+// the duration); it returns the acknowledged records over the time to the
+// last acknowledgement.
 func produceMax(ctx context.Context, cls []*kgo.Client, s Scenario, pool *valuePool) (Throughput, error) {
 	var acked, ackedBytes atomic.Int64
 	var errs firstErr
+	// issued is counted only with a record limit: an atomic per record is
+	// a cost the other phases need not pay.
 	var issued atomic.Int64
-	deadline := time.Now().Add(s.Duration.D())
+	counting := s.MaxRecords > 0 || s.MinRecords > 0
 	start := time.Now()
+	deadline := start.Add(s.Duration.D())
+	stretched := start.Add(minRecordsStretch * s.Duration.D())
+	over := func() bool {
+		now := time.Now()
+		return ctx.Err() != nil || now.After(stretched) || (now.After(deadline) && issued.Load() >= s.MinRecords)
+	}
 	var wg sync.WaitGroup
 	for p, cl := range cls {
 		wg.Add(1)
@@ -223,10 +238,10 @@ func produceMax(ctx context.Context, cls []*kgo.Client, s Scenario, pool *valueP
 				ackedBytes.Add(size)
 			}
 			for i := uint64(p) << 40; ; i++ {
-				if i%256 == 0 && (time.Now().After(deadline) || ctx.Err() != nil) {
+				if i%256 == 0 && over() {
 					break
 				}
-				if s.MaxRecords > 0 && issued.Add(1) > s.MaxRecords {
+				if counting && issued.Add(1) > s.MaxRecords && s.MaxRecords > 0 {
 					break
 				}
 				r := &kgo.Record{Value: pool.value(i, s.RecordSize)}
