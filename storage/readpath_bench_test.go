@@ -36,8 +36,10 @@ func (f countingFile) ReadAt(b []byte, off int64) (int, error) {
 }
 
 // BenchmarkReadSequentialSmallBatches: a consumer of old data reading
-// 1 MiB fetches, each where the last ended, through a log of 200-byte
-// batches; preads/op counts the header reads of one fetch.
+// fetches of 1 MiB and of 16 KiB, each where the last ended, through a log
+// of 200-byte batches; and, "nothing left", a read with no bytes left in
+// the response (a fetch over many partitions past its max bytes).
+// preads/op counts the header reads of one read.
 func BenchmarkReadSequentialSmallBatches(b *testing.B) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 64 << 20
@@ -56,20 +58,31 @@ func BenchmarkReadSequentialSmallBatches(b *testing.B) {
 	}
 	hw := l.LogEndOffset()
 	l.UpdateHighWatermark(hw)
-	b.ReportAllocs()
-	b.ResetTimer()
-	before := fsys.reads.Load()
-	off := int64(0)
-	for i := 0; i < b.N; i++ {
-		res, err := l.Read(off, 1<<20, hw, true)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res.Release()
-		off = res.EndOffset
-		if off >= hw {
-			off = 0
-		}
+	for _, bc := range []struct {
+		name     string
+		maxBytes int64
+		minOne   bool
+	}{{"fetch=1MiB", 1 << 20, true}, {"fetch=16KiB", 16 << 10, true}, {"nothing_left", 0, false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			before := fsys.reads.Load()
+			off := int64(0)
+			for i := 0; i < b.N; i++ {
+				res, err := l.Read(off, bc.maxBytes, hw, bc.minOne)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res.Release()
+				if bc.minOne {
+					off = res.EndOffset
+				} else {
+					off += 7919
+				}
+				if off >= hw {
+					off = 0
+				}
+			}
+			b.ReportMetric(float64(fsys.reads.Load()-before)/float64(b.N), "preads/op")
+		})
 	}
-	b.ReportMetric(float64(fsys.reads.Load()-before)/float64(b.N), "preads/op")
 }
