@@ -310,14 +310,6 @@ func checkLeader(p *replication.Partition, clientEpoch int32) int16 {
 	return 0
 }
 
-// fetchPinsUnchecked is how many partitions' files a fetch pins before it
-// asks the segment file cache whether the broker's descriptors are
-// crowded, and again after each as many more: a fetch over 100,000
-// partitions with a little data each would otherwise pin a file per
-// partition (35,000 were seen), past RLIMIT_NOFILE, where the reads fail
-// and the embedded etcd's next open stops the process.
-const fetchPinsUnchecked = 64
-
 // read reads every healthy partition again and reports whether the fetch can
 // complete now: enough bytes, or an error to report.
 func (f *fetchOp) read() bool {
@@ -328,11 +320,9 @@ func (f *fetchOp) read() bool {
 	var total int64
 	minOne := true
 	errNow := f.hasErr
-	preferred := false
+	preferred, declined := false, false
 	f.chunks = f.chunks[:0]
 	f.releaseReads()
-	files := f.srv.replicas.FileCache()
-	crowded, nextCheck := false, fetchPinsUnchecked
 	for i := range f.targets {
 		ft := &f.targets[i]
 		if ft.code != 0 || ft.part == nil {
@@ -342,21 +332,6 @@ func (f *fetchOp) read() bool {
 		log := ft.part.Log()
 		hw := log.HighWatermark()
 		lso := min(log.LastStableOffset(), hw)
-		if !crowded && len(f.reads) >= nextCheck {
-			crowded = files.Crowded()
-			nextCheck += fetchPinsUnchecked
-		}
-		if crowded {
-			// Past the descriptor bound: the partition is answered as
-			// one past the response's max bytes is, offsets and no
-			// records (a session moves the partitions that returned
-			// records to its end, so the others come first next time).
-			sp.ErrorCode = 0
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, log.LogStartOffset()
-			sp.AbortedTransactions = nil
-			f.records[ft.t][ft.p] = nil
-			continue
-		}
 		if ft.preferred {
 			// Kafka skips the read and answers at once with the
 			// partition's offsets.
@@ -382,7 +357,19 @@ func (f *fetchOp) read() bool {
 			// nothing towards min_bytes (Kafka's DelayedFetch).
 			upTo = min(upTo, ft.offset)
 		}
-		res, err := log.Read(ft.offset, max, upTo, minOne)
+		// The slices pin their files until the response is written: a
+		// fetch over 100,000 partitions would pin a file each, past
+		// RLIMIT_NOFILE, where reads fail and the embedded etcd's next
+		// open stops the process. So a read that would have to open a
+		// file once the files held by reads reach the descriptor bound
+		// is declined, and the partition answered as one past the
+		// response's max bytes is: offsets, no records (a session moves
+		// the partitions that returned records to its end, so the
+		// others come first next time). The fetch then answers at once:
+		// the records are there, and no append would wake it when the
+		// files are released.
+		res, err := log.ReadWithinFileBound(ft.offset, max, upTo, minOne)
+		declined = declined || res.Declined
 		if err == nil && readCommitted {
 			err = f.setAbortedTransactions(sp, log, ft.offset, res)
 		}
@@ -413,7 +400,7 @@ func (f *fetchOp) read() bool {
 			remaining -= res.Size
 		}
 	}
-	return errNow || preferred || total >= int64(f.req.MinBytes)
+	return errNow || preferred || declined || total >= int64(f.req.MinBytes)
 }
 
 // park waits for appends to any requested partition until min_bytes is met,

@@ -24,8 +24,9 @@ const fetchFileLimitChild = "STRAIT_TEST_FETCH_FILE_LIMIT_CHILD"
 // child process: the limit is the whole process's, embedded etcd
 // included), fetches naming all 400 partitions read one record from each.
 // Pinning a file per partition would pass the limit (EMFILE: a storage
-// error, or etcd stopping the process), so a fetch stops pinning once the
-// segment file cache is crowded and the rest come in later fetches.
+// error, or etcd stopping the process), so a fetch's read declines to open
+// a file once the files held by reads reach the segment file cache's total
+// bound, and the rest come in later fetches.
 func TestFetchUnderLowFileLimit(t *testing.T) {
 	if os.Getenv(fetchFileLimitChild) == "1" {
 		fetchUnderLowFileLimit(t)

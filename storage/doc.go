@@ -80,8 +80,12 @@
 // of descriptors (taken by connections or etcd) makes the cache close some
 // of its files and is tried again. A file is never closed while a read
 // uses it or a ReadResult's slices still pin it for sendfile, so the
-// bounds are exceeded by the reads in flight, never broken. Without a
-// FileCache every segment's .log stays open until the segment is deleted.
+// bounds are exceeded by the reads in flight, never broken; and a fetch's
+// read (ReadWithinFileBound) declines to open a file once the files held
+// by ReadResults reach the total bound (files already open it reads
+// whatever the count), so that a fetch over 100,000 partitions cannot
+// take the process past RLIMIT_NOFILE. Without a FileCache every
+// segment's .log stays open until the segment is deleted.
 //
 // Index files hold none: the active segment's .index and .timeindex are
 // memory-mapped read-write, a sealed segment's are mapped read-only on

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"container/list"
+	"errors"
 	"math"
 	"os"
 	"sync"
@@ -38,7 +39,13 @@ import (
 // calls ReadResult.Release (sendfile needs a descriptor that stays valid,
 // and a closed descriptor's number may be reused by another file at once).
 // A pinned file is skipped by eviction, so the bounds are exceeded, never
-// broken, by reads in flight. Should an open fail all the same for want of
+// broken, by reads in flight. Those pins are the only ones that last (a
+// fetch over 100,000 partitions would hold a file each until its response
+// is written), so the cache counts the files they hold (held), and
+// ReadWithinFileBound declines to open a file once that count reaches the
+// total bound: past it an open could not be balanced by closing an
+// unpinned file. Pinning a file already open costs no descriptor and is
+// never declined. Should an open fail all the same for want of
 // descriptors (EMFILE, ENFILE: connections or etcd took them), the cache
 // closes some of its unpinned files and the open is tried again. Without a
 // FileCache (Options.FileCache nil) every segment keeps its descriptor
@@ -58,6 +65,9 @@ type FileCache struct {
 	hot list.List // active *segFile, open: the clock hand starts at the back
 
 	closes atomic.Int64 // files closed by the bounds or for want of descriptors
+	// held is the number of files pinned by ReadResults (a file pinned by
+	// several counts once): they cannot be closed until released.
+	held atomic.Int64
 	// over: pinned files kept the cache past a bound at its last eviction;
 	// the last unpin of a file then evicts again (trim).
 	over atomic.Bool
@@ -104,20 +114,13 @@ func (c *FileCache) Open() int {
 	return c.lru.Len() + c.hot.Len()
 }
 
-// Crowded reports whether the files the cache holds, pinned ones included,
-// have reached its total bound. A reader about to pin many more (a fetch
-// over thousands of partitions) should then stop and leave the rest to a
-// later request: pinned files can be neither closed nor refused, so only
-// their readers can keep the process under RLIMIT_NOFILE. A nil cache is
-// never crowded.
-func (c *FileCache) Crowded() bool {
-	if c == nil {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()+c.hot.Len() >= c.total
-}
+// Held is the number of files pinned by ReadResults not yet released.
+func (c *FileCache) Held() int { return int(c.held.Load()) }
+
+// heldFull reports whether the files pinned by ReadResults have reached
+// the total bound: an open could then not be balanced by a close. A nil
+// cache never is.
+func (c *FileCache) heldFull() bool { return c != nil && c.held.Load() >= int64(c.total) }
 
 // Closes is the number of files the cache has closed to keep its bounds
 // or to free descriptors.
@@ -145,6 +148,10 @@ type segFile struct {
 	class   fileClass
 	renamed bool // kept open for good (keepOpen)
 	used    bool // hot: used since the clock hand passed it
+	// held: pins by ReadResults (part of refs); heldIn is the cache
+	// whose held count they are in, while held > 0.
+	held   int
+	heldIn *FileCache
 
 	// Guarded by cache.mu: the list the file is in, and its element.
 	in   *list.List
@@ -157,8 +164,18 @@ func newSegFile(fsys FS, path string, f File) *segFile {
 	return &segFile{fs: fsys, path: path, f: f}
 }
 
+// errFileBound: a read within the file bound would have had to open a
+// segment file while the files held by reads have reached the cache's
+// total bound (ReadWithinFileBound).
+var errFileBound = errors.New("segment files held by reads are at the descriptor bound")
+
 // acquire pins the file open, opening it if needed.
-func (sf *segFile) acquire() (File, error) {
+func (sf *segFile) acquire() (File, error) { return sf.acquireFor(false, false) }
+
+// acquireFor is acquire; held counts the pin as a ReadResult's (released
+// with releaseHeld), and withinBound refuses to open a closed file while
+// the cache's held files have reached its total bound (errFileBound).
+func (sf *segFile) acquireFor(held, withinBound bool) (File, error) {
 	for attempt := 0; ; attempt++ {
 		sf.mu.Lock()
 		if sf.closed {
@@ -167,6 +184,10 @@ func (sf *segFile) acquire() (File, error) {
 		}
 		opened := false
 		if sf.f == nil {
+			if withinBound && sf.cache.heldFull() {
+				sf.mu.Unlock()
+				return nil, errFileBound
+			}
 			f, err := sf.fs.OpenFile(sf.path, os.O_RDWR, 0)
 			if err != nil {
 				cache := sf.cache
@@ -182,6 +203,13 @@ func (sf *segFile) acquire() (File, error) {
 		}
 		sf.refs++
 		sf.used = true
+		if held {
+			sf.held++
+			if sf.held == 1 && sf.cache != nil {
+				sf.heldIn = sf.cache
+				sf.heldIn.held.Add(1)
+			}
+		}
 		f, class, cache := sf.f, sf.class, sf.cache
 		sf.mu.Unlock()
 		if cache != nil && (opened || class == classCold) {
@@ -193,9 +221,21 @@ func (sf *segFile) acquire() (File, error) {
 
 // release unpins; the last unpin of a closed segment's file closes it,
 // and of a file that kept the cache past a bound lets it evict again.
-func (sf *segFile) release() {
+func (sf *segFile) release() { sf.releaseFor(false) }
+
+// releaseHeld undoes a ReadResult's pin (acquireFor with held).
+func (sf *segFile) releaseHeld() { sf.releaseFor(true) }
+
+func (sf *segFile) releaseFor(held bool) {
 	sf.mu.Lock()
 	sf.refs--
+	if held {
+		sf.held--
+		if sf.held == 0 && sf.heldIn != nil {
+			sf.heldIn.held.Add(-1)
+			sf.heldIn = nil
+		}
+	}
 	last := sf.refs == 0
 	if last && sf.closed && sf.f != nil {
 		sf.f.Close()
@@ -208,9 +248,10 @@ func (sf *segFile) release() {
 	}
 }
 
-// pin returns the open *os.File for a FileSlice, pinned until unpin.
-func (sf *segFile) pin() (*os.File, error) {
-	f, err := sf.acquire()
+// pin returns the open *os.File for a ReadResult's FileSlices, pinned
+// until releaseHeld; withinBound: as acquireFor.
+func (sf *segFile) pin(withinBound bool) (*os.File, error) {
+	f, err := sf.acquireFor(true, withinBound)
 	if err != nil {
 		return nil, err
 	}

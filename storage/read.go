@@ -27,6 +27,11 @@ type ReadResult struct {
 	// batch not returned (the fetch offset when nothing is), the upper end
 	// of a read_committed fetch's aborted-transaction search.
 	EndOffset int64
+	// Declined: ReadWithinFileBound stopped at a segment whose file it
+	// would have had to open while the files held by reads are at the
+	// descriptor bound; Slices hold what came before it (often nothing).
+	// The caller answers as for a read cut short by its byte limit.
+	Declined bool
 
 	// pins are the segment files of Slices, kept open until Release.
 	pins []*segFile
@@ -39,9 +44,25 @@ type ReadResult struct {
 // Calling it more than once is harmless.
 func (r *ReadResult) Release() {
 	for _, sf := range r.pins {
-		sf.release()
+		sf.releaseHeld()
 	}
 	r.pins = nil
+}
+
+// pin pins seg's file for the result's slices (see segFile.pin).
+func (r *ReadResult) pin(seg *segment, withinBound bool) (*os.File, error) {
+	f, err := seg.log.pin(withinBound)
+	if err != nil {
+		return nil, err
+	}
+	r.pins = append(r.pins, seg.log)
+	return f, nil
+}
+
+// unpinLast undoes the last pin (its segment gave no slice).
+func (r *ReadResult) unpinLast() {
+	r.pins[len(r.pins)-1].releaseHeld()
+	r.pins = r.pins[:len(r.pins)-1]
 }
 
 // segmentFor returns the index of the last segment whose base offset is
@@ -59,9 +80,29 @@ func (l *Log) segmentFor(offset int64) int {
 // >= upTo, gives an empty result; offset outside [log start, log end] is
 // OFFSET_OUT_OF_RANGE. Cost: a binary search over segments and over the
 // offset index, then at most one index interval of batch headers at each
-// end of the range. The slices stay valid without any lock.
+// end of the range; a read starting where a recent one ended, or among
+// the last batches, reads no header to find its start (readends.go,
+// tailbatches.go). The slices stay valid without any lock.
+//
+// Read opens the segment files it needs whatever the FileCache holds: for
+// callers that copy the slices and release them at once (the share fetch,
+// the internal topics' readers, a move between log directories).
 func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (ReadResult, error) {
-	res, err := l.read(offset, maxBytes, upTo, minOneBatch)
+	return l.readReleasingOnError(offset, maxBytes, upTo, minOneBatch, false)
+}
+
+// ReadWithinFileBound is Read for a caller that holds the slices until a
+// response is written (Fetch, over up to every partition of the broker):
+// it pins files already open freely, but declines to open one while the
+// files held by reads have reached the FileCache's total bound (Declined,
+// no error), so that the reads in flight cannot take the process past
+// RLIMIT_NOFILE.
+func (l *Log) ReadWithinFileBound(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (ReadResult, error) {
+	return l.readReleasingOnError(offset, maxBytes, upTo, minOneBatch, true)
+}
+
+func (l *Log) readReleasingOnError(offset int64, maxBytes int64, upTo int64, minOneBatch, withinBound bool) (ReadResult, error) {
+	res, err := l.read(offset, maxBytes, upTo, minOneBatch, withinBound)
 	if err != nil {
 		res.Release()
 		res.Slices, res.Size = nil, 0
@@ -69,7 +110,7 @@ func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (
 	return res, err
 }
 
-func (l *Log) read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (ReadResult, error) {
+func (l *Log) read(offset int64, maxBytes int64, upTo int64, minOneBatch, withinBound bool) (ReadResult, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	res := ReadResult{
@@ -85,81 +126,113 @@ func (l *Log) read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (
 		return res, offsetOutOfRange(offset, res.LogStartOffset, res.LogEndOffset)
 	}
 	upTo = min(upTo, res.LogEndOffset)
-	if offset >= upTo {
+	if offset >= upTo || (maxBytes <= 0 && !minOneBatch) {
 		return res, nil
 	}
 
 	// Locate the first batch: the segment holding offset, or the first
-	// batch after it should offset fall in a gap.
+	// batch after it should offset fall in a gap. Each segment's file is
+	// pinned before it is read (a pinned file is not closed meanwhile).
 	i := l.segmentFor(offset)
 	var startPos int64
+	var file *os.File // the pinned file of segments[i]
 	for ; i < len(l.segments); i++ {
-		pos, found, err := l.segments[i].findBatchPos(offset)
+		seg := l.segments[i]
+		f, err := res.pin(seg, withinBound)
+		if err == errFileBound {
+			res.Declined = true
+			return res, nil
+		}
+		if err != nil {
+			return res, storageErr("read", err)
+		}
+		pos, found, err := seg.findBatchPos(offset)
 		if err != nil {
 			return res, storageErr("read", err)
 		}
 		if found {
-			startPos = pos
+			startPos, file = pos, f
 			break
 		}
+		res.unpinLast()
 	}
 
 	remaining := maxBytes
-	for ; i < len(l.segments); i, startPos = i+1, 0 {
+	for ; i < len(l.segments); i, startPos, file = i+1, 0, nil {
 		seg := l.segments[i]
-		if seg.baseOffset >= upTo {
+		if seg.baseOffset >= upTo || (remaining <= 0 && len(res.Slices) > 0) {
+			if file != nil {
+				res.unpinLast()
+			}
 			break
 		}
-		endPos := seg.size
+		if file == nil {
+			f, err := res.pin(seg, withinBound)
+			if err == errFileBound {
+				res.Declined = true
+				break
+			}
+			if err != nil {
+				return res, storageErr("read", err)
+			}
+			file = f
+		}
+		// endBase is the base offset of the batch at endPos, if known
+		// (endPos < size), and then nextBase of the batch at end.
+		endPos, endBase, endKnown := seg.size, int64(0), false
 		if upTo < seg.nextOffset {
-			p, h, found, err := seg.findBatch(upTo)
+			p, base, size, found, err := seg.findBatchEnd(upTo)
 			if err != nil {
 				return res, storageErr("read", err)
 			}
 			if found {
-				endPos = p
-				if h.BaseOffset < upTo {
-					endPos = p + h.Size()
+				endPos, endBase, endKnown = p, base, true
+				if base < upTo {
+					endPos, endKnown = p+size, false
 				}
 			}
 		}
 		if endPos <= startPos {
+			res.unpinLast()
 			break
 		}
-		end := endPos
+		end, nextBase, nextKnown := endPos, endBase, endKnown
 		if endPos-startPos > remaining {
-			var err error
-			end, err = seg.boundaryAtOrBefore(startPos, startPos+max(remaining, 0))
+			p, h, hasHeader, err := seg.boundaryAtOrBefore(startPos, startPos+max(remaining, 0))
 			if err != nil {
 				return res, storageErr("read", err)
 			}
+			end, nextBase, nextKnown = p, h.BaseOffset, hasHeader
 			if end == startPos && minOneBatch && len(res.Slices) == 0 {
-				var buf [recordbatch.HeaderSize]byte
-				h, err := seg.readHeader(startPos, &buf)
-				if err != nil {
-					return res, storageErr("read", err)
+				if !hasHeader { // the header at startPos, were it not read
+					var buf [recordbatch.HeaderSize]byte
+					if h, err = seg.readHeader(startPos, &buf); err != nil {
+						return res, storageErr("read", err)
+					}
 				}
-				end = startPos + h.Size()
+				end, nextKnown = startPos+h.Size(), false
 			}
 		}
-		if end > startPos {
-			f, err := seg.log.pin()
-			if err != nil {
-				return res, storageErr("read", err)
-			}
-			res.pins = append(res.pins, seg.log)
-			res.Slices = append(res.Slices, FileSlice{File: f, Pos: startPos, Len: end - startPos})
-			res.Size += end - startPos
-			remaining -= end - startPos
-			res.EndOffset = seg.nextOffset
-			if end < seg.size {
+		if end <= startPos {
+			res.unpinLast()
+			break
+		}
+		res.Slices = append(res.Slices, FileSlice{File: file, Pos: startPos, Len: end - startPos})
+		res.Size += end - startPos
+		remaining -= end - startPos
+		res.EndOffset = seg.nextOffset
+		if end < seg.size {
+			if !nextKnown {
 				var buf [recordbatch.HeaderSize]byte
 				h, err := seg.readHeader(end, &buf)
 				if err != nil {
 					return res, storageErr("read", err)
 				}
-				res.EndOffset = h.BaseOffset
+				nextBase = h.BaseOffset
 			}
+			res.EndOffset = nextBase
+			// The consumer's next fetch starts here.
+			seg.ends.record(seg.baseOffset, nextBase, end)
 		}
 		if end < endPos || endPos < seg.size {
 			break // stopped by maxBytes or upTo

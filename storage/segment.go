@@ -66,6 +66,8 @@ type segment struct {
 	preallocated bool
 	// tail: where the last batches start, while active (tailbatches.go).
 	tail *tailBatches
+	// ends: where recent reads ended (readends.go).
+	ends *readEnds
 }
 
 // segmentJitter draws a segment's roll jitter in [0, bound); tests
@@ -118,7 +120,7 @@ func openSegmentFilesNamed(fsys FS, dir string, baseOffset int64, extra string, 
 	s := &segment{
 		dir: dir, baseOffset: baseOffset, log: newSegFile(fsys, path, lf), size: fi.Size(), nextOffset: baseOffset,
 		maxTimestamp: recordbatch.NoTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: recordbatch.NoTimestamp, created: now,
-		rollJitterMs: cfg.randomSegmentJitter(),
+		rollJitterMs: cfg.randomSegmentJitter(), ends: new(readEnds),
 	}
 	if mode == segmentCreate && active && extra == "" && cfg.Preallocate && cfg.SegmentBytes > 0 {
 		// Kafka's FileRecords.open with preallocate: the file is made
@@ -279,27 +281,29 @@ func (s *segment) findBatch(target int64) (pos int64, h batchHeader, found bool,
 // boundaryAtOrBefore returns the largest batch start position p with
 // from <= p <= limit, walking headers from the offset-index entry at or
 // below limit; it returns from if no later batch starts before limit.
-func (s *segment) boundaryAtOrBefore(from, limit int64) (int64, error) {
+// When p < size, h is the header of the batch at p if the walk read it
+// (hasHeader), sparing the caller a read of it.
+func (s *segment) boundaryAtOrBefore(from, limit int64) (p int64, h batchHeader, hasHeader bool, err error) {
 	if limit >= s.size {
-		return s.size, nil
+		return s.size, h, false, nil
 	}
 	_, pos, err := s.offsetIndex.lookupPosition(limit)
 	if err != nil {
-		return 0, err
+		return 0, h, false, err
 	}
 	pos = max(pos, from)
 	var buf [recordbatch.HeaderSize]byte
 	for pos < s.size {
-		h, err := s.readHeader(pos, &buf)
+		h, err = s.readHeader(pos, &buf)
 		if err != nil {
-			return 0, err
+			return 0, h, false, err
 		}
 		if pos+h.Size() > limit {
-			return pos, nil
+			return pos, h, true, nil
 		}
 		pos += h.Size()
 	}
-	return pos, nil
+	return pos, h, false, nil
 }
 
 // readBatch reads the whole batch at pos.

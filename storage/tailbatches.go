@@ -49,27 +49,54 @@ func (t *tailBatches) add(h *batchHeader, pos, n int64) {
 // target, ok false when the entries cannot tell (target before the first
 // entry or after the last, or an entry past size).
 func (t *tailBatches) find(target, size int64) (pos int64, ok bool) {
+	e, ok := t.findEntry(target, size)
+	return e.pos, ok
+}
+
+// findEntry is find returning the whole entry.
+func (t *tailBatches) findEntry(target, size int64) (tailBatch, bool) {
 	if t == nil || t.n == 0 || target < t.e[0].base || target > t.e[t.n-1].last {
-		return 0, false
+		return tailBatch{}, false
 	}
 	for i := range t.n {
 		e := &t.e[i]
 		if e.end > size {
-			return 0, false
+			return tailBatch{}, false
 		}
 		if e.last >= target {
-			return e.pos, true
+			return *e, true
 		}
 	}
-	return 0, false
+	return tailBatch{}, false
 }
 
 // findBatchPos is findBatch for a caller that needs only the position,
-// answered from the tail entries when they hold target.
+// answered without reading the file when it can: from the tail entries,
+// from where a recent read ended (readends.go), or for a target at or
+// below the segment's base offset, the first batch (every batch's last
+// offset is at or above the base).
 func (s *segment) findBatchPos(target int64) (pos int64, found bool, err error) {
 	if pos, ok := s.tail.find(target, s.size); ok {
 		return pos, true, nil
 	}
+	if pos, ok := s.ends.find(s.baseOffset, target, s.size); ok {
+		return pos, true, nil
+	}
+	if target <= s.baseOffset && s.size > 0 {
+		return 0, true, nil
+	}
 	pos, _, found, err = s.findBatch(target)
 	return pos, found, err
+}
+
+// findBatchEnd is findBatch answered from the tail entries when they hold
+// target: the position, base offset and size of the first batch whose
+// last offset is >= target (a read's upper end, the high watermark, is
+// mostly within the last batches).
+func (s *segment) findBatchEnd(target int64) (pos, base, size int64, found bool, err error) {
+	if e, ok := s.tail.findEntry(target, s.size); ok {
+		return e.pos, e.base, e.end - e.pos, true, nil
+	}
+	pos, h, found, err := s.findBatch(target)
+	return pos, h.BaseOffset, h.Size(), found, err
 }

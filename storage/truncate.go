@@ -319,6 +319,7 @@ func (s *segment) truncateAt(pos, cut int64) error {
 		return err
 	}
 	s.size = pos
+	s.ends.clear() // batches appended from pos on will be others
 	return nil
 }
 
