@@ -77,8 +77,9 @@ import (
 // segments read since. A sealed index that cannot be mapped (mmap failing
 // with ENOMEM at the limit) is searched with pread through a descriptor
 // opened for that search only; an active index that cannot be mapped
-// fails its roll or the append that maps it. Raise vm.max_map_count (Kafka's operators use 262144 and
-// more) for brokers with many segments that are read.
+// fails its roll or the append that maps it. Raise vm.max_map_count
+// (Kafka's operators use 262144 and more) for brokers with many segments
+// that are read.
 //
 // Mapping goes through the File (the mappable interface in fs.go), so a
 // FaultFS can fail it (FailMmaps). Files of an FS that does not offer it
@@ -862,24 +863,30 @@ func (ti *timeIndex) lookup(target int64) (ts, offset int64, err error) {
 // maybeAppend adds (ts, offset) if ts is larger than the last entry's, as
 // Kafka's TimeIndex.maybeAppend; a full index takes no more entries.
 func (ti *timeIndex) maybeAppend(ts, offset int64) error {
-	return ti.maybeAppendWith(ts, offset, ti.append)
+	return ti.maybeAppendWith(ts, offset, false)
 }
 
 // maybeAppendFinal is maybeAppend for the last entry of a segment about to
 // be trimmed (close): a parked index takes it through a descriptor
 // (appendUnmapped) instead of being mapped only to be unmapped again.
 func (ti *timeIndex) maybeAppendFinal(ts, offset int64) error {
-	return ti.maybeAppendWith(ts, offset, ti.appendUnmapped)
+	return ti.maybeAppendWith(ts, offset, true)
 }
 
-func (ti *timeIndex) maybeAppendWith(ts, offset int64, appendEntry func([]byte) error) error {
+func (ti *timeIndex) maybeAppendWith(ts, offset int64, final bool) error {
 	if ts <= ti.lastTs || ti.full() {
 		return nil
 	}
 	e := ti.scratch[:timeIndexEntrySize]
 	binary.BigEndian.PutUint64(e, uint64(ts))
 	binary.BigEndian.PutUint32(e[8:], uint32(int32(offset-ti.baseOffset)))
-	if err := appendEntry(e); err != nil {
+	var err error
+	if final {
+		err = ti.appendUnmapped(e)
+	} else {
+		err = ti.append(e)
+	}
+	if err != nil {
 		return err
 	}
 	ti.lastTs = ts
