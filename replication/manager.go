@@ -533,7 +533,7 @@ func (m *Manager) Close() error {
 	close(todo)
 	wg.Wait()
 	if len(toMark) > 0 {
-		if err := m.finishUnsyncedClose(toMark); err != nil {
+		if err := m.finishUnsyncedClose(toMark, workers); err != nil {
 			errs = append(errs, err)
 		}
 	} else if err := m.writeDirCheckpoints(); err != nil {
@@ -551,8 +551,10 @@ func (m *Manager) Close() error {
 // clean-shutdown markers and makes those durable too. When a syncfs fails
 // nothing more is written: neither the directories' checkpoints nor the
 // markers, so the next start recovers those logs from the recovery points
-// the last checkpoints hold, as after a crash.
-func (m *Manager) finishUnsyncedClose(logs []*Partition) error {
+// the last checkpoints hold, as after a crash. The markers are written by
+// workers goroutines: each is a file creation, and one after another
+// 100,000 of them took an eighth of the stop's CPU.
+func (m *Manager) finishUnsyncedClose(logs []*Partition, workers int) error {
 	syncDirs := func() error {
 		for _, d := range m.cfg.LogDirs {
 			if m.DirOffline(filepath.Clean(d)) {
@@ -570,12 +572,25 @@ func (m *Manager) finishUnsyncedClose(logs []*Partition) error {
 	if err := m.writeDirCheckpoints(); err != nil {
 		return fmt.Errorf("checkpointing log directories: %w", err)
 	}
-	var errs []error
-	for _, p := range logs {
-		if err := p.log.MarkCleanShutdown(); err != nil {
-			errs = append(errs, fmt.Errorf("closing %s-%d: %w", p.topic, p.index, err))
-		}
+	var (
+		errs   []error
+		errsMu sync.Mutex
+		wg     sync.WaitGroup
+		next   atomic.Int64
+	)
+	for range max(1, min(workers, len(logs))) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(logs)); i = next.Add(1) - 1 {
+				p := logs[i]
+				if err := p.log.MarkCleanShutdown(); err != nil {
+					errsMu.Lock()
+					errs = append(errs, fmt.Errorf("closing %s-%d: %w", p.topic, p.index, err))
+					errsMu.Unlock()
+				}
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(append(errs, syncDirs())...)
 }
 

@@ -88,7 +88,8 @@
 // segment's .log stays open until the segment is deleted.
 //
 // Index files hold none: the active segment's .index and .timeindex are
-// memory-mapped read-write, a sealed segment's are mapped read-only on
+// memory-mapped read-write from its first append (a log opened maps
+// nothing), a sealed segment's are mapped read-only on
 // their first lookup, and both are unmapped when the segment is closed or
 // deleted, an idle active segment's by ReleaseIdleActive (index.go says
 // when and why, and what bounds the number of mappings). The .txnindex,

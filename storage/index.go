@@ -61,20 +61,25 @@ import (
 //     and kept mapped until the segment is closed, deleted, truncated or
 //     reactivated. Loading a sealed segment reads only the last entry of
 //     each index (pread while the file is open for its size, then cached),
-//     so opening a log maps nothing but its active segment's indexes.
+//     and a loaded active segment's indexes start parked (see park): its
+//     first append maps them, so opening a log maps nothing (a restart
+//     with 100,000 partitions would otherwise map 200,000 indexes, past
+//     vm.max_map_count, and fail).
 //
 // vm.max_map_count (65530 by default) bounds the mappings of the process:
-// this package holds two per active segment (one per index) but none for
-// an idle partition's (park, from Log.ReleaseIdleActive), plus one per
+// this package holds two per active segment appended to since it was
+// opened (one per index) but none for an idle partition's (park, from
+// Log.ReleaseIdleActive), plus one per
 // sealed segment whose offset index was searched since the log was opened
 // (fetches, the cleaner) and one per sealed segment whose time index was
 // (ListOffsets by timestamp); empty indexes are never mapped. 10,000
-// partitions thus take 20,000 mappings, plus those of the sealed segments
-// read since. A sealed index that cannot be mapped (mmap failing with
-// ENOMEM at the limit) is searched with pread through a descriptor opened
-// for that search only; an active index that cannot be mapped fails its
-// open or roll. Raise vm.max_map_count (Kafka's operators use 262144 and
-// more) for brokers with many segments that are read.
+// partitions written to take 20,000 mappings, plus those of the sealed
+// segments read since. A sealed index that cannot be mapped (mmap failing
+// with ENOMEM at the limit) is searched with pread through a descriptor
+// opened for that search only; an active index that cannot be mapped
+// fails its roll or the append that maps it. Raise vm.max_map_count
+// (Kafka's operators use 262144 and more) for brokers with many segments
+// that are read.
 //
 // Mapping goes through the File (the mappable interface in fs.go), so a
 // FaultFS can fail it (FailMmaps). Files of an FS that does not offer it
@@ -187,7 +192,15 @@ func openIndexFile(fsys FS, path string, entrySize int, maxBytes int32, fresh, a
 			return nil, err
 		}
 	}
-	if active {
+	if active && !fresh {
+		// A loaded active index starts parked: its first append maps it.
+		// Restarting with 100,000 partitions would otherwise map 200,000
+		// indexes, past vm.max_map_count, before any is written to.
+		if err := ix.preallocateActive(mf.mapTarget(), true); err != nil {
+			return nil, err
+		}
+		ix.active = true
+	} else if active {
 		if err := ix.mapActive(mf, true); err != nil {
 			return nil, err
 		}
@@ -222,7 +235,26 @@ func (ix *indexFile) activateFD() error {
 // fails until the disk has room): a segment whose roll failed takes
 // appends again even on a full disk, failing them cleanly.
 func (ix *indexFile) mapActive(mf mappable, strict bool) error {
-	f := mf.mapTarget()
+	if err := ix.preallocateActive(mf.mapTarget(), strict); err != nil {
+		return err
+	}
+	size := ix.maxEntries * ix.entrySize
+	mm, err := mf.mmap(size, true)
+	if err != nil {
+		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
+	}
+	ix.mu.Lock()
+	ix.mm, ix.active = mm, true
+	ix.mu.Unlock()
+	ix.dirtyFrom, ix.dirtyTo = size, 0
+	return nil
+}
+
+// preallocateActive reserves the blocks of the first step of f (the index
+// file, which must not be mapped) and makes it segment.index.bytes long,
+// unmapped; mapActive maps it (an active index left unmapped is parked:
+// see park). strict as mapActive's.
+func (ix *indexFile) preallocateActive(f *os.File, strict bool) error {
 	if ix.n > ix.maxEntries {
 		ix.maxEntries = ix.n // segment.index.bytes shrank; the index is simply full
 	}
@@ -235,13 +267,6 @@ func (ix *indexFile) mapActive(mf mappable, strict bool) error {
 	if err := f.Truncate(int64(size)); err != nil {
 		return err
 	}
-	mm, err := mf.mmap(size, true)
-	if err != nil {
-		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
-	}
-	ix.mu.Lock()
-	ix.mm, ix.active = mm, true
-	ix.mu.Unlock()
 	ix.dirtyFrom, ix.dirtyTo = size, 0
 	return nil
 }
@@ -486,6 +511,35 @@ func (ix *indexFile) append(e []byte) error {
 		return err
 	}
 	copy(ix.mm[off:off+ix.entrySize], e)
+	ix.markDirty(off, off+ix.entrySize)
+	copy(ix.last[:], e)
+	ix.n++
+	return nil
+}
+
+// appendUnmapped is append for a parked index that stays parked: the
+// entry is written with pwrite through a descriptor opened for it, its
+// block reserved first (sync then fsyncs the file, as for any store made
+// while parked). Any other index takes append.
+func (ix *indexFile) appendUnmapped(e []byte) error {
+	if !ix.parked() {
+		return ix.append(e)
+	}
+	if ix.full() {
+		return fmt.Errorf("append to full index %s", ix.path)
+	}
+	off := ix.n * ix.entrySize
+	f, mf, err := ix.openMappable(os.O_RDWR)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := ix.reserveWith(mf.mapTarget(), off+ix.entrySize, ix.maxEntries*ix.entrySize); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(e, int64(off)); err != nil {
+		return err
+	}
 	ix.markDirty(off, off+ix.entrySize)
 	copy(ix.last[:], e)
 	ix.n++
@@ -809,13 +863,30 @@ func (ti *timeIndex) lookup(target int64) (ts, offset int64, err error) {
 // maybeAppend adds (ts, offset) if ts is larger than the last entry's, as
 // Kafka's TimeIndex.maybeAppend; a full index takes no more entries.
 func (ti *timeIndex) maybeAppend(ts, offset int64) error {
+	return ti.maybeAppendWith(ts, offset, false)
+}
+
+// maybeAppendFinal is maybeAppend for the last entry of a segment about to
+// be trimmed (close): a parked index takes it through a descriptor
+// (appendUnmapped) instead of being mapped only to be unmapped again.
+func (ti *timeIndex) maybeAppendFinal(ts, offset int64) error {
+	return ti.maybeAppendWith(ts, offset, true)
+}
+
+func (ti *timeIndex) maybeAppendWith(ts, offset int64, final bool) error {
 	if ts <= ti.lastTs || ti.full() {
 		return nil
 	}
 	e := ti.scratch[:timeIndexEntrySize]
 	binary.BigEndian.PutUint64(e, uint64(ts))
 	binary.BigEndian.PutUint32(e[8:], uint32(int32(offset-ti.baseOffset)))
-	if err := ti.append(e); err != nil {
+	var err error
+	if final {
+		err = ti.appendUnmapped(e)
+	} else {
+		err = ti.append(e)
+	}
+	if err != nil {
 		return err
 	}
 	ti.lastTs = ts

@@ -245,9 +245,13 @@ func TestSealedIndexLookupAfterReopen(t *testing.T) {
 	}
 	act := l.active()
 	m := mappingsUnder(t, dir)
-	if len(m) != 2 || m[segPath(dir, act.baseOffset, indexFileSuffix)] != 1 || m[segPath(dir, act.baseOffset, timeIndexFileSuffix)] != 1 {
-		t.Fatalf("mappings after Open %v, want the active segment's two indexes", m)
+	if len(m) != 0 {
+		t.Fatalf("mappings after Open %v, want none (an active index is mapped by its first append)", m)
 	}
+	if !act.offsetIndex.parked() || !act.timeIndex.parked() {
+		t.Fatal("the active segment's indexes are not parked after Open")
+	}
+
 	if fds, _ := fdsUnder(t, dir); len(fds) != len(l.segments) {
 		t.Fatalf("%d descriptors for %d segments: %v", len(fds), len(l.segments), fds)
 	}
@@ -281,7 +285,7 @@ func TestSealedIndexLookupAfterReopen(t *testing.T) {
 	for _, s := range l.segments {
 		want := min(s.offsetIndex.n, 1)
 		if s == act {
-			want = 1 // mapped while active, even empty
+			want = 0 // parked: searched with pread until an append maps it
 		}
 		if m[segPath(dir, s.baseOffset, indexFileSuffix)] != want {
 			t.Fatalf("segment %d offset index (%d entries, active %v, mapped %v) mapped %d times after reads, want %d", s.baseOffset, s.offsetIndex.n, s.offsetIndex.active, s.offsetIndex.mm != nil, m[segPath(dir, s.baseOffset, indexFileSuffix)], want)
@@ -303,6 +307,11 @@ func TestSealedIndexLookupAfterReopen(t *testing.T) {
 		t.Fatalf("%d descriptors for %d segments after reads", len(fds), len(l.segments))
 	}
 	verifyLog(t, l, stored)
+	// Appends past index.interval.bytes map the active indexes again.
+	appendBatches(t, l, compress.None, 5, testEpoch.UnixMilli()+1e6)
+	if act := l.active(); !act.offsetIndex.mappedActive() || !act.timeIndex.mappedActive() {
+		t.Fatalf("active indexes not mapped after appends (offset index %d entries, time index %d)", act.offsetIndex.n, act.timeIndex.n)
+	}
 }
 
 func TestIndexMmapTruncateEntries(t *testing.T) {
@@ -854,9 +863,18 @@ func TestIndexMmapFaults(t *testing.T) {
 	}
 
 	fsys.FailMmaps(true)
-	if _, err := openIndexFile(fsys, path, offsetIndexEntrySize, 4096, false, true); !errors.Is(err, ErrInjected) {
-		t.Fatalf("opening an active index whose mapping fails: %v, want the injected error", err)
+	if _, err := openIndexFile(fsys, path+".new", offsetIndexEntrySize, 4096, true, true); !errors.Is(err, ErrInjected) {
+		t.Fatalf("creating an active index whose mapping fails: %v, want the injected error", err)
 	}
+	// A loaded active index is mapped by its first append, which fails.
+	loaded, err := openIndexFile(fsys, path, offsetIndexEntrySize, 4096, false, true)
+	if err != nil {
+		t.Fatalf("opening a loaded active index (parked, unmapped): %v", err)
+	}
+	if err := loaded.append(e[:]); !errors.Is(err, ErrInjected) {
+		t.Fatalf("first append to a loaded active index whose mapping fails: %v, want the injected error", err)
+	}
+	loaded.close()
 	sealed, err := openIndexFile(fsys, path, offsetIndexEntrySize, 4096, false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -885,5 +903,32 @@ func TestIndexMmapFaults(t *testing.T) {
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCloseWritesFinalTimeEntryOfParkedIndex: a log reopened and appended
+// to without reaching index.interval.bytes keeps its active indexes parked;
+// Close writes the final time-index entry through a descriptor (no mapping)
+// and the next open finds it.
+func TestCloseWritesFinalTimeEntryOfParkedIndex(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	l := openTestLog(t, dir, cfg, nil)
+	mustAppend(t, l, simpleBatch(t, compress.None, 2, testEpoch.UnixMilli()))
+	l.Close()
+	l = openTestLog(t, dir, cfg, nil)
+	ts := testEpoch.UnixMilli() + 5000
+	info := mustAppend(t, l, simpleBatch(t, compress.None, 3, ts))
+	if !l.active().timeIndex.parked() {
+		t.Fatal("time index mapped by an append that added no index entry")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir, cfg, nil)
+	gotTs, gotOff, ok, err := l.active().timeIndex.loadLast()
+	l.Close()
+	if err != nil || !ok || gotTs != ts+2 || gotOff != info.LastOffset {
+		t.Fatalf("last time-index entry (%d, %d, %v, %v), want (%d, %d)", gotTs, gotOff, ok, err, ts+2, info.LastOffset)
 	}
 }

@@ -719,7 +719,7 @@ func (l *Log) shutdownLocked(mode fileSync) error {
 	}
 	// Kafka's LogSegment.close: the final time-index entry, so that the
 	// last entry always holds the segment's largest timestamp.
-	if err := act.timeIndex.maybeAppend(act.maxTimestamp, act.offsetOfMaxTimestamp); err != nil {
+	if err := act.timeIndex.maybeAppendFinal(act.maxTimestamp, act.offsetOfMaxTimestamp); err != nil {
 		return storageErr("close", err)
 	}
 	// A preallocated file is trimmed first, so that what a clean
