@@ -74,12 +74,16 @@ import (
 // (fetches, the cleaner) and one per sealed segment whose time index was
 // (ListOffsets by timestamp); empty indexes are never mapped. 10,000
 // partitions written to take 20,000 mappings, plus those of the sealed
-// segments read since. A sealed index that cannot be mapped (mmap failing
-// with ENOMEM at the limit) is searched with pread through a descriptor
-// opened for that search only; an active index that cannot be mapped
-// fails its roll or the append that maps it. Raise vm.max_map_count
-// (Kafka's operators use 262144 and more) for brokers with many segments
-// that are read.
+// segments read since. These mappings are bounded below the limit
+// (mapbudget.go: vm.max_map_count less a headroom, 49,146 of 65,530),
+// since past it the Go runtime's own mmap fails and stops the process.
+// An active index that gets no mapping stays parked: its entries are
+// written with pwrite (appendUnmapped) and its truncations zeroed the
+// same way. A sealed index that cannot be mapped (the bound, or mmap
+// failing with ENOMEM) is searched with pread through a descriptor
+// opened for that search only. Raise vm.max_map_count (Kafka's operators
+// use 262144 and more) for brokers with many partitions written at once
+// or many segments that are read.
 //
 // Mapping goes through the File (the mappable interface in fs.go), so a
 // FaultFS can fail it (FailMmaps). Files of an FS that does not offer it
@@ -239,8 +243,13 @@ func (ix *indexFile) mapActive(mf mappable, strict bool) error {
 		return err
 	}
 	size := ix.maxEntries * ix.entrySize
+	if !indexMaps.take() {
+		ix.active = true // parked: appends pwrite (appendUnmapped)
+		return nil
+	}
 	mm, err := mf.mmap(size, true)
 	if err != nil {
+		indexMaps.give()
 		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
 	}
 	ix.mu.Lock()
@@ -333,6 +342,7 @@ func (ix *indexFile) unmap() error {
 	}
 	err := munmap(ix.mm)
 	ix.mm = nil
+	indexMaps.give()
 	return err
 }
 
@@ -343,13 +353,18 @@ func (ix *indexFile) mapSealed() error {
 	if ix.mm != nil || ix.closed || ix.active || ix.n == 0 {
 		return nil
 	}
+	if !indexMaps.take() {
+		return &os.PathError{Op: "mmap", Path: ix.path, Err: errMapBudget}
+	}
 	f, mf, err := ix.openMappable(os.O_RDONLY)
 	if err != nil {
+		indexMaps.give()
 		return err
 	}
 	defer f.Close()
 	mm, err := mf.mmap(ix.n*ix.entrySize, false)
 	if err != nil {
+		indexMaps.give()
 		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
 	}
 	ix.mm = mm
@@ -504,7 +519,9 @@ func (ix *indexFile) append(e []byte) error {
 		ix.n++
 		return nil
 	}
-	if err := ix.unpark(); err != nil {
+	if err := ix.unpark(); errors.Is(err, errMapBudget) {
+		return ix.appendUnmapped(e)
+	} else if err != nil {
 		return err
 	}
 	if err := ix.reserve(off + ix.entrySize); err != nil {
@@ -563,7 +580,9 @@ func (ix *indexFile) truncateEntries(n int) error {
 	case !ix.useMmap:
 		return ix.file.Truncate(int64(n * ix.entrySize))
 	case ix.active:
-		if err := ix.unpark(); err != nil {
+		if err := ix.unpark(); errors.Is(err, errMapBudget) {
+			return ix.truncateUnmapped(n, old)
+		} else if err != nil {
 			ix.n = old
 			return err
 		}
@@ -593,6 +612,29 @@ func (ix *indexFile) truncateEntries(n int) error {
 		}
 	}
 	return f.Sync()
+}
+
+// truncateUnmapped is truncateEntries for a parked active index that
+// cannot be mapped (errMapBudget): the dropped entries are zeroed with
+// pwrite and the new last entry read back. ix.n is already n.
+func (ix *indexFile) truncateUnmapped(n, old int) error {
+	f, err := ix.fsys.OpenFile(ix.path, os.O_RDWR, 0)
+	if err != nil {
+		ix.n = old
+		return err
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(make([]byte, (old-n)*ix.entrySize), int64(n*ix.entrySize)); err != nil {
+		ix.n = old
+		return err
+	}
+	ix.markDirty(n*ix.entrySize, old*ix.entrySize)
+	if n > 0 {
+		if _, err := f.ReadAt(ix.last[:ix.entrySize], int64((n-1)*ix.entrySize)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // seal trims the index (see trim) and fsyncs it.
@@ -717,13 +759,18 @@ func (ix *indexFile) unpark() error {
 	if !ix.parked() {
 		return nil
 	}
+	if !indexMaps.take() {
+		return errMapBudget
+	}
 	f, mf, err := ix.openMappable(os.O_RDWR)
 	if err != nil {
+		indexMaps.give()
 		return err
 	}
 	defer f.Close()
 	mm, err := mf.mmap(ix.maxEntries*ix.entrySize, true)
 	if err != nil {
+		indexMaps.give()
 		return &os.PathError{Op: "mmap", Path: ix.path, Err: err}
 	}
 	ix.mu.Lock()
@@ -749,6 +796,7 @@ func (ix *indexFile) close() error {
 	}
 	err := munmap(ix.mm)
 	ix.mm = nil
+	indexMaps.give()
 	return err
 }
 
