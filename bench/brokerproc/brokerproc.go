@@ -3,8 +3,9 @@
 // Package brokerproc runs bin/strait as a child process for the bench
 // tools that measure a whole broker process (bench/idlepartitions,
 // bench/stoprestart): the flags they share, the start to the broker's ready
-// file, the stop by SIGTERM timed to the exit, and the creation of their
-// numbered topics, one CreateTopics request each.
+// file, the stop by SIGTERM timed to the exit (strait-bench stops its
+// brokers with it too), and the creation of their numbered topics, one
+// CreateTopics request each.
 package brokerproc
 
 import (
@@ -148,23 +149,28 @@ func (b *Broker) Pid() int { return b.cmd.Process.Pid }
 // return no time.
 func (b *Broker) Stop(limit time.Duration) (took time.Duration, err error) {
 	killed := false
-	b.stop.Do(func() {
-		t0 := time.Now()
-		_ = b.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-b.done:
-		case <-time.After(limit):
-			_ = b.cmd.Process.Kill()
-			<-b.done
-			killed = true
-		}
-		took = time.Since(t0)
-	})
+	b.stop.Do(func() { took, killed = StopProcess(b.cmd.Process, b.done, limit) })
 	<-b.done
 	if killed {
 		return took, fmt.Errorf("killed after %s of SIGTERM", limit)
 	}
 	return took, b.waitErr
+}
+
+// StopProcess sends proc SIGTERM and waits for exited to be closed (at
+// its exit), SIGKILL after grace; it returns the time to the exit and
+// whether the process had to be killed.
+func StopProcess(proc *os.Process, exited <-chan struct{}, grace time.Duration) (took time.Duration, killed bool) {
+	start := time.Now()
+	_ = proc.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = proc.Kill()
+		<-exited
+		killed = true
+	}
+	return time.Since(start), killed
 }
 
 // Clients are a producer client for addr with the manual partitioner,
