@@ -575,22 +575,15 @@ func (m *Manager) finishUnsyncedClose(logs []*Partition, workers int) error {
 	var (
 		errs   []error
 		errsMu sync.Mutex
-		wg     sync.WaitGroup
-		next   atomic.Int64
 	)
-	for range max(1, min(workers, len(logs))) {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(len(logs)); i = next.Add(1) - 1 {
-				p := logs[i]
-				if err := p.log.MarkCleanShutdown(); err != nil {
-					errsMu.Lock()
-					errs = append(errs, fmt.Errorf("closing %s-%d: %w", p.topic, p.index, err))
-					errsMu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
+	forEachParallel(indexes(len(logs)), max(1, workers), func(i int32) {
+		p := logs[i]
+		if err := p.log.MarkCleanShutdown(); err != nil {
+			errsMu.Lock()
+			errs = append(errs, fmt.Errorf("closing %s-%d: %w", p.topic, p.index, err))
+			errsMu.Unlock()
+		}
+	})
 	return errors.Join(append(errs, syncDirs())...)
 }
 

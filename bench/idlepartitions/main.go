@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command idlepartitions measures what idle partitions cost a running
 // broker (issue 22): it starts bin/strait (embedded etcd, data in a
 // temporary directory it removes at the end), creates TOPICS topics of
@@ -22,11 +24,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -34,90 +34,57 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/strait/strait/bench/brokerproc"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func main() {
-	var (
-		bin        = flag.String("strait", "bin/strait", "broker binary")
-		topics     = flag.Int("topics", 100, "topics to create")
-		partitions = flag.Int("partitions", 1000, "partitions per topic")
-		idleWait   = flag.Duration("idle-wait", 80*time.Second, "wait after the last produce before measuring (past the one-minute idle release)")
-		cpuWindow  = flag.Duration("cpu-window", 60*time.Second, "how long idle CPU is measured")
-		work       = flag.String("dir", "", "working directory (default: a new one under $TMPDIR); removed at the end")
-		port       = flag.Int("port", 19792, "listener port on 127.0.0.1")
-		busyFDs    = flag.Int("max-busy-fds", 10000, "write the next topic only while the broker holds fewer descriptors")
-	)
-	var overrides multi
-	flag.Var(&overrides, "override", "broker property key=value (repeatable)")
+	bf := brokerproc.Flags{Port: 19792}
+	bf.Register(flag.CommandLine)
+	flag.Lookup("dir").Usage += "; removed at the end"
+	idleWait := flag.Duration("idle-wait", 80*time.Second, "wait after the last produce before measuring (past the one-minute idle release)")
+	cpuWindow := flag.Duration("cpu-window", 60*time.Second, "how long idle CPU is measured")
+	busyFDs := flag.Int("max-busy-fds", 10000, "write the next topic only while the broker holds fewer descriptors")
 	flag.Parse()
-	if err := run(*bin, *topics, *partitions, *idleWait, *cpuWindow, *work, *port, *busyFDs, overrides); err != nil {
+	if err := run(&bf, *idleWait, *cpuWindow, *busyFDs); err != nil {
 		fmt.Fprintln(os.Stderr, "idlepartitions:", err)
 		os.Exit(1)
 	}
 }
 
-type multi []string
-
-func (m *multi) String() string     { return strings.Join(*m, ",") }
-func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
-
-func run(bin string, topics, partitions int, idleWait, cpuWindow time.Duration, work string, port, busyFDs int, overrides []string) error {
-	if work == "" {
-		d, err := os.MkdirTemp("", "strait-idle-")
-		if err != nil {
-			return err
-		}
-		work = d
-	}
-	defer os.RemoveAll(work)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	ready := filepath.Join(work, "ready")
-	args := []string{"--ephemeral", "--ready-file", ready, "--override", "listeners=PLAINTEXT://" + addr}
-	for _, o := range overrides {
-		args = append(args, "--override", o)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+work) // --ephemeral's data dir goes there
-	logf, err := os.Create(filepath.Join(work, "broker.log"))
+// run measures; the working directory (-dir too) is removed at the end.
+func run(bf *brokerproc.Flags, idleWait, cpuWindow time.Duration, busyFDs int) error {
+	topics, partitions := bf.Topics, bf.Partitions
+	work, err := bf.WorkDir("strait-idle-")
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	defer os.RemoveAll(work)
+	b, _, err := brokerproc.Start(brokerproc.Launch{Flags: bf, Dir: work, Log: filepath.Join(work, "broker.log"),
+		Args: []string{"--ephemeral"}, Env: []string{"TMPDIR=" + work}, // --ephemeral's data dir goes there
+		ReadyWithin: time.Minute})
+	if err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	// Interrupted: stop the broker and remove the data before exiting.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		stop(cmd, exited)
+		stop(b)
 		os.RemoveAll(work)
 		os.Exit(1)
 	}()
-	pid := cmd.Process.Pid
-	defer stop(cmd, exited)
-	if err := waitFile(ready, exited, time.Minute); err != nil {
-		return err
-	}
+	pid := b.Pid()
+	defer stop(b)
 	base := sample(pid)
 	fmt.Printf("fresh broker: %d descriptors, %d mappings, RSS %.1f MiB\n", base.fds, base.maps, float64(base.rss)/(1<<20))
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.MaxBufferedRecords(partitions+1), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.RequestTimeoutOverhead(5*time.Minute))
+	cl, adm, err := brokerproc.Clients(bf.Addr(), kgo.MaxBufferedRecords(partitions+1))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32((5 * time.Minute).Milliseconds()))
 	start := time.Now()
 	var peakFDs, peakMaps int
 	note := func() procSample {
@@ -125,22 +92,16 @@ func run(bin string, topics, partitions int, idleWait, cpuWindow time.Duration, 
 		peakFDs, peakMaps = max(peakFDs, s.fds), max(peakMaps, s.maps)
 		return s
 	}
-	name := func(i int) string { return fmt.Sprintf("idle-%03d", i) }
-	for i := range topics {
-		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-		res, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, name(i))
-		cancel()
-		if err == nil {
-			err = res.Err
-		}
-		if err != nil {
-			return fmt.Errorf("creating %s: %w", name(i), err)
-		}
+	name := func(i int) string { return brokerproc.TopicName("idle", i) }
+	err = brokerproc.CreateTopics(adm, "idle", topics, partitions, func(i int) {
 		s := note()
 		if (i+1)%10 == 0 || i+1 == topics {
 			fmt.Printf("%d partitions created in %.0f s: %d descriptors, %d mappings, RSS %.0f MiB\n",
 				(i+1)*partitions, time.Since(start).Seconds(), s.fds, s.maps, float64(s.rss)/(1<<20))
 		}
+	})
+	if err != nil {
+		return err
 	}
 	created := time.Since(start)
 	start = time.Now()
@@ -239,32 +200,9 @@ func diskUsage(dir string) int64 {
 	return n
 }
 
-func waitFile(path string, exited <-chan error, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-		select {
-		case err := <-exited:
-			return fmt.Errorf("broker exited at start: %v", err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return errors.New("broker not ready in time")
-}
-
 // stop ends the broker with SIGTERM (a clean close of every log), SIGKILL
 // after 10 minutes.
-func stop(cmd *exec.Cmd, exited <-chan error) {
-	start := time.Now()
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-		fmt.Printf("broker stopped in %.1f s\n", time.Since(start).Seconds())
-	case <-time.After(10 * time.Minute):
-		_ = cmd.Process.Kill()
-		<-exited
-		fmt.Println("broker killed after 10 minutes of SIGTERM")
-	}
+func stop(b *brokerproc.Broker) {
+	took, err := b.Stop(10 * time.Minute)
+	fmt.Printf("broker stopped in %.1f s (exit: %v)\n", took.Seconds(), err)
 }

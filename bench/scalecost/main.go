@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/strait/strait/bench/inturn"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -69,31 +70,6 @@ var (
 	partTo  = flag.String("partitioner", "sticky", "sticky: 16 records (16 KiB) to a partition, then the next in order, each produce phase running on past -d (at most 10x) until every partition had its turn; round-robin: a record to each partition in turn")
 )
 
-// turnRecords is strait-bench's stickyInTurnPartitioner's turn: 16 KiB of
-// 1 KiB records, the Java client's batch.size.
-const turnRecords = 16
-
-// inTurn is strait-bench's stickyInTurnPartitioner: turnRecords records to
-// one partition, then the next in order.
-type inTurnPartitioner struct{}
-
-func (inTurnPartitioner) ForTopic(string) kgo.TopicPartitioner { return &inTurn{} }
-
-type inTurn struct{ index, sent int }
-
-func (*inTurn) RequiresConsistency(*kgo.Record) bool { return false }
-func (t *inTurn) Partition(_ *kgo.Record, n int) int {
-	if t.sent == turnRecords {
-		t.sent = 0
-		t.index++
-	}
-	if t.index >= n {
-		t.index = 0
-	}
-	t.sent++
-	return t.index
-}
-
 // written counts the partitions whose end offset moved from a to b.
 func written(a, b kadm.ListedOffsets) int {
 	n := 0
@@ -111,8 +87,11 @@ func main() {
 	minRecords := 0
 	switch *partTo {
 	case "sticky":
-		partitioner = inTurnPartitioner{}
-		minRecords = (*parts + 999) / 1000 * min(*parts, 1000) * turnRecords
+		// strait-bench's scaling steps' partitioner, on topics of at most 1,000
+		// partitions written in turn.
+		turn := inturn.TurnRecords(1024) // the records are of 1 KiB
+		partitioner = inturn.Partitioner{Records: turn}
+		minRecords = inturn.MinRecords((*parts+999)/1000, min(*parts, 1000), turn)
 	case "round-robin":
 	default:
 		fmt.Fprintln(os.Stderr, "-partitioner: want sticky or round-robin")

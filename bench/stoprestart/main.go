@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command stoprestart times a clean stop of a broker holding many
 // partitions and the restart of the same data (issue 22): it starts
 // bin/strait on a data directory, creates TOPICS topics of PARTITIONS
@@ -28,91 +30,42 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/strait/strait/bench/brokerproc"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func main() {
-	var (
-		bin        = flag.String("strait", "bin/strait", "broker binary")
-		topics     = flag.Int("topics", 100, "topics to create")
-		partitions = flag.Int("partitions", 1000, "partitions per topic")
-		idleWait   = flag.Duration("idle-wait", 0, "wait after the writes before the stop (80s: past the one-minute idle release)")
-		restarts   = flag.Int("restarts", 1, "restarts on the same data, each stopped again")
-		work       = flag.String("dir", "", "working directory (default: a new one under $TMPDIR)")
-		keep       = flag.Bool("keep", false, "keep the working directory")
-		port       = flag.Int("port", 19793, "listener port on 127.0.0.1")
-		perfOut    = flag.String("perf", "", "record the first stop with perf record -g into this file")
-	)
+	bf := brokerproc.Flags{Port: 19793}
+	bf.Register(flag.CommandLine)
+	idleWait := flag.Duration("idle-wait", 0, "wait after the writes before the stop (80s: past the one-minute idle release)")
+	restarts := flag.Int("restarts", 1, "restarts on the same data, each stopped again")
+	keep := flag.Bool("keep", false, "keep the working directory")
+	perfOut := flag.String("perf", "", "record the first stop with perf record -g into this file")
 	flag.Parse()
-	if err := run(*bin, *topics, *partitions, *idleWait, *restarts, *work, *keep, *port, *perfOut); err != nil {
+	if err := run(&bf, *idleWait, *restarts, *keep, *perfOut); err != nil {
 		fmt.Fprintln(os.Stderr, "stoprestart:", err)
 		os.Exit(1)
 	}
 }
 
-type broker struct {
-	cmd    *exec.Cmd
-	exited chan error
-	log    string
+// start starts the n-th run of the broker on work/data, logging to
+// work/broker-n.log, and returns once it wrote its ready file, with the
+// time that took.
+func start(bf *brokerproc.Flags, work string, n int) (*brokerproc.Broker, time.Duration, error) {
+	return brokerproc.Start(brokerproc.Launch{Flags: bf, Dir: work,
+		Log:  filepath.Join(work, fmt.Sprintf("broker-%d.log", n)),
+		Args: []string{"--override", "log.dirs=" + filepath.Join(work, "data")}, ReadyWithin: 10 * time.Minute})
 }
 
-func start(bin, work string, port, n int) (*broker, time.Duration, error) {
-	ready := filepath.Join(work, "ready")
-	os.Remove(ready)
-	logPath := filepath.Join(work, fmt.Sprintf("broker-%d.log", n))
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, 0, err
-	}
-	cmd := exec.Command(bin, "--ready-file", ready,
-		"--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", port),
-		"--override", "log.dirs="+filepath.Join(work, "data"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, 0, err
-	}
-	b := &broker{cmd: cmd, exited: make(chan error, 1), log: logPath}
-	go func() { b.exited <- cmd.Wait(); logf.Close() }()
-	for deadline := time.Now().Add(10 * time.Minute); ; {
-		if _, err := os.Stat(ready); err == nil {
-			return b, time.Since(t0), nil
-		}
-		if time.Now().After(deadline) {
-			b.stop()
-			return nil, 0, errors.New("broker not ready in 10 minutes")
-		}
-		select {
-		case err := <-b.exited:
-			return nil, 0, fmt.Errorf("broker exited at start: %v (see %s)", err, logPath)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
+// stopLimit is how long a stop may take before SIGKILL.
+const stopLimit = 15 * time.Minute
 
-// stop sends SIGTERM and waits for the exit, SIGKILL after 15 minutes.
-func (b *broker) stop() (time.Duration, error) {
-	t0 := time.Now()
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-b.exited:
-		return time.Since(t0), err
-	case <-time.After(15 * time.Minute):
-		_ = b.cmd.Process.Kill()
-		<-b.exited
-		return time.Since(t0), errors.New("killed after 15 minutes")
-	}
-}
-
-// stopLines prints the broker's log lines about the stop.
-func (b *broker) stopLines() {
-	f, err := os.Open(b.log)
+// stopLines prints the lines about the stop of the broker's log at logPath.
+func stopLines(logPath string) {
+	f, err := os.Open(logPath)
 	if err != nil {
 		return
 	}
@@ -130,14 +83,10 @@ func (b *broker) stopLines() {
 	}
 }
 
-func run(bin string, topics, partitions int, idleWait time.Duration, restarts int, work string, keep bool, port int, perfOut string) (err error) {
-	if work == "" {
-		d, err := os.MkdirTemp("", "strait-stop-")
-		if err != nil {
-			return err
-		}
-		work = d
-	} else if err := os.MkdirAll(work, 0o755); err != nil {
+func run(bf *brokerproc.Flags, idleWait time.Duration, restarts int, keep bool, perfOut string) (err error) {
+	topics, partitions := bf.Topics, bf.Partitions
+	work, err := bf.WorkDir("strait-stop-")
+	if err != nil {
 		return err
 	}
 	defer func() {
@@ -147,16 +96,14 @@ func run(bin string, topics, partitions int, idleWait time.Duration, restarts in
 			fmt.Println("kept", work)
 		}
 	}()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	var b *broker
-	var took time.Duration
-	b, took, err = start(bin, work, port, 0)
+	addr := bf.Addr()
+	b, took, err := start(bf, work, 0)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("fresh broker ready in %.2f s\n", took.Seconds())
 	if err := populate(addr, topics, partitions); err != nil {
-		b.stop()
+		b.Stop(stopLimit)
 		return err
 	}
 	if idleWait > 0 {
@@ -166,24 +113,24 @@ func run(bin string, topics, partitions int, idleWait time.Duration, restarts in
 	for i := 0; ; i++ {
 		var perf *exec.Cmd
 		if i == 0 && perfOut != "" {
-			perf = exec.Command("perf", "record", "-F", "499", "-g", "-o", perfOut, "-p", fmt.Sprint(b.cmd.Process.Pid))
+			perf = exec.Command("perf", "record", "-F", "499", "-g", "-o", perfOut, "-p", fmt.Sprint(b.Pid()))
 			perf.Stdout, perf.Stderr = os.Stderr, os.Stderr
 			if err := perf.Start(); err != nil {
 				return err
 			}
 			time.Sleep(time.Second) // perf attaches
 		}
-		took, err := b.stop()
+		took, err := b.Stop(stopLimit)
 		if perf != nil {
 			_ = perf.Wait() // it ends with the process
 		}
 		fmt.Printf("stop %d: %.2f s (exit: %v)\n", i, took.Seconds(), err)
-		b.stopLines()
+		stopLines(b.Log)
 		countMarkers(filepath.Join(work, "data"))
 		if i == restarts {
 			return nil
 		}
-		b, took, err = start(bin, work, port, i+1)
+		b, took, err = start(bf, work, i+1)
 		if err != nil {
 			return err
 		}
@@ -195,27 +142,15 @@ func run(bin string, topics, partitions int, idleWait time.Duration, restarts in
 }
 
 func populate(addr string, topics, partitions int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
-		kgo.MaxBufferedRecords(topics*partitions+1), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.RequestTimeoutOverhead(5*time.Minute))
+	cl, adm, err := brokerproc.Clients(addr, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+		kgo.MaxBufferedRecords(topics*partitions+1))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32((5 * time.Minute).Milliseconds()))
 	t0 := time.Now()
-	for i := range topics {
-		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-		res, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topicName(i))
-		cancel()
-		if err == nil {
-			err = res.Err
-		}
-		if err != nil {
-			return fmt.Errorf("creating %s: %w", topicName(i), err)
-		}
+	if err := brokerproc.CreateTopics(adm, "stop", topics, partitions, nil); err != nil {
+		return err
 	}
 	fmt.Printf("created %d partitions in %.1f s\n", topics*partitions, time.Since(t0).Seconds())
 	t0 = time.Now()
@@ -234,7 +169,7 @@ func populate(addr string, topics, partitions int) error {
 	return nil
 }
 
-func topicName(i int) string { return fmt.Sprintf("stop-%03d", i) }
+func topicName(i int) string { return brokerproc.TopicName("stop", i) }
 
 // waitLeaders polls Metadata until want partitions have a leader (at most
 // 10 minutes) and returns how many had one at the end.

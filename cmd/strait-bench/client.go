@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strait/strait/bench/inturn"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -45,51 +46,13 @@ func parsePartitioner(s string) (kgo.Partitioner, error) {
 	case "round-robin":
 		return kgo.RoundRobinPartitioner(), nil
 	case partitionerStickyInTurn:
-		return stickyInTurnPartitioner{records: stickyTurnRecords(1024)}, nil
+		return inturn.Partitioner{Records: inturn.TurnRecords(1024)}, nil
 	}
 	return nil, fmt.Errorf("partitioner %q: want sticky, round-robin or %s", s, partitionerStickyInTurn)
 }
 
-// partitionerStickyInTurn names stickyInTurnPartitioner in a scenario.
+// partitionerStickyInTurn names inturn.Partitioner in a scenario.
 const partitionerStickyInTurn = "sticky-in-turn"
-
-// stickyTurnBytes is the Java client's batch.size default: its built-in
-// partitioner (KIP-794) moves to another partition after so many bytes.
-const stickyTurnBytes = 16 << 10
-
-// stickyTurnRecords is how many records of recordSize bytes make one turn
-// of stickyInTurnPartitioner on a partition: 16 of 1 KiB.
-func stickyTurnRecords(recordSize int) int { return max(1, stickyTurnBytes/max(1, recordSize)) }
-
-// stickyInTurnPartitioner sends records records to one partition, then as
-// many to the next partition in order. Its batches are the sticky
-// partitioners' (the Java client's built-in one, franz-go's), but where
-// they pick the next partition at random, and so leave many of 10,000
-// partitions unwritten in a phase of seconds, this one writes every
-// partition once a phase has carried records per partition.
-type stickyInTurnPartitioner struct{ records int }
-
-func (p stickyInTurnPartitioner) ForTopic(string) kgo.TopicPartitioner {
-	return &stickyInTurnTopic{records: max(1, p.records)}
-}
-
-type stickyInTurnTopic struct{ records, index, sent int }
-
-func (*stickyInTurnTopic) RequiresConsistency(*kgo.Record) bool { return false }
-
-// Partition is an index among the n writable partitions (franz-go calls it
-// under the topic's lock).
-func (t *stickyInTurnTopic) Partition(_ *kgo.Record, n int) int {
-	if t.sent == t.records {
-		t.sent = 0
-		t.index++
-	}
-	if t.index >= n {
-		t.index = 0
-	}
-	t.sent++
-	return t.index
-}
 
 // baseOpts are the options every client of the harness shares: idempotence
 // is off for every broker (Strait does not serve InitProducerId yet, and
@@ -128,7 +91,7 @@ func producerOpts(brokers []string, topic string, s Scenario, linger time.Durati
 	codec, _ := parseCompression(s.Compression)
 	part, _ := parsePartitioner(s.Partitioner)
 	if s.Partitioner == partitionerStickyInTurn {
-		part = stickyInTurnPartitioner{records: stickyTurnRecords(s.RecordSize)}
+		part = inturn.Partitioner{Records: inturn.TurnRecords(s.RecordSize)}
 	}
 	opts := append(baseOpts(brokers),
 		kgo.DefaultProduceTopic(topic),

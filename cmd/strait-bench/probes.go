@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strait/strait/bench/inturn"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -289,7 +290,7 @@ const (
 	// buffers (about 2 records at 10,000).
 	scaleRoundRobin = "round-robin"
 	// scaleSticky: 16 KiB to one partition, then the next in order
-	// (stickyInTurnPartitioner), the batches of the Java client's and
+	// (inturn.Partitioner), the batches of the Java client's and
 	// franz-go's default partitioners for records without a key; a phase
 	// runs on past its length until every partition has had its turn.
 	scaleSticky = "sticky"
@@ -324,7 +325,7 @@ func scaleLoad(ctx context.Context, brokers []string, topics []string, d time.Du
 		for _, parts := range from {
 			widest = max(widest, len(parts))
 		}
-		s.MinRecords = int64(len(topics) * widest * stickyTurnRecords(s.RecordSize))
+		s.MinRecords = int64(inturn.MinRecords(len(topics), widest, inturn.TurnRecords(s.RecordSize)))
 	}
 	p, err = produceMax(ctx, prods, s, pool)
 	closeAll(prods)

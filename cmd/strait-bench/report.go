@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/strait/strait/bench/inturn"
 )
 
 // median of the finite values; NaN when there are none.
@@ -443,7 +445,7 @@ func scalePartitionerLine(partitioner string) string {
 		return fmt.Sprintf("Partitioner: **sticky**: %d records (16 KiB, the Java client's batch.size) to one partition, then the next in order: "+
 			"the batches of the Java client's built-in partitioner (KIP-794, which kafka-producer-perf-test uses) and franz-go's default for records without a key, "+
 			"which pick the next partition at random; in order, every partition has had its turn once a phase carried %d records per partition, "+
-			"and each produce phase runs past its length until then (at most %dx).", stickyTurnRecords(1024), stickyTurnRecords(1024), minRecordsStretch)
+			"and each produce phase runs past its length until then (at most %dx).", inturn.TurnRecords(1024), inturn.TurnRecords(1024), minRecordsStretch)
 	}
 	// Reports from before the choice have no partitioner: round-robin.
 	return "Partitioner: **round-robin**: every record to the next partition, so a partition's batch holds about 1/n of what the producer buffers (about 2 records at 10,000 partitions)."

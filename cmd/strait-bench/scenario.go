@@ -30,7 +30,7 @@ type Scenario struct {
 	// one partition per batch, as the Java client does since KIP-794),
 	// "round-robin" (every record to the next partition, so each request
 	// carries a batch for every partition) or "sticky-in-turn" (16 KiB to
-	// one partition, then the next in order: stickyInTurnPartitioner).
+	// one partition, then the next in order: inturn.Partitioner).
 	Partitioner string `json:"partitioner"`
 	LingerMs    int    `json:"linger_ms"`       // producer linger (Java's default since 4.0: 5)
 	BatchBytes  int    `json:"batch_max_bytes"` // 0: franz-go's default (1 MB)

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/strait/strait/bench/brokerproc"
 )
 
 // launcher knows how to start each kind of broker the compare command drives.
@@ -248,16 +250,7 @@ func (p *process) stopWithin(grace time.Duration) (took time.Duration, killed bo
 		return 0, false
 	default:
 	}
-	start := time.Now()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		killed = true
-	}
-	return time.Since(start), killed
+	return brokerproc.StopProcess(p.cmd.Process, p.exited, grace)
 }
 
 // remove stops the process and deletes its data, keeping its logs (*.out,
