@@ -130,115 +130,156 @@ func (l *Log) read(offset int64, maxBytes int64, upTo int64, minOneBatch, within
 		return res, nil
 	}
 
-	// Locate the first batch: the segment holding offset, or the first
-	// batch after it should offset fall in a gap. Each segment's file is
-	// pinned before it is read (a pinned file is not closed meanwhile).
-	i := l.segmentFor(offset)
-	var startPos int64
-	var file *os.File // the pinned file of segments[i]
-	for ; i < len(l.segments); i++ {
-		seg := l.segments[i]
-		f, err := res.pin(seg, withinBound)
-		if err == errFileBound {
-			res.Declined = true
-			return res, nil
-		}
-		if err != nil {
-			return res, storageErr("read", err)
-		}
-		pos, found, err := seg.findBatchPos(offset)
-		if err != nil {
-			return res, storageErr("read", err)
-		}
-		if found {
-			startPos, file = pos, f
-			break
-		}
-		res.unpinLast()
+	start, found, err := l.findStart(offset)
+	if err != nil || !found {
+		return res, err
 	}
-
 	remaining := maxBytes
-	for ; i < len(l.segments); i, startPos, file = i+1, 0, nil {
+	for i, pos, size := start.seg, start.pos, start.size; i < len(l.segments); i, pos, size = i+1, 0, 0 {
 		seg := l.segments[i]
 		if seg.baseOffset >= upTo || (remaining <= 0 && len(res.Slices) > 0) {
-			if file != nil {
-				res.unpinLast()
-			}
 			break
 		}
-		if file == nil {
-			f, err := res.pin(seg, withinBound)
-			if err == errFileBound {
-				res.Declined = true
-				break
-			}
-			if err != nil {
-				return res, storageErr("read", err)
-			}
-			file = f
+		c, err := seg.cut(pos, size, upTo, remaining, minOneBatch && len(res.Slices) == 0)
+		if err != nil {
+			return res, storageErr("read", err)
 		}
-		// endBase is the base offset of the batch at endPos, if known
-		// (endPos < size), and then nextBase of the batch at end.
-		endPos, endBase, endKnown := seg.size, int64(0), false
-		if upTo < seg.nextOffset {
-			p, base, size, found, err := seg.findBatchEnd(upTo)
-			if err != nil {
-				return res, storageErr("read", err)
-			}
-			if found {
-				endPos, endBase, endKnown = p, base, true
-				if base < upTo {
-					endPos, endKnown = p+size, false
-				}
-			}
-		}
-		if endPos <= startPos {
-			res.unpinLast()
+		if c.end <= pos {
 			break
 		}
-		end, nextBase, nextKnown := endPos, endBase, endKnown
-		if endPos-startPos > remaining {
-			p, h, hasHeader, err := seg.boundaryAtOrBefore(startPos, startPos+max(remaining, 0))
-			if err != nil {
-				return res, storageErr("read", err)
-			}
-			end, nextBase, nextKnown = p, h.BaseOffset, hasHeader
-			if end == startPos && minOneBatch && len(res.Slices) == 0 {
-				if !hasHeader { // the header at startPos, were it not read
-					var buf [recordbatch.HeaderSize]byte
-					if h, err = seg.readHeader(startPos, &buf); err != nil {
-						return res, storageErr("read", err)
-					}
-				}
-				end, nextKnown = startPos+h.Size(), false
-			}
-		}
-		if end <= startPos {
-			res.unpinLast()
+		// The file is pinned only for a slice: a fetch over many
+		// partitions visits most of them with nothing to return (its
+		// response full, or they are caught up), and those open nothing.
+		file, err := res.pin(seg, withinBound)
+		if err == errFileBound {
+			res.Declined = true
 			break
 		}
-		res.Slices = append(res.Slices, FileSlice{File: file, Pos: startPos, Len: end - startPos})
-		res.Size += end - startPos
-		remaining -= end - startPos
+		if err != nil {
+			return res, storageErr("read", err)
+		}
+		res.Slices = append(res.Slices, FileSlice{File: file, Pos: pos, Len: c.end - pos})
+		res.Size += c.end - pos
+		remaining -= c.end - pos
 		res.EndOffset = seg.nextOffset
-		if end < seg.size {
-			if !nextKnown {
-				var buf [recordbatch.HeaderSize]byte
-				h, err := seg.readHeader(end, &buf)
-				if err != nil {
-					return res, storageErr("read", err)
-				}
-				nextBase = h.BaseOffset
+		if c.end < seg.size {
+			next, err := c.nextBatch(seg)
+			if err != nil {
+				return res, storageErr("read", err)
 			}
-			res.EndOffset = nextBase
-			// The consumer's next fetch starts here.
-			seg.ends.record(seg.baseOffset, nextBase, end)
+			res.EndOffset = next.base
+			seg.recordReadEnd(next.base, c.end, next.size) // the consumer's next fetch starts here
 		}
-		if end < endPos || endPos < seg.size {
-			break // stopped by maxBytes or upTo
+		if c.stopped {
+			break
 		}
 	}
 	return res, nil
+}
+
+// readStart is where a read's first batch lies.
+type readStart struct {
+	seg  int   // index in Log.segments
+	pos  int64 // the batch's position in the segment's file
+	size int64 // the batch's size, 0 if not known without reading its header
+}
+
+// findStart finds the batch holding offset, or the first batch after it
+// should offset fall in a gap between segments. found is false if no
+// segment has such a batch.
+func (l *Log) findStart(offset int64) (readStart, bool, error) {
+	for i := l.segmentFor(offset); i < len(l.segments); i++ {
+		pos, size, found, err := l.segments[i].findBatchPos(offset)
+		if err != nil {
+			return readStart{}, false, storageErr("read", err)
+		}
+		if found {
+			return readStart{seg: i, pos: pos, size: size}, true, nil
+		}
+	}
+	return readStart{}, false, nil
+}
+
+// sliceCut is where a read's slice of one segment ends.
+type sliceCut struct {
+	end int64 // the slice is [start, end)
+	// next is the batch at end, if the cut learnt it on the way (end below
+	// the segment's size).
+	next batchAt
+	// stopped: the read ends here, by its upper offset or its byte limit,
+	// rather than going on into the next segment.
+	stopped bool
+}
+
+// batchAt is a batch's base offset and size, if known.
+type batchAt struct {
+	base, size int64
+	known      bool
+}
+
+// nextBatch returns the batch at c.end, reading its header if the cut did
+// not learn it.
+func (c sliceCut) nextBatch(s *segment) (batchAt, error) {
+	if c.next.known {
+		return c.next, nil
+	}
+	var buf [recordbatch.HeaderSize]byte
+	h, err := s.readHeader(c.end, &buf)
+	if err != nil {
+		return batchAt{}, err
+	}
+	return batchAt{base: h.BaseOffset, size: h.Size(), known: true}, nil
+}
+
+// cut returns where a slice of s starting at the batch at start (of
+// startSize bytes, 0 if unknown) ends: before the first batch whose base
+// offset is >= upTo, and within remaining bytes, except that an obliged
+// slice (a fetch's first batch, KIP-74) holds its first batch whatever its
+// size. An end at or below start means nothing to return.
+func (s *segment) cut(start, startSize, upTo, remaining int64, obliged bool) (sliceCut, error) {
+	c := sliceCut{end: s.size}
+	if upTo < s.nextOffset {
+		p, base, size, found, err := s.findBatchEnd(upTo)
+		if err != nil {
+			return c, err
+		}
+		if found {
+			c.stopped = true
+			if base < upTo {
+				c.end = p + size
+			} else {
+				c.end, c.next = p, batchAt{base: base, size: size, known: true}
+			}
+		}
+	}
+	if c.end <= start || c.end-start <= remaining {
+		return c, nil
+	}
+	c.stopped = true
+	if startSize > 0 && startSize > remaining {
+		// Not even the first batch fits (startSize is a whole batch, so
+		// the end above is at least start+startSize): no header to read.
+		c.end, c.next = start, batchAt{}
+		if obliged {
+			c.end = start + startSize
+		}
+		return c, nil
+	}
+	p, h, hasHeader, err := s.boundaryAtOrBefore(start, start+max(remaining, 0))
+	if err != nil {
+		return c, err
+	}
+	c.end, c.next = p, batchAt{base: h.BaseOffset, size: h.Size(), known: hasHeader}
+	if p == start && obliged {
+		if !hasHeader { // the header at start, were it not read
+			var buf [recordbatch.HeaderSize]byte
+			if h, err = s.readHeader(start, &buf); err != nil {
+				return c, err
+			}
+		}
+		c.end, c.next = start+h.Size(), batchAt{}
+	}
+	return c, nil
 }
 
 // OffsetForTimestamp returns the first record whose timestamp is >= ts

@@ -171,15 +171,18 @@ func TestReadEndsSequentialReads(t *testing.T) {
 		l.mu.RLock()
 		seg := l.segments[l.segmentFor(off)]
 		before := fsys.reads.Load()
-		pos, found, err := seg.findBatchPos(off)
+		pos, size, found, err := seg.findBatchPos(off)
 		n := fsys.reads.Load() - before
-		wantPos, _, wantFound, werr := seg.findBatch(off)
+		wantPos, wantH, wantFound, werr := seg.findBatch(off)
 		l.mu.RUnlock()
 		if n != 0 {
 			t.Fatalf("finding the start of the read at %d took %d header reads", off, n)
 		}
 		if err != nil || werr != nil || !found || !wantFound || pos != wantPos {
 			t.Fatalf("offset %d: (%d, %v, %v), headers say (%d, %v, %v)", off, pos, found, err, wantPos, wantFound, werr)
+		}
+		if size != wantH.Size() {
+			t.Fatalf("offset %d: the remembered read end gives size %d, the header %d", off, size, wantH.Size())
 		}
 		res, err := l.Read(off, maxBytes, l.HighWatermark(), true)
 		if err != nil || (i+2 < len(starts) && res.EndOffset != starts[i+2]) {
@@ -198,7 +201,7 @@ func TestReadEndsSequentialReads(t *testing.T) {
 	last := l.active()
 	var ends []int64
 	for off := last.baseOffset; off < last.nextOffset; off++ {
-		if _, ok := last.ends.find(last.baseOffset, off, last.size); ok {
+		if _, _, ok := last.findReadEnd(off); ok {
 			ends = append(ends, off)
 		}
 	}
@@ -255,12 +258,75 @@ func findBatchPosAgrees(l *Log) error {
 	defer l.mu.RUnlock()
 	for _, seg := range l.segments {
 		for off := seg.baseOffset; off < seg.nextOffset; off++ {
-			wantPos, _, wantFound, werr := seg.findBatch(off)
-			gotPos, gotFound, err := seg.findBatchPos(off)
+			wantPos, wantH, wantFound, werr := seg.findBatch(off)
+			gotPos, gotSize, gotFound, err := seg.findBatchPos(off)
 			if err != nil || werr != nil || gotFound != wantFound || (wantFound && gotPos != wantPos) {
 				return fmt.Errorf("offset %d: (%d, %v, %v), headers say (%d, %v, %v)", off, gotPos, gotFound, err, wantPos, wantFound, werr)
+			}
+			if wantFound && gotSize != 0 && gotSize != wantH.Size() {
+				return fmt.Errorf("offset %d: batch at %d remembered as %d bytes, its header says %d", off, gotPos, gotSize, wantH.Size())
 			}
 		}
 	}
 	return nil
+}
+
+// TestReadBelowTheFirstBatchReadsNothing: a fetch whose response is nearly
+// full reads each remaining partition with a byte limit below its next
+// batch. Starting where a read ended, such a read returns nothing (the
+// fetch offset as its end) without reading the file; obliged to return a
+// batch (KIP-74) it returns exactly that batch.
+func TestReadBelowTheFirstBatchReadsNothing(t *testing.T) {
+	fsys := &countingFS{FS: OSFS{}}
+	l, err := Open(t.TempDir(), testConfig(), Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var batches [][]byte
+	for i := range 20 {
+		b := simpleBatch(t, compress.None, 1+i%4, testEpoch.UnixMilli())
+		mustAppend(t, l, b)
+		batches = append(batches, b)
+	}
+	hw := l.LogEndOffset()
+	l.UpdateHighWatermark(hw)
+	// Reads of two batches at a time, each leaving its end remembered;
+	// at each end, the reads below the next batch.
+	off, next, checked := int64(0), 0, 0
+	for off < hw && next < len(batches) {
+		n := int64(len(batches[next]))
+		if next+1 < len(batches) {
+			n += int64(len(batches[next+1]))
+		}
+		res, err := l.Read(off, n, hw, true)
+		if err != nil || res.Size != n {
+			t.Fatalf("read at %d: %v, %d bytes, want %d", off, err, res.Size, n)
+		}
+		res.Release()
+		next += 2
+		off = res.EndOffset
+		if off >= hw {
+			break
+		}
+		size := int64(len(batches[next]))
+		before := fsys.reads.Load()
+		res, err = l.ReadWithinFileBound(off, size-1, hw, false)
+		if n := fsys.reads.Load() - before; n != 0 {
+			t.Fatalf("a read at %d below its first batch read the file %d times", off, n)
+		}
+		if err != nil || len(res.Slices) != 0 || res.Size != 0 || res.EndOffset != off {
+			t.Fatalf("read at %d below its first batch: %v, %d slices, end offset %d", off, err, len(res.Slices), res.EndOffset)
+		}
+		res.Release()
+		res, err = l.ReadWithinFileBound(off, size-1, hw, true)
+		if err != nil || !bytes.Equal(readSlices(t, res), batches[next]) {
+			t.Fatalf("obliged read at %d: %v, not the batch there", off, err)
+		}
+		res.Release()
+		checked++
+	}
+	if checked < 5 {
+		t.Fatalf("%d read ends checked; the test needs several", checked)
+	}
 }

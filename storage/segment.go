@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/strait/strait/recordbatch"
@@ -46,16 +47,12 @@ type segment struct {
 	baseOffset  int64
 	log         *segFile // opened on demand once sealed (filecache.go)
 	size        int64    // bytes of whole batches; the file may hold a torn tail beyond
-	nextOffset  int64    // offset after the last batch, baseOffset when empty
 	offsetIndex *offsetIndex
 	timeIndex   *timeIndex
 	txnIndex    *txnIndex // aborted transactions whose marker is here (txn_index.go); nil: none yet
 
-	bytesSinceLastIndexEntry int64
-	maxTimestamp             int64 // largest batch max timestamp, -1 if none
-	offsetOfMaxTimestamp     int64 // last offset of the batch carrying it
-	firstBatchTimestamp      int64 // max timestamp of the first batch: the segment.ms clock, -1 if none
-	created                  time.Time
+	appendTrackers
+	created time.Time
 	// rollJitterMs is taken from the segment's age limit (segment.ms) when
 	// it is the active segment: drawn once per segment when it is opened,
 	// below segment.jitter.ms, as Kafka's LogSegment.rollJitterMs, so that
@@ -67,7 +64,17 @@ type segment struct {
 	// tail: where the last batches start, while active (tailbatches.go).
 	tail *tailBatches
 	// ends: where recent reads ended (readends.go).
-	ends *readEnds
+	ends atomic.Pointer[readEnds]
+}
+
+// appendTrackers are what indexBatch moves with each batch: a failed
+// append puts them back.
+type appendTrackers struct {
+	nextOffset               int64 // offset after the last batch, baseOffset when empty
+	bytesSinceLastIndexEntry int64
+	maxTimestamp             int64 // largest batch max timestamp, -1 if none
+	offsetOfMaxTimestamp     int64 // last offset of the batch carrying it
+	firstBatchTimestamp      int64 // max timestamp of the first batch: the segment.ms clock, -1 if none
 }
 
 // segmentJitter draws a segment's roll jitter in [0, bound); tests
@@ -118,9 +125,10 @@ func openSegmentFilesNamed(fsys FS, dir string, baseOffset int64, extra string, 
 		return nil, err
 	}
 	s := &segment{
-		dir: dir, baseOffset: baseOffset, log: newSegFile(fsys, path, lf), size: fi.Size(), nextOffset: baseOffset,
-		maxTimestamp: recordbatch.NoTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: recordbatch.NoTimestamp, created: now,
-		rollJitterMs: cfg.randomSegmentJitter(), ends: new(readEnds),
+		dir: dir, baseOffset: baseOffset, log: newSegFile(fsys, path, lf), size: fi.Size(),
+		appendTrackers: appendTrackers{nextOffset: baseOffset, maxTimestamp: recordbatch.NoTimestamp, offsetOfMaxTimestamp: -1, firstBatchTimestamp: recordbatch.NoTimestamp},
+		created:        now,
+		rollJitterMs:   cfg.randomSegmentJitter(),
 	}
 	if mode == segmentCreate && active && extra == "" && cfg.Preallocate && cfg.SegmentBytes > 0 {
 		// Kafka's FileRecords.open with preallocate: the file is made
@@ -214,7 +222,7 @@ func (s *segment) append(batch []byte, h *batchHeader, intervalBytes int32) erro
 	// may have closed it: WriteAt opens it again.
 	s.log.reactivate()
 	pos := s.size
-	saved := *s
+	saved := s.appendTrackers
 	savedOffN, savedTimeN := s.offsetIndex.n, s.timeIndex.n
 	savedLastTs := s.timeIndex.lastTs
 	_, err := s.log.WriteAt(batch, pos)
@@ -226,7 +234,7 @@ func (s *segment) append(batch []byte, h *batchHeader, intervalBytes int32) erro
 		// cut them anyway, but a clean file is nicer.
 		_ = s.log.Truncate(pos)
 		offIx, timeIx := s.offsetIndex, s.timeIndex
-		*s = saved
+		s.appendTrackers = saved
 		_ = offIx.truncateEntries(savedOffN)
 		_ = timeIx.truncateEntries(savedTimeN)
 		timeIx.lastTs = savedLastTs

@@ -45,15 +45,9 @@ func (t *tailBatches) add(h *batchHeader, pos, n int64) {
 	t.n++
 }
 
-// find returns the position of the first batch whose last offset is >=
+// findEntry returns the entry of the first batch whose last offset is >=
 // target, ok false when the entries cannot tell (target before the first
 // entry or after the last, or an entry past size).
-func (t *tailBatches) find(target, size int64) (pos int64, ok bool) {
-	e, ok := t.findEntry(target, size)
-	return e.pos, ok
-}
-
-// findEntry is find returning the whole entry.
 func (t *tailBatches) findEntry(target, size int64) (tailBatch, bool) {
 	if t == nil || t.n == 0 || target < t.e[0].base || target > t.e[t.n-1].last {
 		return tailBatch{}, false
@@ -70,23 +64,27 @@ func (t *tailBatches) findEntry(target, size int64) (tailBatch, bool) {
 	return tailBatch{}, false
 }
 
-// findBatchPos is findBatch for a caller that needs only the position,
-// answered without reading the file when it can: from the tail entries,
-// from where a recent read ended (readends.go), or for a target at or
-// below the segment's base offset, the first batch (every batch's last
-// offset is at or above the base).
-func (s *segment) findBatchPos(target int64) (pos int64, found bool, err error) {
-	if pos, ok := s.tail.find(target, s.size); ok {
-		return pos, true, nil
+// findBatchPos is findBatch for a caller that needs only the position
+// and, if it comes without reading the file, the size: answered from the
+// tail entries, from where a recent read ended (readends.go), or for a
+// target at or below the segment's base offset, the first batch (every
+// batch's last offset is at or above the base), when it can. size is 0
+// when not known.
+func (s *segment) findBatchPos(target int64) (pos, size int64, found bool, err error) {
+	if e, ok := s.tail.findEntry(target, s.size); ok {
+		return e.pos, e.end - e.pos, true, nil
 	}
-	if pos, ok := s.ends.find(s.baseOffset, target, s.size); ok {
-		return pos, true, nil
+	if pos, size, ok := s.findReadEnd(target); ok {
+		return pos, size, true, nil
 	}
 	if target <= s.baseOffset && s.size > 0 {
-		return 0, true, nil
+		return 0, 0, true, nil
 	}
-	pos, _, found, err = s.findBatch(target)
-	return pos, found, err
+	pos, h, found, err := s.findBatch(target)
+	if !found {
+		return pos, 0, found, err
+	}
+	return pos, h.Size(), found, err
 }
 
 // findBatchEnd is findBatch answered from the tail entries when they hold

@@ -51,18 +51,21 @@ func TestTailBatchesAgreeWithHeaders(t *testing.T) {
 		defer l.mu.RUnlock()
 		seg := l.active()
 		for target := seg.baseOffset; target <= seg.nextOffset; target++ {
-			wantPos, _, wantFound, err := seg.findBatch(target)
+			wantPos, wantH, wantFound, err := seg.findBatch(target)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gotPos, gotFound, err := seg.findBatchPos(target)
+			gotPos, gotSize, gotFound, err := seg.findBatchPos(target)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if gotFound != wantFound || (wantFound && gotPos != wantPos) {
 				t.Fatalf("%s: offset %d: remembered (%d, %v), headers (%d, %v)", when, target, gotPos, gotFound, wantPos, wantFound)
 			}
-			if _, ok := seg.tail.find(target, seg.size); ok {
+			if wantFound && gotSize != 0 && gotSize != wantH.Size() {
+				t.Fatalf("%s: offset %d: remembered size %d, header %d", when, target, gotSize, wantH.Size())
+			}
+			if _, ok := seg.tail.findEntry(target, seg.size); ok {
 				hits++
 			}
 		}
@@ -105,9 +108,9 @@ func TestTailBatchesAgreeWithHeaders(t *testing.T) {
 	}
 	last := seg.tail.e[seg.tail.n-1]
 	seg.size = last.pos
-	if pos, ok := seg.tail.find(last.base, seg.size); ok {
+	if e, ok := seg.tail.findEntry(last.base, seg.size); ok {
 		l.mu.Unlock()
-		t.Fatalf("an entry past the size answered offset %d at %d", last.base, pos)
+		t.Fatalf("an entry past the size answered offset %d at %d", last.base, e.pos)
 	}
 	seg.size = last.end
 	l.mu.Unlock()

@@ -319,7 +319,7 @@ func (s *segment) truncateAt(pos, cut int64) error {
 		return err
 	}
 	s.size = pos
-	s.ends.clear() // batches appended from pos on will be others
+	s.forgetReadEnds() // batches appended from pos on will be others
 	return nil
 }
 
