@@ -270,6 +270,13 @@ func (s *segment) cut(start, startSize, upTo, remaining int64, obliged bool) (sl
 		return c, err
 	}
 	c.end, c.next = p, batchAt{base: h.BaseOffset, size: h.Size(), known: hasHeader}
+	if p == start && hasHeader && !obliged {
+		// Nothing fits, and the size of the batch at start is known now:
+		// the fetches to come, as full when they reach this partition
+		// (a consumer's first pass over many partitions from offset 0),
+		// answer without the file.
+		s.recordReadEnd(h.BaseOffset, start, h.Size())
+	}
 	if p == start && obliged {
 		if !hasHeader { // the header at start, were it not read
 			var buf [recordbatch.HeaderSize]byte

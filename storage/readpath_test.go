@@ -275,7 +275,8 @@ func findBatchPosAgrees(l *Log) error {
 // full reads each remaining partition with a byte limit below its next
 // batch. Starting where a read ended, such a read returns nothing (the
 // fetch offset as its end) without reading the file; obliged to return a
-// batch (KIP-74) it returns exactly that batch.
+// batch (KIP-74) it returns exactly that batch. From the log start, only
+// the first such read reads a header.
 func TestReadBelowTheFirstBatchReadsNothing(t *testing.T) {
 	fsys := &countingFS{FS: OSFS{}}
 	l, err := Open(t.TempDir(), testConfig(), Options{FS: fsys})
@@ -328,5 +329,20 @@ func TestReadBelowTheFirstBatchReadsNothing(t *testing.T) {
 	}
 	if checked < 5 {
 		t.Fatalf("%d read ends checked; the test needs several", checked)
+	}
+
+	// A read from the log start that nothing fits: the first reads the
+	// header, the next ones nothing.
+	for i := range 3 {
+		before := fsys.reads.Load()
+		res, err := l.ReadWithinFileBound(0, int64(len(batches[0]))-1, hw, false)
+		n := fsys.reads.Load() - before
+		if err != nil || len(res.Slices) != 0 || res.EndOffset != 0 {
+			t.Fatalf("read %d at 0 below its first batch: %v, %d slices, end offset %d", i, err, len(res.Slices), res.EndOffset)
+		}
+		res.Release()
+		if i > 0 && n != 0 {
+			t.Fatalf("read %d at 0 below its first batch read the file %d times", i, n)
+		}
 	}
 }
