@@ -41,12 +41,12 @@ import (
 //     entries into the mapping (no system call), indexPendingEntries at a
 //     time (pending), lookups read it and the pending entries, and sync
 //     stores the pending entries and is msync(MS_SYNC) of the range
-//     written since the last sync. Blocks
-//     are reserved with fallocate ahead of the entries, in steps doubling
-//     from 4 KiB to 1 MiB (a reopen of the file and one fallocate per
-//     step), so that a store never lands on an unallocated block: on a full
-//     disk that would be SIGBUS, killing the broker, while a failed
-//     fallocate (ENOSPC) fails the open, roll or append with an error,
+//     written since the last sync. Blocks are reserved with fallocate
+//     ahead of the entries stored, in steps doubling from 4 KiB to 1 MiB
+//     (a reopen of the file and one fallocate per step), so that a store
+//     never lands on an unallocated block: on a full disk that would be
+//     SIGBUS, killing the broker, while a failed fallocate (ENOSPC) fails
+//     the open, roll, flush or the append that stores with an error,
 //     which the Log handles as any write error. The whole
 //     segment.index.bytes is not reserved up front because it would take
 //     20 MiB of disk per partition (200 GB for 10,000 partitions); the
