@@ -947,3 +947,66 @@ func TestCloseWritesFinalTimeEntryOfParkedIndex(t *testing.T) {
 		t.Fatalf("last time-index entry (%d, %d, %v, %v), want (%d, %d)", gotTs, gotOff, ok, err, ts+2, info.LastOffset)
 	}
 }
+
+// TestIndexPendingEntries: an active index stores its entries
+// indexPendingEntries at a time; searches find the pending ones, mapped or
+// parked (pread for the stored ones), and trim stores them (with pwrite
+// when parked), so that the sealed file holds every entry.
+func TestIndexPendingEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.index")
+	ix := openMmapIndex(t, path, 4096, true, true)
+	defer ix.close()
+	oi := &offsetIndex{indexFile: ix}
+	const total = indexPendingEntries + 8
+	for i := range total {
+		if err := oi.appendEntry(int64(i*10), int64(i*100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ix.stored() != indexPendingEntries || len(ix.pending) != 8*offsetIndexEntrySize {
+		t.Fatalf("%d entries stored, %d pending bytes; want %d and %d", ix.stored(), len(ix.pending), indexPendingEntries, 8*offsetIndexEntrySize)
+	}
+	lookups := func(what string) {
+		t.Helper()
+		for _, i := range []int{0, indexPendingEntries - 1, indexPendingEntries, total - 1} {
+			if o, p, err := oi.lookup(int64(i*10 + 5)); err != nil || o != int64(i*10) || p != int64(i*100) {
+				t.Fatalf("%s: lookup(%d) = %d, %d, %v", what, i*10+5, o, p, err)
+			}
+		}
+		if o, p, err := oi.at(indexPendingEntries + 1); err != nil || o != (indexPendingEntries+1)*10 || p != (indexPendingEntries+1)*100 {
+			t.Fatalf("%s: entry %d = %d, %d, %v", what, indexPendingEntries+1, o, p, err)
+		}
+	}
+	lookups("mapped")
+	if err := ix.park(); err != nil { // stores the pending entries, unmaps
+		t.Fatal(err)
+	}
+	if !ix.parked() || ix.pending != nil {
+		t.Fatalf("after park: parked %v, %d pending bytes", ix.parked(), len(ix.pending))
+	}
+	if err := oi.appendEntry(total*10, total*100); err != nil { // pending, stays parked
+		t.Fatal(err)
+	}
+	if !ix.parked() {
+		t.Fatal("a pending append mapped the parked index")
+	}
+	lookups("parked")
+	if o, _, err := oi.lookup(total * 10); err != nil || o != total*10 {
+		t.Fatalf("parked: lookup of the pending entry = %d, %v", o, err)
+	}
+	if err := ix.trim(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != (total+1)*offsetIndexEntrySize {
+		t.Fatalf("trimmed file %d bytes, want %d", len(raw), (total+1)*offsetIndexEntrySize)
+	}
+	for i := range total + 1 {
+		if e := raw[i*offsetIndexEntrySize : (i+1)*offsetIndexEntrySize]; !bytes.Equal(e, offsetEntry(int32(i*10), int32(i*100))) {
+			t.Fatalf("entry %d in the file: %x", i, e)
+		}
+	}
+}
