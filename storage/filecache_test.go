@@ -280,7 +280,7 @@ func TestFileCacheConcurrentReads(t *testing.T) {
 // TestReleaseIdleActiveUnmapsIndexes: an idle partition's active indexes
 // are unmapped with its descriptor (vm.max_map_count); while so, lookups
 // by offset and by timestamp pread them, a flush makes their entries
-// durable, the next append maps them again, and after a close and reopen
+// durable, the appends that store entries map them again, and after a close and reopen
 // every entry is there.
 func TestReleaseIdleActiveUnmapsIndexes(t *testing.T) {
 	dir := t.TempDir()
@@ -328,9 +328,13 @@ func TestReleaseIdleActiveUnmapsIndexes(t *testing.T) {
 	if err := l.flush(); err != nil {
 		t.Fatalf("flush of parked indexes: %v", err)
 	}
-	mustAppend(t, l, simpleBatch(t, compress.None, 2, testEpoch.UnixMilli()+10))
+	// The entries are stored (and the indexes mapped) indexPendingEntries
+	// at a time.
+	for i := range indexPendingEntries {
+		mustAppend(t, l, simpleBatch(t, compress.None, 2, testEpoch.UnixMilli()+10+int64(i)))
+	}
 	if n := len(mappingsUnder(t, dir)); n != 2 {
-		t.Fatalf("%d index files mapped after an append, want 2", n)
+		t.Fatalf("%d index files mapped after %d appends, want 2", n, indexPendingEntries)
 	}
 	if _, due := l.ReleaseIdleActive(testEpoch.Add(2*time.Minute), time.Minute); !due {
 		t.Fatal("no release due after an append mapped the indexes again")

@@ -147,18 +147,25 @@ func TestIndexMmapHoldsNoDescriptor(t *testing.T) {
 }
 
 // Stores into the mapping reach the file without a sync or seal: a process
-// killed after an append leaves the entry in the page cache.
+// killed after the append that stored them (indexPendingEntries at a time)
+// leaves the entries in the page cache; those still pending are lost, as
+// the log's unflushed tail is to a power loss (recovery rebuilds both).
 func TestIndexMmapEntriesSurviveUncleanStop(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.index")
 	ix := openMmapIndex(t, path, 4096, true, true)
 	var want []byte
-	for i := range 20 {
+	for i := range indexPendingEntries + 5 {
 		e := offsetEntry(int32(i), int32(i*10))
-		want = append(want, e...)
+		if i < indexPendingEntries {
+			want = append(want, e...)
+		}
 		if err := ix.append(e); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if o, p, _ := (&offsetIndex{indexFile: ix}).lookup(indexPendingEntries + 4); o != indexPendingEntries+4 || p != (indexPendingEntries+4)*10 {
+		t.Fatalf("lookup of a pending entry: %d %d", o, p)
 	}
 	ix.close() // no seal: the file stays preallocated, as after a crash
 	raw, err := os.ReadFile(path)
@@ -324,6 +331,19 @@ func TestIndexMmapTruncateEntries(t *testing.T) {
 		if err := oi.appendEntry(int64(i*10), int64(i*100)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Pending entries (not stored yet) are cut in memory.
+	if err := ix.truncateEntries(8); err != nil {
+		t.Fatal(err)
+	}
+	if o, p, ok, err := oi.last(); !ok || err != nil || o != 70 || p != 700 {
+		t.Fatalf("last after cutting pending entries: %d %d %v %v", o, p, ok, err)
+	}
+	if raw, _ := os.ReadFile(path); !bytes.Equal(raw[:80], make([]byte, 80)) {
+		t.Fatalf("pending entries in the file: %x", raw[:80])
+	}
+	if err := ix.sync(); err != nil { // stores the 8
+		t.Fatal(err)
 	}
 	// Active: the dropped entries are zeroed, the file stays preallocated.
 	if err := ix.truncateEntries(4); err != nil {
@@ -607,8 +627,9 @@ func TestIndexMmapReserveAndSyncFailures(t *testing.T) {
 		t.Fatalf("%d segments, want a roll once the disk has room", len(l.segments))
 	}
 
-	// An entry past the reserved blocks needs a reservation; a full disk
-	// fails the append and rolls it back. (Equal timestamps: only the
+	// Entries past the reserved blocks need a reservation when they are
+	// stored (indexPendingEntries at a time); a full disk fails the append
+	// that stores them and rolls it back. (Equal timestamps: only the
 	// offset index grows.)
 	cfg.SegmentBytes = 1 << 20
 	l.SetConfig(cfg)
@@ -619,27 +640,26 @@ func TestIndexMmapReserveAndSyncFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	oi := l.active().offsetIndex
-	for (oi.n+2)*offsetIndexEntrySize <= oi.reserved {
+	// Up to the append whose store needs blocks past the reserved ones.
+	for i := 0; len(oi.pending)/offsetIndexEntrySize != indexPendingEntries-1 || (oi.n+1)*offsetIndexEntrySize <= oi.reserved; i++ {
+		if i == 10000 {
+			t.Fatalf("no store past the reserved blocks after %d appends: %d entries, %d bytes reserved", i, oi.n, oi.reserved)
+		}
 		stored = append(stored, mustAppendStored(t, l, simpleBatch(t, compress.None, 1, testEpoch.UnixMilli())))
-	}
-	if (oi.n+1)*offsetIndexEntrySize != oi.reserved {
-		t.Fatalf("%d entries, %d bytes reserved", oi.n, oi.reserved)
 	}
 	n, leo := oi.n, l.LogEndOffset()
 	fallocate = enospc
-	if _, err := l.AppendAsLeader(simpleBatch(t, compress.None, 1, testEpoch.UnixMilli()), 0); err != nil {
-		t.Fatalf("append filling the reserved blocks: %v", err)
-	}
 	if _, err := l.AppendAsLeader(simpleBatch(t, compress.None, 1, testEpoch.UnixMilli()), 0); kerrCode(err) != kerr.KafkaStorageError.Code || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("append needing index blocks on a full disk: %v", err)
 	}
-	if oi.n != n+1 || l.LogEndOffset() != leo+1 {
-		t.Fatalf("failed append left %d index entries (want %d), LEO %d (want %d)", oi.n, n+1, l.LogEndOffset(), leo+1)
+	if oi.n != n || l.LogEndOffset() != leo {
+		t.Fatalf("failed append left %d index entries (want %d), LEO %d (want %d)", oi.n, n, l.LogEndOffset(), leo)
 	}
 	fallocate = realFallocate
-	l.mu.Lock()
-	stored = append(stored, lastBatch(t, l))
-	l.mu.Unlock()
+	stored = append(stored, mustAppendStored(t, l, simpleBatch(t, compress.None, 1, testEpoch.UnixMilli())))
+	if len(oi.pending) != 0 || oi.stored()*offsetIndexEntrySize > oi.reserved {
+		t.Fatalf("after the disk has room: %d pending bytes, %d entries stored, %d bytes reserved", len(oi.pending), oi.stored(), oi.reserved)
+	}
 
 	msync = func([]byte) error { return syscall.EIO }
 	if err := l.flush(); kerrCode(err) != kerr.KafkaStorageError.Code || !errors.Is(err, syscall.EIO) {
@@ -664,23 +684,9 @@ func mustAppendStored(t *testing.T, l *Log, b []byte) []byte {
 	return b // updated in place
 }
 
-// lastBatch reads the active segment's last batch; l.mu held.
-func lastBatch(t *testing.T, l *Log) []byte {
-	t.Helper()
-	s := l.active()
-	pos, h, found, err := s.findBatch(s.nextOffset - 1)
-	if err != nil || !found {
-		t.Fatalf("last batch: %v", err)
-	}
-	b, err := s.readBatch(pos, &h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // A sealed index reactivated on a full disk (a roll whose seal failed, a
-// truncation) takes appends again, failing them until there is room.
+// truncation) takes appends again, failing to store them until there is
+// room.
 func TestIndexMmapReactivateOnFullDisk(t *testing.T) {
 	realFallocate := fallocate
 	t.Cleanup(func() { fallocate = realFallocate })
@@ -697,12 +703,15 @@ func TestIndexMmapReactivateOnFullDisk(t *testing.T) {
 	if err := ix.activate(); err != nil {
 		t.Fatalf("reactivation on a full disk: %v", err)
 	}
-	if err := ix.append(offsetEntry(2, 20)); !errors.Is(err, syscall.ENOSPC) || ix.n != 1 {
-		t.Fatalf("append on a full disk: %v, %d entries", err, ix.n)
+	if err := ix.append(offsetEntry(2, 20)); err != nil || ix.n != 2 {
+		t.Fatalf("append (pending) on a full disk: %v, %d entries", err, ix.n)
+	}
+	if err := ix.sync(); !errors.Is(err, syscall.ENOSPC) || ix.n != 2 {
+		t.Fatalf("storing on a full disk: %v, %d entries", err, ix.n)
 	}
 	fallocate = realFallocate
-	if err := ix.append(offsetEntry(2, 20)); err != nil || ix.n != 2 {
-		t.Fatalf("append once there is room: %v, %d entries", err, ix.n)
+	if err := ix.sync(); err != nil || ix.n != 2 || len(ix.pending) != 0 {
+		t.Fatalf("storing once there is room: %v, %d entries, %d pending bytes", err, ix.n, len(ix.pending))
 	}
 	ix2, err := openIndexFile(OSFS{}, path+"2", offsetIndexEntrySize, 4096, true, true)
 	if err != nil {
@@ -866,13 +875,19 @@ func TestIndexMmapFaults(t *testing.T) {
 	if _, err := openIndexFile(fsys, path+".new", offsetIndexEntrySize, 4096, true, true); !errors.Is(err, ErrInjected) {
 		t.Fatalf("creating an active index whose mapping fails: %v, want the injected error", err)
 	}
-	// A loaded active index is mapped by its first append, which fails.
+	// A loaded active index is mapped by the first append that stores
+	// entries (indexPendingEntries), which fails and adds none.
 	loaded, err := openIndexFile(fsys, path, offsetIndexEntrySize, 4096, false, true)
 	if err != nil {
 		t.Fatalf("opening a loaded active index (parked, unmapped): %v", err)
 	}
-	if err := loaded.append(e[:]); !errors.Is(err, ErrInjected) {
-		t.Fatalf("first append to a loaded active index whose mapping fails: %v, want the injected error", err)
+	for range indexPendingEntries - 1 {
+		if err := loaded.append(e[:]); err != nil {
+			t.Fatalf("pending append to a loaded active index: %v", err)
+		}
+	}
+	if err := loaded.append(e[:]); !errors.Is(err, ErrInjected) || loaded.n != 3+indexPendingEntries-1 {
+		t.Fatalf("first storing append to a loaded active index whose mapping fails: %v, %d entries; want the injected error", err, loaded.n)
 	}
 	loaded.close()
 	sealed, err := openIndexFile(fsys, path, offsetIndexEntrySize, 4096, false, false)
@@ -930,5 +945,68 @@ func TestCloseWritesFinalTimeEntryOfParkedIndex(t *testing.T) {
 	l.Close()
 	if err != nil || !ok || gotTs != ts+2 || gotOff != info.LastOffset {
 		t.Fatalf("last time-index entry (%d, %d, %v, %v), want (%d, %d)", gotTs, gotOff, ok, err, ts+2, info.LastOffset)
+	}
+}
+
+// TestIndexPendingEntries: an active index stores its entries
+// indexPendingEntries at a time; searches find the pending ones, mapped or
+// parked (pread for the stored ones), and trim stores them (with pwrite
+// when parked), so that the sealed file holds every entry.
+func TestIndexPendingEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.index")
+	ix := openMmapIndex(t, path, 4096, true, true)
+	defer ix.close()
+	oi := &offsetIndex{indexFile: ix}
+	const total = indexPendingEntries + 8
+	for i := range total {
+		if err := oi.appendEntry(int64(i*10), int64(i*100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ix.stored() != indexPendingEntries || len(ix.pending) != 8*offsetIndexEntrySize {
+		t.Fatalf("%d entries stored, %d pending bytes; want %d and %d", ix.stored(), len(ix.pending), indexPendingEntries, 8*offsetIndexEntrySize)
+	}
+	lookups := func(what string) {
+		t.Helper()
+		for _, i := range []int{0, indexPendingEntries - 1, indexPendingEntries, total - 1} {
+			if o, p, err := oi.lookup(int64(i*10 + 5)); err != nil || o != int64(i*10) || p != int64(i*100) {
+				t.Fatalf("%s: lookup(%d) = %d, %d, %v", what, i*10+5, o, p, err)
+			}
+		}
+		if o, p, err := oi.at(indexPendingEntries + 1); err != nil || o != (indexPendingEntries+1)*10 || p != (indexPendingEntries+1)*100 {
+			t.Fatalf("%s: entry %d = %d, %d, %v", what, indexPendingEntries+1, o, p, err)
+		}
+	}
+	lookups("mapped")
+	if err := ix.park(); err != nil { // stores the pending entries, unmaps
+		t.Fatal(err)
+	}
+	if !ix.parked() || ix.pending != nil {
+		t.Fatalf("after park: parked %v, %d pending bytes", ix.parked(), len(ix.pending))
+	}
+	if err := oi.appendEntry(total*10, total*100); err != nil { // pending, stays parked
+		t.Fatal(err)
+	}
+	if !ix.parked() {
+		t.Fatal("a pending append mapped the parked index")
+	}
+	lookups("parked")
+	if o, _, err := oi.lookup(total * 10); err != nil || o != total*10 {
+		t.Fatalf("parked: lookup of the pending entry = %d, %v", o, err)
+	}
+	if err := ix.trim(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != (total+1)*offsetIndexEntrySize {
+		t.Fatalf("trimmed file %d bytes, want %d", len(raw), (total+1)*offsetIndexEntrySize)
+	}
+	for i := range total + 1 {
+		if e := raw[i*offsetIndexEntrySize : (i+1)*offsetIndexEntrySize]; !bytes.Equal(e, offsetEntry(int32(i*10), int32(i*100))) {
+			t.Fatalf("entry %d in the file: %x", i, e)
+		}
 	}
 }
