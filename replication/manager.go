@@ -304,6 +304,15 @@ func (m *Manager) deleteTopic(t controller.TopicInfo) {
 
 func (m *Manager) deleteLocked(lt *Topic) {
 	m.publishLocked(nil, lt)
+	// One write of each directory's checkpoints for the topic's partitions.
+	for dir, c := range m.checkpoints {
+		release := c.HoldForgets()
+		defer func() {
+			if err := release(); err != nil {
+				m.logger.Warn("checkpointing the log directory after deleting a topic", "dir", dir, "topic", lt.name, "err", err)
+			}
+		}()
+	}
 	for _, p := range lt.parts {
 		if p != nil {
 			m.stopReplica(p, "deleted partition log")

@@ -61,6 +61,12 @@ type DirCheckpoints struct {
 	// periodic write (touch): an idle broker's periodic writes then skip
 	// gathering and sorting every partition's value.
 	stale [numDirKinds]atomic.Bool
+
+	// forgetsHeld counts the callers of HoldForgets that have not yet
+	// released them; forgotten says a Forget skipped its write meanwhile.
+	// Guarded by mu.
+	forgetsHeld int
+	forgotten   bool
 }
 
 type dirKind int
@@ -251,9 +257,47 @@ func (c *DirCheckpoints) Forget(tp TopicPartition, l *Log) error {
 	if e := c.entries[tp]; e != nil && (e.log == nil || e.log == l) {
 		delete(c.entries, tp)
 	}
+	held := c.forgetsHeld > 0
+	c.forgotten = c.forgotten || held
 	c.mu.Unlock()
 	c.touch()
+	if held {
+		return nil
+	}
 	return c.WriteAll()
+}
+
+// HoldForgets makes Forget drop entries without writing the files until
+// the returned release, which writes them once if any Forget came
+// meanwhile: the deletion of a topic's 10,000 partitions writes the three
+// files once, as Kafka's LogManager.asyncDelete checkpoints each directory
+// once for the partitions it deletes together, rather than once per
+// partition (each write gathers every partition of the directory). A
+// crash before the release leaves the deleted partitions in the files;
+// their directories are gone (renamed for deletion), so the load drops
+// them. The caller must not re-create a forgotten partition before the
+// release.
+func (c *DirCheckpoints) HoldForgets() (release func() error) {
+	c.mu.Lock()
+	c.forgetsHeld++
+	c.mu.Unlock()
+	var once sync.Once
+	return func() error {
+		var write bool
+		once.Do(func() {
+			c.mu.Lock()
+			c.forgetsHeld--
+			write = c.forgetsHeld == 0 && c.forgotten
+			if write {
+				c.forgotten = false
+			}
+			c.mu.Unlock()
+		})
+		if !write {
+			return nil
+		}
+		return c.WriteAll()
+	}
 }
 
 // lowered writes file k now if it holds a value for tp above v (the caller

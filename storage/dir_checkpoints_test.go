@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -187,6 +188,92 @@ func TestDirCheckpointsDeleteForgets(t *testing.T) {
 	if l2.LogStartOffset() != 0 || l2.LogEndOffset() != 0 || l2.HighWatermark() != 0 {
 		t.Fatalf("re-created log: start %d end %d hw %d, want 0 0 0", l2.LogStartOffset(), l2.LogEndOffset(), l2.HighWatermark())
 	}
+}
+
+// TestDirCheckpointsHeldForgets: deletions while forgets are held leave
+// the files as they were (a crash then finds the deleted partitions'
+// directories gone and drops their entries on load); the last release
+// writes them once, without the deleted partitions; a release with no
+// deletion meanwhile writes nothing.
+func TestDirCheckpointsHeldForgets(t *testing.T) {
+	logDir := t.TempDir()
+	c := openDirCP(t, logDir)
+	var logs []*Log
+	for _, name := range []string{"h-0", "h-1", "h-2"} {
+		l := openCPLog(t, c, name)
+		mustAppend(t, l, simpleBatch(t, compress.None, 5, testEpoch.UnixMilli()))
+		l.UpdateHighWatermark(5)
+		logs = append(logs, l)
+	}
+	defer logs[2].Close()
+	if err := c.WriteAll(); err != nil {
+		t.Fatal(err)
+	}
+	if before := readDirFile(t, logDir, ReplicationOffsetFile); countEntries(t, before) != 3 {
+		t.Fatalf("high watermarks before: %q", before)
+	}
+	outer, inner := c.HoldForgets(), c.HoldForgets()
+	for _, l := range logs[:2] {
+		if err := l.Delete(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range dirKindFiles {
+		if got, want := readDirFile(t, logDir, name), 3; countEntries(t, got) != want {
+			t.Fatalf("%s while held: %q, want %d entries", name, got, want)
+		}
+	}
+	if err := inner(); err != nil {
+		t.Fatal(err)
+	}
+	if err := inner(); err != nil { // twice: harmless
+		t.Fatal(err)
+	}
+	if got := readDirFile(t, logDir, ReplicationOffsetFile); countEntries(t, got) != 3 {
+		t.Fatalf("after the inner release: %q, want the 3 entries still", got)
+	}
+	if err := outer(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range dirKindFiles {
+		got := readDirFile(t, logDir, name)
+		if countEntries(t, got) != 1 {
+			t.Fatalf("%s after the release: %q, want h-2 alone", name, got)
+		}
+	}
+	// A crash while held: the files still list a deleted partition, whose
+	// directory is gone, so a reload drops it.
+	release := c.HoldForgets()
+	if err := logs[2].Delete(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := openDirCP(t, logDir)
+	if _, ok := c2.loaded(TopicPartition{Topic: "h", Partition: 2}, highWatermarkKind); ok {
+		t.Fatal("a reload kept the entry of a deleted partition")
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing forgotten meanwhile: no write.
+	if err := os.Remove(filepath.Join(logDir, ReplicationOffsetFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HoldForgets()(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(logDir, ReplicationOffsetFile)); !os.IsNotExist(err) {
+		t.Fatalf("a release with no deletion wrote the file: %v", err)
+	}
+}
+
+// countEntries is the entry count a checkpoint file states (its second line).
+func countEntries(t *testing.T, file string) int {
+	t.Helper()
+	var version, n int
+	if _, err := fmt.Sscanf(file, "%d\n%d\n", &version, &n); err != nil {
+		t.Fatalf("checkpoint %q: %v", file, err)
+	}
+	return n
 }
 
 // TestDirCheckpointsPeriodicWriteSkipsIdle: a periodic write with no value
