@@ -81,8 +81,8 @@
 // of its files and is tried again. A file is never closed while a read
 // uses it or a ReadResult's slices still pin it for sendfile, so the
 // bounds are exceeded by the reads in flight, never broken; and a fetch's
-// read (ReadWithinFileBound) declines to open a file once the files held
-// by ReadResults reach the total bound (files already open it reads
+// read (ReadWithinFileBound) declines to hold a file once the files held
+// by ReadResults reach the total bound (files other reads hold it reads
 // whatever the count), so that a fetch over 100,000 partitions cannot
 // take the process past RLIMIT_NOFILE. Without a FileCache every
 // segment's .log stays open until the segment is deleted.

@@ -42,10 +42,10 @@ import (
 // broken, by reads in flight. Those pins are the only ones that last (a
 // fetch over 100,000 partitions would hold a file each until its response
 // is written), so the cache counts the files they hold (held), and
-// ReadWithinFileBound declines to open a file once that count reaches the
-// total bound: past it an open could not be balanced by closing an
-// unpinned file. Pinning a file already open costs no descriptor and is
-// never declined. Should an open fail all the same for want of
+// ReadWithinFileBound declines to hold a file that no other read holds
+// once that count reaches the total bound: past it, the files held could
+// not be balanced by closing unpinned ones. A file already held by
+// another read adds nothing and is never declined. Should an open fail all the same for want of
 // descriptors (EMFILE, ENFILE: connections or etcd took them), the cache
 // closes some of its unpinned files and the open is tried again. Without a
 // FileCache (Options.FileCache nil) every segment keeps its descriptor
@@ -164,17 +164,18 @@ func newSegFile(fsys FS, path string, f File) *segFile {
 	return &segFile{fs: fsys, path: path, f: f}
 }
 
-// errFileBound: a read within the file bound would have had to open a
-// segment file while the files held by reads have reached the cache's
-// total bound (ReadWithinFileBound).
+// errFileBound: a read within the file bound would have had to hold a
+// segment file no other read holds while the files held by reads have
+// reached the cache's total bound (ReadWithinFileBound).
 var errFileBound = errors.New("segment files held by reads are at the descriptor bound")
 
 // acquire pins the file open, opening it if needed.
 func (sf *segFile) acquire() (File, error) { return sf.acquireFor(false, false) }
 
 // acquireFor is acquire; held counts the pin as a ReadResult's (released
-// with releaseHeld), and withinBound refuses to open a closed file while
-// the cache's held files have reached its total bound (errFileBound).
+// with releaseHeld), and withinBound refuses to hold a file no other read
+// holds while the cache's held files have reached its total bound
+// (errFileBound).
 func (sf *segFile) acquireFor(held, withinBound bool) (File, error) {
 	for attempt := 0; ; attempt++ {
 		sf.mu.Lock()
@@ -182,12 +183,15 @@ func (sf *segFile) acquireFor(held, withinBound bool) (File, error) {
 			sf.mu.Unlock()
 			return nil, os.ErrClosed
 		}
+		// A file no read holds yet would add to the held files; one
+		// open but not held could be closed by the cache instead (a
+		// read of headers may just have opened it).
+		if withinBound && sf.held == 0 && sf.cache.heldFull() {
+			sf.mu.Unlock()
+			return nil, errFileBound
+		}
 		opened := false
 		if sf.f == nil {
-			if withinBound && sf.cache.heldFull() {
-				sf.mu.Unlock()
-				return nil, errFileBound
-			}
 			f, err := sf.fs.OpenFile(sf.path, os.O_RDWR, 0)
 			if err != nil {
 				cache := sf.cache

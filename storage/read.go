@@ -27,8 +27,8 @@ type ReadResult struct {
 	// batch not returned (the fetch offset when nothing is), the upper end
 	// of a read_committed fetch's aborted-transaction search.
 	EndOffset int64
-	// Declined: ReadWithinFileBound stopped at a segment whose file it
-	// would have had to open while the files held by reads are at the
+	// Declined: ReadWithinFileBound stopped at a segment whose file no
+	// other read holds while the files held by reads are at the
 	// descriptor bound; Slices hold what came before it (often nothing).
 	// The caller answers as for a read cut short by its byte limit.
 	Declined bool
@@ -93,9 +93,9 @@ func (l *Log) Read(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (
 
 // ReadWithinFileBound is Read for a caller that holds the slices until a
 // response is written (Fetch, over up to every partition of the broker):
-// it pins files already open freely, but declines to open one while the
-// files held by reads have reached the FileCache's total bound (Declined,
-// no error), so that the reads in flight cannot take the process past
+// it pins files other reads hold freely, but declines to hold another
+// while the files held by reads have reached the FileCache's total bound
+// (Declined, no error), so that the reads in flight cannot take the process past
 // RLIMIT_NOFILE.
 func (l *Log) ReadWithinFileBound(offset int64, maxBytes int64, upTo int64, minOneBatch bool) (ReadResult, error) {
 	return l.readReleasingOnError(offset, maxBytes, upTo, minOneBatch, true)

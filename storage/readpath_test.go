@@ -69,7 +69,7 @@ func TestReadWithinFileBound(t *testing.T) {
 	if ls[2].active().log.OS() != nil {
 		t.Fatal("a declined read opened the file")
 	}
-	// An open file costs no descriptor: served at the bound.
+	// A file another read holds adds nothing: served at the bound.
 	a2, err := read(0)
 	if err != nil || a2.Declined || !bytes.Equal(readSlices(t, a2), want[0]) {
 		t.Fatalf("read of an open file at the bound: %v, declined %v", err, a2.Declined)
@@ -81,6 +81,18 @@ func TestReadWithinFileBound(t *testing.T) {
 		t.Fatalf("plain read at the bound: %v", err)
 	}
 	p.Release()
+	// Open (as a read of batch headers leaves it) but held by no read:
+	// still declined at the bound (holding it would keep the cache from
+	// closing it).
+	sf := ls[2].active().log
+	if _, err := sf.acquire(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = read(2)
+	sf.release()
+	if err != nil || !c.Declined || len(c.Slices) != 0 {
+		t.Fatalf("read of an open file no read holds, at the bound: %v, declined %v", err, c.Declined)
+	}
 
 	b.Release()
 	if n := cache.Held(); n != 1 {
