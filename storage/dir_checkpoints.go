@@ -38,7 +38,8 @@ import (
 //     log start reaches the follower again);
 //   - a deleted log (Kafka checkpoints the directory after each deletion
 //     too): a partition re-created under the same name must not inherit its
-//     offsets.
+//     offsets. The partitions of one topic deletion are written once, at
+//     the end (HoldForgets).
 //
 // Entries of partitions not opened yet keep their loaded values, so that a
 // periodic write during start-up loses nothing; entries whose partition
