@@ -7,7 +7,8 @@ import (
 
 // readEnds remembers where the last few reads of a segment ended: the
 // base offset, position and size of the first batch a read did not
-// return. A consumer's next fetch starts at exactly that offset (the
+// return (or, for a read that returned nothing, the offset it asked for
+// and the batch holding it). A consumer's next fetch starts at exactly that offset (the
 // ReadResult's EndOffset), so it finds its first batch here instead of
 // looking up the offset index and reading batch headers (findBatch: one
 // pread or more per fetch, most of a fetch's CPU for a consumer of old
