@@ -80,7 +80,7 @@ import (
 // (mapbudget.go: vm.max_map_count less a headroom, 49,146 of 65,530),
 // since past it the Go runtime's own mmap fails and stops the process.
 // An active index that gets no mapping stays parked: its entries are
-// written with pwrite (appendUnmapped) and its truncations zeroed the
+// written with pwrite (storePending) and its truncations zeroed the
 // same way. A sealed index that cannot be mapped (the bound, or mmap
 // failing with ENOMEM) is searched with pread through a descriptor
 // opened for that search only. Raise vm.max_map_count (Kafka's operators
@@ -266,7 +266,7 @@ func (ix *indexFile) mapActive(mf mappable, strict bool) error {
 	}
 	size := ix.maxEntries * ix.entrySize
 	if !indexMaps.take() {
-		ix.active = true // parked: appends pwrite (appendUnmapped)
+		ix.active = true // parked: stores pwrite (storePending)
 		return nil
 	}
 	mm, err := mf.mmap(size, true)
@@ -536,8 +536,12 @@ func (ix *indexFile) searchInto(pred func(e []byte) bool, out []byte) (int, erro
 	return lo - 1, nil
 }
 
-// append writes one entry at the end; the index must be active and not full.
-func (ix *indexFile) append(e []byte) error {
+// append writes one entry at the end; the index must be active and not
+// full. On the mmap path it is pending until indexPendingEntries are, then
+// they are stored at once (storePending), a parked index mapped for them
+// only if mapParked: the final entry of a segment being closed goes
+// through a descriptor rather than mapping the index only to unmap it.
+func (ix *indexFile) append(e []byte, mapParked bool) error {
 	if !ix.active {
 		return fmt.Errorf("append to sealed index %s", ix.path)
 	}
@@ -557,26 +561,7 @@ func (ix *indexFile) append(e []byte) error {
 	if len(ix.pending) < indexPendingEntries*ix.entrySize {
 		return nil
 	}
-	if err := ix.storePending(true); err != nil {
-		ix.dropLastPending()
-		return err
-	}
-	return nil
-}
-
-// appendUnmapped is append for a parked index that stays parked: the
-// entry and those pending are written with pwrite through a descriptor
-// opened for them, their blocks reserved first (sync then fsyncs the
-// file, as for any store made while parked). Any other index takes append.
-func (ix *indexFile) appendUnmapped(e []byte) error {
-	if !ix.parked() {
-		return ix.append(e)
-	}
-	if ix.full() {
-		return fmt.Errorf("append to full index %s", ix.path)
-	}
-	ix.addPending(e)
-	if err := ix.storePending(false); err != nil {
+	if err := ix.storePending(mapParked); err != nil {
 		ix.dropLastPending()
 		return err
 	}
@@ -992,7 +977,7 @@ func (oi *offsetIndex) appendEntry(offset, pos int64) error {
 	e := oi.scratch[:offsetIndexEntrySize]
 	binary.BigEndian.PutUint32(e, uint32(int32(offset-oi.baseOffset)))
 	binary.BigEndian.PutUint32(e[4:], uint32(int32(pos)))
-	return oi.append(e)
+	return oi.append(e, true)
 }
 
 // timeIndex maps timestamps to offsets.
@@ -1049,8 +1034,8 @@ func (ti *timeIndex) maybeAppend(ts, offset int64) error {
 }
 
 // maybeAppendFinal is maybeAppend for the last entry of a segment about to
-// be trimmed (close): a parked index takes it through a descriptor
-// (appendUnmapped) instead of being mapped only to be unmapped again.
+// be trimmed (close): a parked index is not mapped for it; trim stores it
+// with the other pending entries through a descriptor.
 func (ti *timeIndex) maybeAppendFinal(ts, offset int64) error {
 	return ti.maybeAppendWith(ts, offset, true)
 }
@@ -1062,13 +1047,7 @@ func (ti *timeIndex) maybeAppendWith(ts, offset int64, final bool) error {
 	e := ti.scratch[:timeIndexEntrySize]
 	binary.BigEndian.PutUint64(e, uint64(ts))
 	binary.BigEndian.PutUint32(e[8:], uint32(int32(offset-ti.baseOffset)))
-	var err error
-	if final {
-		err = ti.appendUnmapped(e)
-	} else {
-		err = ti.append(e)
-	}
-	if err != nil {
+	if err := ti.append(e, !final); err != nil {
 		return err
 	}
 	ti.lastTs = ts

@@ -96,7 +96,7 @@ func TestIndexMmapHoldsNoDescriptor(t *testing.T) {
 	path := filepath.Join(dir, "x.index")
 	ix := openMmapIndex(t, path, 1<<20, true, true)
 	for i := range 1000 {
-		if err := ix.append(offsetEntry(int32(i*2), int32(i*100))); err != nil {
+		if err := ix.append(offsetEntry(int32(i*2), int32(i*100)), true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestIndexMmapEntriesSurviveUncleanStop(t *testing.T) {
 		if i < indexPendingEntries {
 			want = append(want, e...)
 		}
-		if err := ix.append(e); err != nil {
+		if err := ix.append(e, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -693,7 +693,7 @@ func TestIndexMmapReactivateOnFullDisk(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.index")
 	ix := openMmapIndex(t, path, 4096, true, true)
 	defer ix.close()
-	if err := ix.append(offsetEntry(1, 10)); err != nil {
+	if err := ix.append(offsetEntry(1, 10), true); err != nil {
 		t.Fatal(err)
 	}
 	if err := ix.seal(); err != nil {
@@ -703,7 +703,7 @@ func TestIndexMmapReactivateOnFullDisk(t *testing.T) {
 	if err := ix.activate(); err != nil {
 		t.Fatalf("reactivation on a full disk: %v", err)
 	}
-	if err := ix.append(offsetEntry(2, 20)); err != nil || ix.n != 2 {
+	if err := ix.append(offsetEntry(2, 20), true); err != nil || ix.n != 2 {
 		t.Fatalf("append (pending) on a full disk: %v, %d entries", err, ix.n)
 	}
 	if err := ix.sync(); !errors.Is(err, syscall.ENOSPC) || ix.n != 2 {
@@ -820,10 +820,10 @@ func TestOpenNewLogWithoutFsync(t *testing.T) {
 func TestActiveIndexFaultsInOnePage(t *testing.T) {
 	ix := openMmapIndex(t, filepath.Join(t.TempDir(), "x.index"), 10<<20, true, true)
 	defer ix.close()
-	if err := ix.append(offsetEntry(1, 1)); err != nil {
+	if err := ix.append(offsetEntry(1, 1), true); err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.append(offsetEntry(2, 2)); err != nil {
+	if err := ix.append(offsetEntry(2, 2), true); err != nil {
 		t.Fatal(err)
 	}
 	vec := make([]byte, (len(ix.mm)+pageSize-1)/pageSize)
@@ -860,7 +860,7 @@ func TestIndexMmapFaults(t *testing.T) {
 	for i := range 3 {
 		binary.BigEndian.PutUint32(e[0:4], uint32(i*10))
 		binary.BigEndian.PutUint32(e[4:8], uint32(i*100))
-		if err := ix.append(e[:]); err != nil {
+		if err := ix.append(e[:], true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -882,11 +882,11 @@ func TestIndexMmapFaults(t *testing.T) {
 		t.Fatalf("opening a loaded active index (parked, unmapped): %v", err)
 	}
 	for range indexPendingEntries - 1 {
-		if err := loaded.append(e[:]); err != nil {
+		if err := loaded.append(e[:], true); err != nil {
 			t.Fatalf("pending append to a loaded active index: %v", err)
 		}
 	}
-	if err := loaded.append(e[:]); !errors.Is(err, ErrInjected) || loaded.n != 3+indexPendingEntries-1 {
+	if err := loaded.append(e[:], true); !errors.Is(err, ErrInjected) || loaded.n != 3+indexPendingEntries-1 {
 		t.Fatalf("first storing append to a loaded active index whose mapping fails: %v, %d entries; want the injected error", err, loaded.n)
 	}
 	loaded.close()

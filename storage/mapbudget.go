@@ -16,7 +16,7 @@ import (
 // of memory"): writing to 110,000 partitions at once, two mapped indexes
 // each, did that. So a mapping is taken from this budget first; an
 // active index that gets none stays parked and takes its entries with
-// pwrite (appendUnmapped), and a sealed one is searched with pread (view),
+// pwrite (storePending), and a sealed one is searched with pread (view),
 // as when mmap itself fails.
 var indexMaps mapBudget
 

@@ -145,6 +145,12 @@ func (l *Log) read(offset int64, maxBytes int64, upTo int64, minOneBatch, within
 			return res, storageErr("read", err)
 		}
 		if c.end <= pos {
+			if i == start.seg && start.headerRead {
+				// Nothing fits, and finding the start read its header:
+				// the fetches to come, as full when they reach this
+				// partition, find its size without the file.
+				seg.recordReadEnd(offset, pos, size)
+			}
 			break
 		}
 		// The file is pinned only for a slice: a fetch over many
@@ -179,9 +185,8 @@ func (l *Log) read(offset int64, maxBytes int64, upTo int64, minOneBatch, within
 
 // readStart is where a read's first batch lies.
 type readStart struct {
-	seg  int   // index in Log.segments
-	pos  int64 // the batch's position in the segment's file
-	size int64 // the batch's size, 0 if not known without reading its header
+	seg int // index in Log.segments
+	batchPos
 }
 
 // findStart finds the batch holding offset, or the first batch after it
@@ -189,12 +194,12 @@ type readStart struct {
 // segment has such a batch.
 func (l *Log) findStart(offset int64) (readStart, bool, error) {
 	for i := l.segmentFor(offset); i < len(l.segments); i++ {
-		pos, size, found, err := l.segments[i].findBatchPos(offset)
+		at, found, err := l.segments[i].findBatchPos(offset)
 		if err != nil {
 			return readStart{}, false, storageErr("read", err)
 		}
 		if found {
-			return readStart{seg: i, pos: pos, size: size}, true, nil
+			return readStart{seg: i, batchPos: at}, true, nil
 		}
 	}
 	return readStart{}, false, nil

@@ -7,7 +7,8 @@ import (
 
 // readEnds remembers where the last few reads of a segment ended: the
 // base offset, position and size of the first batch a read did not
-// return. A consumer's next fetch starts at exactly that offset (the
+// return (or, for a read that returned nothing, the offset it asked for
+// and the batch holding it). A consumer's next fetch starts at exactly that offset (the
 // ReadResult's EndOffset), so it finds its first batch here instead of
 // looking up the offset index and reading batch headers (findBatch: one
 // pread or more per fetch, most of a fetch's CPU for a consumer of old
@@ -75,17 +76,29 @@ func (r *readEnds) find(base, target, segSize int64) (pos, size int64, ok bool) 
 		}
 		pos1 := v & math.MaxUint32
 		if pos := int64(pos1) - 1; pos < segSize {
-			for j := range r.sizes {
-				if sz := r.sizes[j].Load(); sz>>32 == pos1 {
-					if size := int64(sz & math.MaxUint32); pos+size <= segSize {
-						return pos, size, true
-					}
-				}
+			if size := r.sizeAt(i, pos1); pos+size <= segSize {
+				return pos, size, true
 			}
 			return pos, 0, true
 		}
 	}
 	return 0, 0, false
+}
+
+// sizeAt returns the size remembered for the batch at position pos1-1, 0
+// if none: record writes it in the same slot as its position, so slot i
+// is looked at first; another slot may hold it after a race between two
+// records.
+func (r *readEnds) sizeAt(i int, pos1 uint64) int64 {
+	if sz := r.sizes[i].Load(); sz>>32 == pos1 {
+		return int64(sz & math.MaxUint32)
+	}
+	for j := range r.sizes {
+		if sz := r.sizes[j].Load(); j != i && sz>>32 == pos1 {
+			return int64(sz & math.MaxUint32)
+		}
+	}
+	return 0
 }
 
 // recordReadEnd remembers where a read of s ended (readEnds.record): its

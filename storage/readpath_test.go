@@ -183,7 +183,8 @@ func TestReadEndsSequentialReads(t *testing.T) {
 		l.mu.RLock()
 		seg := l.segments[l.segmentFor(off)]
 		before := fsys.reads.Load()
-		pos, size, found, err := seg.findBatchPos(off)
+		at, found, err := seg.findBatchPos(off)
+		pos, size := at.pos, at.size
 		n := fsys.reads.Load() - before
 		wantPos, wantH, wantFound, werr := seg.findBatch(off)
 		l.mu.RUnlock()
@@ -271,7 +272,8 @@ func findBatchPosAgrees(l *Log) error {
 	for _, seg := range l.segments {
 		for off := seg.baseOffset; off < seg.nextOffset; off++ {
 			wantPos, wantH, wantFound, werr := seg.findBatch(off)
-			gotPos, gotSize, gotFound, err := seg.findBatchPos(off)
+			got, gotFound, err := seg.findBatchPos(off)
+			gotPos, gotSize := got.pos, got.size
 			if err != nil || werr != nil || gotFound != wantFound || (wantFound && gotPos != wantPos) {
 				return fmt.Errorf("offset %d: (%d, %v, %v), headers say (%d, %v, %v)", off, gotPos, gotFound, err, wantPos, wantFound, werr)
 			}
@@ -357,4 +359,30 @@ func TestReadBelowTheFirstBatchReadsNothing(t *testing.T) {
 			t.Fatalf("read %d at 0 below its first batch read the file %d times", i, n)
 		}
 	}
+
+	// The same from within the log, at a batch no read ended at and not
+	// among the last ones (a consumer's first fetch from a committed
+	// offset): the first read looks the start up in the index, the next
+	// ones read nothing. Batch 3 starts at offset 1+2+3.
+	const mid, midBatch = 6, 3
+	for i := range 3 {
+		before := fsys.reads.Load()
+		res, err := l.ReadWithinFileBound(mid, int64(len(batches[midBatch]))-1, hw, false)
+		n := fsys.reads.Load() - before
+		if err != nil || len(res.Slices) != 0 || res.EndOffset != mid {
+			t.Fatalf("read %d at %d below its first batch: %v, %d slices, end offset %d", i, mid, err, len(res.Slices), res.EndOffset)
+		}
+		res.Release()
+		if i == 0 && n == 0 {
+			t.Fatalf("the first read at %d found its start without the file: the case is not the one meant", mid)
+		}
+		if i > 0 && n != 0 {
+			t.Fatalf("read %d at %d below its first batch read the file %d times", i, mid, n)
+		}
+	}
+	res, err := l.ReadWithinFileBound(mid, int64(len(batches[midBatch]))-1, hw, true)
+	if err != nil || !bytes.Equal(readSlices(t, res), batches[midBatch]) {
+		t.Fatalf("obliged read at %d: %v, not the batch there", mid, err)
+	}
+	res.Release()
 }

@@ -64,27 +64,35 @@ func (t *tailBatches) findEntry(target, size int64) (tailBatch, bool) {
 	return tailBatch{}, false
 }
 
+// batchPos is where a batch lies in a segment's file.
+type batchPos struct {
+	pos  int64
+	size int64 // 0 when not known without reading its header
+	// headerRead: the size comes from a header this lookup read from the
+	// file, not from memory.
+	headerRead bool
+}
+
 // findBatchPos is findBatch for a caller that needs only the position
-// and, if it comes without reading the file, the size: answered from the
-// tail entries, from where a recent read ended (readends.go), or for a
-// target at or below the segment's base offset, the first batch (every
-// batch's last offset is at or above the base), when it can. size is 0
-// when not known.
-func (s *segment) findBatchPos(target int64) (pos, size int64, found bool, err error) {
+// and the size: answered from the tail entries, from where a recent read
+// ended (readends.go), or for a target at or below the segment's base
+// offset, the first batch (every batch's last offset is at or above the
+// base, size unknown), when it can; else by findBatch.
+func (s *segment) findBatchPos(target int64) (at batchPos, found bool, err error) {
 	if e, ok := s.tail.findEntry(target, s.size); ok {
-		return e.pos, e.end - e.pos, true, nil
+		return batchPos{pos: e.pos, size: e.end - e.pos}, true, nil
 	}
 	if pos, size, ok := s.findReadEnd(target); ok {
-		return pos, size, true, nil
+		return batchPos{pos: pos, size: size}, true, nil
 	}
 	if target <= s.baseOffset && s.size > 0 {
-		return 0, 0, true, nil
+		return batchPos{}, true, nil
 	}
 	pos, h, found, err := s.findBatch(target)
 	if !found {
-		return pos, 0, found, err
+		return batchPos{pos: pos}, found, err
 	}
-	return pos, h.Size(), found, err
+	return batchPos{pos: pos, size: h.Size(), headerRead: true}, found, err
 }
 
 // findBatchEnd is findBatch answered from the tail entries when they hold

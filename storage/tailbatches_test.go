@@ -55,7 +55,8 @@ func TestTailBatchesAgreeWithHeaders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gotPos, gotSize, gotFound, err := seg.findBatchPos(target)
+			got, gotFound, err := seg.findBatchPos(target)
+			gotPos, gotSize := got.pos, got.size
 			if err != nil {
 				t.Fatal(err)
 			}
