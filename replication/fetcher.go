@@ -146,6 +146,10 @@ type fetcher struct {
 	// round's partitions (its array is reused): the run goroutine's only.
 	session followerSession
 	want    []wantPart
+	// idleWait is how long run waits for a partition when the last round
+	// had none to fetch: until the first one backing off may ask again,
+	// at most idlePoll.
+	idleWait time.Duration
 
 	wake     chan struct{}
 	quit     chan struct{}
@@ -217,6 +221,10 @@ const (
 	followingWindow = time.Second
 	followingWait   = 50 * time.Millisecond
 )
+
+// idlePoll is the longest a fetcher with nothing to fetch waits before it
+// looks again (an addition wakes it at once).
+const idlePoll = 100 * time.Millisecond
 
 // refusedBackoff is how long a partition pauses after the leader answered
 // it with code. NOT_LEADER_OR_FOLLOWER and UNKNOWN_LEADER_EPOCH mean the
@@ -291,7 +299,7 @@ func (f *fetcher) run() {
 			select {
 			case <-f.wake:
 			case <-f.quit:
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(f.idleWait):
 			}
 		}
 	}
@@ -504,6 +512,10 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	f.mu.Unlock()
 	f.want = want
 	if len(want) == 0 {
+		f.idleWait = idlePoll
+		if !retryAt.IsZero() {
+			f.idleWait = min(idlePoll, max(time.Until(retryAt), time.Millisecond))
+		}
 		return false, nil
 	}
 	if following {
