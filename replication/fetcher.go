@@ -13,8 +13,8 @@ package replication
 // (Kafka's truncation on fetch). So a partition that starts following (a
 // new leader or epoch) fetches at once; only one whose log has no epochs
 // (empty, or written before epochs were kept) first truncates to its high
-// watermark, and one the leader answered OFFSET_OUT_OF_RANGE above its log
-// start asks OffsetForLeaderEpoch. Fetched batches are appended byte for byte
+// watermark, and one the leader answered OFFSET_OUT_OF_RANGE at or above
+// its log start (an epoch it does not know) asks OffsetForLeaderEpoch. Fetched batches are appended byte for byte
 // (storage.Log.AppendAsFollower); the follower's high watermark is the
 // leader's, bounded by its own log end offset, and its log start offset
 // follows the leader's. A fetch below the leader's log start offset starts

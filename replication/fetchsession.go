@@ -9,9 +9,9 @@ package replication
 // changed since the leader last saw them, and forgets those not fetched
 // this round (unfollowed, truncating, backing off, throttled). The leader
 // answers only the partitions with records, a new high watermark or log
-// start offset, a diverging epoch, or an error. So an
-// idle round between brokers of 10,000 partitions costs a few dozen bytes
-// instead of every partition both ways.
+// start offset, a diverging epoch, or an error. So an idle round between
+// brokers of 10,000 partitions costs a few dozen bytes instead of every
+// partition both ways.
 //
 // Any doubt about the leader's state of the session (a failed request, a
 // session error, an answer naming another session) makes the next fetch
