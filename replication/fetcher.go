@@ -14,12 +14,13 @@ package replication
 // new leader or epoch) fetches at once; only one whose log has no epochs
 // (empty, or written before epochs were kept) first truncates to its high
 // watermark, and one the leader answered OFFSET_OUT_OF_RANGE at or above
-// its log start (an epoch it does not know) asks OffsetForLeaderEpoch. Fetched batches are appended byte for byte
-// (storage.Log.AppendAsFollower); the follower's high watermark is the
-// leader's, bounded by its own log end offset, and its log start offset
-// follows the leader's. A fetch below the leader's log start offset starts
-// the log afresh there. Errors back off for replica.fetch.backoff.ms, but for
-// a leader that does not know its leadership yet (refusedBackoff).
+// its log start (an epoch it does not know) asks OffsetForLeaderEpoch.
+// Fetched batches are appended byte for byte (storage.Log.AppendAsFollower);
+// the follower's high watermark is the leader's, bounded by its own log end
+// offset, and its log start offset follows the leader's. A fetch below the
+// leader's log start offset starts the log afresh there. Errors back off for
+// replica.fetch.backoff.ms, but for a leader that does not know its
+// leadership yet (refusedBackoff).
 //
 // Requests go through the Manager's BrokerClient; a fetcher's context is
 // cancelled when it stops, which ends a request in flight.
