@@ -130,3 +130,94 @@ func TestFetchDivergingEpoch(t *testing.T) {
 			kerr.ErrorForCode(sp.ErrorCode), len(sp.RecordBatches))
 	}
 }
+
+// TestDivergingFollowerFetchNotRecorded: a follower's fetch answered with a
+// diverging epoch is not a position in the leader's log: it is not
+// recorded (Kafka updates the follower's fetch state only without one), so
+// the high watermark cannot count records the follower does not have. The
+// follower's own fetches are held off by a request hook, so that only the
+// test's fetches in its name reach the leader.
+func TestDivergingFollowerFetchNotRecorded(t *testing.T) {
+	c := startReplicatedCluster(t, 2, map[string]string{"auto.leader.rebalance.enable": "false"})
+	c.createAssignedTopic("divrec", [][]int32{{1, 2}}, nil)
+	cl := c.client(kgo.DefaultProduceTopic("divrec"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader, follower := c.partitionOn(0, "divrec", 0), c.partitionOn(1, "divrec", 0)
+	if !leader.IsLeader() {
+		t.Fatal("broker 1 does not lead divrec-0")
+	}
+	end := leader.Log().LogEndOffset()
+	waitFor(t, 10*time.Second, "the follower in sync", func() bool {
+		return follower.Log().LogEndOffset() == end && leader.Log().HighWatermark() == end
+	})
+	c.srvs[0].SetRequestHook(func(info RequestInfo) RequestAction {
+		if info.ClientID == "broker-2" && info.Key == int16(kmsg.Fetch) {
+			return RequestAction{Delay: 20 * time.Millisecond, Response: kmsg.NewPtrFetchResponse()}
+		}
+		return RequestAction{}
+	})
+	defer c.srvs[0].SetRequestHook(nil)
+	var brokerEpoch int64 = -1
+	for _, b := range c.srvs[0].ctrl.Brokers() {
+		if b.NodeID == 2 {
+			brokerEpoch = b.Epoch
+		}
+	}
+	raw, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	epoch := leader.LeaderEpoch()
+	fetchAs2 := func(offset int64) kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.ReplicaState.ID, req.ReplicaState.Epoch = 2, 2, brokerEpoch
+		req.MaxBytes, req.SessionEpoch = 1<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = "divrec", leader.TopicID()
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.LastFetchedEpoch, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = offset, epoch, epoch, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("fetch as broker 2: %+v", resp)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	sp := fetchAs2(end + 50)
+	if sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch != epoch || sp.DivergingEpoch.EndOffset != end || len(sp.RecordBatches) != 0 {
+		t.Fatalf("a fetch as broker 2 from %d at epoch %d: %v, diverging epoch (%d, %d), %d record bytes; want (%d, %d) and none",
+			end+50, epoch, kerr.ErrorForCode(sp.ErrorCode), sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset,
+			len(sp.RecordBatches), epoch, end)
+	}
+	// An acks=1 record: the high watermark may move only once broker 2
+	// is known to have it.
+	leaderOnly := c.client(kgo.DefaultProduceTopic("divrec"), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err := leaderOnly.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if leader.Log().LogEndOffset() != end+1 {
+		t.Fatalf("leader log end %d, want %d", leader.Log().LogEndOffset(), end+1)
+	}
+	if hw := leader.Log().HighWatermark(); hw != end {
+		t.Fatalf("high watermark %d after the diverging fetch and an acks=1 record, want %d (broker 2 has not fetched it)", hw, end)
+	}
+	// A fetch that does not diverge is recorded and moves it.
+	if sp := fetchAs2(end + 1); sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch != -1 {
+		t.Fatalf("a fetch as broker 2 from %d: %v, diverging epoch %d", end+1, kerr.ErrorForCode(sp.ErrorCode), sp.DivergingEpoch.Epoch)
+	}
+	if hw := leader.Log().HighWatermark(); hw != end+1 {
+		t.Fatalf("high watermark %d after broker 2 fetched from %d, want %d", hw, end+1, end+1)
+	}
+}
