@@ -255,6 +255,47 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	}
 }
 
+// TestFollowerOfAnOlderLeaderTruncatesFirst: a leader whose registration
+// does not say it truncates on fetch (a Strait version before it, which
+// ignores last_fetched_epoch) is asked OffsetForLeaderEpoch before any
+// fetch, even for a log with epochs: otherwise a diverged suffix would
+// stay.
+func TestFollowerOfAnOlderLeaderTruncatesFirst(t *testing.T) {
+	leader := &divergingLeader{logs: map[int32]*storage.Log{}}
+	e := newEnv(t, nil, clientFunc(leader.request))
+	e.meta.brokersMu.Lock()
+	for i := range e.meta.brokers {
+		if e.meta.brokers[i].NodeID == 2 {
+			e.meta.brokers[i].TruncatesOnFetch = false
+		}
+	}
+	e.meta.brokersMu.Unlock()
+	e.topic("old", []int32{1, 2}, []int32{1, 2})
+	p := e.m.Partition("old", 0)
+	produce(t, p, 4) // epoch 1 in its log
+	if _, ok := p.Log().LatestEpoch(); !ok {
+		t.Fatal("the follower's log has no epoch: the case is not the one meant")
+	}
+	leader.logs[0] = openTestLog(t, filepath.Join(t.TempDir(), "old-0"))
+	tp, _ := e.meta.Topic("old")
+	tp.Partitions = slices.Clone(tp.Partitions)
+	tp.Partitions[0].Leader, tp.Partitions[0].LeaderEpoch = 2, 2
+	tp.Partitions[0].ISR = []int32{2, 1}
+	e.meta.setChanged(tp, []int32{0})
+	waitUntil(t, "an OffsetForLeaderEpoch request to the older leader", func() bool {
+		leader.mu.Lock()
+		defer leader.mu.Unlock()
+		return slices.Contains(leader.others, "*kmsg.OffsetForLeaderEpochRequest")
+	})
+	leader.mu.Lock()
+	defer leader.mu.Unlock()
+	for _, rp := range leader.fetches {
+		if rp.Partition == 0 {
+			t.Fatalf("the follower fetched old-0 from offset %d before truncating by OffsetForLeaderEpoch", rp.FetchOffset)
+		}
+	}
+}
+
 // mustAppend appends a batch of n records to l as its leader at epoch,
 // recording the epoch's start first as a new leader does.
 func mustAppend(t *testing.T, l *storage.Log, epoch int32, n int) {

@@ -11,7 +11,9 @@ package replication
 // it diverges by Kafka's AbstractFetcherThread rules (KIP-101/KIP-279, as
 // for an OffsetForLeaderEpoch answer), then fetches again from its new end
 // (Kafka's truncation on fetch). So a partition that starts following (a
-// new leader or epoch) fetches at once; only one whose log has no epochs
+// new leader or epoch) fetches at once if the leader's registration says it
+// truncates on fetch (Strait versions before it ignore the field: their
+// followers truncate first, as below); only one whose log has no epochs
 // (empty, or written before epochs were kept) first truncates to its high
 // watermark, and one the leader answered OFFSET_OUT_OF_RANGE at or above
 // its log start (an epoch it does not know) asks OffsetForLeaderEpoch.
@@ -172,11 +174,13 @@ func newFetcher(m *Manager, leader int32) *fetcher {
 func (f *fetcher) add(p *Partition, leaderEpoch int32) {
 	// A log with an epoch fetches at once: the leader checks its fetch
 	// offset against that epoch (Kafka's InitialFetchState with a
-	// lastFetchedEpoch, which starts in the Fetching state).
+	// lastFetchedEpoch, which starts in the Fetching state), if its
+	// registration says it does.
 	_, hasEpoch := p.log.LatestEpoch()
+	onFetch := hasEpoch && f.m.truncatesOnFetch(f.leader)
 	f.mu.Lock()
 	now := time.Now()
-	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: !hasEpoch, lag: -1, since: now}
+	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: !onFetch, lag: -1, since: now}
 	f.added = now
 	f.mu.Unlock()
 	select {
