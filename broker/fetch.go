@@ -20,6 +20,9 @@ package broker
 // topic id from v13 (UNKNOWN_TOPIC_ID if unknown). From v16 a partition
 // answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current
 // leader, and node_endpoints that leader's endpoint (KIP-951).
+// From v12 a partition may name the epoch of the client's last fetched
+// batch: a client whose log diverges from this one is answered a
+// diverging_epoch instead of records (checkDiverging).
 // v18 adds a follower's known high watermark (KIP-1166, a tagged field, so
 // Kafka's leader can answer a parked follower fetch when the high watermark
 // moves); Strait's followers do not send it and the leader ignores it, so
@@ -63,6 +66,12 @@ type fetchTarget struct {
 	// preferred: the partition is answered with a preferred read
 	// replica and read no further.
 	preferred bool
+	// lastFetchedEpoch is the epoch of the client's last fetched batch
+	// (v12+, -1: not given); diverging: the log diverges from the
+	// client's there, and the partition is answered with a
+	// diverging_epoch and no records (checkDiverging).
+	lastFetchedEpoch int32
+	diverging        bool
 }
 
 type fetchOp struct {
@@ -106,6 +115,7 @@ func handleFetch(c *conn, x *exchange) {
 	req.Topics, req.ForgottenTopics = nil, nil
 	f.resolve()
 	f.preferReadReplicas()
+	f.checkDiverging()
 	f.fetchQuotaMaxBytes()
 	if f.replica >= 0 {
 		f.recordFollowerFetch()
@@ -178,7 +188,11 @@ func (f *fetchOp) resolve() {
 			sp.Partition = fp.partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
-			ft := fetchTarget{t: ti, p: pi, offset: fp.fetchOffset, max: int64(fp.maxBytes), epoch: fp.leaderEpoch, logStart: fp.logStartOffset}
+			ft := fetchTarget{t: ti, p: pi, offset: fp.fetchOffset, max: int64(fp.maxBytes), epoch: fp.leaderEpoch,
+				logStart: fp.logStartOffset, lastFetchedEpoch: -1}
+			if f.x.req.Version >= 12 {
+				ft.lastFetchedEpoch = fp.lastFetchedEpoch
+			}
 			switch {
 			case topicCode != 0:
 				ft.code = topicCode
@@ -203,6 +217,39 @@ func (f *fetchOp) resolve() {
 	}
 }
 
+// checkDiverging is Kafka's check of a fetch's last fetched epoch
+// (Partition.readRecords, Fetch v12+, replicas and consumers alike): the
+// end of that epoch in this log, as OffsetForLeaderEpoch answers it
+// (storage.Log.EndOffsetForEpoch). If this log holds no such epoch, or the
+// fetch offset is below its log start, the partition is
+// OFFSET_OUT_OF_RANGE; if it has only an older epoch, or the epoch ends
+// before the fetch offset, the client's log diverges from this one there:
+// the partition is answered with that epoch and end offset as its
+// diverging_epoch, its offsets and no records, at once, and the client
+// truncates (a follower then needs no OffsetForLeaderEpoch round when it
+// starts following, KIP-595's truncation on fetch). A partition answered
+// with a preferred read replica is not checked, as in Kafka.
+func (f *fetchOp) checkDiverging() {
+	for i := range f.targets {
+		ft := &f.targets[i]
+		if ft.code != 0 || ft.part == nil || ft.preferred || ft.lastFetchedEpoch < 0 {
+			continue
+		}
+		log := ft.part.Log()
+		sp := &f.resp.Topics[ft.t].Partitions[ft.p]
+		epoch, end := log.EndOffsetForEpoch(ft.lastFetchedEpoch)
+		switch {
+		case epoch < 0 || end < 0 || ft.offset < log.LogStartOffset():
+			ft.code = kerr.OffsetOutOfRange.Code
+			sp.ErrorCode = ft.code
+			f.hasErr = true
+		case epoch < ft.lastFetchedEpoch || end < ft.offset:
+			ft.diverging = true
+			sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = epoch, end
+		}
+	}
+}
+
 // recordFollowerFetch checks a follower's fetch and records its position on
 // each partition: a replica id that is not a live broker at the given
 // broker epoch, or not a replica of the partition, is refused with
@@ -217,9 +264,21 @@ func (f *fetchOp) recordFollowerFetch() {
 		if ft.code != 0 || ft.part == nil {
 			continue
 		}
-		if !live || !ft.part.FollowerFetched(f.replica, f.brokerEpoch, ft.offset, ft.logStart) {
-			ft.code = kerr.NotLeaderForPartition.Code
-			f.resp.Topics[ft.t].Partitions[ft.p].ErrorCode = ft.code
+		// A diverging follower's fetch offset is not a position in
+		// this log: it is checked, not recorded (Kafka updates the
+		// follower's fetch state only without a diverging epoch), or
+		// the high watermark could count records the leader never had.
+		var ok bool
+		if ft.diverging {
+			ok = live && ft.part.HasFollower(f.replica)
+		} else {
+			ok = live && ft.part.FollowerFetched(f.replica, f.brokerEpoch, ft.offset, ft.logStart)
+		}
+		if !ok {
+			ft.code, ft.diverging = kerr.NotLeaderForPartition.Code, false
+			sp := &f.resp.Topics[ft.t].Partitions[ft.p]
+			sp.ErrorCode = ft.code
+			sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = -1, -1
 			f.hasErr = true
 			refused++
 		}
@@ -320,7 +379,7 @@ func (f *fetchOp) read() bool {
 	var total int64
 	minOne := true
 	errNow := f.hasErr
-	preferred, declined := false, false
+	offsetsOnly, declined := false, false
 	f.chunks = f.chunks[:0]
 	f.releaseReads()
 	for i := range f.targets {
@@ -332,11 +391,11 @@ func (f *fetchOp) read() bool {
 		log := ft.part.Log()
 		hw := log.HighWatermark()
 		lso := min(log.LastStableOffset(), hw)
-		if ft.preferred {
+		if ft.preferred || ft.diverging {
 			// Kafka skips the read and answers at once with the
 			// partition's offsets.
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, log.LogStartOffset()
-			preferred = true
+			offsetsOnly = true
 			continue
 		}
 		readCommitted := f.req.IsolationLevel == 1 && f.replica < 0
@@ -400,7 +459,7 @@ func (f *fetchOp) read() bool {
 			remaining -= res.Size
 		}
 	}
-	return errNow || preferred || declined || total >= int64(f.req.MinBytes)
+	return errNow || offsetsOnly || declined || total >= int64(f.req.MinBytes)
 }
 
 // park waits for appends to any requested partition until min_bytes is met,

@@ -20,9 +20,9 @@ package broker
 // whose fetch parameters changed, and forgotten_topics_data removes some;
 // the fetch reads every partition of the session, in the session's order.
 // Its response lists only partitions with records, a changed high
-// watermark or log start offset, or an error; a partition that returned
-// records moves to the end of the session, so that the next fetches start
-// with the others. A session left with no partitions is closed and the
+// watermark or log start offset, a diverging epoch, or an error; a
+// partition that returned records moves to the end of the session, so
+// that the next fetches start with the others. A session left with no partitions is closed and the
 // request answered without one. The expected epoch advances when the
 // request is accepted; it is checked again when the response is made (a
 // duplicate request gets INVALID_FETCH_SESSION_EPOCH then).

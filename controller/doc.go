@@ -28,7 +28,7 @@
 //
 //	<prefix>/cluster_id                  the cluster id, created once: Kafka's 22-char base64url UUID
 //	<prefix>/brokers/<node id>           {"nodeId","rack","endpoints":[{"name","host","port","securityProtocol"}],
-//	                                      "fenced","inControlledShutdown"}
+//	                                      "fenced","inControlledShutdown","truncatesOnFetch"}
 //	                                     put under the broker's lease (LeaseTTLSeconds, kept alive);
 //	                                     its create revision is the broker epoch
 //	<prefix>/controller/election/<lease> concurrency.Election candidates, value = node id; the key with

@@ -42,11 +42,12 @@ type brokerRecord struct {
 	Endpoints            []endpointRecord `json:"endpoints"`
 	Fenced               bool             `json:"fenced,omitempty"`
 	InControlledShutdown bool             `json:"inControlledShutdown,omitempty"`
+	TruncatesOnFetch     bool             `json:"truncatesOnFetch,omitempty"`
 }
 
 func encodeBroker(b BrokerInfo) string {
 	rec := brokerRecord{NodeID: b.NodeID, Rack: b.Rack, Endpoints: make([]endpointRecord, len(b.Endpoints)),
-		Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown}
+		Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown, TruncatesOnFetch: b.TruncatesOnFetch}
 	for i, e := range b.Endpoints {
 		rec.Endpoints[i] = endpointRecord(e)
 	}
@@ -60,7 +61,7 @@ func decodeBroker(value []byte) (BrokerInfo, error) {
 		return BrokerInfo{}, err
 	}
 	b := BrokerInfo{NodeID: rec.NodeID, Rack: rec.Rack, Endpoints: make([]Endpoint, len(rec.Endpoints)),
-		Fenced: rec.Fenced, InControlledShutdown: rec.InControlledShutdown}
+		Fenced: rec.Fenced, InControlledShutdown: rec.InControlledShutdown, TruncatesOnFetch: rec.TruncatesOnFetch}
 	for i, e := range rec.Endpoints {
 		b.Endpoints[i] = Endpoint(e)
 	}

@@ -71,7 +71,7 @@ func (c *Controller) register(ctx context.Context, lease clientv3.LeaseID) (int6
 	key := c.ks.broker(c.cfg.NodeID)
 	// Registered fenced, as Kafka registers brokers: rejoin unfences it.
 	value := encodeBroker(BrokerInfo{NodeID: c.cfg.NodeID, Rack: c.cfg.Rack, Endpoints: c.cfg.Endpoints,
-		Fenced: true, InControlledShutdown: c.shuttingDown.Load()})
+		Fenced: true, InControlledShutdown: c.shuttingDown.Load(), TruncatesOnFetch: true})
 	for {
 		resp, err := c.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).

@@ -28,6 +28,12 @@ type BrokerInfo struct {
 	// InControlledShutdown is set by ControlledShutdown: the broker is leaving
 	// and may neither lead nor join an ISR (Kafka's inControlledShutdown).
 	InControlledShutdown bool
+	// TruncatesOnFetch: as a leader, the broker answers a Fetch's
+	// last_fetched_epoch with a diverging epoch, so its followers need no
+	// OffsetForLeaderEpoch round before fetching (Kafka's truncation on
+	// fetch, which Kafka gates by metadata.version). Registrations of
+	// Strait versions before it lack it: their followers truncate first.
+	TruncatesOnFetch bool
 }
 
 // PartitionInfo is the replication state of one partition.

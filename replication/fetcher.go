@@ -5,16 +5,24 @@ package replication
 // One fetcher per leader broker fetches every partition this broker follows
 // from it, with Kafka's Fetch protocol and this broker's replica id and
 // broker epoch (replica_state from v15), reading up to the leader's log end
-// offset. A partition that starts following (a new leader or epoch) first
-// truncates its log where it diverges from the leader's, by leader epoch
-// (KIP-101/KIP-279: OffsetForLeaderEpoch for its latest epoch, then Kafka's
-// AbstractFetcherThread rules), never by high watermark alone unless it has
-// no epochs at all. Fetched batches are appended byte for byte
-// (storage.Log.AppendAsFollower); the follower's high watermark is the
-// leader's, bounded by its own log end offset, and its log start offset
-// follows the leader's. A fetch below the leader's log start offset starts
-// the log afresh there. Errors back off for replica.fetch.backoff.ms, but for
-// a leader that does not know its leadership yet (refusedBackoff).
+// offset. Each fetched partition names the latest epoch of its log
+// (last_fetched_epoch, Fetch v12+): a log that diverges from the leader's
+// is answered a diverging epoch instead of records, and is truncated where
+// it diverges by Kafka's AbstractFetcherThread rules (KIP-101/KIP-279, as
+// for an OffsetForLeaderEpoch answer), then fetches again from its new end
+// (Kafka's truncation on fetch). So a partition that starts following (a
+// new leader or epoch) fetches at once if the leader's registration says it
+// truncates on fetch (Strait versions before it ignore the field: their
+// followers truncate first, as below); only one whose log has no epochs
+// (empty, or written before epochs were kept) first truncates to its high
+// watermark, and one the leader answered OFFSET_OUT_OF_RANGE at or above
+// its log start (an epoch it does not know) asks OffsetForLeaderEpoch.
+// Fetched batches are appended byte for byte (storage.Log.AppendAsFollower);
+// the follower's high watermark is the leader's, bounded by its own log end
+// offset, and its log start offset follows the leader's. A fetch below the
+// leader's log start offset starts the log afresh there. Errors back off for
+// replica.fetch.backoff.ms, but for a leader that does not know its
+// leadership yet (refusedBackoff).
 //
 // Requests go through the Manager's BrokerClient; a fetcher's context is
 // cancelled when it stops, which ends a request in flight.
@@ -109,7 +117,9 @@ func (rf *fetchers) close() {
 // followState is one followed partition in a fetcher.
 type followState struct {
 	leaderEpoch int32
-	truncate    bool // must truncate by leader epoch before fetching
+	// truncate: must truncate before fetching (truncateDiverged): a log
+	// without epochs, or one the leader found beyond its end.
+	truncate    bool
 	backoffTill time.Time
 	// lag is the leader's high watermark minus our log end offset at the
 	// last fetch that brought records (or the first), -1 before it: 0 is
@@ -139,6 +149,10 @@ type fetcher struct {
 	// round's partitions (its array is reused): the run goroutine's only.
 	session followerSession
 	want    []wantPart
+	// idleWait is how long run waits for a partition when the last round
+	// had none to fetch: until the first one backing off may ask again,
+	// at most idlePoll.
+	idleWait time.Duration
 
 	wake     chan struct{}
 	quit     chan struct{}
@@ -158,9 +172,15 @@ func newFetcher(m *Manager, leader int32) *fetcher {
 }
 
 func (f *fetcher) add(p *Partition, leaderEpoch int32) {
+	// A log with an epoch fetches at once: the leader checks its fetch
+	// offset against that epoch (Kafka's InitialFetchState with a
+	// lastFetchedEpoch, which starts in the Fetching state), if its
+	// registration says it does.
+	_, hasEpoch := p.log.LatestEpoch()
+	onFetch := hasEpoch && f.m.truncatesOnFetch(f.leader)
 	f.mu.Lock()
 	now := time.Now()
-	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: true, lag: -1, since: now}
+	f.parts[p] = &followState{leaderEpoch: leaderEpoch, truncate: !onFetch, lag: -1, since: now}
 	f.added = now
 	f.mu.Unlock()
 	select {
@@ -206,6 +226,10 @@ const (
 	followingWindow = time.Second
 	followingWait   = 50 * time.Millisecond
 )
+
+// idlePoll is the longest a fetcher with nothing to fetch waits before it
+// looks again (an addition wakes it at once).
+const idlePoll = 100 * time.Millisecond
 
 // refusedBackoff is how long a partition pauses after the leader answered
 // it with code. NOT_LEADER_OR_FOLLOWER and UNKNOWN_LEADER_EPOCH mean the
@@ -280,7 +304,7 @@ func (f *fetcher) run() {
 			select {
 			case <-f.wake:
 			case <-f.quit:
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(f.idleWait):
 			}
 		}
 	}
@@ -290,8 +314,10 @@ func (f *fetcher) request(req kmsg.Request) (kmsg.Response, error) {
 	return f.m.client.Request(f.ctx, f.leader, req)
 }
 
-// truncateDiverged truncates every partition that starts following, as
-// Kafka's fetcher does before its first fetch from a new leader.
+// truncateDiverged truncates the partitions marked to (followState's
+// truncate) before they fetch: a log without epochs to its high watermark,
+// others by the leader's OffsetForLeaderEpoch answer for their latest
+// epoch (Kafka's Truncating state).
 func (f *fetcher) truncateDiverged() error {
 	type pending struct {
 		p      *Partition
@@ -453,13 +479,12 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	// Checked once per fetch, and only when a throttled partition is
 	// behind (ReplicaFetcherThread.shouldFollowerThrottle).
 	throttled, exceeded := false, false
-	var retryTruncation time.Time // the earliest a refused truncation is asked again
+	var retryAt time.Time // the earliest a partition backing off asks again
 	f.mu.Lock()
 	following := now.Sub(f.added) < followingWindow
 	for p, st := range f.parts {
-		if st.truncate && now.Before(st.backoffTill) &&
-			(retryTruncation.IsZero() || st.backoffTill.Before(retryTruncation)) {
-			retryTruncation = st.backoffTill
+		if now.Before(st.backoffTill) && (retryAt.IsZero() || st.backoffTill.Before(retryAt)) {
+			retryAt = st.backoffTill
 		}
 		if st.truncate || now.Before(st.backoffTill) {
 			continue
@@ -472,10 +497,14 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 				continue
 			}
 		}
+		lastFetched, ok := p.log.LatestEpoch()
+		if !ok {
+			lastFetched = -1
+		}
 		w := wantPart{
 			key: sessionPartKey{topic: p.topic, topicID: p.topicID, partition: p.index},
 			data: sessionPartData{fetchOffset: p.log.LogEndOffset(), logStartOffset: p.log.LogStartOffset(),
-				leaderEpoch: st.leaderEpoch, maxBytes: partMax},
+				leaderEpoch: st.leaderEpoch, lastFetchedEpoch: lastFetched, maxBytes: partMax},
 		}
 		want = append(want, w)
 		byPart := sentBy[p.topicID]
@@ -488,16 +517,20 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	f.mu.Unlock()
 	f.want = want
 	if len(want) == 0 {
+		f.idleWait = idlePoll
+		if !retryAt.IsZero() {
+			f.idleWait = min(idlePoll, max(time.Until(retryAt), time.Millisecond))
+		}
 		return false, nil
 	}
 	if following {
 		req.MaxWaitMillis = min(req.MaxWaitMillis, int32(followingWait/time.Millisecond))
 	}
-	if !retryTruncation.IsZero() {
+	if !retryAt.IsZero() {
 		// The leader holds a fetch with nothing new for up to
 		// replica.fetch.wait.max.ms; partitions it refused for not
 		// leading yet ask again before that (refusedBackoff).
-		wait := int32(max(time.Until(retryTruncation), time.Millisecond) / time.Millisecond)
+		wait := int32(max(time.Until(retryAt), time.Millisecond) / time.Millisecond)
 		req.MaxWaitMillis = min(req.MaxWaitMillis, wait)
 	}
 	f.session.build(req, want)
@@ -551,11 +584,18 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	// new leader epoch no longer fsyncs the leader-epoch checkpoint, which
 	// one partition after another took tens of seconds after a failover:
 	// storage/leader_epoch.go.)
-	var firsts, refused atomic.Int32
+	var firsts, refused, diverged atomic.Int32
 	var firstWait atomic.Int64 // the longest, in nanoseconds
 	var refusal atomic.Int32   // the first error code
 	forEachParallel(indexes(len(todo)), applyWorkers, func(i int32) {
 		t := todo[i]
+		if t.rp.ErrorCode == 0 && t.rp.DivergingEpoch.Epoch >= 0 {
+			// FetchResponse.isDivergingEpoch: no records, truncate
+			// (the first fetch is still to come).
+			diverged.Add(1)
+			f.truncateOnFetch(t.p, t.st, t.rp.DivergingEpoch)
+			return
+		}
 		if code := t.rp.ErrorCode; code != 0 && code != kerr.OffsetOutOfRange.Code {
 			refused.Add(1)
 			refusal.CompareAndSwap(0, int32(code))
@@ -572,14 +612,48 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 		}
 		f.applyFetched(t.p, t.st, t.rp)
 	})
-	if firsts.Load() > 0 || refused.Load() > 0 {
+	if firsts.Load() > 0 || refused.Load() > 0 || diverged.Load() > 0 {
 		// One line per round that started partitions of a new leader
-		// epoch or was refused some (each then backs off).
+		// epoch, was refused some (each then backs off) or truncated
+		// some where the leader's log diverges.
 		m.logger.Info("replica fetcher: round", "leader", f.leader, "partitions", len(todo),
 			"first_fetches", firsts.Load(), "longest_since_follow", time.Duration(firstWait.Load()),
-			"refused", refused.Load(), "error", kerr.ErrorForCode(int16(refusal.Load())))
+			"refused", refused.Load(), "error", kerr.ErrorForCode(int16(refusal.Load())),
+			"diverging", diverged.Load())
 	}
 	return true, nil
+}
+
+// truncateOnFetch truncates p where the leader's answer to its fetch says
+// its log diverges (Kafka's truncateOnFetchResponse), under f.mu: by the
+// rules for an OffsetForLeaderEpoch answer (truncationOffset). The next
+// fetch asks from the new end with the new latest epoch; if the leader's
+// epoch was unknown here, the log was cut to the end of an older one, and
+// the leader checks that one in turn. The truncation runs even to the log
+// end: it drops an epoch recorded there without records (a leadership
+// that wrote nothing), which would diverge again. A truncation that changes
+// nothing (a divergence below the log start offset, where this log keeps
+// no epoch to compare) would be answered the same again: the partition
+// pauses replica.fetch.backoff.ms, so it costs a request now and then.
+func (f *fetcher) truncateOnFetch(p *Partition, st *followState, diverging kmsg.FetchResponseTopicPartitionDivergingEpoch) {
+	offset, _ := truncationOffset(p, diverging.Epoch, diverging.EndOffset)
+	leo := p.log.LogEndOffset()
+	latest, _ := p.log.LatestEpoch()
+	if offset < leo {
+		f.m.logger.Info("truncating follower log to the leader's", "topic", p.topic, "partition", p.index,
+			"from", leo, "to", offset, "leader_epoch", diverging.Epoch, "leader_end_offset", diverging.EndOffset)
+	}
+	if err := p.log.TruncateTo(offset); err != nil {
+		f.m.logger.Error("truncating follower log", "topic", p.topic, "partition", p.index, "to", offset, "err", err)
+		st.backoffTill = time.Now().Add(f.backoff())
+		return
+	}
+	if after, _ := p.log.LatestEpoch(); after == latest && p.log.LogEndOffset() == leo {
+		f.m.logger.Warn("follower log diverges from the leader's where truncation cannot reach it",
+			"topic", p.topic, "partition", p.index, "log_end_offset", leo, "latest_epoch", latest,
+			"log_start_offset", p.log.LogStartOffset(), "leader_epoch", diverging.Epoch, "leader_end_offset", diverging.EndOffset)
+		st.backoffTill = time.Now().Add(f.backoff())
+	}
 }
 
 // indexes is 0..n-1, for forEachParallel.

@@ -152,13 +152,15 @@ func TestRefusedBackoff(t *testing.T) {
 
 // TestNewFollowerAsksAgainSoon: after a leadership change the new leader
 // may not know it leads yet (it applies the metadata on its own time) and
-// refuses the follower's OffsetForLeaderEpoch; the follower asks again
-// without waiting replica.fetch.backoff.ms (an hour here), and its fetches
-// right after the change wait at most 50 ms at the leader.
+// refuses the follower's first fetch; the follower, whose log has an epoch,
+// asks no OffsetForLeaderEpoch and fetches again without waiting
+// replica.fetch.backoff.ms (an hour here), and its fetches right after the
+// change wait at most 50 ms at the leader.
 func TestNewFollowerAsksAgainSoon(t *testing.T) {
 	var (
 		mu        sync.Mutex
 		asked     int
+		fetched   int
 		fetchWait []int32
 	)
 	client := clientFunc(func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
@@ -166,56 +168,59 @@ func TestNewFollowerAsksAgainSoon(t *testing.T) {
 		case *kmsg.OffsetForLeaderEpochRequest:
 			mu.Lock()
 			asked++
-			refuse := asked == 1
 			mu.Unlock()
-			resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+			return kmsg.NewPtrOffsetForLeaderEpochResponse(), nil
+		case *kmsg.FetchRequest:
+			mu.Lock()
+			fetchWait = append(fetchWait, r.MaxWaitMillis)
+			listed := 0
 			for _, rt := range r.Topics {
-				st := kmsg.NewOffsetForLeaderEpochResponseTopic()
-				st.Topic = rt.Topic
+				listed += len(rt.Partitions)
+			}
+			refuse := fetched == 0
+			fetched += listed
+			mu.Unlock()
+			resp := kmsg.NewPtrFetchResponse()
+			for _, rt := range r.Topics {
+				st := kmsg.NewFetchResponseTopic()
+				st.Topic, st.TopicID = rt.Topic, rt.TopicID
 				for _, rp := range rt.Partitions {
-					sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-					sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, rp.LeaderEpoch, 1
+					sp := kmsg.NewFetchResponseTopicPartition()
+					sp.Partition, sp.HighWatermark, sp.LogStartOffset = rp.Partition, rp.FetchOffset, 0
 					if refuse {
-						sp.ErrorCode, sp.LeaderEpoch, sp.EndOffset = kerr.NotLeaderForPartition.Code, -1, -1
+						sp.ErrorCode, sp.HighWatermark, sp.LogStartOffset = kerr.NotLeaderForPartition.Code, -1, -1
 					}
 					st.Partitions = append(st.Partitions, sp)
 				}
 				resp.Topics = append(resp.Topics, st)
 			}
-			return resp, nil
-		case *kmsg.FetchRequest:
-			mu.Lock()
-			fetchWait = append(fetchWait, r.MaxWaitMillis)
-			mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			case <-time.After(5 * time.Millisecond):
 			}
-			return kmsg.NewPtrFetchResponse(), nil
+			return resp, nil
 		}
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
 	e := newEnv(t, func(c *Config) { c.FetchBackoff = time.Hour }, client)
 	// Node 1 leads at epoch 1 and writes a record, so that its log has an
-	// epoch to ask about; then broker 2 takes over at epoch 2.
+	// epoch; then broker 2 takes over at epoch 2.
 	e.topic("r", []int32{1, 2})
 	p := e.m.Partition("r", 0)
 	produce(t, p, 1)
 	e.meta.setPartition("r", 0, func(pi *controller.PartitionInfo) { pi.Leader = 2; pi.LeaderEpoch++ })
-	waitUntil(t, "the follower to ask the new leader again after its refusal", func() bool {
+	waitUntil(t, "the follower to fetch again after the new leader's refusal", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return asked >= 2
-	})
-	waitUntil(t, "the follower's first fetch", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(fetchWait) > 0
+		return fetched >= 2
 	})
 	mu.Lock()
 	defer mu.Unlock()
+	if asked != 0 {
+		t.Errorf("the follower sent %d OffsetForLeaderEpoch requests, want none (its log has an epoch)", asked)
+	}
 	if fetchWait[0] > 50 {
 		t.Errorf("the first fetch after the change waits up to %d ms at the leader, want at most 50", fetchWait[0])
 	}

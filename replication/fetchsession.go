@@ -5,12 +5,13 @@ package replication
 // first fetch is full (session id 0, epoch 0) and asks the leader for a
 // session; once the leader answers with an id, each fetch is incremental: it
 // lists only the partitions added to the session or whose fetch parameters
-// (offset, log start offset, leader epoch, max bytes) changed since the
-// leader last saw them, and forgets those not fetched this round (unfollowed,
-// truncating, backing off, throttled). The leader answers only the partitions
-// with records, a new high watermark or log start offset, or an error. So an
-// idle round between brokers of 10,000 partitions costs a few dozen bytes
-// instead of every partition both ways.
+// (offset, log start offset, leader epoch, last fetched epoch, max bytes)
+// changed since the leader last saw them, and forgets those not fetched
+// this round (unfollowed, truncating, backing off, throttled). The leader
+// answers only the partitions with records, a new high watermark or log
+// start offset, a diverging epoch, or an error. So an idle round between
+// brokers of 10,000 partitions costs a few dozen bytes instead of every
+// partition both ways.
 //
 // Any doubt about the leader's state of the session (a failed request, a
 // session error, an answer naming another session) makes the next fetch
@@ -39,7 +40,10 @@ type sessionPartData struct {
 	fetchOffset    int64
 	logStartOffset int64
 	leaderEpoch    int32
-	maxBytes       int32
+	// lastFetchedEpoch is the log's latest epoch (-1: none), which the
+	// leader checks the fetch offset against (DivergingEpoch).
+	lastFetchedEpoch int32
+	maxBytes         int32
 }
 
 // followerSession is a fetcher's session with its leader. Only the fetcher's
@@ -140,7 +144,7 @@ func addFetchPartition(req *kmsg.FetchRequest, topics map[sessionPartKey]int, w 
 	rp.Partition = w.key.partition
 	rp.CurrentLeaderEpoch = w.data.leaderEpoch
 	rp.FetchOffset = w.data.fetchOffset
-	rp.LastFetchedEpoch = -1
+	rp.LastFetchedEpoch = w.data.lastFetchedEpoch
 	rp.LogStartOffset = w.data.logStartOffset
 	rp.PartitionMaxBytes = w.data.maxBytes
 	req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)

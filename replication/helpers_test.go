@@ -22,13 +22,16 @@ type fakeMeta struct {
 	mu        sync.Mutex
 	listeners []func(controller.TopicChange)
 	topics    map[string]controller.TopicInfo
+	// brokers has its own lock: the listeners, called under mu, read it
+	// (the controller's cache serves both from lock-free snapshots).
+	brokersMu sync.Mutex
 	brokers   []controller.BrokerInfo
 }
 
 func newFakeMeta(brokers ...int32) *fakeMeta {
 	f := &fakeMeta{topics: map[string]controller.TopicInfo{}}
 	for _, id := range brokers {
-		f.brokers = append(f.brokers, controller.BrokerInfo{NodeID: id, Epoch: 100 + int64(id)})
+		f.brokers = append(f.brokers, controller.BrokerInfo{NodeID: id, Epoch: 100 + int64(id), TruncatesOnFetch: true})
 	}
 	return f
 }
@@ -50,8 +53,8 @@ func (f *fakeMeta) Topic(name string) (controller.TopicInfo, bool) {
 }
 
 func (f *fakeMeta) Brokers() []controller.BrokerInfo {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.brokersMu.Lock()
+	defer f.brokersMu.Unlock()
 	return slices.Clone(f.brokers)
 }
 

@@ -379,6 +379,16 @@ func (p *Partition) FollowerFetched(replica int32, brokerEpoch, fetchOffset, log
 	return true
 }
 
+// HasFollower reports whether this broker leads p and replica is one of
+// its followers: FollowerFetched's check, without recording a position
+// (a follower whose log diverges from the leader's has none here yet).
+func (p *Partition) HasFollower(replica int32) bool {
+	r := &p.repl
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.role == roleLeader && r.followers[replica] != nil
+}
+
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b

@@ -216,6 +216,20 @@ func (m *Manager) BrokerLive(id int32, epoch int64) bool {
 	return false
 }
 
+// truncatesOnFetch reports whether broker id's registration says it
+// answers a fetch's last_fetched_epoch with a diverging epoch
+// (controller.BrokerInfo.TruncatesOnFetch). An unknown broker, or one of a
+// Strait version before it, does not: a follower of it truncates by
+// OffsetForLeaderEpoch before fetching, or it would keep a diverged suffix.
+func (m *Manager) truncatesOnFetch(id int32) bool {
+	for _, b := range m.meta.Brokers() {
+		if b.NodeID == id {
+			return b.TruncatesOnFetch
+		}
+	}
+	return false
+}
+
 func (m *Manager) apply(ch controller.TopicChange) {
 	if ch.Deleted {
 		m.deleteTopic(ch.Topic)
