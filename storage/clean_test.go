@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"sync/atomic"
 	"time"
 
 	"github.com/strait/strait/recordbatch"
@@ -488,9 +489,19 @@ func TestCleaningWhileAppendingAndReading(t *testing.T) {
 	done := make(chan struct{})
 	errs := make(chan error, 2)
 	var orig []loggedRecord
+	var cleanings atomic.Int32
 	go func() { // producer and consumer
 		defer close(done)
 		for i := 0; i < 300; i++ {
+			if i == 100 || i == 200 {
+				// Paced by the cleaner, so that cleanings happen while
+				// appending however the machine schedules the two
+				// (bounded: the check below fails if they do not).
+				want := int32(i / 100)
+				for deadline := time.Now().Add(10 * time.Second); cleanings.Load() < want && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
+			}
 			var recs []testRecord
 			for j := 0; j < 3; j++ {
 				off := l.LogEndOffset() + int64(j)
@@ -511,7 +522,6 @@ func TestCleaningWhileAppendingAndReading(t *testing.T) {
 			}
 		}
 	}()
-	cleanings := 0
 	for running := true; running; {
 		select {
 		case <-done:
@@ -519,7 +529,7 @@ func TestCleaningWhileAppendingAndReading(t *testing.T) {
 		default:
 		}
 		if _, cleaned := cleanOnce(t, c, testEpoch); cleaned {
-			cleanings++
+			cleanings.Add(1)
 		}
 	}
 	select {
@@ -532,8 +542,8 @@ func TestCleaningWhileAppendingAndReading(t *testing.T) {
 	cleanOnce(t, c, testEpoch)
 	got := allRecords(readLog(t, l))
 	checkCompacted(t, orig, got, l.LogEndOffset())
-	if cleanings < 2 || len(got) != 11 {
-		t.Fatalf("%d cleanings while appending, %d records left; want several and 11", cleanings, len(got))
+	if n := cleanings.Load(); n < 2 || len(got) != 11 {
+		t.Fatalf("%d cleanings while appending, %d records left; want several and 11", n, len(got))
 	}
 }
 
