@@ -283,3 +283,52 @@ func TestUnhostedPartitionAfterCrashKeepsDirectoryUnmarked(t *testing.T) {
 		})
 	}
 }
+
+// TestDirMarkerCoversEachLogOnce: the marker read at start covers a
+// partition directory present then for its first open only (a later open
+// of the same name follows a close while running, which the marker does not
+// cover), and never one created since; a failed open or close keeps the
+// directory from being marked until the log opens again.
+func TestDirMarkerCoversEachLogOnce(t *testing.T) {
+	logDir := t.TempDir()
+	for _, name := range []string{"a-0", "b-0"} {
+		if err := os.MkdirAll(filepath.Join(logDir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := storage.WriteCleanShutdown(nil, logDir, 3); err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{cfg: Config{LogDirs: []string{logDir}, FS: storage.OSFS{}}, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := m.loadCleanShutdown(); err != nil {
+		t.Fatal(err)
+	}
+	cs := &m.shutdownMarks
+	if dirMarked(t, logDir) {
+		t.Fatal("marker not removed at start")
+	}
+	a := filepath.Join(logDir, "a-0")
+	if !cs.openedClean(a) {
+		t.Error("first open of a partition present at start not covered")
+	}
+	if cs.openedClean(a) {
+		t.Error("second open of the same partition covered")
+	}
+	if cs.openedClean(filepath.Join(logDir, "new-0")) {
+		t.Error("a partition created after start covered")
+	}
+	if err := cs.markable(storage.OSFS{}, logDir); err != nil {
+		t.Errorf("b-0, never opened, is covered by the marker read at start: %v", err)
+	}
+	cs.noteClosed(a, storage.ErrInjected)
+	if err := cs.markable(storage.OSFS{}, logDir); err == nil {
+		t.Error("markable with a log whose close failed")
+	}
+	cs.noteOpen(a, nil)
+	if err := cs.markable(storage.OSFS{}, logDir); err != nil {
+		t.Errorf("the failed log opened again: %v", err)
+	}
+	if err := cs.markable(storage.OSFS{}, filepath.Join(logDir, "other")); err == nil {
+		t.Error("markable for a log directory not read at start")
+	}
+}

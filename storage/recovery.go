@@ -26,9 +26,10 @@ import (
 //   - after a clean shutdown (Options.CleanShutdown: the log directory's
 //     .kafka_cleanshutdown marker covered the log; or the log's own marker
 //     in its directory, written by Close or by Strait versions before the
-//     directory marker) segment files are trusted, with cheap sanity checks: index files
-//     present, whole entries, the last offset-index entry pointing at the
-//     batch it names, and the log's tail after it walking cleanly;
+//     directory marker) segment files are trusted, with cheap sanity
+//     checks: index files present, whole entries, the last offset-index
+//     entry pointing at the batch it names, and the log's tail after it
+//     walking cleanly;
 //   - otherwise every segment from the one holding the recovery point on is
 //     re-validated batch by batch (length bounds, magic, CRC32C, increasing
 //     offsets): the first bad byte and everything after it are cut, later
