@@ -178,7 +178,9 @@ func (m *Manager) applyTopic(t controller.TopicInfo, changed []int32) error {
 				lt.parts[i] = nil
 				m.fetchers.unfollow(p)
 				p.resignLeadership(roleNone, -1)
-				if err := p.log.Close(); err != nil {
+				err := p.log.Close()
+				m.shutdownMarks.noteClosed(p.log.Dir(), err)
+				if err != nil {
 					m.logger.Debug("closing a log whose directory was not made durable", "dir", p.log.Dir(), "err", err)
 				}
 			}

@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"errors"
 	"path/filepath"
 	"time"
 
@@ -95,17 +94,4 @@ func (m *Manager) checkpointLoop() {
 			each("log-start-offset-checkpoint", (*storage.DirCheckpoints).WriteLogStartOffsets)
 		}
 	}
-}
-
-// writeDirCheckpoints writes every online directory's three checkpoints,
-// once its logs are closed (a clean shutdown).
-func (m *Manager) writeDirCheckpoints() error {
-	var errs []error
-	for d, c := range m.checkpoints {
-		if m.DirOffline(d) {
-			continue
-		}
-		errs = append(errs, c.WriteAll())
-	}
-	return errors.Join(errs...)
 }

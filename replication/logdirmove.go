@@ -459,6 +459,7 @@ func (m *Manager) reopenLocked(p *Partition, dir string, cfg storage.LogConfig, 
 	lt := m.TopicByID(p.topicID)
 	l, err := storage.Open(dir, cfg, storage.Options{FS: m.cfg.FS, Logger: m.logger.With("partition", filepath.Base(dir)), Now: m.now,
 		Checkpoints: m.dirCheckpoints(dir), FileCache: m.files})
+	m.shutdownMarks.noteOpen(dir, err)
 	if err != nil {
 		// Neither place opens: the replica is lost here, as in an offline dir.
 		m.logger.Error("reopening a moved replica", "dir", dir, "err", err)

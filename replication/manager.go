@@ -76,6 +76,9 @@ type Manager struct {
 	checkpoints map[string]*storage.DirCheckpoints
 	// files bounds the descriptors of sealed segments (nil: unbounded).
 	files *storage.FileCache
+	// shutdownMarks is the log directories' clean-shutdown markers
+	// (cleanshutdown.go); its map is set by Start.
+	shutdownMarks cleanShutdown
 
 	fetchers *fetchers
 	// sched says which partitions the maintenance loop visits (schedule.go).
@@ -147,6 +150,9 @@ func New(cfg Config, deps Deps) *Manager {
 func (m *Manager) Start() error {
 	m.sweepLeftovers()
 	m.openDirCheckpoints()
+	if err := m.loadCleanShutdown(); err != nil {
+		return err
+	}
 	m.meta.Listen(m.apply)
 	m.sweepUnclaimedFutures()
 	if m.cfg.LogCleanerEnable {
@@ -465,7 +471,9 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 		}
 	}
 	start := time.Now()
-	l, err := storage.Open(dir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now, Checkpoints: m.dirCheckpoints(dir), FileCache: m.files})
+	l, err := storage.Open(dir, cfg, storage.Options{FS: fsys, Logger: m.logger.With("partition", name), Now: m.now, Checkpoints: m.dirCheckpoints(dir), FileCache: m.files,
+		CleanShutdown: m.shutdownMarks.openedClean(dir)})
+	m.shutdownMarks.noteOpen(dir, err)
 	if err != nil {
 		return nil, false, fmt.Errorf("opening log %s: %w", dir, err)
 	}
@@ -490,6 +498,12 @@ func (m *Manager) stopping() bool {
 // partitions keep serving and following until Close. Idempotent.
 func (m *Manager) Stop() {
 	m.stopOnce.Do(func() {
+		// Taken while the registration stands, for the markers Close writes.
+		if m.meta != nil {
+			m.shutdownMarks.mu.Lock()
+			m.shutdownMarks.brokerEpoch = m.meta.BrokerEpoch()
+			m.shutdownMarks.mu.Unlock()
+		}
 		if m.cleaner != nil {
 			m.cleaner.Close()
 		}
@@ -500,8 +514,9 @@ func (m *Manager) Stop() {
 }
 
 // Close stops everything Stop does, then the fetchers, waits for every
-// goroutine the Manager started, and flushes and closes every log (writing
-// the clean-shutdown markers). The Manager hosts nothing afterwards and
+// goroutine the Manager started, closes every log (flushed, checkpointed),
+// writes each log directory's checkpoints and then its clean-shutdown
+// marker (cleanshutdown.go). The Manager hosts nothing afterwards and
 // ignores later metadata.
 func (m *Manager) Close() error {
 	m.Stop()
@@ -519,35 +534,33 @@ func (m *Manager) Close() error {
 	workers := m.cfg.RecoveryThreadsPerDataDir * max(1, len(m.cfg.LogDirs))
 	var (
 		errs   []error
+		failed = map[string]bool{} // log dirs with a log that failed to close
 		errsMu sync.Mutex
 		wg     sync.WaitGroup
 	)
 	// Where the filesystem offers syncfs(2) and there are many logs, they are closed without
 	// fsyncs and one syncfs per log directory makes them all durable
-	// before the directories' checkpoints and the clean-shutdown markers
-	// are written: a close of 10,000 partitions was about 70,000 fsyncs.
+	// before the directories' checkpoints and markers are written: a close
+	// of 10,000 partitions was about 70,000 fsyncs.
 	logs := 0
 	m.ForEach(func(*Partition) { logs++ })
 	unsynced := logs >= m.syncFSMinLogs() && storage.CanSyncFS(m.filesystem())
-	var toMark []*Partition
 	todo := make(chan *Partition)
 	for range workers {
 		wg.Go(func() {
 			for p := range todo {
 				var err error
-				marked := true
 				if unsynced {
-					marked, err = p.log.CloseUnsynced()
+					err = p.log.CloseUnsynced()
 				} else {
-					err = p.log.Close()
+					err = p.log.CloseUnmarked()
 				}
-				errsMu.Lock()
 				if err != nil {
+					errsMu.Lock()
 					errs = append(errs, fmt.Errorf("closing %s-%d: %w", p.topic, p.index, err))
-				} else if !marked {
-					toMark = append(toMark, p)
+					failed[filepath.Clean(LogDirOf(p))] = true
+					errsMu.Unlock()
 				}
-				errsMu.Unlock()
 			}
 		})
 	}
@@ -555,59 +568,61 @@ func (m *Manager) Close() error {
 	m.ForEach(func(p *Partition) { todo <- p; n++ })
 	close(todo)
 	wg.Wait()
-	if len(toMark) > 0 {
-		if err := m.finishUnsyncedClose(toMark, workers); err != nil {
+	marked := 0
+	for _, d := range m.cfg.LogDirs {
+		d = filepath.Clean(d)
+		if m.DirOffline(d) {
+			continue
+		}
+		ok, err := m.finishDirClose(d, unsynced, failed[d])
+		if err != nil {
 			errs = append(errs, err)
 		}
-	} else if err := m.writeDirCheckpoints(); err != nil {
-		// One write of each directory's checkpoints for every log closed.
-		errs = append(errs, fmt.Errorf("checkpointing log directories: %w", err))
+		if ok {
+			marked++
+		}
 	}
-	m.logger.Info("partition logs closed", "partitions", n, "workers", workers, "syncfs", unsynced, "took", time.Since(start))
+	m.logger.Info("partition logs closed", "partitions", n, "workers", workers, "syncfs", unsynced,
+		"log_dirs_marked_clean", marked, "took", time.Since(start))
 	m.byName.Store(&map[string]*Topic{})
 	m.byID.Store(&map[[16]byte]*Topic{})
 	return errors.Join(errs...)
 }
 
-// finishUnsyncedClose makes the writes of the logs closed by CloseUnsynced
-// durable with one syncfs per online log directory, then writes their
-// clean-shutdown markers and makes those durable too. When a syncfs fails
-// nothing more is written: neither the directories' checkpoints nor the
-// markers, so the next start recovers those logs from the recovery points
-// the last checkpoints hold, as after a crash. The markers are written by
-// workers goroutines: each is a file creation, and one after another
-// 100,000 of them took an eighth of the stop's CPU.
-func (m *Manager) finishUnsyncedClose(logs []*Partition, workers int) error {
-	syncDirs := func() error {
-		for _, d := range m.cfg.LogDirs {
-			if m.DirOffline(filepath.Clean(d)) {
-				continue
-			}
-			if _, err := storage.SyncFS(m.filesystem(), d); err != nil {
-				return fmt.Errorf("making the closed logs of %s durable: %w", d, err)
-			}
+// finishDirClose finishes the close of the log directory d once its logs
+// are closed: with unsynced one syncfs makes their writes durable, then
+// the directory's checkpoints are written, then its clean-shutdown marker
+// unless a log there failed to close (logFailed) or the directory holds
+// logs not known to be clean. A step failing stops it there: the next
+// start recovers d's logs from the recovery points the last checkpoints
+// hold, as after a crash. It reports whether the marker was written.
+func (m *Manager) finishDirClose(d string, unsynced, logFailed bool) (bool, error) {
+	fsys := m.filesystem()
+	if unsynced {
+		if _, err := storage.SyncFS(fsys, d); err != nil {
+			return false, fmt.Errorf("making the closed logs of %s durable: %w", d, err)
 		}
-		return nil
 	}
-	if err := syncDirs(); err != nil {
-		return err
-	}
-	if err := m.writeDirCheckpoints(); err != nil {
-		return fmt.Errorf("checkpointing log directories: %w", err)
-	}
-	var (
-		errs   []error
-		errsMu sync.Mutex
-	)
-	forEachParallel(indexes(len(logs)), max(1, workers), func(i int32) {
-		p := logs[i]
-		if err := p.log.MarkCleanShutdown(); err != nil {
-			errsMu.Lock()
-			errs = append(errs, fmt.Errorf("closing %s-%d: %w", p.topic, p.index, err))
-			errsMu.Unlock()
+	if c := m.checkpoints[d]; c != nil {
+		if err := c.WriteAll(); err != nil {
+			return false, fmt.Errorf("checkpointing log directory %s: %w", d, err)
 		}
-	})
-	return errors.Join(append(errs, syncDirs())...)
+	}
+	if logFailed {
+		m.logger.Warn("a log failed to close; the log directory is not marked clean", "dir", d)
+		return false, nil
+	}
+	if err := m.shutdownMarks.markable(fsys, d); err != nil {
+		m.logger.Warn("the log directory is not marked clean; the next start recovers its logs", "dir", d, "why", err)
+		return false, nil
+	}
+	m.shutdownMarks.mu.Lock()
+	epoch := m.shutdownMarks.brokerEpoch
+	m.shutdownMarks.mu.Unlock()
+	if err := storage.WriteCleanShutdown(fsys, d, epoch); err != nil {
+		return false, fmt.Errorf("log dir %s: %w", d, err)
+	}
+	return true, nil
 }
 
 // filesystem is the FS the logs are on (Config.FS, OSFS when nil).

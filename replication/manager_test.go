@@ -46,7 +46,7 @@ func TestStaleLogDirectoryMovedAside(t *testing.T) {
 	}
 	for _, de := range entries {
 		switch de.Name() {
-		case "reused-0", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint", storage.ReplicationOffsetFile:
+		case "reused-0", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint", storage.ReplicationOffsetFile, storage.CleanShutdownFileName:
 		default:
 			t.Fatalf("%s left in the log directory after Close", de.Name())
 		}

@@ -58,9 +58,9 @@ func (c *countFS) SyncFS(path string) error {
 
 // TestCloseMakesLogsDurableWithSyncFS: on a filesystem with syncfs, with
 // SyncFSMinLogs logs or more, Manager.Close fsyncs no partition's files: one syncfs makes every log
-// durable before the directory's checkpoints and the clean-shutdown markers
-// are written, and one more the markers. A power loss right after Close
-// keeps every record and every marker.
+// durable before the directory's checkpoints and its clean-shutdown marker
+// are written. A power loss right after Close keeps every record and the
+// marker.
 func TestCloseMakesLogsDurableWithSyncFS(t *testing.T) {
 	sfs := storage.NewStrictFS(nil)
 	cfs := &countFS{FS: sfs}
@@ -100,17 +100,23 @@ func TestCloseMakesLogsDurableWithSyncFS(t *testing.T) {
 	if n := cfs.fsyncs.Load(); n >= partitions {
 		t.Errorf("Close made %d fsyncs for %d partitions; want the directory checkpoints' only", n, partitions)
 	}
-	if n := cfs.syncfs.Load(); n != 2 {
-		t.Errorf("Close called syncfs %d times, want 2 (the logs, then the markers)", n)
+	if n := cfs.syncfs.Load(); n != 1 {
+		t.Errorf("Close called syncfs %d times, want 1", n)
+	}
+	if n := strings.Count(strings.Join(cfs.ops, " "), ".kafka_cleanshutdown"); n != 1 {
+		t.Errorf("Close created %d clean-shutdown markers, want 1 (the log directory's): %q", n, cfs.ops)
 	}
 	if _, err := sfs.Crash(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(filepath.Join(e.dir, ".kafka_cleanshutdown")); err != nil {
+		t.Errorf("no clean-shutdown marker in the log directory after a power loss following Close: %v", err)
+	}
 	for i, dir := range dirs {
-		if _, err := os.Stat(filepath.Join(dir, ".kafka_cleanshutdown")); err != nil {
-			t.Errorf("durable-%d: no clean-shutdown marker after a power loss following Close: %v", i, err)
+		if _, err := os.Stat(filepath.Join(dir, ".kafka_cleanshutdown")); !os.IsNotExist(err) {
+			t.Errorf("durable-%d: a partition's own clean-shutdown marker (%v); want the log directory's only", i, err)
 		}
-		l, err := storage.Open(dir, storage.DefaultLogConfig(), storage.Options{})
+		l, err := storage.Open(dir, storage.DefaultLogConfig(), storage.Options{CleanShutdown: true})
 		if err != nil {
 			t.Fatalf("durable-%d: reopening: %v", i, err)
 		}
@@ -146,6 +152,9 @@ func TestCloseWithFailingSyncFSLeavesNoMarker(t *testing.T) {
 	ffs.FailSyncs(false)
 	if _, err := sfs.Crash(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, ".kafka_cleanshutdown")); !os.IsNotExist(err) {
+		t.Errorf("the log directory's clean-shutdown marker exists (%v) though its logs were never made durable", err)
 	}
 	for i, dir := range dirs {
 		if _, err := os.Stat(filepath.Join(dir, ".kafka_cleanshutdown")); !os.IsNotExist(err) {

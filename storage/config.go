@@ -191,4 +191,12 @@ type Options struct {
 	// active ones included, by its total bound (filecache.go); nil keeps
 	// every segment's open while it exists.
 	FileCache *FileCache
+	// CleanShutdown says the log directory's owner found the directory's
+	// clean-shutdown marker (clean_shutdown.go) covering this log: it is
+	// loaded as after a clean shutdown, without recovery, as Kafka's
+	// LogManager passes hadCleanShutdown to each log of the directory. The
+	// owner must have removed that marker durably before Open: the log is
+	// writable once open. Without it, the log's own marker in its
+	// directory, if any, says the same (see Log.Close).
+	CleanShutdown bool
 }

@@ -23,10 +23,22 @@
 //	                                  close, not on each change: recovery re-derives
 //	                                  the epochs of the batches it rescans)
 //	  partition.metadata                the topic id the directory belongs to (partition_metadata.go)
-//	  .kafka_cleanshutdown            present only while the log is closed cleanly
+//	  .kafka_cleanshutdown            the log's own clean-shutdown marker: written by
+//	                                  Close of a log closed on its own (the broker's
+//	                                  stop marks the log directory instead:
+//	                                  clean_shutdown.go), removed by Open
 //	  *.deleted                       files of a deleted segment awaiting removal
 //	  *.cleaned, *.swap               a segment the cleaner is writing / swapping in
 //	                                  (the protocol and its recovery: swap.go)
+//
+// # Log directory clean-shutdown marker
+//
+// As Kafka, <log.dir>/.kafka_cleanshutdown says every log of the directory
+// was closed cleanly ({"broker_epoch":"<epoch>","version":"0"}, Kafka's
+// CleanShutdownFileHandler body; clean_shutdown.go). Its owner (the broker's
+// replication manager) removes it before the directory's logs open, opens
+// them with Options.CleanShutdown, and writes it again once they are all
+// closed and the directory's checkpoints written.
 //
 // # Log directory checkpoints
 //

@@ -23,10 +23,13 @@ import (
 //     undone (see swap.go);
 //   - leftovers are removed: *.deleted files (a deletion interrupted by a
 //     crash), checkpoint temporaries, index files without a log file;
-//   - after a clean shutdown (the .kafka_cleanshutdown marker is present)
-//     segment files are trusted, with cheap sanity checks: index files
-//     present, whole entries, the last offset-index entry pointing at the
-//     batch it names, and the log's tail after it walking cleanly;
+//   - after a clean shutdown (Options.CleanShutdown: the log directory's
+//     .kafka_cleanshutdown marker covered the log; or the log's own marker
+//     in its directory, written by Close or by Strait versions before the
+//     directory marker) segment files are trusted, with cheap sanity
+//     checks: index files present, whole entries, the last offset-index
+//     entry pointing at the batch it names, and the log's tail after it
+//     walking cleanly;
 //   - otherwise every segment from the one holding the recovery point on is
 //     re-validated batch by batch (length bounds, magic, CRC32C, increasing
 //     offsets): the first bad byte and everything after it are cut, later
@@ -45,8 +48,9 @@ import (
 //     offset;
 //   - the high watermark starts at its checkpoint (high_watermark.go).
 //
-// The marker is removed before Open returns: from then on the log is open
-// for writing and only Close writes it again.
+// The log's own marker is removed (durably) before Open returns: from then
+// on the log is open for writing and only Close writes it again. The
+// directory's marker is its owner's to remove, before Open.
 func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
 	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, hwCheckpointed: -1, rpCheckpointed: -1, cache: opts.FileCache}
 	if l.fs == nil {
@@ -66,7 +70,7 @@ func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
 		l.cp, l.tp = opts.Checkpoints, TopicPartition{topic, partition}
 	}
 	l.SetConfig(cfg)
-	if err := l.load(); err != nil {
+	if err := l.load(opts.CleanShutdown); err != nil {
 		for _, s := range l.segments {
 			s.closeFiles()
 		}
@@ -79,20 +83,18 @@ func Open(dir string, cfg LogConfig, opts Options) (*Log, error) {
 	return l, nil
 }
 
-func (l *Log) load() error {
+// load reads the log's files; dirClean is Options.CleanShutdown.
+func (l *Log) load(dirClean bool) error {
 	cfg := l.config()
 	now := l.now()
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return err
 	}
-	bases, err := l.scanDir()
+	bases, ownMarker, err := l.scanDir()
 	if err != nil {
 		return err
 	}
-	clean, err := fileExists(l.fs, filepath.Join(l.dir, cleanShutdownFile))
-	if err != nil {
-		return err
-	}
+	clean := dirClean || ownMarker
 	var recoveryPoint, startCheckpoint int64
 	var hasRecoveryPoint bool
 	if l.cp != nil {
@@ -128,7 +130,7 @@ func (l *Log) load() error {
 			}
 		}
 	}
-	recovered := false
+	recovered := 0
 	for i, base := range bases {
 		last := i == len(bases)-1
 		var seg *segment
@@ -158,7 +160,7 @@ func (l *Log) load() error {
 			if err != nil {
 				return err
 			}
-			recovered = true
+			recovered++
 			if end := max(seg.nextOffset, seg.baseOffset); !last && !truncated && !cfg.Compact && end < bases[i+1] {
 				// A hole before the next segment: this one lost an
 				// unsynced tail to a power loss while the next one's
@@ -230,7 +232,7 @@ func (l *Log) load() error {
 		l.recoveryPoint.Store(leo)
 	} else {
 		l.recoveryPoint.Store(-1) // rewrite the checkpoint: recovery may have cut below it
-		if recovered || !clean {
+		if recovered > 0 || !clean {
 			for _, s := range l.segments {
 				if err := s.flush(); err != nil {
 					return err
@@ -240,7 +242,7 @@ func (l *Log) load() error {
 		l.setRecoveryPointLocked(leo)
 	}
 	l.lastFlush = now
-	if clean {
+	if ownMarker {
 		if err := l.fs.Remove(filepath.Join(l.dir, cleanShutdownFile)); err != nil && !os.IsNotExist(err) {
 			return err
 		}
@@ -248,19 +250,21 @@ func (l *Log) load() error {
 			return err
 		}
 	}
+	l.recoveredSegments = recovered
 	l.logger.Debug("opened log", "dir", l.dir, "segments", len(l.segments), "log_start_offset", lso,
-		"log_end_offset", leo, "clean_shutdown", clean)
+		"log_end_offset", leo, "clean_shutdown", clean, "recovered_segments", recovered)
 	return nil
 }
 
-// scanDir removes leftovers and returns the base offsets of the segments.
-func (l *Log) scanDir() ([]int64, error) {
+// scanDir removes leftovers and returns the base offsets of the segments
+// and whether the log's own clean-shutdown marker is there.
+func (l *Log) scanDir() (bases []int64, marker bool, err error) {
 	if err := l.completeInterruptedSwap(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	entries, err := l.fs.ReadDir(l.dir)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	logs := map[int64]bool{}
 	var indexes []string
@@ -270,9 +274,11 @@ func (l *Log) scanDir() ([]int64, error) {
 			continue
 		}
 		switch {
+		case name == cleanShutdownFile:
+			marker = true
 		case strings.HasSuffix(name, deletedFileSuffix), strings.HasSuffix(name, checkpointTmp):
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !os.IsNotExist(err) {
-				return nil, err
+				return nil, false, err
 			}
 		case strings.HasSuffix(name, logFileSuffix):
 			base, ok := parseBaseOffset(name, logFileSuffix)
@@ -297,16 +303,16 @@ func (l *Log) scanDir() ([]int64, error) {
 		if base, ok := parseBaseOffset(name, suffix); ok && !logs[base] {
 			l.logger.Info("removing index without a log file", "dir", l.dir, "file", name)
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !os.IsNotExist(err) {
-				return nil, err
+				return nil, false, err
 			}
 		}
 	}
-	bases := make([]int64, 0, len(logs))
+	bases = make([]int64, 0, len(logs))
 	for b := range logs {
 		bases = append(bases, b)
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-	return bases, nil
+	return bases, marker, nil
 }
 
 func parseBaseOffset(name, suffix string) (int64, bool) {

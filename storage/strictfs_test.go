@@ -304,8 +304,8 @@ func TestStrictFSSyncFS(t *testing.T) {
 }
 
 // TestCloseUnsyncedThenSyncFS: a log closed by CloseUnsynced keeps nothing
-// through a power loss until SyncFS, and after SyncFS and its marker
-// reopens clean with every record.
+// through a power loss until SyncFS, and after SyncFS and its log
+// directory's marker reopens clean with every record.
 func TestCloseUnsyncedThenSyncFS(t *testing.T) {
 	logDir := t.TempDir()
 	s := NewStrictFS(nil)
@@ -327,16 +327,12 @@ func TestCloseUnsyncedThenSyncFS(t *testing.T) {
 		}
 	}
 	l.UpdateHighWatermark(l.LogEndOffset())
-	marked, err := l.CloseUnsynced()
-	if err != nil || marked {
-		t.Fatalf("CloseUnsynced: marked %v, %v; want false, nil", marked, err)
+	if err := l.CloseUnsynced(); err != nil {
+		t.Fatalf("CloseUnsynced: %v", err)
 	}
-	if err := l.MarkCleanShutdown(); err != nil {
-		t.Fatal(err)
-	}
-	// No SyncFS: neither the records nor the marker survive.
+	wantFile(t, filepath.Join(dir, cleanShutdownFile), nil) // the log's own: none
+	// No SyncFS: the records do not survive.
 	mustCrash(t, s)
-	wantFile(t, filepath.Join(dir, cleanShutdownFile), nil)
 
 	c, err = OpenDirCheckpoints(s, logDir, nil)
 	if err != nil {
@@ -354,7 +350,7 @@ func TestCloseUnsyncedThenSyncFS(t *testing.T) {
 		}
 	}
 	l.UpdateHighWatermark(l.LogEndOffset())
-	if _, err := l.CloseUnsynced(); err != nil {
+	if err := l.CloseUnsynced(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := SyncFS(s, logDir); err != nil {
@@ -363,20 +359,18 @@ func TestCloseUnsyncedThenSyncFS(t *testing.T) {
 	if err := c.WriteAll(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.MarkCleanShutdown(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := SyncFS(s, logDir); err != nil {
+	if err := WriteCleanShutdown(s, logDir, 7); err != nil {
 		t.Fatal(err)
 	}
 	mustCrash(t, s)
-	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); err != nil {
-		t.Fatalf("the marker did not survive SyncFS and a power loss: %v", err)
+	clean, epoch, err := HadCleanShutdown(s, logDir)
+	if err != nil || !clean || epoch != 7 {
+		t.Fatalf("the log directory's marker after a power loss: %v, epoch %d, %v; want true, 7", clean, epoch, err)
 	}
 	if c, err = OpenDirCheckpoints(s, logDir, nil); err != nil {
 		t.Fatal(err)
 	}
-	l, err = Open(dir, testConfig(), Options{FS: s, Checkpoints: c})
+	l, err = Open(dir, testConfig(), Options{FS: s, Checkpoints: c, CleanShutdown: true})
 	if err != nil {
 		t.Fatal(err)
 	}

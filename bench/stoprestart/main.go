@@ -13,8 +13,9 @@
 //	go build -o bin/strait ./cmd/strait && go run ./bench/stoprestart -topics 100 -partitions 1000
 //
 // Before each restart it counts the partition directories and how many
-// hold the clean-shutdown marker (.kafka_cleanshutdown: those need no
-// recovery) and whether each log directory holds one. The broker's log
+// hold their own clean-shutdown marker (.kafka_cleanshutdown, as versions
+// before the log directory's marker wrote) and whether the log directory
+// holds its marker (then no log needs recovery). The broker's log
 // lines about the stop ("partition logs closed", "broker stopped") are
 // printed with the times. The data directory is removed at the end unless
 // -keep.

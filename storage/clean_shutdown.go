@@ -1,0 +1,126 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// The clean-shutdown marker of a log directory, as Kafka writes it
+// (CleanShutdownFileHandler, Kafka 3.6+): <log.dir>/.kafka_cleanshutdown,
+// a JSON object of strings, {"broker_epoch":"<epoch>","version":"0"}.
+// Its presence alone says that every log of the directory was closed
+// cleanly (Kafka's LogManager.loadLogs reads exists(); the broker epoch is
+// for KIP-966's clean-restart proof, and an unreadable body still counts as
+// present). The directory's owner (the broker's replication manager)
+// removes it before the directory's logs are written again and writes it
+// once every log there is closed and the directory's checkpoints are
+// written; the logs themselves are told by Options.CleanShutdown.
+//
+// A partition directory may hold a marker of the same name: written by
+// Log.Close of a log closed on its own (a standalone log, or one closed
+// while the broker runs), and by Strait versions before the directory
+// marker for every log. A log's own marker is read by Open and removed
+// there.
+
+// CleanShutdownFileName is the marker's name, in a log directory and in a
+// partition directory alike.
+const CleanShutdownFileName = cleanShutdownFile
+
+// cleanShutdownVersion is the version Kafka writes (CURRENT_VERSION).
+const cleanShutdownVersion = 0
+
+// HadCleanShutdown reports whether logDir holds its clean-shutdown marker,
+// and the broker epoch in it (-1 when absent or unreadable: only the
+// marker's presence says the shutdown was clean).
+func HadCleanShutdown(fsys FS, logDir string) (clean bool, brokerEpoch int64, err error) {
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	path := filepath.Join(logDir, cleanShutdownFile)
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, -1, nil
+	}
+	if err != nil {
+		return false, -1, err
+	}
+	defer f.Close()
+	var buf [512]byte // Kafka's body is about 40 bytes
+	n, _ := f.ReadAt(buf[:], 0)
+	return true, parseCleanShutdown(buf[:n]), nil
+}
+
+// parseCleanShutdown is the broker epoch of a marker's body, -1 if it has
+// none (Kafka's read: a string value, or a number as a lenient reader
+// takes it).
+func parseCleanShutdown(body []byte) int64 {
+	var fields map[string]any
+	if json.Unmarshal(body, &fields) != nil {
+		return -1
+	}
+	switch v := fields["broker_epoch"].(type) {
+	case string:
+		if e, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return e
+		}
+	case float64:
+		return int64(v)
+	}
+	return -1
+}
+
+// WriteCleanShutdown writes logDir's clean-shutdown marker durably: its
+// contents fsynced, then the directory. The caller writes it only once
+// every log of the directory is closed and durable and the directory's
+// checkpoints are written: a marker cut short by a crash still counts as
+// present, and is then right.
+func WriteCleanShutdown(fsys FS, logDir string, brokerEpoch int64) error {
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	// Kafka's Jackson serialization of its HashMap puts broker_epoch first.
+	body := fmt.Sprintf(`{"broker_epoch":"%d","version":"%d"}`, brokerEpoch, cleanShutdownVersion)
+	f, err := fsys.OpenFile(filepath.Join(logDir, cleanShutdownFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return storageErr("clean-shutdown marker", err)
+	}
+	_, err = f.WriteAt([]byte(body), 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.SyncDir(logDir)
+	}
+	if err != nil {
+		return storageErr("clean-shutdown marker", err)
+	}
+	return nil
+}
+
+// RemoveCleanShutdown removes logDir's clean-shutdown marker durably (the
+// directory fsynced), before any log of the directory is written again: a
+// marker outliving a write would have the next start trust a log a crash
+// may have torn. Absent, nothing is done.
+func RemoveCleanShutdown(fsys FS, logDir string) error {
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	err := fsys.Remove(filepath.Join(logDir, cleanShutdownFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = fsys.SyncDir(logDir)
+	}
+	if err != nil {
+		return storageErr("removing the clean-shutdown marker", err)
+	}
+	return nil
+}
