@@ -87,7 +87,7 @@ func TestCleanStopThenStartRecoversNothing(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no clean-shutdown marker in the log directory: %v", err)
 			}
-			if want := `{"broker_epoch":"101","version":"0"}`; string(body) != want {
+			if want := `{"version":0,"brokerEpoch":101}`; string(body) != want {
 				t.Errorf("marker %q, want %q", body, want)
 			}
 			if got := partitionMarkers(t, e.dir); len(got) != 0 {

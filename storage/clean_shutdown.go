@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 )
 
-// The clean-shutdown marker of a log directory, as Kafka writes it
-// (CleanShutdownFileHandler, Kafka 3.6+): <log.dir>/.kafka_cleanshutdown,
-// a JSON object of strings, {"broker_epoch":"<epoch>","version":"0"}.
+// The clean-shutdown marker of a log directory, as Kafka 4.4 writes it
+// (CleanShutdownFileHandler): <log.dir>/.kafka_cleanshutdown, the JSON
+// {"version":0,"brokerEpoch":<epoch>} with no newline (compat-tests/reference
+// reads Strait's with Kafka's class and compares the bytes it writes).
 // Its presence alone says that every log of the directory was closed
 // cleanly (Kafka's LogManager.loadLogs reads exists(); the broker epoch is
 // for KIP-966's clean-restart proof, and an unreadable body still counts as
@@ -55,22 +55,16 @@ func HadCleanShutdown(fsys FS, logDir string) (clean bool, brokerEpoch int64, er
 }
 
 // parseCleanShutdown is the broker epoch of a marker's body, -1 if it has
-// none (Kafka's read: a string value, or a number as a lenient reader
-// takes it).
+// none (Kafka's read gives an empty OptionalLong then).
 func parseCleanShutdown(body []byte) int64 {
-	var fields map[string]any
-	if json.Unmarshal(body, &fields) != nil {
+	var content struct {
+		Version     int    `json:"version"`
+		BrokerEpoch *int64 `json:"brokerEpoch"`
+	}
+	if json.Unmarshal(body, &content) != nil || content.BrokerEpoch == nil {
 		return -1
 	}
-	switch v := fields["broker_epoch"].(type) {
-	case string:
-		if e, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return e
-		}
-	case float64:
-		return int64(v)
-	}
-	return -1
+	return *content.BrokerEpoch
 }
 
 // WriteCleanShutdown writes logDir's clean-shutdown marker durably: its
@@ -82,8 +76,8 @@ func WriteCleanShutdown(fsys FS, logDir string, brokerEpoch int64) error {
 	if fsys == nil {
 		fsys = OSFS{}
 	}
-	// Kafka's Jackson serialization of its HashMap puts broker_epoch first.
-	body := fmt.Sprintf(`{"broker_epoch":"%d","version":"%d"}`, brokerEpoch, cleanShutdownVersion)
+	// Kafka's Jackson serialization of its Content class, fields in order.
+	body := fmt.Sprintf(`{"version":%d,"brokerEpoch":%d}`, cleanShutdownVersion, brokerEpoch)
 	f, err := fsys.OpenFile(filepath.Join(logDir, cleanShutdownFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return storageErr("clean-shutdown marker", err)

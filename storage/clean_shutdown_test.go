@@ -23,19 +23,19 @@ func TestCleanShutdownMarkerFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"broker_epoch":"42","version":"0"}`; string(body) != want {
+	if want := `{"version":0,"brokerEpoch":42}`; string(body) != want {
 		t.Fatalf("marker %q, want Kafka's %q", body, want)
 	}
 	for _, c := range []struct {
 		body  string
 		epoch int64
 	}{
-		{`{"broker_epoch":"42","version":"0"}`, 42},
-		{`{"version":"0","broker_epoch":"7"}`, 7},
-		{`{"version":0,"broker_epoch":9}`, 9},
+		{`{"version":0,"brokerEpoch":42}`, 42},
+		{`{"brokerEpoch":7,"version":0}`, 7},
 		{``, -1},      // cut short by a crash after everything else was durable
 		{`{"ver`, -1}, // likewise
-		{`{"version":"0"}`, -1},
+		{`{"version":0}`, -1},
+		{`{"broker_epoch":"9","version":"0"}`, -1}, // not Kafka 4.4's: present, no epoch
 	} {
 		if err := os.WriteFile(filepath.Join(dir, ".kafka_cleanshutdown"), []byte(c.body), 0o644); err != nil {
 			t.Fatal(err)

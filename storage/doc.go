@@ -34,7 +34,7 @@
 // # Log directory clean-shutdown marker
 //
 // As Kafka, <log.dir>/.kafka_cleanshutdown says every log of the directory
-// was closed cleanly ({"broker_epoch":"<epoch>","version":"0"}, Kafka's
+// was closed cleanly ({"version":0,"brokerEpoch":<epoch>}, Kafka's
 // CleanShutdownFileHandler body; clean_shutdown.go). Its owner (the broker's
 // replication manager) removes it before the directory's logs open, opens
 // them with Options.CleanShutdown, and writes it again once they are all

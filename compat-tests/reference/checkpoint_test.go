@@ -23,7 +23,9 @@ import (
 // (recovery-point-offset-checkpoint, log-start-offset-checkpoint,
 // replication-offset-checkpoint) are read by Kafka's own
 // OffsetCheckpointFile with the offsets Strait had, and are byte for byte
-// what that class writes for the same entries in the same order.
+// what that class writes for the same entries in the same order; each
+// directory's .kafka_cleanshutdown is read by Kafka's
+// CleanShutdownFileHandler, and is what it writes for that broker epoch.
 func TestCheckpointFilesReadByKafka(t *testing.T) {
 	if os.Getenv("STRAIT_KAFKA_REFERENCE") != "1" {
 		t.Skip("needs Java and Maven: run with STRAIT_KAFKA_REFERENCE=1 (make compat-reference)")
@@ -192,6 +194,42 @@ func TestCheckpointFilesReadByKafka(t *testing.T) {
 	}
 	if total != 3*6 {
 		t.Fatalf("Kafka read %d entries in all, want 18 (6 partitions, 3 files)", total)
+	}
+
+	// Each log directory's clean-shutdown marker, as Kafka's
+	// CleanShutdownFileHandler reads it (and the bytes that class writes
+	// for the same broker epoch).
+	java = exec.Command("java", append([]string{"-cp", filepath.Join(root, "bench/kafka/lib") + "/*",
+		filepath.Join(root, "compat-tests/reference/testdata/KafkaCleanShutdown.java")}, dirs...)...)
+	out, err = java.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("Kafka's CleanShutdownFileHandler: %v\n%s", err, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(dirs) {
+		t.Fatalf("Kafka's CleanShutdownFileHandler printed %q, want a line per log directory", lines)
+	}
+	for i, d := range dirs {
+		rest, ok := strings.CutPrefix(lines[i], d+" exists=true epoch=")
+		if !ok || rest == "none" || strings.HasPrefix(rest, "-") {
+			t.Errorf("%s: Kafka reads the clean-shutdown marker as %q, want it present with a broker epoch", d, lines[i])
+			continue
+		}
+		strait, err := os.ReadFile(filepath.Join(d, ".kafka_cleanshutdown"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kafka, err := os.ReadFile(filepath.Join(d, "kafka", ".kafka_cleanshutdown"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(strait, kafka) {
+			t.Errorf("%s/.kafka_cleanshutdown: Strait wrote %q, Kafka writes %q for broker epoch %s", d, strait, kafka, rest)
+		}
 	}
 }
 
