@@ -779,7 +779,7 @@ func (l *Log) shutdownLocked(mode fileSync, marker bool) error {
 	if !marker {
 		return nil
 	}
-	if err := writeMarker(l.fs, l.dir, cleanShutdownFile, syncAll); err != nil {
+	if err := writeMarker(l.fs, l.dir, cleanShutdownFile, nil, syncAll); err != nil {
 		return storageErr("close", err)
 	}
 	return nil

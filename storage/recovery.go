@@ -243,10 +243,7 @@ func (l *Log) load(dirClean bool) error {
 	}
 	l.lastFlush = now
 	if ownMarker {
-		if err := l.fs.Remove(filepath.Join(l.dir, cleanShutdownFile)); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		if err := l.fs.SyncDir(l.dir); err != nil {
+		if err := RemoveCleanShutdown(l.fs, l.dir); err != nil {
 			return err
 		}
 	}
