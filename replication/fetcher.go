@@ -410,8 +410,7 @@ func (f *fetcher) truncateDiverged() error {
 		}
 		offset, done := truncationOffset(t.p, a.LeaderEpoch, a.EndOffset)
 		if offset < t.p.log.LogEndOffset() {
-			f.m.logger.Info("truncating follower log to the leader's", "topic", t.p.topic, "partition", t.p.index,
-				"from", t.p.log.LogEndOffset(), "to", offset, "leader_epoch", a.LeaderEpoch, "leader_end_offset", a.EndOffset)
+			f.logTruncation(t.p, t.p.log.LogEndOffset(), offset, a.LeaderEpoch, a.EndOffset)
 			truncated.Add(1)
 			if err := t.p.log.TruncateTo(offset); err != nil {
 				errMu.Lock()
@@ -624,6 +623,13 @@ func (f *fetcher) fetchOnce() (progressed bool, err error) {
 	return true, nil
 }
 
+// logTruncation logs a follower's truncation to the leader's log, after an
+// OffsetForLeaderEpoch answer or a Fetch answer's diverging epoch alike.
+func (f *fetcher) logTruncation(p *Partition, from, to int64, leaderEpoch int32, leaderEndOffset int64) {
+	f.m.logger.Info("truncating follower log to the leader's", "topic", p.topic, "partition", p.index,
+		"from", from, "to", to, "leader_epoch", leaderEpoch, "leader_end_offset", leaderEndOffset)
+}
+
 // truncateOnFetch truncates p where the leader's answer to its fetch says
 // its log diverges (Kafka's truncateOnFetchResponse), under f.mu: by the
 // rules for an OffsetForLeaderEpoch answer (truncationOffset). The next
@@ -640,8 +646,7 @@ func (f *fetcher) truncateOnFetch(p *Partition, st *followState, diverging kmsg.
 	leo := p.log.LogEndOffset()
 	latest, _ := p.log.LatestEpoch()
 	if offset < leo {
-		f.m.logger.Info("truncating follower log to the leader's", "topic", p.topic, "partition", p.index,
-			"from", leo, "to", offset, "leader_epoch", diverging.Epoch, "leader_end_offset", diverging.EndOffset)
+		f.logTruncation(p, leo, offset, diverging.Epoch, diverging.EndOffset)
 	}
 	if err := p.log.TruncateTo(offset); err != nil {
 		f.m.logger.Error("truncating follower log", "topic", p.topic, "partition", p.index, "to", offset, "err", err)

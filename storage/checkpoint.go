@@ -113,15 +113,23 @@ func replaceFileSync(fsys FS, dir, path string, data []byte, mode fileSync) erro
 	return err
 }
 
-// writeMarker creates an empty marker file. An empty file has no contents
-// to fsync: any mode but syncNone makes its directory entry durable by
-// fsyncing the directory; with syncNone that is the caller's.
-func writeMarker(fsys FS, dir, name string, mode fileSync) error {
+// writeMarker creates the marker file name in dir holding body (often
+// nothing). With any mode but syncNone it is durable on return: body
+// fsynced, then the directory entry; with syncNone that is the caller's.
+func writeMarker(fsys FS, dir, name string, body []byte, mode fileSync) error {
 	f, err := fsys.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	err = f.Close()
+	if len(body) > 0 {
+		_, err = f.WriteAt(body, 0)
+		if err == nil && mode != syncNone {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err == nil && mode != syncNone {
 		err = fsys.SyncDir(dir)
 	}

@@ -78,21 +78,7 @@ func WriteCleanShutdown(fsys FS, logDir string, brokerEpoch int64) error {
 	}
 	// Kafka's Jackson serialization of its Content class, fields in order.
 	body := fmt.Sprintf(`{"version":%d,"brokerEpoch":%d}`, cleanShutdownVersion, brokerEpoch)
-	f, err := fsys.OpenFile(filepath.Join(logDir, cleanShutdownFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return storageErr("clean-shutdown marker", err)
-	}
-	_, err = f.WriteAt([]byte(body), 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.SyncDir(logDir)
-	}
-	if err != nil {
+	if err := writeMarker(fsys, logDir, cleanShutdownFile, []byte(body), syncAll); err != nil {
 		return storageErr("clean-shutdown marker", err)
 	}
 	return nil

@@ -55,6 +55,11 @@ import (
 // (recoverEpochsFrom, recoverBatchEpoch). A failover at 10,000 partitions
 // thus costs no fsync per partition for its epochs. Only clear
 // (TruncateFullyAndStartAt) writes at once, as Kafka's clearAndFlush.
+// A clean open does not write it either when the load only dropped
+// entries at the log end (a leadership that wrote nothing) or before the
+// log start: loading the file again drops the same, so the recovery point
+// moves to the log end without it, and the file is written before the
+// recovery point moves further.
 //
 // Thread-safety: entries and version are guarded by the owning Log's lock;
 // the file by fileMu, so that a flush can write it without that lock.
@@ -370,7 +375,8 @@ func (l *Log) recoverEpochsFrom(base int64) {
 // may have cut the log; a leader may have recorded its epoch without
 // writing), and the first entry moves up to the log start offset, as
 // Kafka's LogLoader does. Unless the result is what the file holds
-// (loaded), the file is written before the recovery point is set.
+// (loaded), the cache is dirty: the file is written before the recovery
+// point is set, or on a clean open before it moves past the log end.
 func (l *Log) finishLeaderEpochsLocked(loaded []EpochEntry) {
 	c := l.epochs
 	c.truncateFromEnd(l.logEndOffset.Load())

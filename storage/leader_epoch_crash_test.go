@@ -258,3 +258,77 @@ func TestLeaderEpochsAfterPowerLoss(t *testing.T) {
 		t.Fatalf("OffsetForLeaderEpoch after the second power loss %v, before %v", got, answers)
 	}
 }
+
+// TestCleanOpenKeepsTheEpochFile: a leader that recorded its epoch without
+// writing leaves an entry at the log end in the file, which every load
+// drops. A clean open does not rewrite the file for that (a new file per
+// partition at every start); the file is written before the recovery point
+// moves past the log end, here by a roll's flush after the new leader's
+// data continued the older epoch, and the log answers OffsetForLeaderEpoch
+// the same after a power loss.
+func TestCleanOpenKeepsTheEpochFile(t *testing.T) {
+	s := NewStrictFS(nil)
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.FlushMessages = 1
+	size := len(epochBatch(t, 0, 0, 2))
+	open := func(c LogConfig) *Log {
+		t.Helper()
+		l, err := Open(dir, c, Options{FS: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open(cfg)
+	if _, err := l.AppendAsFollower(epochBatch(t, 0, 0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AssignEpochStartOffset(4, 2); err != nil { // a leadership that wrote nothing
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkEpochs(t, epochFileEntries(t, dir), ee(0, 0), ee(4, 2))
+
+	l = open(cfg)
+	checkEpochs(t, l.epochEntries(), ee(0, 0))
+	checkEpochs(t, epochFileEntries(t, dir), ee(0, 0), ee(4, 2))
+
+	// The next leader's data continues epoch 0 (no new entry); the roll's
+	// flush moves the recovery point past 2 and must write the file first.
+	rolling := cfg
+	rolling.SegmentBytes = int64(2 * size)
+	rolling.FlushMessages = DefaultLogConfig().FlushMessages
+	l.SetConfig(rolling)
+	for _, base := range []int64{2, 4} {
+		if _, err := l.AppendAsFollower(epochBatch(t, base, 0, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.flushes.Wait()
+	l.mu.Lock()
+	err := l.active().flush() // the new segment's data, not its recovery point
+	l.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp, ok, err := readCheckpoint(OSFS{}, dir, recoveryPointFile); err != nil || !ok || rp != 4 {
+		t.Fatalf("recovery point %d (%v, %v) after the roll's flush, want 4", rp, ok, err)
+	}
+	checkEpochs(t, epochFileEntries(t, dir), ee(0, 0))
+	answers := epochAnswers(l)
+	s.CutPower()
+	crash(l)
+	mustCrash(t, s)
+	l = open(rolling)
+	defer l.Close()
+	if l.LogEndOffset() != 6 {
+		t.Fatalf("log end %d after the power loss, want 6 (all fsynced)", l.LogEndOffset())
+	}
+	checkEpochs(t, l.epochEntries(), ee(0, 0))
+	if got := epochAnswers(l); !slices.Equal(got, answers) {
+		t.Fatalf("OffsetForLeaderEpoch after the power loss %v, before %v", got, answers)
+	}
+}

@@ -536,6 +536,13 @@ func (l *Log) setRecoveryPointSyncLocked(rp int64, mode fileSync) {
 		l.logger.Warn("cannot write leader epoch checkpoint; the recovery point stays", "dir", l.dir, "err", err)
 		return
 	}
+	l.storeRecoveryPointLocked(rp, mode)
+}
+
+// storeRecoveryPointLocked sets the recovery point to rp and writes its
+// checkpoint, leaving the leader-epoch file as it is: the caller made it
+// hold the entries below rp, or loaded a clean log whose file gives them.
+func (l *Log) storeRecoveryPointLocked(rp int64, mode fileSync) {
 	l.recoveryPoint.Store(rp)
 	l.cpTouch()
 	if err := l.writeRecoveryPointSync(mode); err != nil {
@@ -779,7 +786,7 @@ func (l *Log) shutdownLocked(mode fileSync, marker bool) error {
 	if !marker {
 		return nil
 	}
-	if err := writeMarker(l.fs, l.dir, cleanShutdownFile, syncAll); err != nil {
+	if err := writeMarker(l.fs, l.dir, cleanShutdownFile, nil, syncAll); err != nil {
 		return storageErr("close", err)
 	}
 	return nil
