@@ -164,7 +164,7 @@ func (c *Controller) reconcile(ctx context.Context, guard []clientv3.Cmp, prev, 
 		return nil
 	}
 	began := time.Now()
-	outcomes, err := c.changePartitions(ctx, refs, changeOptions{guard: guard, concurrent: true, basis: snap}, c.brokerChange(noLeader, false))
+	outcomes, err := c.changePartitions(ctx, refs, changeOptions{guard: guard, concurrent: true}, c.brokerChange(noLeader, false))
 	if err != nil {
 		return err
 	}
@@ -180,13 +180,6 @@ func (c *Controller) reconcile(ctx context.Context, guard []clientv3.Cmp, prev, 
 		c.log.Info("active controller: updated leaders and ISRs for the registered brokers",
 			"partitions", s.changed, "leaders.changed", s.leaderMoved, "isr.changed", s.isrChanged,
 			"offline", s.offline, "elapsed", time.Since(began))
-	}
-	// The next pass starts from a snapshot holding these writes: an older
-	// one would show the partitions written after it as still to change,
-	// and writing them from it fails (and costs a raft round) before a
-	// read finds nothing to do.
-	if rev := lastSeenRevision(outcomes); rev > snap.rev {
-		return c.cache.waitForRevision(ctx, c.stop, rev)
 	}
 	return nil
 }

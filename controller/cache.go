@@ -57,8 +57,7 @@ type progress struct {
 type topicState struct {
 	topic      *TopicInfo // from topics/<name>, without partitions; nil if the key is absent
 	partitions map[int32]PartitionInfo
-	partRevs   map[int32]int64 // each partition key's mod revision
-	modRev     int64           // highest mod revision among its keys, to detect changes on resync
+	modRev     int64 // highest mod revision among its keys, to detect changes on resync
 
 	// What changed since the last publish: the topic key, partitions put,
 	// partitions deleted.
@@ -75,10 +74,8 @@ func (s *topicState) clean() {
 func (s *topicState) build() *TopicInfo {
 	t := *s.topic
 	t.Partitions = make([]PartitionInfo, 0, len(s.partitions))
-	t.partitionModRevs = make([]int64, 0, len(s.partitions))
 	for _, p := range slices.Sorted(maps.Keys(s.partitions)) {
 		t.Partitions = append(t.Partitions, s.partitions[p])
-		t.partitionModRevs = append(t.partitionModRevs, s.partRevs[p])
 	}
 	return &t
 }
@@ -106,8 +103,6 @@ func (s *topicState) update(prev *TopicInfo) (t *TopicInfo, changed []int32, ok 
 	nt := *prev
 	nt.Partitions = make([]PartitionInfo, n)
 	copy(nt.Partitions, prev.Partitions)
-	nt.partitionModRevs = make([]int64, n)
-	copy(nt.partitionModRevs, prev.partitionModRevs)
 	slices.Sort(s.putParts)
 	changed = slices.Compact(s.putParts)
 	if changed == nil {
@@ -115,7 +110,6 @@ func (s *topicState) update(prev *TopicInfo) (t *TopicInfo, changed []int32, ok 
 	}
 	for _, p := range changed {
 		nt.Partitions[p] = s.partitions[p]
-		nt.partitionModRevs[p] = s.partRevs[p]
 	}
 	return &nt, changed, true
 }
@@ -276,7 +270,7 @@ func (c *metadataCache) applyEvents(rev int64, events []*clientv3.Event) {
 func (c *metadataCache) topicStateLocked(name string) *topicState {
 	st := c.topics[name]
 	if st == nil {
-		st = &topicState{partitions: map[int32]PartitionInfo{}, partRevs: map[int32]int64{}}
+		st = &topicState{partitions: map[int32]PartitionInfo{}}
 		c.topics[name] = st
 	}
 	return st
@@ -292,7 +286,7 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 			c.log.Warn("ignoring undecodable broker registration", "key", key, "err", err)
 			return
 		}
-		b.Epoch, b.modRev = kv.CreateRevision, kv.ModRevision
+		b.Epoch = kv.CreateRevision
 		c.brokers[pk.nodeID] = b
 	case keyScram, keyToken, keyACL:
 		c.auth.put(pk, kv, c.log)
@@ -330,7 +324,6 @@ func (c *metadataCache) applyPutLocked(kv *mvccpb.KeyValue) {
 		}
 		st := c.topicStateLocked(pk.topic)
 		st.partitions[pk.partition] = p
-		st.partRevs[pk.partition] = kv.ModRevision
 		st.putParts = append(st.putParts, pk.partition)
 		st.modRev = max(st.modRev, kv.ModRevision)
 	}
@@ -360,7 +353,6 @@ func (c *metadataCache) applyDeleteLocked(pk parsedKey, key string) {
 	case keyPartition:
 		if st := c.topics[pk.topic]; st != nil {
 			delete(st.partitions, pk.partition)
-			delete(st.partRevs, pk.partition)
 			st.deletedParts = true
 		}
 	}

@@ -13,16 +13,7 @@ package controller
 //     registration that was read; on conflict go back to 1 for the partitions
 //     of that transaction, recomputing from the new state.
 //
-// The active controller, which picks the partitions to change from its
-// cache, skips step 1 on its first try: the cache holds each key's mod
-// revision, so it computes from the cached states and writes under the same
-// compares (changeOptions.basis); a batch the cache was behind for fails
-// them and goes through 1-3. A broker's end at 10,000 partitions is 10,000
-// changes, and etcd applies transactions one after another: the reads cost
-// about as much as the writes (Kafka's controller computes such changes from
-// its in-memory state too).
-//
-// So a change computed from a stale state is never written, no broker whose lease
+// So a change is never computed from a stale state, no broker whose lease
 // expired meanwhile is made leader or ISR member, and concurrent writers (the
 // active controller, a leader's AlterPartition, a broker shutting down, an
 // admin request on any broker) serialize on the partition key without a lock.
@@ -141,17 +132,6 @@ type changeOptions struct {
 	// pass be in flight at once (fn must be safe for that): their order is
 	// then not kept.
 	concurrent bool
-	// basis, when set, is the cache snapshot the caller chose refs from:
-	// the first pass computes each batch from its states and writes it if
-	// their keys' mod revisions (and the relied-on brokers') still hold,
-	// without reading first; a batch that finds one changed is read and
-	// computed again at once. The active controller's changes after a
-	// broker's end are thousands of partitions its cache already holds,
-	// and etcd applies transactions one after another: a read per batch
-	// cost as much as its write. A partition fn leaves unchanged or fails
-	// on the basis's state is taken as such without a read, so basis suits
-	// callers that decided from that snapshot anyway.
-	basis *metadataSnapshot
 }
 
 // changeConcurrency bounds the transactions a concurrent change has in
@@ -218,7 +198,6 @@ func (c *Controller) changePartitions(ctx context.Context, refs []partitionRef, 
 			conflicts++
 		}
 		pending = append(retry, later...)
-		opts.basis = nil // only the first pass: the states it wrote are newer
 	}
 	if opts.waitForCache && lastRev > 0 {
 		if err := c.cache.waitForRevision(ctx, c.stop, lastRev); err != nil {
@@ -271,13 +250,9 @@ func (c *Controller) changeBatchesConcurrently(ctx context.Context, refs []parti
 // idx. It returns the indexes whose write conflicted and the revision written.
 func (c *Controller) changeBatch(ctx context.Context, refs []partitionRef, idx []int, out []changeOutcome,
 	opts changeOptions, fn changeFunc) ([]int, int64, error) {
-	began := time.Now()
-	views, brokers, cached := snapshotPartitions(opts.basis, refs, idx)
-	var err error
-	if !cached {
-		if views, brokers, err = c.readPartitions(ctx, refs, idx); err != nil {
-			return nil, 0, err
-		}
+	views, brokers, err := c.readPartitions(ctx, refs, idx)
+	if err != nil {
+		return nil, 0, err
 	}
 	var cmps []clientv3.Cmp
 	var puts []clientv3.Op
@@ -326,14 +301,8 @@ func (c *Controller) changeBatch(ctx context.Context, refs []partitionRef, idx [
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
 		}
 	}
-	computed := time.Now()
 	var resp *clientv3.TxnResponse
 	casSucceeded := false
-	defer func() {
-		// A failover's phases, per transaction (thousands of partitions).
-		c.log.Debug("controller: partition states written", "partitions", len(puts), "from.cache", cached,
-			"compares", len(cmps), "succeeded", casSucceeded, "read", computed.Sub(began), "write", time.Since(computed), "err", err)
-	}()
 	if len(opts.guard) > 0 {
 		resp, err = c.client.Txn(ctx).If(opts.guard...).Then(clientv3.OpTxn(cmps, puts, nil)).Commit()
 		if err == nil {
@@ -355,57 +324,12 @@ func (c *Controller) changeBatch(ctx context.Context, refs []partitionRef, idx [
 		for _, i := range written {
 			out[i].after, out[i].changed = out[i].before, false
 		}
-		if cached {
-			// The cache was behind etcd for one of them: the batch again,
-			// from a read.
-			noBasis := opts
-			noBasis.basis = nil
-			return c.changeBatch(ctx, refs, idx, out, noBasis, fn)
-		}
 		return written, 0, nil
 	}
 	for _, i := range written {
 		out[i].rev = resp.Header.Revision
 	}
 	return nil, resp.Header.Revision, nil
-}
-
-// snapshotPartitions is readPartitions from the cache snapshot snap, with
-// the partitions' and brokers' mod revisions as the cache read them; ok is
-// false (read etcd instead) without snap, or when a partition of refs is
-// not in it or lacks its mod revision.
-func snapshotPartitions(snap *metadataSnapshot, refs []partitionRef, idx []int) (views []*partitionView, brokers brokerSet, ok bool) {
-	if snap == nil {
-		return nil, nil, false
-	}
-	topics := map[string]*TopicInfo{}
-	views = make([]*partitionView, len(idx))
-	for k, i := range idx {
-		ref := refs[i]
-		t := snap.topic(ref.topic)
-		if t == nil || ref.partition < 0 || int(ref.partition) >= len(t.Partitions) ||
-			len(t.partitionModRevs) != len(t.Partitions) || t.partitionModRevs[ref.partition] <= 0 {
-			return nil, nil, false
-		}
-		tv := topics[ref.topic]
-		if tv == nil {
-			// As readPartitions gives it: the topic key's fields only.
-			c := *t
-			c.Partitions, c.partitionModRevs = nil, nil
-			tv = &c
-			topics[ref.topic] = tv
-		}
-		views[k] = &partitionView{ref: ref, index: i, topic: tv, exists: true,
-			state: t.Partitions[ref.partition], modRev: t.partitionModRevs[ref.partition]}
-	}
-	brokers = make(brokerSet, len(snap.brokers))
-	for _, b := range snap.brokers {
-		if b.modRev <= 0 {
-			return nil, nil, false
-		}
-		brokers[b.NodeID] = registeredBroker{info: b, modRev: b.modRev}
-	}
-	return views, brokers, true
 }
 
 // readPartitions reads the brokers and the partitions refs[i] (i in idx) with
@@ -468,7 +392,7 @@ func (c *Controller) decodeBrokers(kvs []*mvccpb.KeyValue) brokerSet {
 		if err != nil {
 			continue
 		}
-		b.Epoch, b.modRev = kv.CreateRevision, kv.ModRevision
+		b.Epoch = kv.CreateRevision
 		out[pk.nodeID] = registeredBroker{info: b, modRev: kv.ModRevision}
 	}
 	return out

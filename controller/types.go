@@ -34,11 +34,6 @@ type BrokerInfo struct {
 	// fetch, which Kafka gates by metadata.version). Registrations of
 	// Strait versions before it lack it: their followers truncate first.
 	TruncatesOnFetch bool
-
-	// modRev is the mod revision of the registration's key as the cache
-	// read it: the active controller's compare-and-swap relies on it
-	// (changes.go). 0 when not read from etcd.
-	modRev int64
 }
 
 // PartitionInfo is the replication state of one partition.
@@ -73,12 +68,6 @@ type TopicInfo struct {
 	Internal   bool
 	Configs    map[string]string // only the topic-level overrides
 	Partitions []PartitionInfo   // index == partition number
-
-	// partitionModRevs are the mod revisions of the partitions' keys, index
-	// == partition number, when the cache built the topic (else nil): the
-	// active controller computes its changes from the cached states and
-	// writes them if these still hold (changes.go).
-	partitionModRevs []int64
 }
 
 // CreateTopicRequest is one topic of a CreateTopics request.
