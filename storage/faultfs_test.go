@@ -12,7 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-func openFaultLog(t *testing.T, dir string, cfg LogConfig, fsys *FaultFS) *Log {
+// openLogWith opens the log at dir on fsys (a FaultFS, a StrictFS), failing t on error.
+func openLogWith(t *testing.T, dir string, cfg LogConfig, fsys FS) *Log {
 	t.Helper()
 	l, err := Open(dir, cfg, Options{FS: fsys})
 	if err != nil {
@@ -26,7 +27,7 @@ func TestFullDiskAppendFailsWithoutLosingData(t *testing.T) {
 	fsys := NewFaultFS(nil)
 	cfg := testConfig()
 	cfg.IndexIntervalBytes = 100
-	l := openFaultLog(t, dir, cfg, fsys)
+	l := openLogWith(t, dir, cfg, fsys)
 	stored := appendBatches(t, l, compress.Gzip, 10, testEpoch.UnixMilli())
 	leo := l.LogEndOffset()
 
@@ -64,7 +65,7 @@ func TestFailedIndexWriteRollsBackAppend(t *testing.T) {
 	fsys := NewFaultFS(nil)
 	cfg := testConfig()
 	cfg.IndexIntervalBytes = 1 // every batch after the first gets an index entry
-	l := openFaultLog(t, t.TempDir(), cfg, fsys)
+	l := openLogWith(t, t.TempDir(), cfg, fsys)
 	defer l.Close()
 	stored := appendBatches(t, l, compress.None, 3, testEpoch.UnixMilli())
 	batch := simpleBatch(t, compress.None, 2, testEpoch.UnixMilli())
@@ -84,7 +85,7 @@ func TestFailedRollKeepsLogUsable(t *testing.T) {
 	fsys := NewFaultFS(nil)
 	cfg := testConfig()
 	cfg.SegmentBytes = 1000
-	l := openFaultLog(t, dir, cfg, fsys)
+	l := openLogWith(t, dir, cfg, fsys)
 	var stored [][]byte
 	for l.active().size < 900 {
 		stored = append(stored, appendBatches(t, l, compress.None, 1, testEpoch.UnixMilli())...)

@@ -157,11 +157,7 @@ func TestLeaderEpochsAfterPowerLoss(t *testing.T) {
 	cfg.SegmentBytes = int64(2 * size) // two batches a segment
 	open := func() *Log {
 		t.Helper()
-		l, err := Open(dir, cfg, Options{FS: s})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
+		return openLogWith(t, dir, cfg, s)
 	}
 	l := open()
 	var leo int64
@@ -272,15 +268,7 @@ func TestCleanOpenKeepsTheEpochFile(t *testing.T) {
 	cfg := testConfig()
 	cfg.FlushMessages = 1
 	size := len(epochBatch(t, 0, 0, 2))
-	open := func(c LogConfig) *Log {
-		t.Helper()
-		l, err := Open(dir, c, Options{FS: s})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	l := open(cfg)
+	l := openLogWith(t, dir, cfg, s)
 	if _, err := l.AppendAsFollower(epochBatch(t, 0, 0, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +280,7 @@ func TestCleanOpenKeepsTheEpochFile(t *testing.T) {
 	}
 	checkEpochs(t, epochFileEntries(t, dir), ee(0, 0), ee(4, 2))
 
-	l = open(cfg)
+	l = openLogWith(t, dir, cfg, s)
 	checkEpochs(t, l.epochEntries(), ee(0, 0))
 	checkEpochs(t, epochFileEntries(t, dir), ee(0, 0), ee(4, 2))
 
@@ -322,7 +310,7 @@ func TestCleanOpenKeepsTheEpochFile(t *testing.T) {
 	s.CutPower()
 	crash(l)
 	mustCrash(t, s)
-	l = open(rolling)
+	l = openLogWith(t, dir, rolling, s)
 	defer l.Close()
 	if l.LogEndOffset() != 6 {
 		t.Fatalf("log end %d after the power loss, want 6 (all fsynced)", l.LogEndOffset())

@@ -243,13 +243,11 @@ func (l *Log) load(dirClean bool) error {
 			// The epochs are the file's, less what load cut at the log
 			// end (a leadership that wrote nothing) and start, which
 			// loading the file again cuts the same way: the recovery
-			// point may move to the log end without rewriting the file.
-			// Rewriting it here created a file per partition at every
-			// start after a leadership change, and on ext4 a start soon
-			// after the last (10,000 files replaced) paid for each
-			// new inode a scan of the ones just freed: 1.3 s to ready
-			// became 3.5-3.8 s. The cache stays dirty, so the file is
-			// written before the recovery point moves past the log end.
+			// point may move to the log end without rewriting the file
+			// (a new file per partition at every start, which ext4 makes
+			// slow right after the last run replaced as many). The cache
+			// stays dirty, so the file is written before the recovery
+			// point moves past the log end.
 			l.storeRecoveryPointLocked(leo, syncAll)
 		} else {
 			l.setRecoveryPointLocked(leo)
