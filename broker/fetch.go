@@ -41,6 +41,8 @@ package broker
 // without BBR's pacing (newConn calls unpaceLoopback, sendfile_linux.go).
 
 import (
+	"math/bits"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,8 +76,89 @@ type fetchTarget struct {
 	diverging        bool
 }
 
+// fetchScratch is a fetch's per-partition arrays. A fetch over 10,000
+// partitions (a consumer's or a follower's session) needs 4 MB of them,
+// mostly response entries, dropped once the response is encoded: pools
+// hand them to the next fetch of about as many partitions rather than to
+// the garbage collector.
+type fetchScratch struct {
+	targets    []fetchTarget
+	chunks     []protocol.Chunk
+	partitions []kmsg.FetchResponseTopicPartition
+	records    [][]protocol.Chunk
+	groups     [][][]protocol.Chunk
+	topics     []kmsg.FetchResponseTopic
+	// n and ngroups are what the fetch used: recycle clears that much.
+	n, ngroups int
+}
+
+// minPooledFetch is the fewest partitions a fetch takes its arrays from
+// fetchScratchPools for; fetchScratchPools[k] holds those of fetches of
+// 2^k to 2^(k+1)-1 partitions, so an array cleared and reused is less
+// than twice the fetch's size.
+const minPooledFetch = 128
+
+var fetchScratchPools [32]sync.Pool // of *fetchScratch
+
+// poolClass is the pool of fetchScratchPools (or sessionPartitionPools)
+// for arrays of n entries.
+func poolClass(n int) int { return bits.Len(uint(n)) - 1 }
+
+// takeFetchScratch returns empty arrays for a fetch of n partitions in
+// groups topics.
+func takeFetchScratch(n, groups int) *fetchScratch {
+	var fs *fetchScratch
+	if n >= minPooledFetch {
+		fs, _ = fetchScratchPools[poolClass(n)].Get().(*fetchScratch)
+	}
+	if fs == nil {
+		fs = &fetchScratch{}
+	}
+	if cap(fs.targets) < n {
+		fs.targets = make([]fetchTarget, 0, n)
+		fs.chunks = make([]protocol.Chunk, 0, n)
+		fs.partitions = make([]kmsg.FetchResponseTopicPartition, 0, n)
+		fs.records = make([][]protocol.Chunk, n)
+	}
+	if cap(fs.groups) < groups {
+		fs.groups = make([][][]protocol.Chunk, 0, groups)
+		fs.topics = make([]kmsg.FetchResponseTopic, 0, groups)
+	}
+	fs.n, fs.ngroups = n, groups
+	return fs
+}
+
+// recycle hands the fetch's arrays to a later fetch once its response is
+// encoded (or dropped) and nothing reads its targets any more, cleared:
+// they point at partitions, segment files and topic names.
+func (f *fetchOp) recycle() {
+	if f.ctx.kind == fetchIncremental {
+		recycleSessionPartitions(f.ctx.parts)
+		f.ctx.parts = nil
+	}
+	fs := f.scratch
+	if fs == nil || fs.n < minPooledFetch {
+		f.scratch = nil
+		return
+	}
+	if cap(f.chunks) > cap(fs.chunks) {
+		fs.chunks = f.chunks // grown by reads of several slices a partition
+	}
+	f.scratch, f.targets, f.chunks, f.records, f.resp = nil, nil, nil, nil, nil
+	clear(fs.targets[:fs.n])
+	clear(fs.partitions[:fs.n])
+	clear(fs.records[:fs.n])
+	clear(fs.chunks[:cap(fs.chunks)])
+	clear(fs.groups[:fs.ngroups])
+	clear(fs.topics[:fs.ngroups])
+	fs.targets, fs.chunks, fs.partitions = fs.targets[:0], fs.chunks[:0], fs.partitions[:0]
+	fs.groups, fs.topics = fs.groups[:0], fs.topics[:0]
+	fetchScratchPools[poolClass(fs.n)].Put(fs)
+}
+
 type fetchOp struct {
 	srv     *Server
+	scratch *fetchScratch // the arrays below come from (see recycle)
 	c       *conn
 	x       *exchange
 	req     *kmsg.FetchRequest
@@ -122,6 +205,7 @@ func handleFetch(c *conn, x *exchange) {
 	}
 	if f.read() || req.MaxWaitMillis <= 0 {
 		f.finish()
+		f.recycle()
 		return
 	}
 	// Refused only once Close has drained the connections.
@@ -142,15 +226,17 @@ func (f *fetchOp) resolve() {
 			groups++
 		}
 	}
-	// One allocation each for every partition's target, response entry
-	// and record chunks, rather than one per partition.
+	// One array each for every partition's target, response entry and
+	// record chunks, rather than one per partition, taken from an earlier
+	// fetch (recycle).
 	total := len(parts)
-	f.targets = make([]fetchTarget, 0, total)
-	f.chunks = make([]protocol.Chunk, 0, total)
-	partitions := make([]kmsg.FetchResponseTopicPartition, 0, total)
-	records := make([][]protocol.Chunk, total)
-	f.records = make([][][]protocol.Chunk, 0, groups)
-	f.resp.Topics = make([]kmsg.FetchResponseTopic, 0, groups)
+	f.scratch = takeFetchScratch(total, groups)
+	f.targets = f.scratch.targets
+	f.chunks = f.scratch.chunks
+	partitions := f.scratch.partitions
+	records := f.scratch.records[:total]
+	f.records = f.scratch.groups
+	f.resp.Topics = f.scratch.topics
 	for i := 0; i < len(parts); {
 		j := i + 1
 		for j < len(parts) && parts[j].group == parts[i].group {
@@ -184,7 +270,11 @@ func (f *fetchOp) resolve() {
 		f.records = append(f.records, records[:len(group):len(group)])
 		records = records[len(group):]
 		for pi, fp := range group {
-			sp := kmsg.NewFetchResponseTopicPartition()
+			// Built in place: at 10,000 partitions a fetch, a copy of
+			// each entry is a measurable part of the fetch's cost.
+			st.Partitions = st.Partitions[:pi+1]
+			sp := &st.Partitions[pi]
+			sp.Default()
 			sp.Partition = fp.partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
@@ -208,7 +298,6 @@ func (f *fetchOp) resolve() {
 				sp.ErrorCode = ft.code
 				f.hasErr = true
 			}
-			st.Partitions = append(st.Partitions, sp)
 			f.targets = append(f.targets, ft)
 		}
 		partitions = partitions[:len(partitions)+len(st.Partitions)]
@@ -465,6 +554,7 @@ func (f *fetchOp) read() bool {
 // park waits for appends to any requested partition until min_bytes is met,
 // max_wait expires, the connection dies or the broker shuts down.
 func (f *fetchOp) park() {
+	defer f.recycle() // last: the waiters' removal below reads the targets
 	f.srv.parkedFetches.Add(1)
 	defer f.srv.parkedFetches.Add(-1)
 	w := replication.NewFetchWaiter()

@@ -456,9 +456,19 @@ func (c *fetchSessionCache) updateSessionLocked(s *fetchSession, req *kmsg.Fetch
 }
 
 // sessionPartitions lists a session's partitions in its order, a new
-// group at each change of topic, as Kafka's FetchResponse groups them.
+// group at each change of topic, as Kafka's FetchResponse groups them. The
+// list's array comes from an earlier fetch of about as many partitions
+// (recycleSessionPartitions): an incremental fetch makes one every time.
 func sessionPartitions(s *fetchSession) []fetchPartition {
-	out := make([]fetchPartition, 0, len(s.parts))
+	var out []fetchPartition
+	if n := len(s.parts); n >= minPooledFetch {
+		if p, _ := sessionPartitionPools[poolClass(n)].Get().(*[]fetchPartition); p != nil && cap(*p) >= n {
+			out = *p
+		}
+	}
+	if out == nil {
+		out = make([]fetchPartition, 0, len(s.parts))
+	}
 	group := -1
 	for i, cp := range s.parts {
 		if i == 0 || cp.key.topic != s.parts[i-1].key.topic || cp.key.topicID != s.parts[i-1].key.topicID {
@@ -472,6 +482,20 @@ func sessionPartitions(s *fetchSession) []fetchPartition {
 		})
 	}
 	return out
+}
+
+var sessionPartitionPools [32]sync.Pool // of *[]fetchPartition, by size as fetchScratchPools
+
+// recycleSessionPartitions hands the array of a sessionPartitions list to a
+// later fetch once the fetch is answered, cleared: it points at the
+// session's entries and topic names.
+func recycleSessionPartitions(parts []fetchPartition) {
+	if len(parts) < minPooledFetch {
+		return
+	}
+	clear(parts)
+	parts = parts[:0]
+	sessionPartitionPools[poolClass(cap(parts))].Put(&parts)
 }
 
 // mustRespond is CachedPartition.maybeUpdateResponseData with the update:

@@ -134,11 +134,17 @@ func TestMetricsEndpoint(t *testing.T) {
 	produce(51) // 17 per partition beyond the committed offsets
 
 	// A request is counted once its response is written, which the client
-	// may see first: poll until the last Produce is in.
+	// may see first: poll until the last Produce is in. A scrape reads the
+	// families one after the other, so one scrape can read the request
+	// counter before the last request's Observe and its histogram after:
+	// wait for both.
 	var fams map[string]*dto.MetricFamily
+	produceLabels := map[string]string{"request": "Produce"}
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		fams = scrape(t, addr)
-		if v, _ := sample(fams, "kafka_network_requestmetrics_totaltimems", map[string]string{"request": "Produce"}); v >= 351 || time.Now().After(deadline) {
+		requests, _ := sample(fams, "kafka_network_requestmetrics_requests_total", produceLabels)
+		timed, _ := sample(fams, "kafka_network_requestmetrics_totaltimems", produceLabels)
+		if requests >= 351 && timed >= 351 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -214,7 +214,7 @@ func (c *Controller) watchEmbeddedEtcd() {
 // ensureClusterID returns the cluster id, creating it if this is a new cluster.
 func (c *Controller) ensureClusterID(ctx context.Context) (string, error) {
 	key := c.ks.clusterID()
-	fresh := FormatUUID(newKafkaUUID())
+	fresh := FormatUUID(NewKafkaUUID())
 	resp, err := c.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, fresh)).

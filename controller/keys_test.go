@@ -28,7 +28,7 @@ func TestKeyspaceRoundTrip(t *testing.T) {
 func TestKafkaUUID(t *testing.T) {
 	seen := map[[16]byte]bool{}
 	for range 1000 {
-		id := newKafkaUUID()
+		id := NewKafkaUUID()
 		s := FormatUUID(id)
 		if len(s) != 22 || s[0] == '-' || isReservedUUID(id) || seen[id] {
 			t.Fatalf("bad uuid %q", s)

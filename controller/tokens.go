@@ -87,7 +87,7 @@ func (c *Controller) CreateDelegationToken(ctx context.Context, owner, requester
 	maxTs := satAdd(now, maxLife)
 	expiry := min(maxTs, satAdd(now, cfg.ExpiryTime.Milliseconds()))
 	rec := tokenRecord{
-		TokenID:   FormatUUID(newKafkaUUID()),
+		TokenID:   FormatUUID(NewKafkaUUID()),
 		Owner:     toPrincipalRecord(owner),
 		Requester: toPrincipalRecord(requester),
 		Renewers:  []principalRecord{},

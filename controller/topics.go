@@ -105,9 +105,9 @@ func (c *Controller) planTopic(snap *metadataSnapshot, req CreateTopicRequest) (
 	if err := validateBatchSize(len(assignment), len(req.Configs)); err != nil {
 		return nil, err
 	}
-	id := newKafkaUUID()
+	id := NewKafkaUUID()
 	for snap.topicByID(id) != nil {
-		id = newKafkaUUID()
+		id = NewKafkaUUID()
 	}
 	var configs map[string]string
 	if len(req.Configs) > 0 {

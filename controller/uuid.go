@@ -6,10 +6,10 @@ import (
 	"fmt"
 )
 
-// newKafkaUUID returns a random (version 4) UUID the way Kafka's
+// NewKafkaUUID returns a random (version 4) UUID the way Kafka's
 // Uuid.randomUuid does: never one of the reserved ids (zero, and one for the
 // metadata topic) and never one whose string form starts with '-'.
-func newKafkaUUID() [16]byte {
+func NewKafkaUUID() [16]byte {
 	for {
 		var id [16]byte
 		_, _ = rand.Read(id[:]) // crypto/rand.Read never fails

@@ -28,11 +28,11 @@ import (
 //     without error, was made durable and the directory's checkpoints are
 //     written, unless the directory holds a log that is neither open nor
 //     known clean: one present at a start without the marker and never
-//     opened since (a partition no topic assigns here any more: Kafka
-//     recovers every log of the directory at its start, Strait only those
-//     it hosts), or one whose open or close failed while the broker ran;
-//     such a log's own marker (a standalone close, or a Strait version
-//     before the directory marker) vouches for it.
+//     opened since (the start renames those the metadata does not place
+//     here, stray.go, which leaves the count; one reassigned away between
+//     that scan and its open stays), or one whose open or close failed
+//     while the broker ran; such a log's own marker (a standalone close,
+//     or a Strait version before the directory marker) vouches for it.
 type cleanShutdown struct {
 	mu   sync.Mutex
 	dirs map[string]*dirShutdown // by cleaned log directory

@@ -18,19 +18,28 @@ import (
 // closed, or be a crashed one's whose writes no longer count).
 func (e *testEnv) restart(t *testing.T, cfg Config) {
 	t.Helper()
-	e.m = New(cfg, Deps{
-		Metadata: e.meta, ISR: e.isr, Brokers: e.m.client,
-		TopicConfig: func(map[string]string) (storage.LogConfig, int32, error) {
-			return storage.DefaultLogConfig(), 2, nil
-		},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now:    e.clock.Now,
-	})
+	e.m = e.newManager(cfg, nil)
 	if err := e.m.Start(); err != nil {
 		t.Fatal(err)
 	}
 	m := e.m
 	t.Cleanup(func() { _ = m.Close() })
+}
+
+// newManager is a Manager of cfg over e's metadata, ISR writer and broker
+// client, logging to logger (nil: nowhere), not started.
+func (e *testEnv) newManager(cfg Config, logger *slog.Logger) *Manager {
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return New(cfg, Deps{
+		Metadata: e.meta, ISR: e.isr, Brokers: e.m.client,
+		TopicConfig: func(map[string]string) (storage.LogConfig, int32, error) {
+			return storage.DefaultLogConfig(), 2, nil
+		},
+		Logger: logger,
+		Now:    e.clock.Now,
+	})
 }
 
 // recovered is each hosted partition's RecoveredSegments, by name.
@@ -242,11 +251,11 @@ func TestUpgradeFromPartitionMarkers(t *testing.T) {
 	}
 }
 
-// TestUnhostedPartitionAfterCrashKeepsDirectoryUnmarked: after a start
-// without the marker, a partition directory no topic assigns here was
-// never opened, so never recovered: the marker must not vouch for it at the
-// next stop, unless its own marker does.
-func TestUnhostedPartitionAfterCrashKeepsDirectoryUnmarked(t *testing.T) {
+// TestUnhostedPartitionAfterCrashRenamedStray: after a start without the
+// marker, a partition directory no topic assigns here is renamed stray at
+// the start (stray.go), so it no longer keeps the log dir from being
+// marked at the next stop, with or without its own marker.
+func TestUnhostedPartitionAfterCrashRenamedStray(t *testing.T) {
 	for _, ownMarker := range []bool{false, true} {
 		t.Run(fmt.Sprintf("own_marker_%v", ownMarker), func(t *testing.T) {
 			var cfg Config
@@ -274,11 +283,17 @@ func TestUnhostedPartitionAfterCrashKeepsDirectoryUnmarked(t *testing.T) {
 			if n := e.m.Partition("hosted", 0).Log().RecoveredSegments(); n == 0 {
 				t.Error("hosted-0 not recovered after a start without the marker")
 			}
+			if _, err := os.Stat(stray); !os.IsNotExist(err) {
+				t.Errorf("gone-0 not renamed: %v", err)
+			}
+			if got := strayDirs(t, e.dir, "gone-0"); len(got) != 1 {
+				t.Errorf("stray directories of gone-0: %v", got)
+			}
 			if err := e.m.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if got := dirMarked(t, e.dir); got != ownMarker {
-				t.Errorf("log directory marked %v, want %v", got, ownMarker)
+			if !dirMarked(t, e.dir) {
+				t.Error("log directory not marked at the clean stop")
 			}
 		})
 	}

@@ -26,6 +26,10 @@ type Config struct {
 	// FS is the filesystem partition logs are written through (nil: the
 	// real one).
 	FS storage.FS
+	// ForeignDirs are directories that may lie in a log dir and are no
+	// partition's (etcd.data.dir): the start's scan for stray partition
+	// logs never renames nor reports them.
+	ForeignDirs []string
 
 	// ReplicaLagTimeMax is replica.lag.time.max.ms (30 s).
 	ReplicaLagTimeMax time.Duration
@@ -92,6 +96,7 @@ func ConfigFrom(cfg config.Config) Config {
 		NodeID:                            cfg.NodeID,
 		LogDirs:                           cfg.Log.Dirs,
 		FS:                                fsys,
+		ForeignDirs:                       []string{cfg.Etcd.DataDir},
 		ReplicaLagTimeMax:                 r.LagTimeMax,
 		FetchBackoff:                      r.FetchBackoff,
 		FetchWaitMaxMs:                    int32(r.FetchWaitMax / time.Millisecond),
@@ -126,6 +131,9 @@ type MetadataView interface {
 	// BrokerEpoch is this broker's registration epoch, -1 when not
 	// registered.
 	BrokerEpoch() int64
+	// ClusterID is the cluster's id (etcd's), which each log directory's
+	// meta.properties must name.
+	ClusterID() string
 }
 
 // ISRWriter changes a partition's ISR as its leader (Kafka's

@@ -6,7 +6,8 @@
 //     delete); the follower fetchers (fetcher.go), each on one incremental
 //     fetch session with its leader (fetchsession.go); the maintenance loop
 //     (flush.ms, retention, producer-id expiry, ISR shrinking) and the
-//     high-watermark checkpoint loop (loops.go); the log cleaner; Start and
+//     high-watermark checkpoint loop (loops.go); the log cleaner; Start
+//     (which first moves aside the stray partition logs, stray.go) and
 //     Close.
 //   - Partition (partition.go, leader.go): one partition's log, its state
 //     from the metadata, its role, the high watermark, ISR changes, the

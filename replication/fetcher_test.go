@@ -90,21 +90,13 @@ func TestFollowerAppendsFetchedRecords(t *testing.T) {
 			mu.Lock()
 			fetches++
 			mu.Unlock()
-			resp := kmsg.NewPtrFetchResponse()
-			for _, rt := range r.Topics {
-				st := kmsg.NewFetchResponseTopic()
-				st.Topic, st.TopicID = rt.Topic, rt.TopicID
-				for _, rp := range rt.Partitions {
-					sp := kmsg.NewFetchResponseTopicPartition()
-					sp.Partition, sp.HighWatermark, sp.LogStartOffset = rp.Partition, 2, 0
-					if rp.FetchOffset == 0 {
-						// A whole batch followed by a torn one (KIP-74).
-						sp.RecordBatches = append(append([]byte{}, batch...), batch[:20]...)
-					}
-					st.Partitions = append(st.Partitions, sp)
+			resp := echoFetch(r, func(_ *kmsg.FetchRequestTopic, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) {
+				sp.HighWatermark = 2
+				if rp.FetchOffset == 0 {
+					// A whole batch followed by a torn one (KIP-74).
+					sp.RecordBatches = append(append([]byte{}, batch...), batch[:20]...)
 				}
-				resp.Topics = append(resp.Topics, st)
-			}
+			})
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -180,20 +172,11 @@ func TestNewFollowerAsksAgainSoon(t *testing.T) {
 			refuse := fetched == 0
 			fetched += listed
 			mu.Unlock()
-			resp := kmsg.NewPtrFetchResponse()
-			for _, rt := range r.Topics {
-				st := kmsg.NewFetchResponseTopic()
-				st.Topic, st.TopicID = rt.Topic, rt.TopicID
-				for _, rp := range rt.Partitions {
-					sp := kmsg.NewFetchResponseTopicPartition()
-					sp.Partition, sp.HighWatermark, sp.LogStartOffset = rp.Partition, rp.FetchOffset, 0
-					if refuse {
-						sp.ErrorCode, sp.HighWatermark, sp.LogStartOffset = kerr.NotLeaderForPartition.Code, -1, -1
-					}
-					st.Partitions = append(st.Partitions, sp)
+			resp := echoFetch(r, func(_ *kmsg.FetchRequestTopic, _ *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) {
+				if refuse {
+					sp.ErrorCode, sp.HighWatermark, sp.LogStartOffset = kerr.NotLeaderForPartition.Code, -1, -1
 				}
-				resp.Topics = append(resp.Topics, st)
-			}
+			})
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -223,5 +206,71 @@ func TestNewFollowerAsksAgainSoon(t *testing.T) {
 	}
 	if fetchWait[0] > 50 {
 		t.Errorf("the first fetch after the change waits up to %d ms at the leader, want at most 50", fetchWait[0])
+	}
+}
+
+// TestAddedPartitionPreemptsParkedFetch: a partition that starts following
+// a leader while the fetcher's fetch is parked there (replica.fetch.wait.max.ms,
+// here a minute, with nothing appended) does not wait for that fetch: it
+// is cancelled and the next fetch lists the new partition at once.
+func TestAddedPartitionPreemptsParkedFetch(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		fetches   [][]string // the partitions each fetch listed
+		cancelled int
+		parked    int // fetches waiting at the leader for longer than followingWait
+	)
+	client := clientFunc(func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+		r, ok := req.(*kmsg.FetchRequest)
+		if !ok {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		var listed []string
+		resp := echoFetch(r, func(rt *kmsg.FetchRequestTopic, _ *kmsg.FetchRequestTopicPartition, _ *kmsg.FetchResponseTopicPartition) {
+			listed = append(listed, rt.Topic)
+		})
+		slices.Sort(listed)
+		long := time.Duration(r.MaxWaitMillis)*time.Millisecond > followingWait
+		mu.Lock()
+		fetches = append(fetches, listed)
+		if long {
+			parked++
+		}
+		mu.Unlock()
+		// The leader holds a fetch with nothing new for its whole wait.
+		select {
+		case <-ctx.Done():
+			mu.Lock()
+			cancelled++
+			mu.Unlock()
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(r.MaxWaitMillis) * time.Millisecond):
+			return resp, nil
+		}
+	})
+	e := newEnv(t, func(c *Config) { c.FetchWaitMaxMs = 60_000 }, client)
+	e.topic("a", []int32{2, 1})
+	// Past the following window of a's addition, the fetch parks for a
+	// minute.
+	waitUntil(t, "a fetch parked at the leader", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return parked == 1
+	})
+	e.topic("b", []int32{2, 1})
+	waitUntil(t, "a fetch listing the added partition", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(fetches, func(l []string) bool { return slices.Contains(l, "b") })
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if cancelled != 1 {
+		t.Errorf("%d fetches cancelled, want the parked one", cancelled)
+	}
+	i := slices.IndexFunc(fetches, func(l []string) bool { return slices.Contains(l, "b") })
+	if !slices.Equal(fetches[i], []string{"a", "b"}) {
+		t.Errorf("the fetch after the cancelled one lists %v, want a and b", fetches[i])
 	}
 }

@@ -26,10 +26,12 @@ type fakeMeta struct {
 	// (the controller's cache serves both from lock-free snapshots).
 	brokersMu sync.Mutex
 	brokers   []controller.BrokerInfo
+	// clusterID is ClusterID's answer, set before a Manager starts.
+	clusterID string
 }
 
 func newFakeMeta(brokers ...int32) *fakeMeta {
-	f := &fakeMeta{topics: map[string]controller.TopicInfo{}}
+	f := &fakeMeta{topics: map[string]controller.TopicInfo{}, clusterID: "StraitFakeClusterIdAAA"}
 	for _, id := range brokers {
 		f.brokers = append(f.brokers, controller.BrokerInfo{NodeID: id, Epoch: 100 + int64(id), TruncatesOnFetch: true})
 	}
@@ -59,6 +61,8 @@ func (f *fakeMeta) Brokers() []controller.BrokerInfo {
 }
 
 func (f *fakeMeta) BrokerEpoch() int64 { return 101 }
+
+func (f *fakeMeta) ClusterID() string { return f.clusterID }
 
 // set publishes t (a creation or a change) to the listeners, as the
 // controller's cache does, in order.
@@ -144,6 +148,30 @@ func (f *fakeISR) noISR(t *testing.T) {
 		t.Fatalf("unexpected ISR change %+v", req.NewISR)
 	case <-time.After(20 * time.Millisecond):
 	}
+}
+
+// echoFetch is a fake leader's answer to r: an entry for each partition r
+// lists, in its order, with the partition's number, a log start of 0 and
+// a high watermark at the fetch offset, then changed by each (when not
+// nil).
+func echoFetch(r *kmsg.FetchRequest, each func(rt *kmsg.FetchRequestTopic, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition)) *kmsg.FetchResponse {
+	resp := kmsg.NewPtrFetchResponse()
+	for ti := range r.Topics {
+		rt := &r.Topics[ti]
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.HighWatermark, sp.LogStartOffset = rp.Partition, rp.FetchOffset, 0
+			if each != nil {
+				each(rt, rp, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
 
 // clientFunc is a BrokerClient.

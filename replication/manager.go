@@ -71,6 +71,9 @@ type Manager struct {
 	byID   atomic.Pointer[map[[16]byte]*Topic]
 	closed bool     // under mu: Close has closed the logs
 	dirs   dirState // offline log dirs and moves between dirs (logdirs.go)
+	// dirsVerified is set by Start once every log directory is known to be
+	// this cluster's and node's: Close writes to them only then.
+	dirsVerified bool
 	// checkpoints is each log directory's checkpoints, by cleaned path
 	// (dircheckpoints.go); set by Start, read-only afterwards.
 	checkpoints map[string]*storage.DirCheckpoints
@@ -79,6 +82,10 @@ type Manager struct {
 	// shutdownMarks is the log directories' clean-shutdown markers
 	// (cleanshutdown.go); its map is set by Start.
 	shutdownMarks cleanShutdown
+	// startTopicIDs is the topic ids of the partition directories Start
+	// found, by cleaned log dir and directory name (stray.go): written
+	// before the metadata replay, read-only during it, nil after (under mu).
+	startTopicIDs map[string]map[string][16]byte
 
 	fetchers *fetchers
 	// sched says which partitions the maintenance loop visits (schedule.go).
@@ -143,17 +150,29 @@ func New(cfg Config, deps Deps) *Manager {
 	return m
 }
 
-// Start opens the logs of every partition assigned here and follows
-// changes (Listen replays the existing topics, then delivers each change
-// once; applying a change is idempotent anyway), then starts the cleaner
-// and the background loops.
+// Start checks that each log directory is this cluster's and node's
+// (meta.properties, logdir_identity.go), moves the stray partition logs
+// aside (stray.go), opens the logs of
+// every partition assigned here and follows changes (Listen replays the
+// existing topics, then delivers each change once; applying a change is
+// idempotent anyway), then starts the cleaner and the background loops.
 func (m *Manager) Start() error {
+	if err := m.checkLogDirIdentities(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.dirsVerified = true
+	m.mu.Unlock()
 	m.sweepLeftovers()
 	m.openDirCheckpoints()
 	if err := m.loadCleanShutdown(); err != nil {
 		return err
 	}
+	m.moveStrayLogs()
 	m.meta.Listen(m.apply)
+	m.mu.Lock()
+	m.startTopicIDs = nil // for the replay's opens only
+	m.mu.Unlock()
 	m.sweepUnclaimedFutures()
 	if m.cfg.LogCleanerEnable {
 		c, err := storage.NewCleaner(m.cfg.Cleaner, m.Logs, storage.Options{
@@ -426,7 +445,7 @@ func (m *Manager) openPartition(t controller.TopicInfo, idx int32, cfg storage.L
 		dir = cand
 	}
 	if dir != "" {
-		id, err := storage.ReadPartitionMetadata(fsys, dir)
+		id, err := m.partitionTopicID(dir, t.ID, fsys)
 		if errors.Is(err, fs.ErrNotExist) {
 			// Created before the file was made durable (or by an older
 			// version): the directory is this topic's, as Kafka assumes.
@@ -571,7 +590,7 @@ func (m *Manager) Close() error {
 	marked := 0
 	for _, d := range m.cfg.LogDirs {
 		d = filepath.Clean(d)
-		if m.DirOffline(d) {
+		if !m.dirsVerified || m.DirOffline(d) {
 			continue
 		}
 		ok, err := m.finishDirClose(d, unsynced, failed[d])

@@ -46,7 +46,8 @@ func TestStaleLogDirectoryMovedAside(t *testing.T) {
 	}
 	for _, de := range entries {
 		switch de.Name() {
-		case "reused-0", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint", storage.ReplicationOffsetFile, storage.CleanShutdownFileName:
+		case "reused-0", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint", storage.ReplicationOffsetFile, storage.CleanShutdownFileName,
+			storage.MetaPropertiesFileName:
 		default:
 			t.Fatalf("%s left in the log directory after Close", de.Name())
 		}

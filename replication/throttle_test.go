@@ -100,27 +100,19 @@ func TestFollowerThrottle(t *testing.T) {
 			}
 			return resp, nil
 		case *kmsg.FetchRequest:
-			resp := kmsg.NewPtrFetchResponse()
 			var parts []int32
-			for _, rt := range r.Topics {
-				st := kmsg.NewFetchResponseTopic()
-				st.Topic, st.TopicID = rt.Topic, rt.TopicID
-				for _, rp := range rt.Partitions {
-					parts = append(parts, rp.Partition)
-					sp := kmsg.NewFetchResponseTopicPartition()
-					// Partition 0 lags far behind; partition 1 is caught
-					// up by its first fetch.
-					sp.Partition, sp.HighWatermark, sp.LogStartOffset = rp.Partition, 1000, 0
-					if rp.Partition == 1 {
-						sp.HighWatermark = 3
-					}
-					if rp.FetchOffset == 0 {
-						sp.RecordBatches = batch
-					}
-					st.Partitions = append(st.Partitions, sp)
+			resp := echoFetch(r, func(_ *kmsg.FetchRequestTopic, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) {
+				parts = append(parts, rp.Partition)
+				// Partition 0 lags far behind; partition 1 is caught up
+				// by its first fetch.
+				sp.HighWatermark = 1000
+				if rp.Partition == 1 {
+					sp.HighWatermark = 3
 				}
-				resp.Topics = append(resp.Topics, st)
-			}
+				if rp.FetchOffset == 0 {
+					sp.RecordBatches = batch
+				}
+			})
 			slices.Sort(parts)
 			mu.Lock()
 			last, n = parts, n+1

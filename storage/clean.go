@@ -114,7 +114,7 @@ func segmentsIn(segs []*segment, from, to int64) []*segment {
 func (l *Log) cleanCandidate(nowMs int64) (c cleanCandidate, ok bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed {
+	if l.closed.Load() {
 		return c, false
 	}
 	c = cleanCandidate{log: l, segments: slices.Clone(l.segments), activeSize: l.active().size, cfg: *l.config()}
@@ -687,7 +687,7 @@ func (w *cleanerWorker) forEachBatch(c *cleanCandidate, seg *segment, from, to i
 func (w *cleanerWorker) readErr(c *cleanCandidate, seg *segment, err error) error {
 	l := c.log
 	l.mu.RLock()
-	gone := l.closed || !slices.Contains(l.segments, seg)
+	gone := l.closed.Load() || !slices.Contains(l.segments, seg)
 	l.mu.RUnlock()
 	if gone || l.cleaningAborted() {
 		return errCleaningAborted

@@ -25,7 +25,8 @@ type TopicPartition struct {
 // ParsePartitionDirName splits a partition directory's name,
 // "<topic>-<partition>", as Kafka's Log.parseTopicPartitionName does for
 // a live log; ok is false for anything else (a future, deleted or stray
-// replica's "<topic>-<partition>.<id>-future", files, a topic-less name).
+// replica's "<topic>-<partition>.<id>-future", "-delete" or "-stray", files,
+// a topic-less name), so that no scan of a log dir takes those for logs.
 func ParsePartitionDirName(name string) (topic string, partition int32, ok bool) {
 	i := strings.LastIndexByte(name, '-')
 	if i <= 0 || i == len(name)-1 {

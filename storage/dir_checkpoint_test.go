@@ -22,6 +22,8 @@ func TestParsePartitionDirName(t *testing.T) {
 		{"__consumer_offsets-49", "__consumer_offsets", 49, true},
 		{"orders-0.0123456789abcdef0123456789abcdef-future", "", 0, false},
 		{"orders-3.0123456789abcdef0123456789abcdef-delete", "", 0, false},
+		{"orders-1.0123456789abcdef0123456789abcdef-stray", "", 0, false},
+		{"topic-stray-4", "topic-stray", 4, true},
 		{"orders-", "", 0, false},
 		{"-5", "", 0, false},
 		{"orders", "", 0, false},

@@ -31,6 +31,14 @@
 //	  *.cleaned, *.swap               a segment the cleaner is writing / swapping in
 //	                                  (the protocol and its recovery: swap.go)
 //
+// # Log directory identity
+//
+// As Kafka, <log.dir>/meta.properties names the cluster and node the
+// directory belongs to (version=1, cluster.id, node.id, directory.id; a Java
+// properties file, meta_properties.go). The replication manager writes it
+// at a directory's first start and refuses to start on one naming another
+// cluster or node, with Kafka's messages.
+//
 // # Log directory clean-shutdown marker
 //
 // As Kafka, <log.dir>/.kafka_cleanshutdown says every log of the directory

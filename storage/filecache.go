@@ -581,7 +581,7 @@ func (l *Log) ReleaseIdleActive(now time.Time, idle time.Duration) (time.Time, b
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return time.Time{}, false
 	}
 	act := l.active()

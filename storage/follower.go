@@ -117,7 +117,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	info := AppendInfo{FirstOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: l.logStartOffset.Load()}
-	if l.closed {
+	if l.closed.Load() {
 		return info, errLogClosed
 	}
 	if len(batches) == 0 {

@@ -198,7 +198,7 @@ func kerrCode(err error) int16 {
 func crash(l *Log) {
 	l.stopFlush.Store(true)
 	l.mu.Lock()
-	l.closed = true
+	l.closed.Store(true)
 	for _, s := range l.segments {
 		s.closeFiles()
 	}

@@ -25,7 +25,7 @@ func (l *Log) CheckpointHighWatermark() error {
 	l.hwMu.Lock()
 	defer l.hwMu.Unlock()
 	l.mu.RLock()
-	closed := l.closed
+	closed := l.closed.Load()
 	l.mu.RUnlock()
 	if closed {
 		return errLogClosed

@@ -562,6 +562,7 @@ func TestManyLogsOneDescriptorPerSegment(t *testing.T) {
 		if err := l.flush(); err != nil {
 			t.Fatal(err)
 		}
+		l.flushes.Wait() // a roll's flush opens the sealed index to fsync it
 	}
 	check(logs, "after appends")
 	for _, l := range logs {

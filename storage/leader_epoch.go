@@ -409,7 +409,7 @@ func (l *Log) maybeAssignEpochLocked(epoch int32, startOffset int64) error {
 func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return errLogClosed
 	}
 	return l.epochs.assign(epoch, startOffset)

@@ -36,7 +36,8 @@ type AppendInfo struct {
 // it exclusively only to assign offsets and write (validation, including
 // decompression, happens before), reads take it shared while they locate
 // file ranges and send nothing under it. The offsets readers poll most
-// (log start, log end, high watermark) are atomics read without the lock.
+// (log start, log end, high watermark) are atomics read without the lock,
+// and a read with nothing to return answers from them alone.
 //
 // A roll fsyncs nothing under the lock, so appends and fetches do not wait
 // for a sealed segment to reach the disk: a goroutine started for the roll
@@ -57,7 +58,7 @@ type Log struct {
 	recoveryPoint     atomic.Int64
 	unflushedMessages int64
 	lastFlush         time.Time
-	closed            bool
+	closed            atomic.Bool // set under mu; the read of nothing loads it without (read.go)
 	// recoveredSegments is how many segments Open re-validated batch by
 	// batch (no clean shutdown, or a failed sanity check); set by Open.
 	recoveredSegments int
@@ -228,7 +229,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, origin appendOri
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return AppendInfo{}, errLogClosed
 	}
 	// Producer state (idempotent sequence/epoch checks, transactions and
@@ -367,7 +368,7 @@ func (l *Log) reactivateLocked(s *segment) {
 // startFlushLocked starts the flush of what a roll to upTo left unflushed
 // (flushRolled), one goroutine per roll; flushMu makes them take turns.
 func (l *Log) startFlushLocked(upTo int64) {
-	if l.closed {
+	if l.closed.Load() {
 		return // Close flushes what is left itself
 	}
 	gen := l.flushGen
@@ -393,7 +394,7 @@ func (l *Log) startFlushLocked(upTo int64) {
 // recovers from there, rescanning these segments.
 func (l *Log) flushRolled(upTo int64, gen uint64) {
 	l.mu.RLock()
-	if l.closed || l.flushGen != gen || upTo <= l.recoveryPoint.Load() {
+	if l.closed.Load() || l.flushGen != gen || upTo <= l.recoveryPoint.Load() {
 		l.mu.RUnlock()
 		return
 	}
@@ -434,7 +435,7 @@ func (l *Log) flushRolled(upTo int64, gen uint64) {
 	}
 
 	l.mu.Lock()
-	advance := !l.closed && l.flushGen == gen && upTo > l.recoveryPoint.Load()
+	advance := !l.closed.Load() && l.flushGen == gen && upTo > l.recoveryPoint.Load()
 	if advance {
 		l.recoveryPoint.Store(upTo)
 		l.cpTouch()
@@ -454,7 +455,7 @@ func (l *Log) flushRolled(upTo int64, gen uint64) {
 // the roll, and seg still in it; one that matters is logged.
 func (l *Log) flushFailed(gen uint64, seg *segment, offset int64, what string, err error) bool {
 	l.mu.RLock()
-	moot := l.closed || l.flushGen != gen
+	moot := l.closed.Load() || l.flushGen != gen
 	gone := seg != nil && !slices.Contains(l.segments, seg)
 	l.mu.RUnlock()
 	switch {
@@ -615,7 +616,7 @@ func (l *Log) flush() error {
 	defer l.hwMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return errLogClosed
 	}
 	if err := l.flushLocked(l.now()); err != nil {
@@ -638,7 +639,7 @@ func (l *Log) MaybeFlush(now time.Time) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || l.unflushedMessages == 0 || now.Sub(l.lastFlush).Milliseconds() < cfg.FlushMs {
+	if l.closed.Load() || l.unflushedMessages == 0 || now.Sub(l.lastFlush).Milliseconds() < cfg.FlushMs {
 		return nil
 	}
 	if err := l.flushLocked(now); err != nil {
@@ -847,8 +848,8 @@ func (l *Log) Delete() error {
 // was set, and none starts after.
 func (l *Log) closeAndStopFlushes() bool {
 	l.mu.Lock()
-	wasOpen := !l.closed
-	l.closed = true
+	wasOpen := !l.closed.Load()
+	l.closed.Store(true)
 	l.changed()
 	l.mu.Unlock()
 	l.stopFlush.Store(true)

@@ -2,10 +2,12 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
@@ -117,6 +119,73 @@ func TestReadLimits(t *testing.T) {
 	}
 	if _, err := l.Read(-1, 100, 1000, true); kerrCode(err) != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("read below log start: %v", err)
+	}
+}
+
+// TestReadOfNothingTakesNoLock: a read with nothing to return (at the read
+// bound, or no room left) answers with the offsets without the log's lock,
+// so a fetch visiting thousands of caught-up partitions never waits behind
+// a writer holding one of them; out-of-range offsets are still refused.
+func TestReadOfNothingTakesNoLock(t *testing.T) {
+	l := openTestLog(t, t.TempDir(), testConfig(), nil)
+	appendBatches(t, l, compress.None, 3, testEpoch.UnixMilli())
+	leo := l.LogEndOffset()
+	l.UpdateHighWatermark(leo)
+	type read struct {
+		offset, max, upTo int64
+		minOne            bool
+		wantErr           int16
+	}
+	reads := []read{
+		{offset: leo, max: 1 << 20, upTo: leo, minOne: true}, // caught up
+		{offset: 1, max: 1 << 20, upTo: 1, minOne: true},     // at the read bound
+		{offset: 0, max: 0, upTo: leo, minOne: false},        // no room left
+		{offset: leo + 1, max: 0, upTo: leo + 1, minOne: false, wantErr: kerr.OffsetOutOfRange.Code},
+		{offset: -1, max: 0, upTo: leo, minOne: false, wantErr: kerr.OffsetOutOfRange.Code},
+	}
+	l.mu.Lock() // a writer holding the log, as a roll or a truncation does
+	done := make(chan error, len(reads))
+	go func() {
+		for _, r := range reads {
+			res, err := l.ReadWithinFileBound(r.offset, r.max, r.upTo, r.minOne)
+			switch {
+			case kerrCode(err) != r.wantErr:
+				done <- fmt.Errorf("read at %d: error %v, want code %d", r.offset, err, r.wantErr)
+			case err == nil && (res.Size != 0 || res.HighWatermark != leo || res.LogEndOffset != leo || res.LogStartOffset != 0):
+				done <- fmt.Errorf("read at %d: %d bytes, offsets %d/%d/%d, want none and 0/%d/%d",
+					r.offset, res.Size, res.LogStartOffset, res.HighWatermark, res.LogEndOffset, leo, leo)
+			default:
+				done <- nil
+			}
+		}
+	}()
+	timeout := time.After(10 * time.Second)
+	for range reads {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-timeout:
+			l.mu.Unlock()
+			t.Fatal("a read of nothing waited for the log's lock")
+		}
+	}
+	l.mu.Unlock()
+	// With room and records past the offset, the read takes the lock and
+	// returns them.
+	if res, err := l.ReadWithinFileBound(0, 1<<20, leo, true); err != nil || res.Size == 0 {
+		t.Fatalf("read from 0: %d bytes, %v", res.Size, err)
+	} else {
+		res.Release()
+	}
+	// A closed log (deleted, or its directory failed) is an error to
+	// every read, a read of nothing included, as under the lock.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReadWithinFileBound(leo, 1<<20, leo, true); err == nil {
+		t.Fatal("a read of nothing from a closed log succeeded")
 	}
 }
 

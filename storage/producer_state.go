@@ -569,7 +569,7 @@ func (l *Log) ExpireProducers(now time.Time) int {
 	expiration := l.config().producerIDExpirationMs()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return 0
 	}
 	n := l.producers.removeExpired(now.UnixMilli(), expiration)

@@ -29,7 +29,7 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 	cfg := l.config()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return 0, errLogClosed
 	}
 	hw := l.highWatermark.Load()
@@ -92,7 +92,7 @@ done:
 func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return 0, errLogClosed
 	}
 	hw, lso := l.highWatermark.Load(), l.logStartOffset.Load()

@@ -41,7 +41,7 @@ func (l *Log) changed() {
 func (l *Log) Closed() bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.closed
+	return l.closed.Load()
 }
 
 // NextFlush is when MaybeFlush would flush (flush.ms after the last
@@ -53,7 +53,7 @@ func (l *Log) NextFlush() (time.Time, bool) {
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed || l.unflushedMessages == 0 {
+	if l.closed.Load() || l.unflushedMessages == 0 {
 		return time.Time{}, false
 	}
 	return l.lastFlush.Add(time.Duration(cfg.FlushMs) * time.Millisecond), true
@@ -67,7 +67,7 @@ func (l *Log) NextRetention() (int64, bool) {
 	cfg := l.config()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed || len(l.segments) == 0 {
+	if l.closed.Load() || len(l.segments) == 0 {
 		return 0, false
 	}
 	s := l.segments[0]
@@ -111,7 +111,7 @@ func (l *Log) NextProducerExpiry() (int64, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	m := l.producers
-	if l.closed || m == nil {
+	if l.closed.Load() || m == nil {
 		return 0, false
 	}
 	next, ok := int64(math.MaxInt64), false

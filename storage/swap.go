@@ -49,7 +49,7 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := slices.Index(l.segments, old[0])
-	if l.closed || l.cleaningAborted() || i < 0 || i+len(old) >= len(l.segments) ||
+	if l.closed.Load() || l.cleaningAborted() || i < 0 || i+len(old) >= len(l.segments) ||
 		!slices.Equal(l.segments[i:i+len(old)], old) {
 		l.discardCleaned(cleaned)
 		return errCleaningAborted

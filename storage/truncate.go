@@ -69,7 +69,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		return fmt.Errorf("%w: cannot truncate to negative offset %d", kerr.OffsetOutOfRange, offset)
 	}
 	l.mu.Lock()
-	if l.closed {
+	if l.closed.Load() {
 		l.mu.Unlock()
 		return errLogClosed
 	}
@@ -84,7 +84,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	defer l.resumeCleaning()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return errLogClosed
 	}
 	if leo := l.logEndOffset.Load(); offset >= leo {
@@ -228,7 +228,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	defer l.resumeCleaning()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return errLogClosed
 	}
 	if err := l.truncateFullyAndStartAtLocked(offset); err != nil {
@@ -260,7 +260,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	l.deleteSegmentsLocked(old)
 	seg, err := l.createActiveSegment(offset, cfg, now)
 	if err != nil {
-		l.closed = true
+		l.closed.Store(true)
 		l.changed()
 		l.logger.Error("cannot create a segment after truncating the whole log; closing it", "dir", l.dir, "offset", offset, "err", err)
 		return storageErr("truncate: new segment", err)

@@ -224,7 +224,7 @@ func (l *Log) updateFirstUnstableLocked() {
 func (l *Log) txnHighWatermarkMoved() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.closed {
+	if !l.closed.Load() {
 		l.updateFirstUnstableLocked()
 	}
 }
@@ -321,7 +321,7 @@ func (l *Log) AppendMarkerVersion(mk TxnMarker, leaderEpoch int32, transactionVe
 	batch := recordbatch.MarkerBatch(mk, now.UnixMilli())
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return AppendInfo{}, errLogClosed
 	}
 	base := l.logEndOffset.Load()
@@ -393,7 +393,7 @@ func (l *Log) completeTxnLocked(seg *segment, ct *completedTxn) error {
 func (l *Log) AbortedTransactions(from, upTo int64) ([]AbortedTxn, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed {
+	if l.closed.Load() {
 		return nil, errLogClosed
 	}
 	out := []AbortedTxn{}
@@ -412,7 +412,7 @@ func (l *Log) AbortedTransactions(from, upTo int64) ([]AbortedTxn, error) {
 func (l *Log) ActiveProducers() []ProducerState {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed || l.producers == nil {
+	if l.closed.Load() || l.producers == nil {
 		return nil
 	}
 	out := make([]ProducerState, 0, len(l.producers.producers))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -75,6 +76,10 @@ func TestCheckpointFilesReadByKafka(t *testing.T) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	meta, err := adm.BrokerMetadata(ctx)
+	if err != nil || len(meta.Brokers) != 1 {
+		t.Fatalf("metadata: %+v %v", meta, err)
+	}
 	topics := map[string]int32{"orders": 4, "a.b_c-1": 2}
 	for topic, n := range topics {
 		if _, err := adm.CreateTopic(ctx, n, 1, nil, topic); err != nil {
@@ -154,16 +159,7 @@ func TestCheckpointFilesReadByKafka(t *testing.T) {
 			expect[path] = lines
 		}
 	}
-	java := exec.Command("java", append([]string{"-cp", filepath.Join(root, "bench/kafka/lib") + "/*",
-		filepath.Join(root, "compat-tests/reference/testdata/KafkaCheckpoint.java")}, files...)...)
-	out, err := java.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("Kafka's OffsetCheckpointFile: %v\n%s", err, stderr)
-	}
+	out := runKafkaClass(t, root, "KafkaCheckpoint", files)
 	got := map[string][]string{}
 	var cur string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -199,16 +195,7 @@ func TestCheckpointFilesReadByKafka(t *testing.T) {
 	// Each log directory's clean-shutdown marker, as Kafka's
 	// CleanShutdownFileHandler reads it (and the bytes that class writes
 	// for the same broker epoch).
-	java = exec.Command("java", append([]string{"-cp", filepath.Join(root, "bench/kafka/lib") + "/*",
-		filepath.Join(root, "compat-tests/reference/testdata/KafkaCleanShutdown.java")}, dirs...)...)
-	out, err = java.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("Kafka's CleanShutdownFileHandler: %v\n%s", err, stderr)
-	}
+	out = runKafkaClass(t, root, "KafkaCleanShutdown", dirs)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != len(dirs) {
 		t.Fatalf("Kafka's CleanShutdownFileHandler printed %q, want a line per log directory", lines)
@@ -231,6 +218,89 @@ func TestCheckpointFilesReadByKafka(t *testing.T) {
 			t.Errorf("%s/.kafka_cleanshutdown: Strait wrote %q, Kafka writes %q for broker epoch %s", d, strait, kafka, rest)
 		}
 	}
+
+	checkMetaPropertiesReadByKafka(t, root, bin, dirs, meta.Cluster, meta.Brokers[0].NodeID)
+}
+
+// checkMetaPropertiesReadByKafka: the meta.properties Strait wrote in each
+// log directory are verified by Kafka's MetaPropertiesEnsemble for the
+// cluster and node that wrote them, each with its own directory.id; a
+// Strait start on those directories with a new etcd (another cluster id)
+// stops with the message Kafka's verification gives, and leaves every file
+// of the directories as it was (no partition moved aside as a stray).
+func checkMetaPropertiesReadByKafka(t *testing.T, root, bin string, dirs []string, clusterID string, nodeID int32) {
+	t.Helper()
+	out := runKafkaClass(t, root, "KafkaMetaProperties", append([]string{clusterID, fmt.Sprint(nodeID)}, dirs...))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(dirs)+2 || lines[0] != "verified" {
+		t.Fatalf("Kafka's MetaPropertiesEnsemble printed %q, want verified and a line per log directory", lines)
+	}
+	dirIDs := map[string]bool{}
+	for i, d := range dirs {
+		prefix := fmt.Sprintf("%s version=1 cluster.id=%s node.id=%d directory.id=", d, clusterID, nodeID)
+		id, ok := strings.CutPrefix(lines[i+1], prefix)
+		if !ok || len(id) != 22 || dirIDs[id] {
+			t.Errorf("Kafka reads %q, want %q and a directory id of its own", lines[i+1], prefix+"...")
+		}
+		dirIDs[id] = true
+	}
+	kafkaRejects, ok := strings.CutPrefix(lines[len(lines)-1], "rejected: ")
+	if !ok {
+		t.Fatalf("Kafka verified the directories for another cluster id: %q", lines[len(lines)-1])
+	}
+
+	before := treeFiles(t, dirs)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	otherEtcd := filepath.Join(t.TempDir(), "etcd")
+	cmd := exec.CommandContext(ctx, bin, "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", "log.dirs="+strings.Join(dirs, ","),
+		"--override", "etcd.data.dir="+otherEtcd)
+	startOut, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("strait started on another cluster's log directories (err %v):\n%s", err, startOut)
+	}
+	// Kafka's message, as its verification gives it for the directory it
+	// checks first; Strait checks log.dirs in order.
+	kafkaForm := regexp.MustCompile(`^Invalid cluster\.id in: (.+)/meta\.properties\. Expected Other` + regexp.QuoteMeta(clusterID) + `, but read ` + regexp.QuoteMeta(clusterID) + `$`)
+	if m := kafkaForm.FindStringSubmatch(kafkaRejects); m == nil || !slices.Contains(dirs, m[1]) {
+		t.Fatalf("Kafka rejects another cluster id with %q: not the message this test knows", kafkaRejects)
+	}
+	straitForm := regexp.MustCompile(`Invalid cluster\.id in: ` + regexp.QuoteMeta(filepath.Join(dirs[0], "meta.properties")) +
+		`\. Expected [A-Za-z0-9_-]{22}, but read ` + regexp.QuoteMeta(clusterID))
+	if !straitForm.Match(startOut) {
+		t.Errorf("strait on another cluster's log directories said:\n%s\nwant Kafka's message, as %q", startOut, kafkaRejects)
+	}
+	after := treeFiles(t, dirs)
+	for path, b := range before {
+		if a, ok := after[path]; !ok || !bytes.Equal(a, b) {
+			t.Errorf("%s: changed or gone after the refused start (present %v)", path, ok)
+		}
+	}
+	for path := range after {
+		if _, ok := before[path]; !ok {
+			t.Errorf("%s: written by the refused start", path)
+		}
+	}
+}
+
+// treeFiles is every regular file under dirs, by path.
+func treeFiles(t *testing.T, dirs []string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, d := range dirs {
+		err := filepath.WalkDir(d, func(path string, de os.DirEntry, err error) error {
+			if err != nil || !de.Type().IsRegular() {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			out[path] = b
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
 
 // comparePartitionLines orders "topic partition offset" lines by topic,
@@ -244,4 +314,21 @@ func comparePartitionLines(a, b string) int {
 		return c
 	}
 	return pa - pb
+}
+
+// runKafkaClass runs testdata/<class>.java on Kafka's jars with args and
+// returns what it printed, failing t with its stderr if it fails.
+func runKafkaClass(t *testing.T, root, class string, args []string) []byte {
+	t.Helper()
+	java := exec.Command("java", append([]string{"-cp", filepath.Join(root, "bench/kafka/lib") + "/*",
+		filepath.Join(root, "compat-tests/reference/testdata", class+".java")}, args...)...)
+	out, err := java.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("Kafka's %s: %v\n%s", class, err, stderr)
+	}
+	return out
 }

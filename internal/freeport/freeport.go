@@ -6,7 +6,9 @@
 // ephemeral range: until the test binds it again, any other :0 listener or
 // outgoing connection on the machine may be handed the same port. These
 // ports come from below that range instead, where the kernel hands out
-// nothing by itself, so only another explicit bind can take them.
+// nothing by itself, so only another explicit bind can take them. A port
+// is handed out once per process: two calls made before either caller
+// binds would otherwise both find the same port free.
 package freeport
 
 import (
@@ -16,6 +18,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // lowest is the first port considered; below it lie well-known services.
@@ -32,19 +35,34 @@ func Ports(n int) ([]int, error) {
 	return portsFrom(n, lowest+rand.IntN(top-lowest), top)
 }
 
+// handedOut is every port Ports returned in this process.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
 // portsFrom is Ports from first on, wrapping around below top.
 func portsFrom(n, first, top int) ([]int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
 	span := top - lowest
 	start := first - lowest
 	var out []int
 	for i := 0; i < span && len(out) < n; i++ {
 		port := lowest + (start+i)%span
+		if handedOut.ports[port] {
+			continue
+		}
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			continue // in use
 		}
 		ln.Close()
 		out = append(out, port)
+		handedOut.ports[port] = true
 	}
 	if len(out) < n {
 		return nil, errors.New("freeport: not enough free ports below the ephemeral range")

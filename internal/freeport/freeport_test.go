@@ -42,6 +42,10 @@ func TestPortsSkipsAPortInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Not as handed out: only the listener may keep it from being returned.
+	handedOut.Lock()
+	delete(handedOut.ports, held[0])
+	handedOut.Unlock()
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(held[0])))
 	if err != nil {
 		t.Fatal(err)
@@ -53,5 +57,24 @@ func TestPortsSkipsAPortInUse(t *testing.T) {
 	}
 	if ports[0] == held[0] {
 		t.Fatalf("port %d is in use but was returned", held[0])
+	}
+}
+
+// TestPortsHandsOutAPortOnce: a port returned earlier and not bound yet is
+// not returned again, even where the search starts at it (the harnesses
+// ask for each broker's ports one call at a time before starting any).
+func TestPortsHandsOutAPortOnce(t *testing.T) {
+	first, err := Ports(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		again, err := portsFrom(1, first[0], ephemeralLow())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again[0] == first[0] {
+			t.Fatalf("port %d handed out twice", first[0])
+		}
 	}
 }
