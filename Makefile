@@ -18,15 +18,19 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
 
+# Each go test of make test runs through scripts/gotest.sh, which ends a
+# failed run with what failed (CI keeps only the tail of the log).
+GOTEST := GO=$(GO) ./scripts/gotest.sh
+
 unit:
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GOTEST) -count=1 -timeout 20m $(PKGS)
 
 # The race detector over the packages that run goroutines of their own
 # (about 10 minutes on 2 cores).
 RACE_PKGS := ./storage/... ./broker/... ./replication/... ./controller/... ./coordinator/... ./protocol/... ./config/... ./recordbatch/... ./internal/... ./metrics/...
 
 race:
-	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
+	$(GOTEST) -race -count=1 -timeout 30m $(RACE_PKGS)
 
 # make test runs each test once: the race packages under the race detector
 # (race, above), the other packages plainly (unit-rest), and plainly as well
@@ -38,8 +42,8 @@ REST_PKGS = $(shell $(GO) list ./... | grep -v -E '^github.com/strait/strait/($(
 NORACE_TESTS := TestFetchDuplicatePartitionsAnsweredOnce|TestParkedFetchDuplicatesHeldOnce|TestCleanerMemoryBoundedByWindowNotValues|TestCleanerBombOverCapBounded
 
 unit-rest:
-	$(GO) test -count=1 -timeout 20m $(REST_PKGS)
-	$(GO) test -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./broker/ ./storage/
+	$(GOTEST) -count=1 -timeout 20m $(REST_PKGS)
+	$(GOTEST) -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./broker/ ./storage/
 
 test: vet build unit-rest race compat compat-reference compat-kgo-straittest
 
@@ -87,7 +91,7 @@ compat-java: build
 # in the test process through package straittest (one broker, then three);
 # about 3.5 minutes.
 compat-kgo-straittest:
-	STRAIT_KGO_SUITE=1 $(GO) test -count=1 -timeout 70m -run TestKgoSuite ./compat-tests/franz-go/
+	STRAIT_KGO_SUITE=1 $(GOTEST) -count=1 -timeout 70m -run TestKgoSuite ./compat-tests/franz-go/
 
 # Apache Kafka 4.x from Maven Central beside Strait: the same topic configs and
 # batches must leave the same records after retention and compaction; the
@@ -95,7 +99,7 @@ compat-kgo-straittest:
 # (every key and version Strait serves, field by field; report in
 # compat-tests/reference/work/conformance.md).
 compat-reference: build
-	STRAIT_KAFKA_REFERENCE=1 $(GO) test -count=1 -timeout 20m -run 'TestRetentionAndCompactionMatchKafka|TestCheckpointFilesReadByKafka|TestClientQuotasMatchKafka|TestAuthorizationMatchesKafka|TestConformanceMatchesKafka' ./compat-tests/reference/
+	STRAIT_KAFKA_REFERENCE=1 $(GOTEST) -count=1 -timeout 20m -run 'TestRetentionAndCompactionMatchKafka|TestCheckpointFilesReadByKafka|TestClientQuotasMatchKafka|TestAuthorizationMatchesKafka|TestConformanceMatchesKafka' ./compat-tests/reference/
 
 # Re-records the client sessions the conformance harness replays
 # (compat-tests/reference/testdata/recorded) against Kafka 4.4: about a minute.
