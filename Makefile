@@ -39,7 +39,7 @@ race:
 # plainly. This keeps make test under the 45 minutes CI allows.
 RACE_PKG_DIRS := storage broker replication controller coordinator protocol config recordbatch internal metrics
 REST_PKGS = $(shell $(GO) list ./... | grep -v -E '^github.com/strait/strait/($(subst $(eval) ,|,$(RACE_PKG_DIRS)))(/|$$)')
-NORACE_TESTS := TestFetchDuplicatePartitionsAnsweredOnce|TestParkedFetchDuplicatesHeldOnce|TestCleanerMemoryBoundedByWindowNotValues|TestCleanerBombOverCapBounded
+NORACE_TESTS := TestFetchDuplicatePartitionsAnsweredOnce|TestMetadataDuplicateTopicsAnsweredOnce|TestParkedFetchDuplicatesHeldOnce|TestCleanerMemoryBoundedByWindowNotValues|TestCleanerBombOverCapBounded
 
 unit-rest:
 	$(GOTEST) -count=1 -timeout 20m $(REST_PKGS)
