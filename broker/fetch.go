@@ -172,6 +172,9 @@ type fetchOp struct {
 	// response is written or dropped.
 	reads  []storage.ReadResult
 	hasErr bool
+	// waitForFiles: the last read returned no records because reads were
+	// declined at the segment files' descriptor bound (read).
+	waitForFiles bool
 	// replica is the fetching follower's broker id, -1 for a consumer.
 	replica     int32
 	brokerEpoch int64
@@ -513,9 +516,10 @@ func (f *fetchOp) read() bool {
 		// is declined, and the partition answered as one past the
 		// response's max bytes is: offsets, no records (a session moves
 		// the partitions that returned records to its end, so the
-		// others come first next time). The fetch then answers at once:
-		// the records are there, and no append would wake it when the
-		// files are released.
+		// others come first next time). A fetch that read records
+		// answers at once; one that read none for that reason waits
+		// (park) for a held file's release, max_wait at most, rather
+		// than answering empty to a client that would ask again at once.
 		res, err := log.ReadWithinFileBound(ft.offset, max, upTo, minOne)
 		declined = declined || res.Declined
 		if err == nil && readCommitted {
@@ -548,7 +552,18 @@ func (f *fetchOp) read() bool {
 			remaining -= res.Size
 		}
 	}
-	return errNow || offsetsOnly || declined || total >= int64(f.req.MinBytes)
+	f.waitForFiles = declined && total == 0
+	return errNow || offsetsOnly || declined && total > 0 || total >= int64(f.req.MinBytes)
+}
+
+// filesReleased is what a parked fetch waits on besides appends: a held
+// segment file's release when its last read was declined at the bound,
+// nothing (a nil channel) otherwise.
+func (f *fetchOp) filesReleased() <-chan struct{} {
+	if !f.waitForFiles {
+		return nil
+	}
+	return f.srv.replicas.FileCache().HeldBelowBound()
 }
 
 // park waits for appends to any requested partition until min_bytes is met,
@@ -581,6 +596,11 @@ func (f *fetchOp) park() {
 	for {
 		select {
 		case <-w.Wake():
+			if f.read() {
+				f.finish()
+				return
+			}
+		case <-f.filesReleased():
 			if f.read() {
 				f.finish()
 				return

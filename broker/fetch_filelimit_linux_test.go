@@ -5,9 +5,12 @@ package broker
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,33 +23,47 @@ import (
 
 const fetchFileLimitChild = "STRAIT_TEST_FETCH_FILE_LIMIT_CHILD"
 
-// TestFetchUnderLowFileLimit: under an RLIMIT_NOFILE of 256 (set in a
-// child process: the limit is the whole process's, embedded etcd
-// included), fetches naming all 400 partitions read one record from each.
-// Pinning a file per partition would pass the limit (EMFILE: a storage
-// error, or etcd stopping the process), so a fetch's read declines to open
-// a file once the files held by reads reach the segment file cache's total
-// bound, and the rest come in later fetches.
-func TestFetchUnderLowFileLimit(t *testing.T) {
-	if os.Getenv(fetchFileLimitChild) == "1" {
-		fetchUnderLowFileLimit(t)
+// lowFileLimit is the RLIMIT_NOFILE of the tests below: the segment file
+// cache's total bound is then 128 files (storage.OpenFilesBound).
+const lowFileLimit = 256
+
+// underLowFileLimit runs child in a child process of the test binary under
+// an RLIMIT_NOFILE of lowFileLimit: the limit is the whole process's,
+// embedded etcd included. The parent fails with the child's output unless
+// the child passed.
+func underLowFileLimit(t *testing.T, child func(t *testing.T)) {
+	if os.Getenv(fetchFileLimitChild) == t.Name() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: lowFileLimit, Max: lowFileLimit}); err != nil {
+			t.Fatal(err)
+		}
+		child(t)
+		if !t.Failed() {
+			fmt.Printf("%s under a low file limit: passed\n", t.Name())
+		}
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFetchUnderLowFileLimit$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), fetchFileLimitChild+"=1")
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), fetchFileLimitChild+"="+t.Name())
 	out, err := cmd.CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("fetch under low file limit: done")) {
+	if err != nil || !bytes.Contains(out, []byte(t.Name()+" under a low file limit: passed")) {
 		t.Fatalf("child: %v\n%s", err, lastLines(out, 60))
 	}
 }
 
+// TestFetchUnderLowFileLimit: under an RLIMIT_NOFILE of 256, fetches
+// naming all 400 partitions read one record from each. Pinning a file per
+// partition would pass the limit (EMFILE: a storage error, or etcd stopping
+// the process), so a fetch's read declines to open a file once the files
+// held by reads reach the segment file cache's total bound, and the rest
+// come in later fetches.
+func TestFetchUnderLowFileLimit(t *testing.T) {
+	underLowFileLimit(t, fetchUnderLowFileLimit)
+}
+
 func fetchUnderLowFileLimit(t *testing.T) {
-	const limit, partitions = 256, 400
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: limit, Max: limit}); err != nil {
-		t.Fatal(err)
-	}
+	const partitions = 400
 	// strait.fd.reserve lowered: its default (256, held to half of this
 	// limit) would refuse clients while the segment file cache is full.
 	srv := startTestBroker(t, map[string]string{"strait.fd.reserve": "32", "log.segment.bytes": "1048576", "log.index.size.max.bytes": "65536"})
@@ -118,12 +135,137 @@ func fetchUnderLowFileLimit(t *testing.T) {
 		}
 	}
 	_, total := srv.replicas.FileCache().Bounds()
-	fmt.Printf("fetch under low file limit: done: %d partitions, total bound %d, %d files open\n",
-		partitions, total, srv.replicas.FileCache().Open())
+	t.Logf("%d partitions, total bound %d, %d files open", partitions, total, srv.replicas.FileCache().Open())
 }
 
 // lastLines is the end of a child's output, at most n lines.
 func lastLines(out []byte, n int) []byte {
 	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
 	return bytes.Join(lines[max(0, len(lines)-n):], []byte("\n"))
+}
+
+// TestDeclinedFetchWaitsForFiles: a client that stops reading its response
+// keeps the files of the response's reads held (they are sent from them)
+// up to the segment file cache's total bound, so another consumer's reads
+// are declined. Its fetches then wait for a held file's release (or their
+// max_wait) rather than answering empty at once, which a client takes as
+// "nothing yet" and re-sends at once: a loop at network speed for as long
+// as the files stay held. Once the stalled client goes, the waiting fetch
+// is woken and reads the records, well before its max_wait.
+func TestDeclinedFetchWaitsForFiles(t *testing.T) {
+	underLowFileLimit(t, declinedFetchWaitsForFiles)
+}
+
+func declinedFetchWaitsForFiles(t *testing.T) {
+	// 150 partitions of 200 KB: a fetch of all of them reads 128 (the
+	// bound), 25 MB, far more than loopback's socket buffers take.
+	const partitions, recordBytes = 150, 200 << 10
+	srv := startTestBroker(t, map[string]string{"strait.fd.reserve": "32", "log.segment.bytes": "1048576", "log.index.size.max.bytes": "65536"})
+	files := srv.replicas.FileCache()
+	_, bound := files.Bounds()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	adm := kadm.NewClient(prod)
+	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, "wide"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "other"); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for p := range int32(partitions) {
+		value := make([]byte, recordBytes) // random: the producer compresses
+		rand.Read(value)
+		recs = append(recs, &kgo.Record{Topic: "wide", Partition: p, Value: value})
+	}
+	for i := range 3 {
+		recs = append(recs, &kgo.Record{Topic: "other", Value: fmt.Appendf(nil, "other-%d", i)})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	topics, err := adm.ListTopics(ctx, "wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The stalled client: a fetch of every partition, its response never
+	// read.
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(13)
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 0, 1, 100<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.TopicID = topics["wide"].ID
+	for p := range int32(partitions) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, 1<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	stalled, err := net.DialTimeout("tcp", srv.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	if _, err := stalled.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); files.Held() < bound; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d files held after the stalled fetch; want the bound, %d", files.Held(), bound)
+		}
+	}
+
+	// The other consumer, with a max_wait longer than the test waits.
+	var fetches atomic.Int64
+	cons, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr()), kgo.ConsumeTopics("other"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(30*time.Second),
+		kgo.WithHooks(fetchCounter{&fetches}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var got atomic.Int64
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for got.Load() < 3 && ctx.Err() == nil {
+			got.Add(int64(cons.PollFetches(ctx).NumRecords()))
+		}
+	}()
+	time.Sleep(2 * time.Second)
+	if n := got.Load(); n != 0 {
+		t.Fatalf("the consumer read %d records with the files held at the bound; its reads should be declined", n)
+	}
+	if n := fetches.Load(); n > 5 {
+		t.Fatalf("the consumer sent %d fetches in 2 s while its reads were declined; want each to wait", n)
+	}
+	if files.Held() < bound {
+		t.Fatalf("%d files held; the stalled client's %d should still be", files.Held(), bound)
+	}
+	t.Logf("%d fetches in 2 s with its reads declined", fetches.Load())
+
+	stalled.Close() // its response's files are released
+	released := time.Now()
+	select {
+	case <-polled:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the consumer read %d of 3 records in 20 s after the files were released", got.Load())
+	}
+	// Sooner than its 30 s max_wait: woken by the release.
+	t.Logf("records read %v after the release, %d fetches in all", time.Since(released).Round(time.Millisecond), fetches.Load())
+}
+
+// fetchCounter counts the Fetch requests a client writes.
+type fetchCounter struct{ n *atomic.Int64 }
+
+func (c fetchCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
+	if key == int16(kmsg.Fetch) {
+		c.n.Add(1)
+	}
 }

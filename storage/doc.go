@@ -104,7 +104,8 @@
 // read (ReadWithinFileBound) declines to hold a file once the files held
 // by ReadResults reach the total bound (files other reads hold it reads
 // whatever the count), so that a fetch over 100,000 partitions cannot
-// take the process past RLIMIT_NOFILE. Without a FileCache every
+// take the process past RLIMIT_NOFILE; FileCache.HeldBelowBound tells a
+// fetch that read nothing else when to try again. Without a FileCache every
 // segment's .log stays open until the segment is deleted.
 //
 // Index files hold none: the active segment's .index and .timeindex are

@@ -71,6 +71,58 @@ type FileCache struct {
 	// over: pinned files kept the cache past a bound at its last eviction;
 	// the last unpin of a file then evicts again (trim).
 	over atomic.Bool
+
+	// belowBound is closed when the held files drop below the total bound
+	// (HeldBelowBound); nil while nothing waits for that. waiting is set
+	// while it is not nil, so that a release checks it without freedMu.
+	freedMu    sync.Mutex
+	belowBound chan struct{}
+	waiting    atomic.Bool
+}
+
+// closedChan is a channel already closed: what HeldBelowBound returns when
+// nothing has to be waited for.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// HeldBelowBound returns a channel closed once the files held by reads are
+// below the total bound, when a read declined at it (ReadWithinFileBound)
+// may be tried again; already closed when they are, or for a nil cache.
+func (c *FileCache) HeldBelowBound() <-chan struct{} {
+	if !c.heldFull() {
+		return closedChan
+	}
+	c.freedMu.Lock()
+	defer c.freedMu.Unlock()
+	if c.belowBound == nil {
+		c.belowBound = make(chan struct{})
+		c.waiting.Store(true)
+	}
+	// A release between heldFull above and waiting's store did not see
+	// it: look again (the release's decrement and this load are ordered).
+	if !c.heldFull() {
+		c.wakeLocked()
+		return closedChan
+	}
+	return c.belowBound
+}
+
+// heldReleased is called after a read's file is no longer held: it wakes
+// HeldBelowBound's waiters once the held files are below the bound.
+func (c *FileCache) heldReleased(held int64) {
+	if !c.waiting.Load() || held >= int64(c.total) {
+		return
+	}
+	c.freedMu.Lock()
+	c.wakeLocked()
+	c.freedMu.Unlock()
+}
+
+func (c *FileCache) wakeLocked() {
+	if c.belowBound != nil {
+		close(c.belowBound)
+		c.belowBound = nil
+		c.waiting.Store(false)
+	}
 }
 
 // NewFileCache returns a cache keeping at most n cold (sealed or idle)
@@ -230,13 +282,15 @@ func (sf *segFile) release() { sf.releaseFor(false) }
 // releaseHeld undoes a ReadResult's pin (acquireFor with held).
 func (sf *segFile) releaseHeld() { sf.releaseFor(true) }
 
-func (sf *segFile) releaseFor(held bool) {
+func (sf *segFile) releaseFor(asHeld bool) {
+	var freedIn *FileCache // the cache whose held files this release lowered
+	var held int64         // to this many
 	sf.mu.Lock()
 	sf.refs--
-	if held {
+	if asHeld {
 		sf.held--
 		if sf.held == 0 && sf.heldIn != nil {
-			sf.heldIn.held.Add(-1)
+			freedIn, held = sf.heldIn, sf.heldIn.held.Add(-1)
 			sf.heldIn = nil
 		}
 	}
@@ -247,6 +301,9 @@ func (sf *segFile) releaseFor(held bool) {
 	}
 	cache := sf.cache
 	sf.mu.Unlock()
+	if freedIn != nil {
+		freedIn.heldReleased(held)
+	}
 	if last && cache != nil && cache.over.Load() {
 		cache.trim()
 	}

@@ -69,12 +69,21 @@ func TestReadWithinFileBound(t *testing.T) {
 	if ls[2].active().log.OS() != nil {
 		t.Fatal("a declined read opened the file")
 	}
+	// What a declined fetch waits on (HeldBelowBound) stays open until a
+	// held file is released.
+	belowBound := cache.HeldBelowBound()
+	if closed(belowBound) {
+		t.Fatal("HeldBelowBound closed with the held files at the bound")
+	}
 	// A file another read holds adds nothing: served at the bound.
 	a2, err := read(0)
 	if err != nil || a2.Declined || !bytes.Equal(readSlices(t, a2), want[0]) {
 		t.Fatalf("read of an open file at the bound: %v, declined %v", err, a2.Declined)
 	}
 	a2.Release()
+	if closed(belowBound) || closed(cache.HeldBelowBound()) {
+		t.Fatal("HeldBelowBound closed by the release of a file another read still holds")
+	}
 	// Read copies and releases at once: it opens whatever the bound.
 	p, err := ls[2].Read(0, math.MaxInt32, ls[2].LogEndOffset(), true)
 	if err != nil || !bytes.Equal(readSlices(t, p), want[2]) {
@@ -97,6 +106,9 @@ func TestReadWithinFileBound(t *testing.T) {
 	b.Release()
 	if n := cache.Held(); n != 1 {
 		t.Fatalf("%d files held after a release, want 1", n)
+	}
+	if !closed(belowBound) || !closed(cache.HeldBelowBound()) {
+		t.Fatal("HeldBelowBound not closed with the held files below the bound")
 	}
 	for range 3 {
 		if ls[2].active().log.OS() == nil {
@@ -385,4 +397,14 @@ func TestReadBelowTheFirstBatchReadsNothing(t *testing.T) {
 		t.Fatalf("obliged read at %d: %v, not the batch there", mid, err)
 	}
 	res.Release()
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
