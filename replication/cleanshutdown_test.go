@@ -18,7 +18,14 @@ import (
 // closed, or be a crashed one's whose writes no longer count).
 func (e *testEnv) restart(t *testing.T, cfg Config) {
 	t.Helper()
-	e.m = e.newManager(cfg, nil)
+	e.restartWith(t, cfg, nil)
+}
+
+// restartWith is restart with the new Manager logging to logger (nil:
+// nowhere).
+func (e *testEnv) restartWith(t *testing.T, cfg Config, logger *slog.Logger) {
+	t.Helper()
+	e.m = e.newManager(cfg, logger)
 	if err := e.m.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -53,12 +53,7 @@ func (l *logRecords) withMessage(msg string) []map[string]string {
 func (e *testEnv) restartLogged(t *testing.T, cfg Config) *logRecords {
 	t.Helper()
 	logs := &logRecords{}
-	e.m = e.newManager(cfg, slog.New(logs))
-	if err := e.m.Start(); err != nil {
-		t.Fatal(err)
-	}
-	m := e.m
-	t.Cleanup(func() { _ = m.Close() })
+	e.restartWith(t, cfg, slog.New(logs))
 	return logs
 }
 
