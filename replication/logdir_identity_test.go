@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strait/strait/internal/filetree"
 	"github.com/strait/strait/storage"
 )
 
@@ -38,7 +39,7 @@ func TestLogDirIdentityChecked(t *testing.T) {
 		t.Fatalf("directory ids %v, want one per log dir", ids)
 	}
 	partDir := filepath.Join(e.dir, "kept-0")
-	before := dirFiles(t, partDir)
+	before := filetree.Read(t, partDir)
 
 	start := func(cfg Config) error {
 		m := e.newManager(cfg, nil)
@@ -59,7 +60,7 @@ func TestLogDirIdentityChecked(t *testing.T) {
 		if _, err := os.Stat(partDir); err != nil {
 			t.Fatalf("%s: the partition directory is gone: %v", what, err)
 		}
-		got := dirFiles(t, partDir)
+		got := filetree.Read(t, partDir)
 		for f, b := range before {
 			if string(got[f]) != string(b) {
 				t.Errorf("%s: %s changed", what, f)

@@ -3,7 +3,6 @@ package replication
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/strait/strait/controller"
+	"github.com/strait/strait/internal/filetree"
 	"github.com/strait/strait/storage"
 )
 
@@ -55,28 +55,6 @@ func (e *testEnv) restartLogged(t *testing.T, cfg Config) *logRecords {
 	logs := &logRecords{}
 	e.restartWith(t, cfg, slog.New(logs))
 	return logs
-}
-
-// dirFiles is every file under dir with its bytes, by path relative to dir.
-func dirFiles(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		out[rel] = b
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 var strayName = regexp.MustCompile(`^(.+)-([0-9]+)\.([0-9a-f]{32})-stray$`)
@@ -125,7 +103,7 @@ func strayEnv(t *testing.T, name string, replicas []int32) (*testEnv, Config, ma
 	if err := e.m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return e, cfg, dirFiles(t, filepath.Join(e.dir, name+"-0"))
+	return e, cfg, filetree.Read(t, filepath.Join(e.dir, name+"-0"))
 }
 
 // checkMovedAside checks that partition directory name of e's log dir was
@@ -140,7 +118,7 @@ func checkMovedAside(t *testing.T, e *testEnv, logs *logRecords, name string, fi
 	if len(strays) != 1 {
 		t.Fatalf("stray directories of %s: %v, want 1", name, strays)
 	}
-	got := dirFiles(t, filepath.Join(e.dir, strays[0]))
+	got := filetree.Read(t, filepath.Join(e.dir, strays[0]))
 	if len(got) != len(files) {
 		t.Errorf("stray directory holds %d files, the log held %d", len(got), len(files))
 	}
@@ -279,7 +257,7 @@ func TestStrayDirLeftAtNextStart(t *testing.T) {
 	if got := strayDirs(t, e.dir, "gone-0"); !slices.Equal(got, strays) {
 		t.Errorf("stray directories after the next start: %v, want %v", got, strays)
 	}
-	got := dirFiles(t, filepath.Join(e.dir, strays[0]))
+	got := filetree.Read(t, filepath.Join(e.dir, strays[0]))
 	for f, b := range files {
 		if !bytes.Equal(got[f], b) {
 			t.Errorf("%s changed in the stray directory", f)
@@ -381,7 +359,7 @@ func TestStrayRenameFailureLeavesDirectory(t *testing.T) {
 	e.meta.forgetTopic("stuck")
 	cfg.FS = failStrayRenames{storage.OSFS{}}
 	logs := e.restartLogged(t, cfg)
-	if got := dirFiles(t, filepath.Join(e.dir, "stuck-0")); len(got) != len(files) {
+	if got := filetree.Read(t, filepath.Join(e.dir, "stuck-0")); len(got) != len(files) {
 		t.Errorf("stuck-0 holds %d files, want %d", len(got), len(files))
 	}
 	if got := strayDirs(t, e.dir, "stuck-0"); len(got) != 0 {

@@ -6,11 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/strait/strait/internal/filetree"
 	"github.com/strait/strait/recordbatch"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -132,27 +131,9 @@ func replicate(t *testing.T, leader, follower *Log, maxBytes int64) int {
 	return fetches
 }
 
-// dirFiles reads every file of a partition directory.
-func dirFiles(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]byte{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Name()] = b
-	}
-	return out
-}
-
 func compareDirs(t *testing.T, wantDir, gotDir string) {
 	t.Helper()
-	want, got := dirFiles(t, wantDir), dirFiles(t, gotDir)
+	want, got := filetree.Read(t, wantDir), filetree.Read(t, gotDir)
 	for name, b := range want {
 		g, ok := got[name]
 		switch {

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/strait/strait/internal/filetree"
 	"github.com/strait/strait/storage/compress"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -86,7 +87,7 @@ func appendGen(t *testing.T, l *Log, from, to, variant int) []int64 {
 func compareSegments(t *testing.T, wantDir, gotDir string) {
 	t.Helper()
 	load := func(dir string) map[string][]byte {
-		m := dirFiles(t, dir)
+		m := filetree.Read(t, dir)
 		for name, b := range m {
 			if strings.HasSuffix(name, producerSnapshotSuffix) || len(b) == 0 {
 				delete(m, name)

@@ -3,34 +3,15 @@ package straittest_test
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
+	"github.com/strait/strait/internal/filetree"
 	"github.com/strait/strait/straittest"
 )
-
-// partitionFiles is every file under dir with its bytes, by relative path.
-func partitionFiles(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		rel, _ := filepath.Rel(dir, path)
-		out[rel] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // TestTopicDeletedWhileBrokerDownMovedAside: a broker down while its topic
 // is deleted finds the partition's directory at its restart, with the
@@ -51,7 +32,7 @@ func TestTopicDeletedWhileBrokerDownMovedAside(t *testing.T) {
 		t.Fatalf("deleting the topic: %v", err)
 	}
 	logDir := c.Broker(3).LogDirs()[0]
-	files := partitionFiles(t, filepath.Join(logDir, "gone-0"))
+	files := filetree.Read(t, filepath.Join(logDir, "gone-0"))
 	if len(files) == 0 {
 		t.Fatal("broker 3 holds no files of gone-0")
 	}
@@ -74,7 +55,7 @@ func TestTopicDeletedWhileBrokerDownMovedAside(t *testing.T) {
 	if len(found) != 1 {
 		t.Fatalf("stray directories of gone-0: %v", found)
 	}
-	got := partitionFiles(t, filepath.Join(logDir, found[0]))
+	got := filetree.Read(t, filepath.Join(logDir, found[0]))
 	if len(got) != len(files) {
 		t.Errorf("%d files in the stray directory, %d in the log", len(got), len(files))
 	}

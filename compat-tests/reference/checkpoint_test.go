@@ -17,6 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strait/strait/internal/filetree"
 )
 
 // TestCheckpointFilesReadByKafka: the per-log-directory checkpoints a
@@ -288,16 +290,8 @@ func treeFiles(t *testing.T, dirs []string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for _, d := range dirs {
-		err := filepath.WalkDir(d, func(path string, de os.DirEntry, err error) error {
-			if err != nil || !de.Type().IsRegular() {
-				return err
-			}
-			b, err := os.ReadFile(path)
-			out[path] = b
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
+		for rel, b := range filetree.Read(t, d) {
+			out[filepath.Join(d, rel)] = b
 		}
 	}
 	return out
