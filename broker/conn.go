@@ -62,8 +62,9 @@ type conn struct {
 	ip       string                      // remote IP, as counted by srv.quotas
 	logp     atomic.Pointer[slog.Logger] // built by logger on first use
 	// lastActive (UnixNano, coarse) is when a request was last read or a
-	// response written: idleconns.go closes the connection past
-	// connections.max.idle.ms.
+	// response's write began or made progress: idleconns.go closes the
+	// connection past connections.max.idle.ms, or past stalledWriteLimit
+	// in a write at the segment file bound.
 	lastActive atomic.Int64
 	// mutedUntil (UnixNano, 0: never) is when a throttled connection's
 	// next request may be read (clientquotas.go).
@@ -550,6 +551,9 @@ func (c *conn) writeLocked() {
 
 		var err error
 		closeAfter := false
+		if !failed {
+			c.touch() // a stall is counted from here (idleconns.go)
+		}
 		switch {
 		case failed:
 		case k == 1 && !dirty && batch[0].frame != nil:
@@ -669,6 +673,7 @@ func (c *conn) writeChunks(chunks []protocol.Chunk) error {
 			if err := copyFileRegion(c.w, ch.File, ch.Pos, ch.Len); err != nil {
 				return err
 			}
+			c.touch()
 			continue
 		}
 		if err := c.w.Flush(); err != nil {
@@ -677,6 +682,7 @@ func (c *conn) writeChunks(chunks []protocol.Chunk) error {
 		if err := sendFileRegion(c.nc, ch.File, ch.Pos, ch.Len); err != nil {
 			return err
 		}
+		c.touch() // progress: a stalled client is told apart by its lack
 	}
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -157,14 +159,96 @@ func TestDeclinedFetchWaitsForFiles(t *testing.T) {
 }
 
 func declinedFetchWaitsForFiles(t *testing.T) {
-	// 150 partitions of 200 KB: a fetch of all of them reads 128 (the
-	// bound), 25 MB, far more than loopback's socket buffers take.
-	const partitions, recordBytes = 150, 200 << 10
 	srv := startTestBroker(t, map[string]string{"strait.fd.reserve": "32", "log.segment.bytes": "1048576", "log.index.size.max.bytes": "65536"})
-	files := srv.replicas.FileCache()
-	_, bound := files.Bounds()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	stalled := holdFilesAtBound(ctx, t, srv)
+	defer stalled.Close()
+	files := srv.replicas.FileCache()
+	_, bound := files.Bounds()
+
+	var fetches atomic.Int64
+	got, polled := consumeOther(ctx, t, srv, &fetches)
+	time.Sleep(2 * time.Second)
+	if n := got.Load(); n != 0 {
+		t.Fatalf("the consumer read %d records with the files held at the bound; its reads should be declined", n)
+	}
+	if n := fetches.Load(); n > 5 {
+		t.Fatalf("the consumer sent %d fetches in 2 s while its reads were declined; want each to wait", n)
+	}
+	if files.Held() < bound {
+		t.Fatalf("%d files held; the stalled client's %d should still be", files.Held(), bound)
+	}
+	t.Logf("%d fetches in 2 s with its reads declined", fetches.Load())
+
+	stalled.Close() // its response's files are released
+	released := time.Now()
+	select {
+	case <-polled:
+	case <-time.After(20 * time.Second):
+	}
+	if got.Load() < 3 {
+		t.Fatalf("the consumer read %d of 3 records in 20 s after the files were released", got.Load())
+	}
+	// Sooner than its 30 s max_wait: woken by the release.
+	t.Logf("records read %v after the release, %d fetches in all", time.Since(released).Round(time.Millisecond), fetches.Load())
+	if n := srv.StalledConnectionsClosed(); n != 0 {
+		t.Fatalf("%d connections closed as stalled; none stalled for %v", n, stalledWriteLimit)
+	}
+}
+
+// TestStalledClientClosedAtFileBound: a client that stops reading its
+// response while the files it holds are at the bound is closed once its
+// write has made no progress for the stall limit, so the consumer whose
+// reads were declined reads its records, long before its max_wait and
+// the stalled client's idle expiry. The consumer's own fetch, parked for
+// longer than the limit meanwhile, is not a stalled write and stays open.
+func TestStalledClientClosedAtFileBound(t *testing.T) {
+	underLowFileLimit(t, stalledClientClosedAtFileBound)
+}
+
+func stalledClientClosedAtFileBound(t *testing.T) {
+	srv := startTestBroker(t, map[string]string{"strait.fd.reserve": "32", "log.segment.bytes": "1048576", "log.index.size.max.bytes": "65536"})
+	const stallLimit = 2 * time.Second
+	srv.stallLimit.Store(int64(stallLimit))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stalled := holdFilesAtBound(ctx, t, srv)
+	defer stalled.Close()
+	held := time.Now()
+
+	var fetches atomic.Int64
+	got, polled := consumeOther(ctx, t, srv, &fetches)
+	select {
+	case <-polled:
+	case <-time.After(20 * time.Second):
+	}
+	if got.Load() < 3 {
+		t.Fatalf("the consumer read %d of 3 records in 20 s with the files held by a stalled client; it should have been closed after %v", got.Load(), stallLimit)
+	}
+	t.Logf("records read %v after the files reached the bound, %d fetches", time.Since(held).Round(time.Millisecond), fetches.Load())
+	if n := srv.StalledConnectionsClosed(); n != 1 {
+		t.Fatalf("%d connections closed as stalled; want 1, the client that stopped reading", n)
+	}
+	// The stalled client finds its connection closed once it reads what
+	// the socket buffers held.
+	stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := io.Copy(io.Discard, stalled); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("the stalled client read %d bytes, then %v; want its connection closed", n, err)
+	}
+}
+
+// holdFilesAtBound writes 150 partitions of 200 KB to a topic "wide" and 3
+// records to a topic "other", then sends a fetch of every partition of
+// "wide" on a raw connection that never reads its response: the response's
+// reads hold 128 files (the bound), 25 MB, far more than loopback's socket
+// buffers take. It returns that connection once the files held reach the
+// bound.
+func holdFilesAtBound(ctx context.Context, t *testing.T, srv *Server) net.Conn {
+	t.Helper()
+	const partitions, recordBytes = 150, 200 << 10
+	files := srv.replicas.FileCache()
+	_, bound := files.Bounds()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	if err != nil {
 		t.Fatal(err)
@@ -194,8 +278,6 @@ func declinedFetchWaitsForFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The stalled client: a fetch of every partition, its response never
-	// read.
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(13)
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 0, 1, 100<<20, -1
@@ -211,54 +293,43 @@ func declinedFetchWaitsForFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stalled.Close()
 	if _, err := stalled.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)); err != nil {
+		stalled.Close()
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); files.Held() < bound; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
+			stalled.Close()
 			t.Fatalf("%d files held after the stalled fetch; want the bound, %d", files.Held(), bound)
 		}
 	}
+	return stalled
+}
 
-	// The other consumer, with a max_wait longer than the test waits.
-	var fetches atomic.Int64
+// consumeOther starts a consumer of the topic "other" with a max_wait
+// longer than the tests wait, counting its fetches in fetches. got counts
+// the records it read; polled closes once it has read the 3 records.
+func consumeOther(ctx context.Context, t *testing.T, srv *Server, fetches *atomic.Int64) (got *atomic.Int64, polled <-chan struct{}) {
+	t.Helper()
 	cons, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr()), kgo.ConsumeTopics("other"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(30*time.Second),
-		kgo.WithHooks(fetchCounter{&fetches}))
+		kgo.WithHooks(fetchCounter{fetches}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cons.Close()
-	var got atomic.Int64
-	polled := make(chan struct{})
+	got = new(atomic.Int64)
+	done := make(chan struct{})
 	go func() {
-		defer close(polled)
+		defer close(done)
 		for got.Load() < 3 && ctx.Err() == nil {
 			got.Add(int64(cons.PollFetches(ctx).NumRecords()))
 		}
 	}()
-	time.Sleep(2 * time.Second)
-	if n := got.Load(); n != 0 {
-		t.Fatalf("the consumer read %d records with the files held at the bound; its reads should be declined", n)
-	}
-	if n := fetches.Load(); n > 5 {
-		t.Fatalf("the consumer sent %d fetches in 2 s while its reads were declined; want each to wait", n)
-	}
-	if files.Held() < bound {
-		t.Fatalf("%d files held; the stalled client's %d should still be", files.Held(), bound)
-	}
-	t.Logf("%d fetches in 2 s with its reads declined", fetches.Load())
-
-	stalled.Close() // its response's files are released
-	released := time.Now()
-	select {
-	case <-polled:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the consumer read %d of 3 records in 20 s after the files were released", got.Load())
-	}
-	// Sooner than its 30 s max_wait: woken by the release.
-	t.Logf("records read %v after the release, %d fetches in all", time.Since(released).Round(time.Millisecond), fetches.Load())
+	t.Cleanup(func() { // after the test's context is cancelled
+		cons.Close()
+		<-done
+	})
+	return got, done
 }
 
 // fetchCounter counts the Fetch requests a client writes.

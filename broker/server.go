@@ -128,12 +128,16 @@ type Server struct {
 	// bounds set from the dynamic configs (replication.go).
 	leaderQuota, followerQuota *quota.Replication
 	alterLogDirsQuota          *quota.Replication // replica.alter.log.dirs.io.max.bytes.per.second
-	// coarseNow (UnixNano) is advanced by the idle sweeper, which closes
-	// connections idle past connections.max.idle.ms (idleconns.go);
-	// idleExpired counts them.
-	coarseNow   atomic.Int64
-	idleExpired atomic.Int64
-	connWG      sync.WaitGroup
+	// coarseNow (UnixNano) is advanced by the connection sweeper, which
+	// closes connections idle past connections.max.idle.ms (idleExpired
+	// counts them) and those whose write stalled for stallLimit (ns) at the
+	// segment file bound (stalledClosed; idleconns.go).
+	coarseNow     atomic.Int64
+	idleExpired   atomic.Int64
+	stallLimit    atomic.Int64
+	stalledClosed atomic.Int64
+	stalledLog    loglimit.Limiter
+	connWG        sync.WaitGroup
 	// bg holds the goroutines the broker started (as nats-server's
 	// startGoRoutine), which Close waits for once the connections have
 	// drained; only then does bg.Go refuse, running nothing, so a caller
@@ -190,6 +194,7 @@ func New(cfg config.Config) (*Server, error) {
 		logDirsCheck: make(chan struct{}, 1),
 	}
 	s.coarseNow.Store(time.Now().UnixNano())
+	s.stallLimit.Store(int64(stalledWriteLimit))
 	s.metrics = metrics.New()
 	s.metrics.Registry.MustRegister(stateCollector{s})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -312,9 +317,7 @@ func (s *Server) start() error {
 		s.bg.Go(func() { s.acceptLoop(l) })
 	}
 	s.bg.Go(s.watchLogDirs)
-	if s.cfg.Limits.ConnectionsMaxIdleMs >= 0 {
-		s.bg.Go(s.expireIdleConns)
-	}
+	s.bg.Go(s.sweepConns)
 
 	s.logger.Debug("broker started", "took", time.Since(started))
 	close(s.ready)
