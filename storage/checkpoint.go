@@ -29,21 +29,25 @@ const (
 	checkpointTmp      = ".tmp"
 )
 
+// maxCheckpointBytes bounds a per-partition checkpoint file read: its two
+// lines take at most 22 bytes.
+const maxCheckpointBytes = 64
+
 // readCheckpoint returns the offset in a checkpoint file; ok is false if
 // the file is absent or malformed (a malformed one is reported in err for
 // logging, and treated as absent).
 func readCheckpoint(fsys FS, dir, name string) (offset int64, ok bool, err error) {
-	f, err := fsys.OpenFile(filepath.Join(dir, name), os.O_RDONLY, 0)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return 0, false, nil
-		}
+	buf, err := readBoundedFile(fsys, filepath.Join(dir, name), maxCheckpointBytes)
+	var tooLarge *fileTooLargeError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return 0, false, nil
+	case errors.As(err, &tooLarge):
+		return 0, false, fmt.Errorf("malformed checkpoint %s: %w", name, err)
+	case err != nil:
 		return 0, false, err
 	}
-	defer f.Close()
-	var buf [64]byte
-	n, _ := f.ReadAt(buf[:], 0)
-	lines := bytes.Split(bytes.TrimSpace(buf[:n]), []byte("\n"))
+	lines := bytes.Split(bytes.TrimSpace(buf), []byte("\n"))
 	if len(lines) != 2 || string(lines[0]) != "0" {
 		return 0, false, fmt.Errorf("malformed checkpoint %s", name)
 	}

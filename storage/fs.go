@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 )
@@ -97,4 +99,44 @@ func (OSFS) SyncDir(path string) error {
 		err = cerr
 	}
 	return err
+}
+
+// fileTooLargeError is readBoundedFile's error for a file larger than its
+// limit.
+type fileTooLargeError struct {
+	path        string
+	size, limit int64
+}
+
+func (e *fileTooLargeError) Error() string {
+	return fmt.Sprintf("%s: %d bytes, more than the %d read", e.path, e.size, e.limit)
+}
+
+// readBoundedFile reads the whole of a small file (a checkpoint, a
+// snapshot, a properties file) through fsys, allocating at most limit
+// bytes whatever its size claims: an error satisfying
+// errors.Is(err, fs.ErrNotExist) when it is absent, a *fileTooLargeError
+// when it is larger than limit, io.ErrUnexpectedEOF when it shrank while
+// read.
+func readBoundedFile(fsys FS, path string, limit int64) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > limit {
+		return nil, &fileTooLargeError{path: path, size: fi.Size(), limit: limit}
+	}
+	buf := make([]byte, fi.Size())
+	if n, err := f.ReadAt(buf, 0); n < len(buf) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
 }

@@ -117,23 +117,12 @@ func loadLeaderEpochCache(fsys FS, dir string, logger *slog.Logger) (*leaderEpoc
 var errMalformedEpochCheckpoint = errors.New("malformed " + leaderEpochFile)
 
 func readEpochCheckpoint(fsys FS, path string) ([]EpochEntry, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > maxEpochCheckpointBytes {
+	buf, err := readBoundedFile(fsys, path, maxEpochCheckpointBytes)
+	var tooLarge *fileTooLargeError
+	if errors.As(err, &tooLarge) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, errMalformedEpochCheckpoint
 	}
-	buf := make([]byte, fi.Size())
-	if n, err := f.ReadAt(buf, 0); n != len(buf) {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = errMalformedEpochCheckpoint
-		}
+	if err != nil {
 		return nil, err
 	}
 	lines := bytes.Split(bytes.TrimSpace(buf), []byte("\n"))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,23 +56,14 @@ func ReadMetaProperties(fsys FS, logDir string) (mp MetaProperties, ok bool, err
 		fsys = OSFS{}
 	}
 	path := filepath.Join(logDir, MetaPropertiesFileName)
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	buf, err := readBoundedFile(fsys, path, metaPropertiesMaxSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return MetaProperties{}, false, nil
 	}
 	if err != nil {
 		return MetaProperties{}, false, err
 	}
-	defer f.Close()
-	buf := make([]byte, metaPropertiesMaxSize+1)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && err != io.EOF {
-		return MetaProperties{}, false, err
-	}
-	if n > metaPropertiesMaxSize {
-		return MetaProperties{}, false, fmt.Errorf("%s: larger than %d bytes", path, metaPropertiesMaxSize)
-	}
-	props, err := javaprops.Parse(bytes.NewReader(buf[:n]))
+	props, err := javaprops.Parse(bytes.NewReader(buf))
 	if err == nil {
 		mp, err = parseMetaProperties(props)
 	}

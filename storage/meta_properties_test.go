@@ -56,7 +56,7 @@ func TestMetaPropertiesFormat(t *testing.T) {
 		{name: "node id past int32", body: "version=1\ncluster.id=abc\nnode.id=4294967296\n", err: "failed to parse node.id"},
 		{name: "unknown version", body: "version=2\ncluster.id=abc\nnode.id=1\n", err: "unknown meta.properties version number 2"},
 		{name: "bad escape", body: "version=1\ncluster.id=\\uzz\nnode.id=1\n", err: "Malformed"},
-		{name: "too large", body: strings.Repeat("#", metaPropertiesMaxSize+1), err: "larger than"},
+		{name: "too large", body: strings.Repeat("#", metaPropertiesMaxSize+1), err: "more than the 65536 read"},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, MetaPropertiesFileName), []byte(c.body), 0o644); err != nil {
 			t.Fatal(err)

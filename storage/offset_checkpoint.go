@@ -90,28 +90,15 @@ func (c *OffsetCheckpointFile) Path() string { return filepath.Join(c.dir, c.nam
 // *MalformedCheckpointError, an unreadable one the I/O error.
 func (c *OffsetCheckpointFile) Read() (entries []TopicPartitionOffset, exists bool, err error) {
 	path := c.Path()
-	f, err := c.fs.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, false, nil
-		}
-		return nil, false, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	buf, err := readBoundedFile(c.fs, path, maxOffsetCheckpointBytes)
+	var tooLarge *fileTooLargeError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, false, nil
+	case errors.As(err, &tooLarge):
+		return nil, true, &MalformedCheckpointError{Path: path, Reason: fmt.Sprintf("%d bytes, more than the %d read", tooLarge.size, tooLarge.limit)}
+	case err != nil:
 		return nil, true, err
-	}
-	if fi.Size() > maxOffsetCheckpointBytes {
-		return nil, true, &MalformedCheckpointError{Path: path, Reason: fmt.Sprintf("%d bytes, more than the %d read", fi.Size(), maxOffsetCheckpointBytes)}
-	}
-	buf := make([]byte, fi.Size())
-	n, rerr := f.ReadAt(buf, 0)
-	if n < len(buf) {
-		if rerr == nil {
-			rerr = errors.New("short read")
-		}
-		return nil, true, rerr
 	}
 	entries, err = parseOffsetCheckpoint(path, buf)
 	return entries, true, err

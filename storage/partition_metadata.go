@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -37,6 +36,9 @@ func WritePartitionMetadata(fsys FS, dir string, topicID [16]byte) error {
 	return nil
 }
 
+// maxPartitionMetadataBytes bounds the file read: Kafka's is 44 bytes.
+const maxPartitionMetadataBytes = 256
+
 // ReadPartitionMetadata returns the topic id in dir's partition.metadata,
 // read through fsys (nil: the real filesystem). A missing file is an error
 // satisfying errors.Is(err, fs.ErrNotExist).
@@ -46,14 +48,11 @@ func ReadPartitionMetadata(fsys FS, dir string) ([16]byte, error) {
 		fsys = OSFS{}
 	}
 	path := filepath.Join(dir, PartitionMetadataFile)
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	buf, err := readBoundedFile(fsys, path, maxPartitionMetadataBytes)
 	if err != nil {
 		return id, err
 	}
-	defer f.Close()
-	var buf [256]byte
-	n, _ := f.ReadAt(buf[:], 0)
-	sc := bufio.NewScanner(bytes.NewReader(buf[:n]))
+	sc := bufio.NewScanner(bytes.NewReader(buf))
 	for sc.Scan() {
 		v, ok := bytes.CutPrefix(sc.Bytes(), []byte("topic_id:"))
 		if !ok {

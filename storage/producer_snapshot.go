@@ -140,20 +140,12 @@ const maxProducerSnapshotBytes = 1 << 30
 
 // readProducerSnapshot reads and decodes a snapshot file.
 func readProducerSnapshot(fsys FS, path string) ([]*producerStateEntry, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	b, err := readBoundedFile(fsys, path, maxProducerSnapshotBytes)
+	var tooLarge *fileTooLargeError
+	if errors.As(err, &tooLarge) {
+		return nil, fmt.Errorf("%w: %d bytes", errCorruptSnapshot, tooLarge.size)
+	}
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > maxProducerSnapshotBytes {
-		return nil, fmt.Errorf("%w: %d bytes", errCorruptSnapshot, fi.Size())
-	}
-	b := make([]byte, fi.Size())
-	if _, err := f.ReadAt(b, 0); err != nil {
 		return nil, err
 	}
 	return decodeProducerSnapshot(b)
