@@ -442,7 +442,7 @@ func (l *Log) hasOngoingTransaction(producerID int64) bool {
 func (l *Log) loadTxnIndexesLocked() (intact bool, err error) {
 	intact = true
 	for _, s := range l.segments {
-		ix, lerr := loadTxnIndex(l.fs, txnIndexPath(l.dir, s.baseOffset), s.baseOffset)
+		ix, lerr := loadTxnIndex(l.fs, txnIndexPath(l.dir, s.baseOffset), s.baseOffset, s.size)
 		if ix == nil {
 			return false, lerr
 		}

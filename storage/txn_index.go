@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/strait/strait/recordbatch"
 )
 
 // The transaction index is Kafka's `%020d.txnindex` (TransactionIndex,
@@ -75,11 +77,26 @@ type txnIndex struct {
 
 func txnIndexPath(dir string, base int64) string { return segmentPath(dir, base, txnIndexFileSuffix) }
 
+// txnIndexSlackEntries is how many entries an index may hold beyond one
+// per batch header its segment's bytes could hold: markers of a tail a
+// crash cut off leave their entries behind (dropped by the truncation to
+// the log end), and a few such should not cost a rebuild.
+const txnIndexSlackEntries = 1024
+
+// maxTxnIndexBytes bounds the index of a segment of segBytes bytes: an
+// entry is written for an abort marker, a batch of at least a batch
+// header, so a larger file is corrupt and is not read (it could claim any
+// size, and reading it would allocate that much).
+func maxTxnIndexBytes(segBytes int64) int64 {
+	return (max(segBytes, 0)/recordbatch.HeaderSize + txnIndexSlackEntries) * abortedTxnSize
+}
+
 // loadTxnIndex reads the index at path if it exists; entries must have
 // increasing last offsets within [segBase, segEnd), else the file is
-// corrupt and an error says so (the caller rebuilds it). A torn trailing
+// corrupt and an error says so (the caller rebuilds it), as is a file
+// larger than an index of a segment of segBytes can be. A torn trailing
 // entry is cut off.
-func loadTxnIndex(fsys FS, path string, segBase int64) (*txnIndex, error) {
+func loadTxnIndex(fsys FS, path string, segBase, segBytes int64) (*txnIndex, error) {
 	ix := &txnIndex{fs: fsys, path: path}
 	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -92,6 +109,10 @@ func loadTxnIndex(fsys FS, path string, segBase int64) (*txnIndex, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if limit := maxTxnIndexBytes(segBytes); fi.Size() > limit {
+		ix.size = fi.Size()
+		return ix, fmt.Errorf("%s: %d bytes, more than an index of a %d-byte segment holds (%d)", path, fi.Size(), segBytes, limit)
 	}
 	whole := fi.Size() / abortedTxnSize * abortedTxnSize
 	b := make([]byte, whole)

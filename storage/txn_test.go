@@ -226,6 +226,20 @@ func TestTxnStateSurvivesRestart(t *testing.T) {
 				}
 			}
 		}},
+		{"index claiming a terabyte", func(t *testing.T, dir string, l *Log) {
+			// Sparse: no disk taken. Read whole it would allocate 1 TiB.
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if filepath.Ext(e.Name()) == ".txnindex" {
+					if err := os.Truncate(filepath.Join(dir, e.Name()), 1<<40); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
