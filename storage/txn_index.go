@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 
@@ -98,34 +97,24 @@ func maxTxnIndexBytes(segBytes int64) int64 {
 // entry is cut off.
 func loadTxnIndex(fsys FS, path string, segBase, segBytes int64) (*txnIndex, error) {
 	ix := &txnIndex{fs: fsys, path: path}
-	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := readBoundedFile(fsys, path, maxTxnIndexBytes(segBytes))
+	var tooLarge *fileTooLargeError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return ix, nil
-	}
-	if err != nil {
+	case errors.As(err, &tooLarge):
+		ix.size = tooLarge.size
+		return ix, fmt.Errorf("%w, more than an index of a %d-byte segment holds", err, segBytes)
+	case err != nil:
 		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if limit := maxTxnIndexBytes(segBytes); fi.Size() > limit {
-		ix.size = fi.Size()
-		return ix, fmt.Errorf("%s: %d bytes, more than an index of a %d-byte segment holds (%d)", path, fi.Size(), segBytes, limit)
-	}
-	whole := fi.Size() / abortedTxnSize * abortedTxnSize
-	b := make([]byte, whole)
-	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	if whole != fi.Size() {
-		if err := f.Truncate(whole); err != nil {
+	ix.size = int64(len(b))
+	if whole := len(b) / abortedTxnSize * abortedTxnSize; whole != len(b) {
+		if err := ix.resize(int64(whole)); err != nil {
 			return nil, err
 		}
-		ix.dirty = true
+		b = b[:whole]
 	}
-	ix.size = whole
 	be := binary.BigEndian
 	last := int64(-1)
 	for ; len(b) >= abortedTxnSize; b = b[abortedTxnSize:] {
@@ -180,7 +169,11 @@ func (ix *txnIndex) truncateFrom(offset int64) error {
 		i = len(ix.entries)
 	}
 	ix.entries = ix.entries[:i]
-	size := int64(i) * abortedTxnSize
+	return ix.resize(int64(i) * abortedTxnSize)
+}
+
+// resize truncates the file to size bytes, unless it has that size.
+func (ix *txnIndex) resize(size int64) error {
 	if size == ix.size {
 		return nil
 	}

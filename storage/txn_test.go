@@ -219,11 +219,8 @@ func TestTxnStateSurvivesRestart(t *testing.T) {
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			ents, _ := os.ReadDir(dir)
-			for _, e := range ents {
-				if filepath.Ext(e.Name()) == ".txnindex" {
-					os.WriteFile(filepath.Join(dir, e.Name()), make([]byte, 2*abortedTxnSize+5), 0o644)
-				}
+			for _, path := range txnIndexFiles(t, dir) {
+				os.WriteFile(path, make([]byte, 2*abortedTxnSize+5), 0o644)
 			}
 		}},
 		{"index claiming a terabyte", func(t *testing.T, dir string, l *Log) {
@@ -231,13 +228,29 @@ func TestTxnStateSurvivesRestart(t *testing.T) {
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			ents, _ := os.ReadDir(dir)
-			for _, e := range ents {
-				if filepath.Ext(e.Name()) == ".txnindex" {
-					if err := os.Truncate(filepath.Join(dir, e.Name()), 1<<40); err != nil {
-						t.Fatal(err)
-					}
+			for _, path := range txnIndexFiles(t, dir) {
+				if err := os.Truncate(path, 1<<40); err != nil {
+					t.Fatal(err)
 				}
+			}
+		}},
+		{"torn trailing entry", func(t *testing.T, dir string, l *Log) {
+			// Half an entry after the whole ones, as a crash mid-append
+			// leaves: cut off, the entries before it kept.
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			paths := txnIndexFiles(t, dir)
+			if len(paths) == 0 {
+				t.Fatal("no transaction index to tear")
+			}
+			for _, path := range paths {
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Write(make([]byte, abortedTxnSize/2))
+				f.Close()
 			}
 		}},
 	} {
@@ -255,6 +268,11 @@ func TestTxnStateSurvivesRestart(t *testing.T) {
 
 			l = openTestLog(t, dir, cfg, producerClock())
 			defer l.Close()
+			for _, path := range txnIndexFiles(t, dir) {
+				if fi, err := os.Stat(path); err != nil || fi.Size()%abortedTxnSize != 0 {
+					t.Fatalf("%s after reopening: %v, %v; want whole entries", path, fi, err)
+				}
+			}
 			if l.LogEndOffset() != leo {
 				t.Fatalf("log end %d, want %d", l.LogEndOffset(), leo)
 			}
@@ -423,4 +441,14 @@ func TestTxnV2GuardSurvivesPredecessorMarker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// txnIndexFiles lists the transaction index files in dir.
+func txnIndexFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.txnindex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
 }
