@@ -54,6 +54,15 @@ func underLowFileLimit(t *testing.T, child func(t *testing.T)) {
 	}
 }
 
+// startLowFileLimitBroker starts the broker of the tests under
+// lowFileLimit: strait.fd.reserve lowered, as its default (256, held to
+// half of this limit) would refuse clients while the segment file cache is
+// full, and small segments and indexes.
+func startLowFileLimitBroker(t *testing.T) *Server {
+	t.Helper()
+	return startTestBroker(t, map[string]string{"strait.fd.reserve": "32", "log.segment.bytes": "1048576", "log.index.size.max.bytes": "65536"})
+}
+
 // TestFetchUnderLowFileLimit: under an RLIMIT_NOFILE of 256, fetches
 // naming all 400 partitions read one record from each. Pinning a file per
 // partition would pass the limit (EMFILE: a storage error, or etcd stopping
@@ -66,9 +75,7 @@ func TestFetchUnderLowFileLimit(t *testing.T) {
 
 func fetchUnderLowFileLimit(t *testing.T) {
 	const partitions = 400
-	// strait.fd.reserve lowered: its default (256, held to half of this
-	// limit) would refuse clients while the segment file cache is full.
-	srv := startTestBroker(t, map[string]string{"strait.fd.reserve": "32", "log.segment.bytes": "1048576", "log.index.size.max.bytes": "65536"})
+	srv := startLowFileLimitBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr()), kgo.DefaultProduceTopic("wide"),
@@ -159,7 +166,7 @@ func TestDeclinedFetchWaitsForFiles(t *testing.T) {
 }
 
 func declinedFetchWaitsForFiles(t *testing.T) {
-	srv := startTestBroker(t, map[string]string{"strait.fd.reserve": "32", "log.segment.bytes": "1048576", "log.index.size.max.bytes": "65536"})
+	srv := startLowFileLimitBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stalled := holdFilesAtBound(ctx, t, srv)
@@ -208,7 +215,7 @@ func TestStalledClientClosedAtFileBound(t *testing.T) {
 }
 
 func stalledClientClosedAtFileBound(t *testing.T) {
-	srv := startTestBroker(t, map[string]string{"strait.fd.reserve": "32", "log.segment.bytes": "1048576", "log.index.size.max.bytes": "65536"})
+	srv := startLowFileLimitBroker(t)
 	const stallLimit = 2 * time.Second
 	srv.stallLimit.Store(int64(stallLimit))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
